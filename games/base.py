@@ -1,0 +1,202 @@
+"""The game interface every game implements, and the helpers they share.
+
+A game is a frozen dataclass whose fields are its options (board size, rules). Sizes are static
+Python values held by the game object; everything that changes during play lives in the state,
+an immutable pytree (``flax.struct.dataclass``). All state functions are pure, written for one
+unbatched state, and run under ``jax.jit`` and ``jax.vmap``; callers vmap them over a batch.
+
+Conventions shared by every game:
+- players are 0 (moves first; "black" / "X") and 1;
+- actions are integers in ``[0, num_actions)``; ``legal_mask`` is True where legal;
+- a terminal state is absorbing: ``step`` returns it unchanged;
+- ``returns`` is float32[2], +1 win / -1 loss / 0 draw per player, zeros until terminal;
+- ``observe`` gives float32[H, W, C] planes seen from the player to move: the mover's stones,
+  the opponent's stones, and a constant plane that is 1 when the mover is player 0;
+- the network's policy lives in a *canonical frame* that may differ from the action order
+  (Hex transposes the board for player 1). ``policy_to_actions`` maps a vector from the network
+  frame to action order, ``actions_to_policy`` the other way; both are identities by default.
+
+The jitted core assumes the actions it is given are legal (``parse_action`` checks moves typed by
+people); what an illegal action does is described by each game.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+Array = jax.Array
+
+
+@struct.dataclass
+class GameState:
+    """Fields every game state carries; games subclass it and add their board.
+
+    Subclasses must list these fields too (flax struct dataclasses inherit fields).
+    """
+
+    player: Array  # int32[], the player to move (0 or 1)
+    terminal: Array  # bool[]
+    rewards: Array  # float32[2], +1/-1/0 per player once terminal, else zeros
+    num_moves: Array  # int32[], plies played so far
+
+
+def base_fields() -> dict[str, Array]:
+    """Initial values of the `GameState` fields (player 0 to move, nothing played)."""
+    return dict(
+        player=jnp.int32(0),
+        terminal=jnp.bool_(False),
+        rewards=jnp.zeros(2, jnp.float32),
+        num_moves=jnp.int32(0),
+    )
+
+
+def win_rewards(winner: Array) -> Array:
+    """float32[2] rewards for a winner in {0, 1}; -1 (or anything else) means a draw."""
+    sign = jnp.where(winner == 0, 1.0, jnp.where(winner == 1, -1.0, 0.0))
+    return jnp.array([sign, -sign], jnp.float32)
+
+
+def absorbing(old: GameState, new: GameState) -> GameState:
+    """``new``, unless ``old`` is terminal: terminal states are absorbing whatever the action."""
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(old.terminal, a, b), old, new)
+
+
+def sample_legal(key: Array, legal: Array) -> Array:
+    """A uniformly random legal action (int32) from a bool[A] mask with at least one True."""
+    return jax.random.categorical(key, jnp.where(legal, 0.0, -jnp.inf)).astype(jnp.int32)
+
+
+def stone_planes(own: Array, opp: Array, player: Array) -> Array:
+    """float32[H, W, 3] observation: mover's stones, opponent's stones, mover-is-player-0 plane."""
+    colour = jnp.full(own.shape, player == 0, jnp.float32)
+    return jnp.stack([own.astype(jnp.float32), opp.astype(jnp.float32), colour], axis=-1)
+
+
+def column_letters(n: int) -> str:
+    """Column letters as board GUIs print them; 'i' is kept (Hex and Othello tools keep it)."""
+    return "abcdefghijklmnopqrstuvwxyz"[:n]
+
+
+@dataclasses.dataclass(frozen=True)
+class Game:
+    """Base class of all games. Subclasses are frozen dataclasses whose fields are options.
+
+    Subclasses set ``name`` and implement ``num_actions``, ``board_shape``, ``max_game_length``,
+    ``init``, ``step``, ``legal_mask``, ``observe``, ``action_to_str``, ``_parse_move`` and
+    ``render``; the rest has working defaults here.
+    """
+
+    name: ClassVar[str] = ""
+
+    # ---- static sizes -------------------------------------------------------------------------
+    @property
+    def num_actions(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def board_shape(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    @property
+    def observation_shape(self) -> tuple[int, int, int]:
+        return (*self.board_shape, 3)
+
+    @property
+    def max_game_length(self) -> int:
+        """An upper bound on the number of plies of any game (sizes scans and buffers)."""
+        raise NotImplementedError
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    # ---- pure state functions (one unbatched state) -------------------------------------------
+    def init(self) -> GameState:
+        raise NotImplementedError
+
+    def step(self, state: GameState, action: Array) -> GameState:
+        raise NotImplementedError
+
+    def legal_mask(self, state: GameState) -> Array:
+        raise NotImplementedError
+
+    def observe(self, state: GameState) -> Array:
+        raise NotImplementedError
+
+    def current_player(self, state: GameState) -> Array:
+        return state.player
+
+    def is_terminal(self, state: GameState) -> Array:
+        return state.terminal
+
+    def returns(self, state: GameState) -> Array:
+        return state.rewards
+
+    def policy_to_actions(self, state: GameState, x: Array) -> Array:
+        """Map a [A] vector from the network's canonical frame to action order."""
+        del state
+        return x
+
+    def actions_to_policy(self, state: GameState, x: Array) -> Array:
+        """Map a [A] vector from action order to the network's canonical frame."""
+        del state
+        return x
+
+    def random_playout(self, state: GameState, key: Array) -> Array:
+        """float32[2] returns of one uniformly random playout from ``state`` to the end."""
+        return self.move_by_move_playout(state, key)
+
+    def move_by_move_playout(self, state: GameState, key: Array) -> Array:
+        """The plain playout: sample a legal move, step, until terminal."""
+
+        def body(carry):
+            s, k = carry
+            k, sub = jax.random.split(k)
+            return self.step(s, sample_legal(sub, self.legal_mask(s))), k
+
+        final, _ = jax.lax.while_loop(lambda c: ~self.is_terminal(c[0]), body, (state, key))
+        return self.returns(final)
+
+    # ---- human / protocol side (Python, not jitted) -------------------------------------------
+    def action_to_str(self, action: int) -> str:
+        raise NotImplementedError
+
+    def _parse_move(self, text: str) -> int | None:
+        """The action a move name denotes, or None when the text is not a move name."""
+        raise NotImplementedError
+
+    def parse_action(self, text: str, state: GameState | None = None) -> int:
+        """The action for a move name; ValueError for malformed, out-of-range or illegal moves.
+
+        With ``state`` given, the move must also be legal there.
+        """
+        action = self._parse_move(str(text).strip().lower())
+        if action is None or not 0 <= action < self.num_actions:
+            raise ValueError(
+                f"{self.name}: {text!r} is not a move; moves look like "
+                f"{self.action_to_str(0)!r} .. {self.action_to_str(self.num_actions - 1)!r}"
+            )
+        if state is not None:
+            legal = [int(a) for a in jnp.flatnonzero(self.legal_mask(state))]
+            if action not in legal:
+                names = ", ".join(self.action_to_str(a) for a in legal) or "none (game over)"
+                raise ValueError(f"{self.name}: {text!r} is not legal here; legal moves: {names}")
+        return action
+
+    def render(self, state: GameState) -> str:
+        raise NotImplementedError
+
+
+def check_range(game: str, option: str, value: Any, low: int, high: int, even: bool = False):
+    """Raise a ValueError naming the option and its accepted values unless low <= value <= high."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    if ok and even:
+        ok = value % 2 == 0
+    if not ok:
+        kind = "an even integer" if even else "an integer"
+        raise ValueError(f"{game}: {option} must be {kind} in {low}..{high}, got {value!r}")

@@ -1,0 +1,61 @@
+"""Scripted Tic-Tac-Toe games with exact boards, masks and results."""
+
+import jax
+import numpy as np
+import pytest
+
+import games
+
+
+@pytest.fixture(scope="module")
+def ttt():
+    game = games.make("tictactoe")
+    return game, jax.jit(game.step)
+
+
+def play(ttt, moves):
+    game, step = ttt
+    state = game.init()
+    for m in moves:
+        state = step(state, game.parse_action(m, state))
+    return state
+
+
+def test_x_wins_on_a_diagonal(ttt):
+    game, _ = ttt
+    s = play(ttt, ["a1", "b1", "b2", "c1", "c3"])
+    assert bool(s.terminal)
+    np.testing.assert_array_equal(game.returns(s), [1, -1])
+    np.testing.assert_array_equal(s.board, [1, 2, 2, 0, 1, 0, 0, 0, 1])
+    assert not game.legal_mask(s).any()
+
+
+def test_o_wins_a_column(ttt):
+    game, _ = ttt
+    s = play(ttt, ["a1", "b1", "c1", "b2", "a2", "b3"])
+    np.testing.assert_array_equal(game.returns(s), [-1, 1])
+    assert int(game.current_player(s)) == 0
+
+
+def test_draw_fills_the_board(ttt):
+    game, _ = ttt
+    s = play(ttt, ["a1", "b2", "c1", "b1", "b3", "a2", "c2", "c3", "a3"])
+    assert bool(game.is_terminal(s))
+    np.testing.assert_array_equal(game.returns(s), [0, 0])
+    assert int(s.num_moves) == 9
+
+
+def test_mask_and_observation_mid_game(ttt):
+    game, _ = ttt
+    s = play(ttt, ["b2", "a1"])
+    np.testing.assert_array_equal(game.legal_mask(s), [0, 1, 1, 1, 0, 1, 1, 1, 1])
+    obs = np.asarray(game.observe(s))  # X to move: plane 0 = X, plane 1 = O
+    assert obs[1, 1, 0] == 1 and obs[0, 0, 1] == 1 and obs[..., 2].all()
+    assert game.render(s).splitlines()[1] == "1 O . ."
+
+
+def test_occupied_cell_is_rejected(ttt):
+    game, _ = ttt
+    s = play(ttt, ["b2"])
+    with pytest.raises(ValueError, match="not legal here"):
+        game.parse_action("b2", s)
