@@ -2,9 +2,11 @@
 
 import jax
 import numpy as np
+import pyspiel
 import pytest
 
 import games
+from spiel_reference import compare_with_openspiel
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +61,14 @@ def test_occupied_cell_is_rejected(ttt):
     s = play(ttt, ["b2"])
     with pytest.raises(ValueError, match="not legal here"):
         game.parse_action("b2", s)
+
+
+
+
+def test_tictactoe_matches_openspiel():
+    # Same action numbering: row * 3 + col, X (player 0) first.
+    stats = compare_with_openspiel(
+        games.make("tictactoe"), pyspiel.load_game("tic_tac_toe"), lambda a: a, num_games=2000
+    )
+    assert 5 <= stats["mean_length"] <= 9
+    assert 0.1 < stats["first_player_score"] < 0.5  # X wins ~58%, O ~29% at random
