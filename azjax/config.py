@@ -1,0 +1,180 @@
+"""The run configuration: one frozen dataclass, per-game defaults in `configs/`, flag overrides.
+
+    config = azjax.config.load("hex", {"size": 6, "num_simulations": 100})
+
+Every field carries a help line and its accepted values in its metadata; `validate` checks a whole
+config and raises a ValueError naming the field and what it accepts. Game options (`size`, `swap`,
+`rows`, ...) are fields too, kept in `game_options` and checked by the game itself. A config is
+never mutated after it is built: `dataclasses.replace` makes a new one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+from typing import Any, Mapping
+
+import games
+
+
+def _field(default, help: str, *, choices=None, low=None, high=None):
+    meta = {"help": help, "choices": choices, "low": low, "high": high}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    # ---- game --------------------------------------------------------------------------------
+    game: str = _field("hex", "the game to learn", choices=tuple(games.names()))
+    game_options: Mapping[str, Any] = dataclasses.field(
+        default_factory=dict, metadata={"help": "game options (size, swap, rows, ...)"}
+    )
+    seed: int = _field(0, "random seed of the run", low=0)
+
+    # ---- network -----------------------------------------------------------------------------
+    num_blocks: int = _field(3, "residual blocks in the network", low=0, high=64)
+    num_filters: int = _field(128, "convolution filters in every block", low=1, high=1024)
+    value_hidden: int = _field(128, "hidden units of the value head", low=1, high=4096)
+    dtype: str = _field("float32", "compute dtype (parameters stay float32)",
+                        choices=("float32", "bfloat16"))
+
+    # ---- search ------------------------------------------------------------------------------
+    search: str = _field("puct", "mctx search: PUCT (muzero_policy) or Gumbel (gumbel_muzero_policy)",
+                         choices=("puct", "gumbel"))
+    num_simulations: int = _field(50, "search simulations per move", low=1, high=100_000)
+    c_puct: float = _field(1.25, "PUCT exploration constant (mctx pb_c_init)", low=0.0)
+    dirichlet_alpha: float = _field(0.33, "Dirichlet noise alpha at the self-play root", low=1e-6)
+    dirichlet_fraction: float = _field(0.25, "weight of the Dirichlet noise at the self-play root",
+                                       low=0.0, high=1.0)
+    max_considered_actions: int = _field(16, "Gumbel search: actions considered at the root",
+                                         low=1, high=4096)
+    gumbel_scale: float = _field(1.0, "Gumbel search: scale of the Gumbel noise in self-play", low=0.0)
+    evaluator: str = _field("network", "leaf evaluator: the network, or uniform priors and value 0",
+                            choices=("network", "uniform"))
+    rollout_policy: str = _field("none", "rollouts from new leaves: none, uniformly random moves, "
+                                 "or the network's best move", choices=("none", "random", "policy"))
+    rollout_prob: float = _field(0.0, "p_r: probability that an expansion also rolls out",
+                                 low=0.0, high=1.0)
+    rollout_weight: float = _field(0.5, "lambda: leaf value = (1-lambda) v_net + lambda z_rollout",
+                                   low=0.0, high=1.0)
+    rollout_sample: bool = _field(False, "policy rollouts sample from the policy instead of argmax")
+
+    # ---- self-play ---------------------------------------------------------------------------
+    batch_games: int = _field(1024, "games played in lock-step", low=1)
+    selfplay_steps: int = _field(0, "moves per game per iteration (0: the game's longest length)",
+                                 low=0)
+    sample_moves: int = _field(10, "plies that sample from the visit distribution; then argmax",
+                               low=0)
+    replay_games: int = _field(5000, "replay capacity, in games of the longest length", low=1)
+
+    # ---- training ----------------------------------------------------------------------------
+    optimizer: str = _field("sgd", "optimizer", choices=("sgd", "adam"))
+    learning_rate: float = _field(0.01, "peak learning rate", low=0.0)
+    lr_schedule: str = _field("constant", "learning-rate schedule over the whole run",
+                              choices=("constant", "cosine", "warmup_cosine"))
+    momentum: float = _field(0.9, "SGD momentum", low=0.0, high=1.0)
+    weight_decay: float = _field(0.001, "c in the loss term c * ||theta||^2", low=0.0)
+    train_batch_size: int = _field(1024, "positions per optimizer step", low=1)
+    train_steps: int = _field(100, "optimizer steps per iteration (network transfer interval)", low=0)
+    min_replay: int = _field(0, "positions with a known outcome needed before training "
+                             "(0: one training batch)", low=0)
+
+    # ---- evaluation, checkpoints, stopping ---------------------------------------------------
+    eval_interval: int = _field(10, "iterations between evaluations (0: never)", low=0)
+    eval_games: int = _field(64, "games per evaluation match (even: colours alternate)", low=2)
+    eval_epsilon: float = _field(0.05, "epsilon-greedy move choice against the previous network",
+                                 low=0.0, high=1.0)
+    checkpoint_interval: int = _field(10, "iterations between checkpoints", low=1)
+    keep_checkpoints: int = _field(0, "checkpoints kept on disk (0: all)", low=0)
+    iterations: int = _field(100, "stop after this many iterations", low=1)
+    time_budget: float = _field(0.0, "stop after this many minutes (0: no limit)", low=0.0)
+
+    # ---- derived -----------------------------------------------------------------------------
+    def make_game(self) -> games.Game:
+        return games.make(self.game, **self.game_options)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "Config":
+        data = json.loads(text)
+        known = {f.name for f in dataclasses.fields(Config)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"config has unknown field(s) {', '.join(unknown)}")
+        return validate(Config(**data))
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(Config) if f.name != "game_options"}
+
+
+def game_defaults(game: str) -> dict[str, Any]:
+    """The overrides in `configs/<game>.py` (its `OVERRIDES` dict), game options included."""
+    games.game_class(game)  # unknown game -> ValueError naming the known ones
+    module = importlib.import_module(f"configs.{game}")
+    return dict(module.OVERRIDES)
+
+
+def load(game: str, overrides: Mapping[str, Any] | None = None) -> Config:
+    """The config of `game`: defaults, then `configs/<game>.py`, then `overrides`, validated.
+
+    Keys of `overrides` are Config fields or the game's options (e.g. `size`); anything else is a
+    ValueError listing what is accepted.
+    """
+    values = {**game_defaults(game), **dict(overrides or {}), "game": game}
+    options = set(games.option_names(game))
+    game_options = {k: values.pop(k) for k in list(values) if k in options}
+    unknown = sorted(set(values) - set(FIELDS))
+    if unknown:
+        raise ValueError(
+            f"unknown setting(s) {', '.join(unknown)}; valid: {', '.join(sorted(FIELDS))} "
+            f"and the {game} options {', '.join(sorted(options)) or '(none)'}"
+        )
+    return validate(Config(**values, game_options=game_options))
+
+
+def validate(config: Config) -> Config:
+    """Check every field against its metadata, and the game options by building the game."""
+    for name, f in FIELDS.items():
+        value = getattr(config, name)
+        meta = f.metadata
+        kind = type(f.default)
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ValueError(f"{name} must be a {kind.__name__}, got {value!r}")
+        if kind is float and not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        if meta["choices"] is not None and value not in meta["choices"]:
+            raise ValueError(f"{name} must be one of {', '.join(meta['choices'])}; got {value!r}")
+        if meta["low"] is not None and value < meta["low"]:
+            raise ValueError(f"{name} must be >= {meta['low']}, got {value!r}")
+        if meta["high"] is not None and value > meta["high"]:
+            raise ValueError(f"{name} must be <= {meta['high']}, got {value!r}")
+    config.make_game()  # the game names bad options and values itself
+    if config.eval_games % 2:
+        raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
+    if config.evaluator == "uniform" and (config.rollout_policy == "none" or config.rollout_prob == 0):
+        raise ValueError("evaluator=uniform needs rollouts (rollout_policy=random or policy, "
+                         "rollout_prob > 0): a uniform evaluator alone has no value signal")
+    if config.rollout_policy == "policy" and config.evaluator == "uniform":
+        raise ValueError("rollout_policy=policy needs the network (evaluator=network)")
+    return config
+
+
+def parse_value(name: str, text: str, kind: type) -> Any:
+    """Convert a flag's text to the field's type, with an error naming the flag."""
+    try:
+        if kind is bool:
+            lowered = text.lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"--{name}: expected {kind.__name__}, got {text!r}") from None

@@ -1,0 +1,100 @@
+"""The policy-value ResNet of seed 000 (section 4.2, Figure 4.1), in Flax.
+
+    conv block -> num_blocks residual blocks -> policy head | value head
+
+- conv block: 3x3 convolution, batch norm, ReLU;
+- residual block: conv block, 3x3 convolution, batch norm, + input, ReLU;
+- policy head: 3x3 conv block, dense to one logit per action (the game's canonical frame);
+- value head: 1x1 conv block with one filter, dense hidden layer, ReLU, dense to 1, tanh.
+
+Parameters and batch statistics are one pytree ("variables") passed into pure functions.
+Computation runs in `dtype` (bfloat16 on accelerators); parameters are kept in float32 and the
+outputs are returned in float32.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+
+class ConvBlock(nn.Module):
+    filters: int
+    kernel: int = 3
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        x = nn.Conv(self.filters, (self.kernel, self.kernel), padding="SAME", use_bias=False,
+                    dtype=self.dtype)(x)
+        x = nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(x)
+        return nn.relu(x)
+
+
+class ResidualBlock(nn.Module):
+    filters: int
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        y = ConvBlock(self.filters, dtype=self.dtype)(x, train)
+        y = nn.Conv(self.filters, (3, 3), padding="SAME", use_bias=False, dtype=self.dtype)(y)
+        y = nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(y)
+        return nn.relu(x + y)
+
+
+class PolicyValueNet(nn.Module):
+    """obs float32[B, H, W, C] -> (logits float32[B, num_actions], value float32[B] in [-1, 1])."""
+
+    num_actions: int
+    num_blocks: int = 3
+    num_filters: int = 128
+    value_hidden: int = 128
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, obs, train: bool = False):
+        x = ConvBlock(self.num_filters, dtype=self.dtype)(obs.astype(self.dtype), train)
+        for _ in range(self.num_blocks):
+            x = ResidualBlock(self.num_filters, dtype=self.dtype)(x, train)
+
+        p = ConvBlock(self.num_filters, dtype=self.dtype)(x, train)
+        logits = nn.Dense(self.num_actions, dtype=self.dtype)(p.reshape(p.shape[0], -1))
+
+        v = ConvBlock(1, kernel=1, dtype=self.dtype)(x, train)
+        v = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v.reshape(v.shape[0], -1)))
+        v = jnp.tanh(nn.Dense(1, dtype=self.dtype)(v))[:, 0]
+        return logits.astype(jnp.float32), v.astype(jnp.float32)
+
+
+def make_network(config, game) -> PolicyValueNet:
+    dtype = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[config.dtype]
+    return PolicyValueNet(
+        num_actions=game.num_actions,
+        num_blocks=config.num_blocks,
+        num_filters=config.num_filters,
+        value_hidden=config.value_hidden,
+        dtype=dtype,
+    )
+
+
+def init_variables(net: PolicyValueNet, game, key) -> dict:
+    """{'params': ..., 'batch_stats': ...} for a network over `game`'s observations."""
+    dummy = jnp.zeros((1, *game.observation_shape), jnp.float32)
+    return net.init(key, dummy, train=False)
+
+
+def make_apply(net: PolicyValueNet) -> Callable:
+    """apply(variables, obs[B, H, W, C]) -> (logits[B, A], value[B]) in inference mode."""
+
+    def apply(variables, obs):
+        return net.apply(variables, obs, train=False)
+
+    return apply
+
+
+def num_parameters(variables) -> int:
+    return sum(x.size for x in jax.tree_util.tree_leaves(variables["params"]))

@@ -1,0 +1,127 @@
+"""A FIFO replay buffer of positions that lives on the device.
+
+Self-play writes one row of B positions (one per game slot) per move. A position's value target,
+the outcome from its mover's view, is known only when its game ends, possibly several iterations
+later; until then the position is stored but not sampled. The buffer is laid out as
+[R rows, B slots] so that one game's positions sit in one slot column: when slot b's game ends at
+global step t, every entry of column b written at a step in [episode_start[b], t] belongs to that
+game and gets its target — an elementwise update, with no scatter and no per-game bookkeeping.
+
+    buffer = replay.init(capacity_rows, batch_games, obs_shape, num_actions)
+    buffer = replay.add(buffer, trajectory)        # a self-play chunk, [T, B] leading axes
+    batch = replay.sample(buffer, key, batch_size)  # uniform over positions with a known outcome
+
+Observations are stored as uint8 (the planes are 0/1), policies as float32.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+
+@struct.dataclass
+class Buffer:
+    obs: jax.Array  # uint8[R, B, H, W, C]
+    policy: jax.Array  # float32[R, B, A], search policy in the network's frame
+    player: jax.Array  # int8[R, B], mover of the position
+    value: jax.Array  # float32[R, B], outcome for the mover once known
+    ready: jax.Array  # bool[R, B], outcome known (samplable)
+    row_step: jax.Array  # int32[R], global step that last wrote the row (-1: never)
+    episode_start: jax.Array  # int32[B], global step of the current game's first position
+    step: jax.Array  # int32[], global steps written so far
+
+
+class Trajectory(NamedTuple):
+    """One self-play chunk; T moves of B games. Positions are those *before* each move."""
+
+    obs: jax.Array  # float32[T, B, H, W, C]
+    policy: jax.Array  # float32[T, B, A]
+    player: jax.Array  # int32[T, B]
+    done: jax.Array  # bool[T, B], the move ended the game (the slot restarts)
+    returns: jax.Array  # float32[T, B, 2], the final returns where done
+
+
+class Batch(NamedTuple):
+    obs: jax.Array  # float32[N, H, W, C]
+    policy: jax.Array  # float32[N, A]
+    value: jax.Array  # float32[N]
+
+
+def init(rows: int, batch_games: int, obs_shape, num_actions: int) -> Buffer:
+    """An empty buffer of `rows * batch_games` positions."""
+    return Buffer(
+        obs=jnp.zeros((rows, batch_games, *obs_shape), jnp.uint8),
+        policy=jnp.zeros((rows, batch_games, num_actions), jnp.float32),
+        player=jnp.zeros((rows, batch_games), jnp.int8),
+        value=jnp.zeros((rows, batch_games), jnp.float32),
+        ready=jnp.zeros((rows, batch_games), bool),
+        row_step=jnp.full((rows,), -1, jnp.int32),
+        episode_start=jnp.zeros((batch_games,), jnp.int32),
+        step=jnp.int32(0),
+    )
+
+
+def capacity(buffer: Buffer) -> int:
+    return buffer.ready.size
+
+
+def add_step(buffer: Buffer, obs, policy, player, done, returns) -> Buffer:
+    """Write one row (B positions) and settle the targets of the games that just ended."""
+    rows = buffer.ready.shape[0]
+    r = buffer.step % rows
+    row_step = buffer.row_step.at[r].set(buffer.step)
+    obs8 = obs.astype(jnp.uint8)
+    buffer = buffer.replace(
+        obs=jax.lax.dynamic_update_index_in_dim(buffer.obs, obs8, r, 0),
+        policy=jax.lax.dynamic_update_index_in_dim(buffer.policy, policy, r, 0),
+        player=jax.lax.dynamic_update_index_in_dim(buffer.player, player.astype(jnp.int8), r, 0),
+        ready=jax.lax.dynamic_update_index_in_dim(buffer.ready, jnp.zeros_like(done), r, 0),
+        row_step=row_step,
+    )
+    # Entries of the games that ended with this move: column b, written since its game began.
+    in_game = (row_step[:, None] >= buffer.episode_start[None, :]) & (row_step[:, None] >= 0)
+    settle = done[None, :] & in_game  # [R, B]
+    outcome = jnp.where(buffer.player == 0, returns[None, :, 0], returns[None, :, 1])
+    return buffer.replace(
+        value=jnp.where(settle, outcome, buffer.value),
+        ready=buffer.ready | settle,
+        episode_start=jnp.where(done, buffer.step + 1, buffer.episode_start),
+        step=buffer.step + 1,
+    )
+
+
+def add(buffer: Buffer, traj: Trajectory) -> Buffer:
+    """Write a whole self-play chunk, move by move."""
+
+    def body(buf, x):
+        return add_step(buf, *x), None
+
+    buffer, _ = jax.lax.scan(
+        body, buffer, (traj.obs, traj.policy, traj.player, traj.done, traj.returns)
+    )
+    return buffer
+
+
+def num_ready(buffer: Buffer) -> jax.Array:
+    return jnp.sum(buffer.ready, dtype=jnp.int32)
+
+
+def sample(buffer: Buffer, key, batch_size: int) -> Batch:
+    """`batch_size` positions drawn uniformly (with replacement) among those with a known outcome.
+
+    The buffer must hold at least one; callers check `num_ready` first.
+    """
+    ready = buffer.ready.reshape(-1)
+    cdf = jnp.cumsum(ready, dtype=jnp.int32)
+    u = jax.random.randint(key, (batch_size,), 0, jnp.maximum(cdf[-1], 1))
+    idx = jnp.searchsorted(cdf, u, side="right")
+    flat = lambda x: x.reshape(-1, *x.shape[2:])[idx]  # noqa: E731
+    return Batch(
+        obs=flat(buffer.obs).astype(jnp.float32),
+        policy=flat(buffer.policy),
+        value=flat(buffer.value),
+    )

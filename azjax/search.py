@@ -1,0 +1,244 @@
+"""Batched tree search: mctx PUCT or Gumbel search, with rollouts blended into leaf values.
+
+The tree is mctx's; this module supplies what it calls back. `root_fn` evaluates the root states,
+`recurrent_fn` steps the game, evaluates the new leaf and, with probability `rollout_prob`, plays a
+rollout from it and blends its outcome z into the leaf value (seed 000, section 4.3):
+
+    v_leaf = (1 - rollout_weight) * v_eval + rollout_weight * z      (where a rollout happened)
+
+Two-player convention: values are from the player to move; a transition's reward is the return of
+the player who moved; the discount between plies is -1, and 0 once the game is over (a terminal
+leaf has its reward and value 0, and nothing below it counts).
+
+Evaluators (`evaluate(variables, states[B]) -> (logits[B, A] in action order, value[B])`):
+- "network": the policy-value net, its policy mapped from the canonical frame to action order;
+- "uniform": equal logits over legal moves and value 0. With random rollouts, rollout_prob = 1
+  and rollout_weight = 1 this is pure MCTS with random rollouts, the thesis's baseline
+  (`SearchSpec.pure_mcts`).
+
+B is the number of games searched at once, A the game's number of actions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+from games.base import Game
+
+Evaluate = Callable  # (variables, states[B]) -> (logits[B, A], value[B])
+
+_NEG = -1e9  # masks illegal logits; finite, so softmaxes stay NaN-free
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSpec:
+    """The search settings of one agent (self-play, or an evaluation opponent)."""
+
+    search: str = "puct"  # "puct" | "gumbel"
+    num_simulations: int = 50
+    c_puct: float = 1.25
+    explore: bool = False  # root noise: Dirichlet (puct) or Gumbel (gumbel); self-play only
+    dirichlet_alpha: float = 0.33
+    dirichlet_fraction: float = 0.25
+    max_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    evaluator: str = "network"  # "network" | "uniform"
+    rollout_policy: str = "none"  # "none" | "random" | "policy"
+    rollout_prob: float = 0.0
+    rollout_weight: float = 0.5
+    rollout_sample: bool = False
+
+    @staticmethod
+    def from_config(config, **overrides) -> "SearchSpec":
+        names = {f.name for f in dataclasses.fields(SearchSpec)} - {"explore"}
+        values = {n: getattr(config, n) for n in names}
+        return SearchSpec(**{**values, **overrides})
+
+    @staticmethod
+    def pure_mcts(num_simulations: int, **overrides) -> "SearchSpec":
+        """Pure MCTS with random rollouts: uniform priors, every leaf rolled out, z alone."""
+        return SearchSpec(
+            **{
+                "num_simulations": num_simulations,
+                "evaluator": "uniform",
+                "rollout_policy": "random",
+                "rollout_prob": 1.0,
+                "rollout_weight": 1.0,
+                **overrides,
+            }
+        )
+
+    @property
+    def uses_network(self) -> bool:
+        return self.evaluator == "network" or (
+            self.rollout_policy == "policy" and self.rollout_prob > 0
+        )
+
+
+def make_evaluator(game: Game, kind: str, apply: Callable | None) -> Evaluate:
+    """The leaf evaluator `kind` ("network" needs `apply(variables, obs) -> (logits, value)`)."""
+    if kind == "uniform":
+
+        def uniform(variables, states):
+            del variables
+            legal = jax.vmap(game.legal_mask)(states)
+            return jnp.where(legal, 0.0, _NEG), jnp.zeros(legal.shape[0], jnp.float32)
+
+        return uniform
+    if kind != "network":
+        raise ValueError(f"unknown evaluator {kind!r}; use network or uniform")
+    if apply is None:
+        raise ValueError("the network evaluator needs a network")
+
+    def network(variables, states):
+        logits, value = apply(variables, jax.vmap(game.observe)(states))
+        logits = jax.vmap(game.policy_to_actions)(states, logits)
+        legal = jax.vmap(game.legal_mask)(states)
+        return jnp.where(legal, logits, _NEG), value
+
+    return network
+
+
+def make_rollout(game: Game, spec: SearchSpec, apply: Callable | None) -> Callable:
+    """rollout(variables, key, states[B]) -> z float32[B], the outcome for each state's mover."""
+    if spec.rollout_policy == "random":
+
+        def random_rollout(variables, key, states):
+            del variables
+            keys = jax.random.split(key, _batch_size(states))
+            returns = jax.vmap(game.random_playout)(states, keys)
+            return _for_mover(game, states, returns)
+
+        return random_rollout
+
+    if spec.rollout_policy == "policy":
+        network = make_evaluator(game, "network", apply)
+
+        def policy_rollout(variables, key, states):
+            def body(carry):
+                s, k = carry
+                k, sub = jax.random.split(k)
+                logits, _ = network(variables, s)
+                if spec.rollout_sample:
+                    action = jax.random.categorical(sub, logits)
+                else:
+                    action = jnp.argmax(logits, axis=-1)
+                return jax.vmap(game.step)(s, action.astype(jnp.int32)), k
+
+            def unfinished(carry):
+                return ~jnp.all(jax.vmap(game.is_terminal)(carry[0]))
+
+            final, _ = jax.lax.while_loop(unfinished, body, (states, key))
+            return _for_mover(game, states, jax.vmap(game.returns)(final))
+
+        return policy_rollout
+    raise ValueError(f"no rollout for rollout_policy={spec.rollout_policy!r}")
+
+
+def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> Callable:
+    """search(variables, key, states[B]) -> mctx.PolicyOutput over the B states.
+
+    `apply(variables, obs) -> (logits, value)` is the network, needed when the spec uses it.
+    """
+    evaluate = make_evaluator(game, spec.evaluator, apply)
+    rollout = None
+    if spec.rollout_policy != "none" and spec.rollout_prob > 0:
+        rollout = make_rollout(game, spec, apply)
+
+    def leaf_value(variables, key, states, value):
+        if rollout is None:
+            return value
+        k_coin, k_roll = jax.random.split(key)
+        z = rollout(variables, k_roll, states)
+        rolled = jax.random.bernoulli(k_coin, spec.rollout_prob, value.shape)
+        blended = (1.0 - spec.rollout_weight) * value + spec.rollout_weight * z
+        return jnp.where(rolled, blended, value)
+
+    def root_fn(variables, key, states):
+        logits, value = evaluate(variables, states)
+        value = leaf_value(variables, key, states, value)
+        return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+
+    def recurrent_fn(variables, key, action, states):
+        actor = jax.vmap(game.current_player)(states)
+        was_legal = jnp.take_along_axis(
+            jax.vmap(game.legal_mask)(states), action[:, None], axis=1
+        )[:, 0]
+        nxt = jax.vmap(game.step)(states, action)
+        terminal = jax.vmap(game.is_terminal)(nxt)
+        reward = jnp.take_along_axis(jax.vmap(game.returns)(nxt), actor[:, None], axis=1)[:, 0]
+        # An illegal move (mctx can pick one deep in the tree when every legal move looks bad)
+        # ends the line as a loss for the mover instead of reaching a state the rules never make.
+        reward = jnp.where(was_legal, reward, -1.0)
+        done = terminal | ~was_legal
+        logits, value = evaluate(variables, nxt)
+        value = leaf_value(variables, key, nxt, value)
+        out = mctx.RecurrentFnOutput(
+            reward=reward,
+            discount=jnp.where(done, 0.0, -1.0),
+            prior_logits=logits,
+            value=jnp.where(done, 0.0, value),
+        )
+        return out, nxt
+
+    def search(variables, key, states):
+        k_root, k_search = jax.random.split(key)
+        root = root_fn(variables, k_root, states)
+        invalid = ~jax.vmap(game.legal_mask)(states)
+        if spec.search == "puct":
+            return mctx.muzero_policy(
+                variables,
+                k_search,
+                root,
+                recurrent_fn,
+                spec.num_simulations,
+                invalid_actions=invalid,
+                dirichlet_fraction=spec.dirichlet_fraction if spec.explore else 0.0,
+                dirichlet_alpha=spec.dirichlet_alpha,
+                pb_c_init=spec.c_puct,
+            )
+        if spec.search == "gumbel":
+            return mctx.gumbel_muzero_policy(
+                variables,
+                k_search,
+                root,
+                recurrent_fn,
+                spec.num_simulations,
+                invalid_actions=invalid,
+                max_num_considered_actions=spec.max_considered_actions,
+                gumbel_scale=spec.gumbel_scale if spec.explore else 0.0,
+            )
+        raise ValueError(f"unknown search {spec.search!r}; use puct or gumbel")
+
+    return search
+
+
+def select_action(
+    key, spec: SearchSpec, output: mctx.PolicyOutput, sample: jax.Array
+) -> jax.Array:
+    """int32[B] moves: sampled from the search policy where `sample` (bool[B]), else the best.
+
+    The best move is the most visited one for PUCT and the search's own choice for Gumbel
+    (sequential halving picks it).
+    """
+    weights = output.action_weights
+    sampled = jax.random.categorical(key, jnp.where(weights > 0, jnp.log(weights), -jnp.inf))
+    if spec.search == "puct":
+        best = jnp.argmax(weights, axis=-1)
+    else:
+        best = output.action
+    return jnp.where(sample, sampled, best).astype(jnp.int32)
+
+
+def _batch_size(states) -> int:
+    return jax.tree_util.tree_leaves(states)[0].shape[0]
+
+
+def _for_mover(game: Game, states, returns):
+    mover = jax.vmap(game.current_player)(states)
+    return jnp.take_along_axis(returns, mover[:, None], axis=1)[:, 0]

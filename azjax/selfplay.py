@@ -1,0 +1,65 @@
+"""Self-play: B games in lock-step, one jitted function that scans over moves.
+
+At each move every game is searched, a move is chosen (sampled from the search policy for the
+first `sample_moves` plies of a game, the best move after), and played. A game that ends is
+restarted in its slot at once, so the batch stays full; its positions get their outcome in the
+replay buffer (see `replay.py`).
+
+    selfplay = make_selfplay(game, spec, apply, num_steps, sample_moves)
+    states, traj = selfplay(variables, key, states)   # states: B games, traj: [T, B] Trajectory
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from azjax import replay
+from azjax.search import SearchSpec, make_search, select_action
+from games.base import Game
+
+
+def init_states(game: Game, batch_games: int):
+    """B start positions (a batch of states, leading axis B)."""
+    return jax.vmap(lambda _: game.init())(jnp.arange(batch_games))
+
+
+def make_selfplay(
+    game: Game, spec: SearchSpec, apply: Callable | None, num_steps: int, sample_moves: int
+) -> Callable:
+    """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B])."""
+    search = make_search(game, spec, apply)
+    start = game.init()
+
+    def one_move(variables, states, key):
+        k_search, k_act = jax.random.split(key)
+        out = search(variables, k_search, states)
+        action = select_action(k_act, spec, out, states.num_moves < sample_moves)
+        nxt = jax.vmap(game.step)(states, action)
+        done = jax.vmap(game.is_terminal)(nxt)
+        record = replay.Trajectory(
+            obs=jax.vmap(game.observe)(states),
+            policy=jax.vmap(game.actions_to_policy)(states, out.action_weights),
+            player=jax.vmap(game.current_player)(states),
+            done=done,
+            returns=jax.vmap(game.returns)(nxt),
+        )
+        restarted = jax.tree_util.tree_map(
+            lambda s, s0: jnp.where(_expand(done, s), s0, s), nxt, start
+        )
+        return restarted, record
+
+    def selfplay(variables, key, states):
+        def body(s, k):
+            return one_move(variables, s, k)
+
+        return jax.lax.scan(body, states, jax.random.split(key, num_steps))
+
+    return selfplay
+
+
+def _expand(mask, x):
+    """Broadcast a [B] mask against an array with leading axis B."""
+    return mask.reshape(mask.shape + (1,) * (x.ndim - 1))

@@ -1,0 +1,109 @@
+"""Train an AlphaZero agent by self-play.
+
+    python train.py --game=hex --batch_games=1024
+    python train.py --game=tictactoe --workdir=runs/ttt --iterations=40
+    python train.py --workdir=runs/hex6 --resume            # continue a run
+    python train.py --game=othello --help                   # every field, its default and meaning
+
+Defaults come from configs/<game>.py; every field can be overridden as --name=value, game options
+(--size, --swap, --rows, ...) included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import games
+from azjax import config as cfg
+
+
+def build_parser(game: str) -> argparse.ArgumentParser:
+    defaults = {**{n: f.default for n, f in cfg.FIELDS.items()}, **cfg.game_defaults(game)}
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--workdir", default=None,
+                        help="folder for checkpoints, metrics and TensorBoard events "
+                             "(default: runs/<game>)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --workdir from its latest checkpoint")
+    parser.add_argument("--no_progress", action="store_true", help="no progress bar")
+    group = parser.add_argument_group(f"run settings (defaults for --game={game})")
+    for name, f in cfg.FIELDS.items():
+        meta = f.metadata
+        accepted = f" [{'|'.join(meta['choices'])}]" if meta["choices"] else ""
+        group.add_argument(f"--{name}", default=None, metavar=type(f.default).__name__.upper(),
+                           help=f"{meta['help']}{accepted} (default: {defaults.get(name)})")
+    options = parser.add_argument_group(f"{game} options")
+    for name in games.option_names(game):
+        options.add_argument(f"--{name}", default=None,
+                             help=f"game option (default: {defaults.get(name, _game_default(game, name))})")
+    return parser
+
+
+def _game_default(game: str, option: str):
+    import dataclasses
+
+    return {f.name: f.default for f in dataclasses.fields(games.game_class(game))}[option]
+
+
+def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
+    """The run's Config and the parsed flags. With --resume the saved config is the base."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--game", default=None)
+    pre.add_argument("--workdir", default=None)
+    pre.add_argument("--resume", action="store_true")
+    known, _ = pre.parse_known_args(argv)
+    base: dict = {}
+    saved_path = os.path.join(known.workdir or "", "config.json")
+    if known.resume and known.workdir and os.path.exists(saved_path):
+        with open(saved_path) as f:
+            saved = cfg.Config.from_json(f.read())
+        base = {n: getattr(saved, n) for n in cfg.FIELDS if n != "game"}
+        base.update(saved.game_options)
+        if known.game not in (None, saved.game):
+            raise ValueError(f"--game={known.game} but {known.workdir} holds a {saved.game} run")
+        known.game = saved.game
+    game = known.game or "hex"
+    if game not in games.names():
+        raise ValueError(f"--game: unknown game {game!r}; known games: {', '.join(games.names())}")
+    args = build_parser(game).parse_args(argv)
+    overrides = dict(base)
+    for name, f in cfg.FIELDS.items():
+        text = getattr(args, name)
+        if text is not None and name != "game":
+            overrides[name] = cfg.parse_value(name, text, type(f.default))
+    for name in games.option_names(game):
+        text = getattr(args, name)
+        if text is not None:
+            overrides[name] = cfg.parse_value(name, text, type(_game_default(game, name)))
+    return cfg.load(game, overrides), args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        config, args = parse(argv)
+    except ValueError as e:
+        print(f"train.py: error: {e}", file=sys.stderr)
+        return 2
+    workdir = args.workdir or os.path.join("runs", config.game)
+
+    from azjax.checkpoint import CheckpointError
+    from azjax.loop import NonFiniteLossError, train_and_evaluate
+
+    try:
+        summary = train_and_evaluate(config, workdir, resume=args.resume,
+                                     progress=not args.no_progress)
+    except (CheckpointError, NonFiniteLossError) as e:
+        print(f"train.py: error: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
