@@ -1,0 +1,21 @@
+"""Smoke test of the games benchmark: its real main function, on Tic-Tac-Toe, with tiny timings."""
+
+import re
+
+from benchmarks import games as bench
+
+
+def test_benchmark_prints_a_table_with_the_ratio(capsys):
+    rows = bench.main(
+        ["--games", "tictactoe", "--batch-sizes", "1", "4", "--min-seconds", "0.01", "--repeats", "1"]
+    )
+    out = capsys.readouterr().out
+    assert "cores" in out.splitlines()[0] and "jax" in out.splitlines()[0]  # the machine line
+    assert re.search(r"game\s+batch\s+ours/s\s+pgx/s\s+ours/pgx", out)
+    printed = re.findall(r"^tictactoe\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)x$", out, re.M)
+    assert [int(b) for b, *_ in printed] == [1, 4]
+    for _, ours, theirs, ratio in printed:
+        assert float(ours.replace(",", "")) > 0 and float(theirs.replace(",", "")) > 0
+        assert float(ratio) > 0
+    assert [(r.game, r.batch) for r in rows] == [("tictactoe", 1), ("tictactoe", 4)]
+    assert all(r.ours > 0 and r.pgx > 0 for r in rows)
