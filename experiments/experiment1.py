@@ -1,0 +1,249 @@
+"""Seed 000's Experiment 1 (6x6 Hex or Othello), at CPU scale or with Table 5.1's settings.
+
+    python -m experiments.experiment1 --game=hex                 # CPU scale, ~25 min on 2 cores
+    python -m experiments.experiment1 --game=othello --minutes=12
+    python -m experiments.experiment1 --game=hex --full          # configs/hex.py (Table 5.1)
+    python -m experiments.experiment1 --game=hex --eval_only     # re-evaluate a finished run
+    python -m experiments.experiment1 --game=hex --num_filters=48   # any Config field
+
+Three stages, timed separately:
+1. train (azjax.train_and_evaluate, in-loop evaluation off) until `--minutes` or the config's
+   `iterations`, a checkpoint every `checkpoint_interval` iterations;
+2. evaluate every checkpoint, like seed 000 Figures 5.1 and 5.2: the network's search (the
+   config's simulations, no noise) against pure MCTS with random rollouts at twice the
+   simulations, and, both epsilon-greedy (epsilon = `eval_epsilon`), against the previous
+   checkpoint (the first against the untrained network);
+3. play the final network with `--final_simulations` against pure MCTS at each of
+   `--mcts_simulations`, `--final_games` games each, colours alternating.
+
+Writes <out>/results.json and <out>/learning_curve.png (out defaults to <workdir>/results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+
+import jax
+import numpy as np
+
+from azjax import (MatchResult, SearchSpec, load_config, make_apply, make_match, make_network,
+                   make_search_agent, train_and_evaluate)
+from azjax.config import FIELDS, parse_value
+from experiments.common import checkpoint_steps, initial_variables, restore_variables, wilson
+
+# CPU scale: a small network, 128 games in lock-step, Adam; everything else from configs/<game>.
+CPU_SCALE = dict(
+    num_blocks=2,
+    num_filters=32,
+    value_hidden=32,
+    num_simulations=32,  # in self-play and the curve; the final matches use 50 (--final_simulations)
+    batch_games=128,
+    replay_games=1000,
+    train_batch_size=256,
+    train_steps=30,
+    optimizer="adam",
+    learning_rate=0.003,
+    weight_decay=0.0001,
+    iterations=1000,  # the time budget (--minutes) stops the run
+    checkpoint_interval=5,
+)
+
+
+def make_config(game: str, full: bool, minutes: float, overrides: dict):
+    base = {} if full else dict(CPU_SCALE)
+    base.update(eval_interval=0)  # this script evaluates the checkpoints afterwards
+    if minutes:
+        base["time_budget"] = minutes
+    return load_config(game, {**base, **overrides})
+
+
+def _record(result: MatchResult) -> dict:
+    low, high = wilson(result.wins + 0.5 * result.draws, result.games)
+    return dict(
+        games=result.games, wins=result.wins, draws=result.draws, losses=result.losses,
+        score=result.score, score_ci95=[low, high],
+        first=dict(zip("wdl", result.first)), second=dict(zip("wdl", result.second)),
+    )
+
+
+def training_games(workdir: str) -> dict[int, int]:
+    """Cumulative self-play games finished by each iteration, from metrics.jsonl."""
+    total, out = 0, {0: 0}
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        for line in f:
+            row = json.loads(line)
+            total += row["games"]
+            out[row["iteration"]] = total
+    return out
+
+
+def evaluate_checkpoints(workdir: str, games: int, seed: int = 0, log=print) -> list[dict]:
+    """Every checkpoint against pure MCTS (2x simulations) and against the one before it."""
+    steps = checkpoint_steps(workdir)
+    config, _, _ = restore_variables(workdir, steps[-1])
+    game = config.make_game()
+    apply = make_apply(make_network(config, game))
+    spec = SearchSpec.from_config(config)
+    agent = make_search_agent(game, spec, apply)
+    agent_eps = make_search_agent(game, spec, apply, epsilon=config.eval_epsilon)
+    mcts = make_search_agent(game, SearchSpec.pure_mcts(2 * config.num_simulations), None)
+    vs_mcts = make_match(game, agent, mcts, games)
+    vs_previous = make_match(game, agent_eps, agent_eps, games)
+    played = training_games(workdir)
+
+    rows = []
+    previous = initial_variables(config)
+    key = jax.random.PRNGKey(seed)
+    for step in steps:
+        _, variables, _ = restore_variables(workdir, step)
+        key, k_mcts, k_prev = jax.random.split(key, 3)
+        t0 = time.time()
+        m = MatchResult.from_returns(*vs_mcts(variables, None, k_mcts))
+        p = MatchResult.from_returns(*vs_previous(variables, previous, k_prev))
+        rows.append(dict(iteration=step, training_games=played.get(step),
+                         vs_mcts=_record(m), vs_previous=_record(p)))
+        log(f"checkpoint {step:4d} ({played.get(step)} games): vs MCTS-{2 * config.num_simulations}"
+            f" {m.score:.2f} (W{m.wins} D{m.draws} L{m.losses}), vs previous {p.score:.2f} "
+            f"[{time.time() - t0:.0f}s]")
+        previous = variables
+    return rows
+
+
+def final_matches(workdir: str, simulations: int, mcts_simulations: list[int], games: list[int],
+                  seed: int = 1, log=print) -> list[dict]:
+    """The latest network with `simulations` against pure MCTS at each of `mcts_simulations`,
+    `games[i]` games against the i-th."""
+    config, variables, step = restore_variables(workdir)
+    game = config.make_game()
+    apply = make_apply(make_network(config, game))
+    agent = make_search_agent(
+        game, dataclasses.replace(SearchSpec.from_config(config), num_simulations=simulations),
+        apply)
+    out = []
+    for i, n in enumerate(mcts_simulations):
+        t0 = time.time()
+        mcts = make_search_agent(game, SearchSpec.pure_mcts(n), None)
+        match = make_match(game, agent, mcts, games[i])
+        res = MatchResult.from_returns(*match(variables, None, jax.random.PRNGKey(seed + i)))
+        rec = dict(checkpoint=step, simulations=simulations, mcts_simulations=n,
+                   seconds=round(time.time() - t0, 1), **_record(res))
+        lo, hi = rec["score_ci95"]
+        log(f"final (checkpoint {step}, {simulations} sims) vs MCTS-{n}: W{res.wins} D{res.draws} "
+            f"L{res.losses} of {res.games}, score {res.score:.3f} (95% CI {lo:.3f}-{hi:.3f}) "
+            f"[{rec['seconds']:.0f}s]")
+        out.append(rec)
+    return out
+
+
+def plot(rows: list[dict], title: str, mcts_label: str, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["training_games"] or 0 for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for ax, name, label in ((axes[0], "vs_mcts", f"vs {mcts_label}"),
+                            (axes[1], "vs_previous", "vs previous checkpoint (eps 0.05)")):
+        score = np.array([r[name]["score"] for r in rows])
+        ci = np.array([r[name]["score_ci95"] for r in rows])
+        ax.plot(x, score, "o-", ms=3)
+        ax.fill_between(x, ci[:, 0], ci[:, 1], alpha=0.2)
+        ax.axhline(0.5, color="grey", lw=0.6, ls="--")
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("self-play games")
+        ax.set_ylabel("score")
+        ax.set_title(label, fontsize=10)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--game", default="hex")
+    parser.add_argument("--workdir", default=None, help="default runs/exp1_<game>[_full]")
+    parser.add_argument("--out", default=None, help="default <workdir>/results")
+    parser.add_argument("--full", action="store_true", help="configs/<game>.py as is (Table 5.1)")
+    parser.add_argument("--minutes", type=float, default=22.0, help="training time budget (0: none)")
+    parser.add_argument("--eval_only", action="store_true", help="skip training")
+    parser.add_argument("--eval_games", type=int, default=64, help="games per checkpoint match")
+    parser.add_argument("--final_games", default="200,200",
+                        help="games against each --mcts_simulations opponent (one number: all)")
+    parser.add_argument("--final_simulations", type=int, default=50)
+    parser.add_argument("--mcts_simulations", default="100,1000")
+    parser.add_argument("--no_progress", action="store_true")
+    args, rest = parser.parse_known_args(argv)
+    overrides = {}
+    for item in rest:
+        name, _, text = item.lstrip("-").partition("=")
+        if name == "size":
+            overrides[name] = int(text)
+        elif name in FIELDS:
+            overrides[name] = parse_value(name, text, type(FIELDS[name].default))
+        else:
+            parser.error(f"unknown flag {item!r}")
+    args.workdir = args.workdir or os.path.join(
+        "runs", f"exp1_{args.game}{'_full' if args.full else ''}")
+    args.out = args.out or os.path.join(args.workdir, "results")
+    return args, overrides
+
+
+def main(argv=None) -> int:
+    args, overrides = parse(sys.argv[1:] if argv is None else argv)
+    os.makedirs(args.out, exist_ok=True)
+    log_file = open(os.path.join(args.out, "log.txt"), "a")
+
+    def log(text):
+        print(text, flush=True)
+        log_file.write(text + "\n")
+        log_file.flush()
+
+    t_start = time.time()
+    summary = None
+    if not args.eval_only:
+        config = make_config(args.game, args.full, args.minutes, overrides)
+        log(f"training {args.game} in {args.workdir}: {config.to_json()}")
+        summary = train_and_evaluate(config, args.workdir, progress=not args.no_progress)
+        log(f"trained: {summary['iterations']} iterations, {summary['games']} games, "
+            f"{summary['wall_seconds']} s")
+    t_train = time.time() - t_start
+    rows = evaluate_checkpoints(args.workdir, args.eval_games, log=log)
+    t_curve = time.time() - t_start - t_train
+    opponents = [int(n) for n in args.mcts_simulations.split(",") if n]
+    final_games = [int(n) for n in args.final_games.split(",") if n]
+    if len(final_games) == 1:
+        final_games *= len(opponents)
+    if len(final_games) != len(opponents) or any(n % 2 for n in final_games):
+        raise SystemExit("--final_games: one even number, or one per --mcts_simulations entry")
+    final = final_matches(args.workdir, args.final_simulations, opponents, final_games, log=log)
+    t_final = time.time() - t_start - t_train - t_curve
+    config, _, _ = restore_variables(args.workdir)
+    title = (f"{config.game} {dict(config.game_options)}: {config.num_blocks}x{config.num_filters} "
+             f"net, {config.num_simulations} sims")
+    plot(rows, title, f"pure MCTS-{2 * config.num_simulations}",
+         os.path.join(args.out, "learning_curve.png"))
+    results = dict(
+        command="python -m experiments.experiment1 " + " ".join(sys.argv[1:] if argv is None else argv),
+        config=json.loads(config.to_json()),
+        training=summary,
+        seconds=dict(train=round(t_train, 1), checkpoint_evals=round(t_curve, 1),
+                     final_matches=round(t_final, 1), total=round(time.time() - t_start, 1)),
+        curve=rows,
+        final=final,
+    )
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    log(f"wall time: {results['seconds']}; results in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""The experiment scripts: the exact Tic-Tac-Toe solver, its perfect-play agent, and a toy-scale
+run of experiments.experiment1 (training, checkpoint evaluation, final matches, plot)."""
+
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+
+import games
+from azjax import MatchResult, make_match, make_random_agent
+from experiments import perfect_play as pp
+from experiments.common import wilson
+
+
+def board(text: str) -> tuple[int, ...]:
+    """'X.O/...' rows -> cells (0 empty, 1 X, 2 O)."""
+    return tuple({".": 0, "X": 1, "O": 2}[c] for c in text.replace("/", ""))
+
+
+def test_solver_values():
+    assert len(pp.reachable_boards()) == 5478
+    assert pp.negamax((0,) * 9) == 0  # Tic-Tac-Toe is a draw
+    assert pp.optimal_moves((0,) * 9) == list(range(9))  # every first move draws
+    # X in a corner: O must take the centre; every other reply loses.
+    assert pp.optimal_moves(board("X../.../...")) == [4]
+    assert pp.negamax(board("X../.O./...")) == 0
+    assert pp.negamax(board("X../..O/...")) == 1  # X to move wins
+    # X to move completes the top row.
+    assert pp.optimal_moves(board("XX./OO./...")) == [2]
+    # O to move must block the top row; with O in the centre that holds the draw...
+    assert pp.optimal_moves(board("XX./.O./...")) == [2]
+    assert pp.negamax(board("XX./.O./...")) == 0
+    # ...but with O on an edge it is lost whatever O does (the block allows a fork at 4).
+    assert pp.negamax(board("XX./O../...")) == -1
+    # X wins after a corner reply to a corner opening, by 3, 6 or 8 (each forces a fork).
+    assert pp.optimal_moves(board("X.O/.../...")) == [3, 6, 8]
+    # O answering a corner opening with a corner loses.
+    assert pp.negamax(board("X.O/.../...")) == 1
+    assert pp.negamax(board("XXX/OO./...")) == -1  # finished: the mover (O) has lost
+
+
+def test_table_matches_solver():
+    table = pp.optimal_table()
+    rng = np.random.default_rng(0)
+    boards = pp.reachable_boards()
+    for i in rng.choice(len(boards), 200, replace=False):
+        b = boards[i]
+        assert list(np.flatnonzero(table[pp.encode(b)])) == pp.optimal_moves(b)
+
+
+def test_perfect_agent_never_loses_to_random():
+    game = games.make("tictactoe")
+    perfect = pp.make_perfect_agent()
+    match = make_match(game, perfect, make_random_agent(game), 200)
+    res = MatchResult.from_returns(*match(None, None, jax.random.PRNGKey(0)))
+    assert res.losses == 0
+    assert res.first[0] > 80  # as X against random play it wins nearly always
+    # Perfect against perfect is always a draw.
+    match = make_match(game, perfect, perfect, 64)
+    res = MatchResult.from_returns(*match(None, None, jax.random.PRNGKey(1)))
+    assert res.draws == 64
+
+
+def test_wilson():
+    lo, hi = wilson(95, 100)
+    assert 0.88 < lo < 0.89 and 0.97 < hi < 0.98
+    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == 1.0
+
+
+def test_experiment1_toy_run(tmp_path):
+    from experiments import experiment1
+
+    workdir, out = str(tmp_path / "run"), str(tmp_path / "out")
+    code = experiment1.main([
+        "--game=hex", f"--workdir={workdir}", f"--out={out}", "--minutes=0", "--eval_games=4",
+        "--final_games=4", "--final_simulations=4", "--mcts_simulations=4,8", "--no_progress",
+        "--size=3", "--iterations=2", "--checkpoint_interval=1", "--batch_games=8",
+        "--num_simulations=4", "--num_filters=4", "--value_hidden=4", "--num_blocks=1",
+        "--train_batch_size=16", "--train_steps=2", "--replay_games=20",
+    ])
+    assert code == 0
+    results = json.load(open(os.path.join(out, "results.json")))
+    assert [r["iteration"] for r in results["curve"]] == [1, 2]
+    assert results["curve"][1]["training_games"] == results["training"]["games"]
+    assert [f["mcts_simulations"] for f in results["final"]] == [4, 8]
+    assert all(f["games"] == 4 for f in results["final"])
+    assert os.path.getsize(os.path.join(out, "learning_curve.png")) > 1000
