@@ -1,0 +1,66 @@
+"""The replay buffer: targets settle when a game ends, only settled positions are sampled."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from azjax import replay
+
+
+def _traj(done, returns, players, num_actions=3):
+    T, B = done.shape
+    obs = np.zeros((T, B, 1, 1, 1), np.float32)
+    # tag each position by (t, b) in the policy so samples can be traced back
+    policy = np.zeros((T, B, num_actions), np.float32)
+    policy[..., 0] = np.arange(T)[:, None]
+    policy[..., 1] = np.arange(B)[None, :]
+    return replay.Trajectory(
+        obs=jnp.asarray(obs), policy=jnp.asarray(policy), player=jnp.asarray(players),
+        done=jnp.asarray(done), returns=jnp.asarray(returns, jnp.float32),
+    )
+
+
+def test_outcomes_settle_per_game_and_across_chunks():
+    # Two slots. Slot 0: a game of 3 moves (t=0..2, player 0 wins), then a game still running.
+    # Slot 1: one game of 5 moves spanning two chunks, player 1 wins at t=4.
+    done = np.zeros((5, 2), bool)
+    done[2, 0] = done[4, 1] = True
+    returns = np.zeros((5, 2, 2))
+    returns[2, 0] = [1, -1]
+    returns[4, 1] = [-1, 1]
+    players = np.array([[0, 0], [1, 1], [0, 0], [0, 1], [1, 0]], np.int32)
+    buf = replay.init(rows=8, batch_games=2, obs_shape=(1, 1, 1), num_actions=3)
+    first, second = _traj(done[:3], returns[:3], players[:3]), _traj(done[3:], returns[3:], players[3:])
+    buf = replay.add(buf, first)
+    np.testing.assert_array_equal(buf.ready[:3], [[1, 0], [1, 0], [1, 0]])
+    np.testing.assert_array_equal(buf.value[:3, 0], [1, -1, 1])  # mover's view: P0, P1, P0
+    buf = replay.add(buf, second)
+    np.testing.assert_array_equal(buf.ready[:5], [[1, 1], [1, 1], [1, 1], [0, 1], [0, 1]])
+    np.testing.assert_array_equal(buf.value[:5, 1], [-1, 1, -1, 1, -1])
+    assert int(replay.num_ready(buf)) == 8
+
+
+def test_ring_wraps_and_keeps_only_the_current_game():
+    # 3 rows, 1 slot, one game of 5 moves: the first two positions are overwritten.
+    done = np.array([[0], [0], [0], [0], [1]], bool)
+    returns = np.zeros((5, 1, 2))
+    returns[4, 0] = [0, 0]  # a draw
+    players = np.array([[0], [1], [0], [1], [0]], np.int32)
+    buf = replay.add(replay.init(3, 1, (1, 1, 1), 3), _traj(done, returns, players))
+    assert buf.ready.all()
+    np.testing.assert_array_equal(buf.value, 0.0)
+    np.testing.assert_array_equal(sorted(np.asarray(buf.policy[:, 0, 0])), [2, 3, 4])
+
+
+def test_sample_draws_only_settled_positions():
+    done = np.zeros((4, 2), bool)
+    done[1, 0] = True  # slot 0's game ends at t=1; slot 1 never ends
+    returns = np.zeros((4, 2, 2))
+    returns[1, 0] = [1, -1]
+    players = np.array([[0, 0], [1, 1], [0, 0], [1, 1]], np.int32)
+    buf = replay.add(replay.init(4, 2, (1, 1, 1), 3), _traj(done, returns, players))
+    batch = jax.jit(replay.sample, static_argnums=2)(buf, jax.random.PRNGKey(0), 256)
+    ts, bs = np.asarray(batch.policy[:, 0]), np.asarray(batch.policy[:, 1])
+    assert set(zip(ts.tolist(), bs.tolist())) == {(0.0, 0.0), (1.0, 0.0)}
+    np.testing.assert_array_equal(batch.value, np.where(ts == 0, 1.0, -1.0))
+    assert 0.35 < np.mean(ts == 0) < 0.65

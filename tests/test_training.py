@@ -1,0 +1,119 @@
+"""End to end at toy scale: train.py trains Tic-Tac-Toe, checkpoints, resumes; bad input is named."""
+
+import json
+import os
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import train
+from azjax import config as cfg
+from azjax import network, training
+from azjax.checkpoint import Checkpointer
+from azjax.replay import Batch
+
+TOY = [
+    "--game=tictactoe", "--batch_games=16", "--num_simulations=4", "--num_blocks=1",
+    "--num_filters=4", "--value_hidden=4", "--train_steps=3", "--train_batch_size=32",
+    "--eval_interval=2", "--eval_games=4", "--checkpoint_interval=2", "--no_progress",
+]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("ttt"))
+    assert train.main(TOY + [f"--workdir={workdir}", "--iterations=2"]) == 0
+    return workdir
+
+
+def _metrics(workdir):
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def test_a_run_writes_metrics_checkpoints_and_summary(run):
+    rows = _metrics(run)
+    assert [r["iteration"] for r in rows] == [1, 2]
+    assert all(np.isfinite(r["loss/total"]) for r in rows)
+    assert 0.0 <= rows[-1]["eval/mcts_score"] <= 1.0 and 0.0 <= rows[-1]["eval/previous_score"] <= 1.0
+    assert Checkpointer(run).steps() == [2]
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    assert summary["iterations"] == 2 and summary["games"] > 0
+    assert os.listdir(os.path.join(run, "tb"))
+    assert cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).num_filters == 4
+
+
+def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
+    workdir = str(tmp_path / "copy")
+    shutil.copytree(run, workdir)
+    # the saved config is the base: no --game needed, only what changes
+    assert train.main([f"--workdir={workdir}", "--resume", "--iterations=4", "--no_progress"]) == 0
+    assert [r["iteration"] for r in _metrics(workdir)] == [1, 2, 3, 4]
+    assert Checkpointer(workdir).steps() == [2, 4]
+
+
+def test_restart_without_resume_is_refused(run, capsys):
+    assert train.main(TOY + [f"--workdir={run}", "--iterations=3"]) == 1
+    assert "--resume" in capsys.readouterr().err
+
+
+def test_resume_with_another_network_is_refused(run, capsys):
+    assert train.main([f"--workdir={run}", "--resume", "--num_filters=8", "--no_progress"]) == 1
+    assert "num_filters: saved 4 vs now 8" in capsys.readouterr().err
+
+
+def test_corrupt_checkpoint_is_named(run, tmp_path, capsys):
+    workdir = str(tmp_path / "corrupt")
+    shutil.copytree(run, workdir)
+    state_dir = os.path.join(workdir, "checkpoints", "2", "state")
+    for root, _, files in os.walk(state_dir):
+        for name in files:
+            with open(os.path.join(root, name), "wb") as f:
+                f.write(b"garbage")
+    assert train.main([f"--workdir={workdir}", "--resume", "--iterations=3", "--no_progress"]) == 1
+    assert "checkpoint 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--game=chess"], "known games: connect_four, hex, othello, tictactoe"),
+        (["--game=hex", "--size=1"], "size must be an integer in 2..19"),
+        (["--game=othello", "--size=7"], "even integer"),
+        (["--game=hex", "--search=alphabeta"], "search must be one of puct, gumbel"),
+        (["--game=hex", "--rollout_prob=1.5"], "rollout_prob must be <= 1.0"),
+        (["--game=hex", "--num_simulations=many"], "--num_simulations: expected int"),
+        (["--game=hex", "--evaluator=uniform"], "needs rollouts"),
+        (["--game=hex", "--eval_games=3"], "eval_games must be even"),
+    ],
+)
+def test_bad_flags_get_a_clear_error(flags, message, capsys):
+    assert train.main(flags) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_resume_without_a_checkpoint_is_named(tmp_path, capsys):
+    assert train.main(TOY + [f"--workdir={tmp_path}", "--resume"]) == 1
+    assert "no checkpoint" in capsys.readouterr().err
+
+
+def test_train_step_fits_a_fixed_batch():
+    config = cfg.load("tictactoe", {"optimizer": "adam", "learning_rate": 0.01, "weight_decay": 0.0})
+    game = config.make_game()
+    net = network.make_network(config, game)
+    variables = network.init_variables(net, game, jax.random.PRNGKey(0))
+    opt = training.make_optimizer(config, 100)
+    state = training.init_train_state(variables, opt)
+    k1, k2 = jax.random.split(jax.random.PRNGKey(1))
+    obs = (jax.random.uniform(k1, (16, 3, 3, 3)) < 0.3).astype(jnp.float32)
+    policy = jax.nn.one_hot(jax.random.randint(k2, (16,), 0, 9), 9)
+    batch = Batch(obs=obs, policy=policy, value=jnp.where(jnp.arange(16) % 2 == 0, 1.0, -1.0))
+    step = jax.jit(training.make_train_step(net, opt, 0.0))
+    state, first = step(state, batch)
+    for _ in range(60):
+        state, losses = step(state, batch)
+    assert float(losses.total) < 0.5 * float(first.total)
+    assert int(state.step) == 61
