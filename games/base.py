@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 Array = jax.Array
@@ -182,7 +183,8 @@ class Game:
                 f"{self.action_to_str(0)!r} .. {self.action_to_str(self.num_actions - 1)!r}"
             )
         if state is not None:
-            legal = [int(a) for a in jnp.flatnonzero(self.legal_mask(state))]
+            # numpy, not jnp: an eager jnp.flatnonzero recompiles for every count of legal moves
+            legal = [int(a) for a in np.flatnonzero(np.asarray(self.legal_mask(state)))]
             if action not in legal:
                 names = ", ".join(self.action_to_str(a) for a in legal) or "none (game over)"
                 raise ValueError(f"{self.name}: {text!r} is not legal here; legal moves: {names}")
