@@ -1,0 +1,402 @@
+"""The Go Text Protocol (version 2) for our games: an engine that serves any agent, and a client.
+
+`GTPEngine` answers GTP command lines for one game and an agent, a function from a game state to
+an action. It is pure Python over the game's functions, so tests feed it lines and read the
+answers; `play.py --gtp` connects it to stdin and stdout.
+
+    engine = GTPEngine(games.make("hex", size=9), make_agent)   # make_agent(game) -> agent
+    engine.handle("boardsize 9")      # "= \\n\\n"
+    engine.handle("play b e5")        # "= \\n\\n"
+    engine.handle("genmove w")        # "= d6\\n\\n"
+
+`GTPClient` runs a GTP engine as a subprocess and speaks to it; the `gtp:` agent and evaluate.py
+use it to play other programs (or this project's own engine).
+
+    with GTPClient("python play.py --gtp --game=hex --size=9 --agent=random") as engine:
+        engine.boardsize(9)
+        engine.play("b", "e5")
+        move = engine.genmove("w")     # "d6"
+
+Conventions:
+- colours: GTP ``b``/``black`` is player 0 (moves first), ``w``/``white`` player 1;
+- moves are the games' own names (Hex ``a1``, Othello ``d3``/``pass``, Connect Four ``4``),
+  case-insensitive on input, lower case on output. Hex's swap move is ``swap-pieces`` on the
+  wire, as HexGui and MoHex name it; the engine also accepts ``swap``, and the client turns
+  ``swap`` into ``swap-pieces`` when it sends and back when it reads, so callers use the games'
+  names throughout;
+- these games alternate strictly (an Othello pass is a move of its own), so ``play`` and
+  ``genmove`` are accepted only for the colour to move; anything else is an error;
+- ``boardsize N`` (or ``boardsize N N``) rebuilds the game with ``size=N`` and clears the board;
+  for games without a size option only their own square size is accepted.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import re
+import shlex
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from typing import Callable, Iterable, TextIO
+
+import jax
+import numpy as np
+
+import games
+from games.base import Game, GameState
+
+Agent = Callable[[GameState], int]  # a state (not terminal) -> a legal action
+AgentFactory = Callable[[Game], Agent]  # builds the agent for a game; ValueError if it cannot
+
+COLOURS = {"b": 0, "black": 0, "w": 1, "white": 1}
+COLOUR_NAMES = ("black", "white")
+SWAP_WIRE = "swap-pieces"  # HexGui's and MoHex's name of the swap move
+
+COMMANDS = (
+    "protocol_version", "name", "version", "known_command", "list_commands", "quit",
+    "boardsize", "clear_board", "play", "genmove", "undo", "showboard",
+)
+
+
+class GTPError(Exception):
+    """A GTP failure: an engine's ``?`` answer, a crashed engine or a timeout."""
+
+
+class GTPTimeout(GTPError):
+    pass
+
+
+class _Failure(Exception):
+    """A command the engine refuses; its message is the text after ``?``."""
+
+
+# ---- the engine ----------------------------------------------------------------------------------
+class GTPEngine:
+    """Answers GTP commands for one game, moving with an agent built by ``make_agent(game)``.
+
+    Agents are built once per game (``boardsize`` may change it) and kept, so switching sizes back
+    and forth does not rebuild or recompile them. A factory that cannot serve a game (say, a
+    network trained on another board size) raises ValueError, which ``boardsize`` reports.
+    """
+
+    def __init__(self, game: Game, make_agent: AgentFactory, name: str = "azjax",
+                 version: str = "0.1.0"):
+        self.name, self.version = name, version
+        self.make_agent = make_agent
+        self.finished = False  # True after `quit`
+        self._agents: dict[Game, Agent] = {}
+        self._set_game(game)
+
+    # ---- the game being played ------------------------------------------------------------
+    def _set_game(self, game: Game) -> None:
+        if game not in self._agents:
+            self._agents[game] = self.make_agent(game)
+        self.game = game
+        self._step = jax.jit(game.step)
+        self._legal = jax.jit(game.legal_mask)
+        self.history = [game.init()]  # states from the start; the last is the position now
+
+    @property
+    def state(self) -> GameState:
+        return self.history[-1]
+
+    def legal_actions(self) -> list[int]:
+        return [int(a) for a in np.flatnonzero(np.asarray(self._legal(self.state)))]
+
+    def move_name(self, action: int) -> str:
+        name = self.game.action_to_str(action)
+        return SWAP_WIRE if name == "swap" else name
+
+    # ---- the protocol ---------------------------------------------------------------------
+    def handle(self, line: str) -> str:
+        """The full response to one command line ("" for blank and comment lines)."""
+        line = "".join(c for c in line.replace("\t", " ") if c >= " " or c == "\n")
+        words = line.split("#", 1)[0].split()
+        if not words:
+            return ""
+        ident = ""
+        if words[0].isdigit():
+            ident, words = words[0], words[1:]
+        if not words:
+            return f"?{ident} missing command\n\n"
+        command, args = words[0].lower(), words[1:]
+        try:
+            if command not in COMMANDS:
+                raise _Failure("unknown command")
+            result = getattr(self, f"cmd_{command}")(args)
+        except _Failure as e:
+            return f"?{ident} {e}\n\n"
+        except Exception as e:  # an agent that fails answers `?` and the engine carries on
+            traceback.print_exc(file=sys.stderr)
+            return f"?{ident} {command} failed: {type(e).__name__}: {e}\n\n"
+        first, *rest = result.split("\n")  # a first line of "" puts a board below the "="
+        rest = [line for line in rest if line.strip()]  # a blank line would end the response
+        return "\n".join([f"={ident} {first}", *rest]) + "\n\n"
+
+    def run(self, lines: Iterable[str], out: TextIO) -> None:
+        """Answer commands from ``lines`` on ``out`` until ``quit`` or the end of input."""
+        for line in lines:
+            response = self.handle(line)
+            if response:
+                out.write(response)
+                out.flush()
+            if self.finished:
+                break
+
+    # ---- commands (each takes the argument words and returns the result text) ---------------
+    def cmd_protocol_version(self, args) -> str:
+        return "2"
+
+    def cmd_name(self, args) -> str:
+        return self.name
+
+    def cmd_version(self, args) -> str:
+        return self.version
+
+    def cmd_known_command(self, args) -> str:
+        (command,) = _arity(args, 1)
+        return "true" if command.lower() in COMMANDS else "false"
+
+    def cmd_list_commands(self, args) -> str:
+        return "\n".join(COMMANDS)
+
+    def cmd_quit(self, args) -> str:
+        self.finished = True
+        return ""
+
+    def cmd_boardsize(self, args) -> str:
+        if len(args) not in (1, 2) or not all(a.isdigit() for a in args):
+            raise _Failure("syntax error: boardsize N (or N N)")
+        sizes = {int(a) for a in args}
+        if len(sizes) != 1:
+            raise _Failure(f"unacceptable size: {self.game.name} boards are square")
+        (size,) = sizes
+        if "size" not in self.game.options:
+            if self.game.board_shape != (size, size):
+                shape = "x".join(map(str, self.game.board_shape))
+                raise _Failure(f"unacceptable size: {self.game.name} has no size option "
+                               f"(its board is {shape})")
+            self._set_game(self.game)
+            return ""
+        try:
+            self._set_game(games.make(self.game.name, **{**self.game.options, "size": size}))
+        except ValueError as e:
+            raise _Failure(f"unacceptable size: {e}") from None
+        return ""
+
+    def cmd_clear_board(self, args) -> str:
+        self.history = self.history[:1]
+        return ""
+
+    def cmd_play(self, args) -> str:
+        colour, vertex = _arity(args, 2)
+        player = self._colour_to_move(colour)
+        text = "swap" if vertex.lower() == SWAP_WIRE else vertex
+        try:
+            action = self.game.parse_action(text)
+        except ValueError:
+            first, last = self.move_name(0), self.move_name(self.game.num_actions - 1)
+            raise _Failure(f"invalid vertex {vertex!r}: {self.game.name} moves look like "
+                           f"{first} .. {last}") from None
+        if action not in self.legal_actions():
+            raise _Failure(f"illegal move: {COLOUR_NAMES[player]} {vertex.lower()}")
+        self.history.append(self._step(self.state, action))
+        return ""
+
+    def cmd_genmove(self, args) -> str:
+        (colour,) = _arity(args, 1)
+        player = self._colour_to_move(colour)
+        legal = self.legal_actions()
+        action = int(self._agents[self.game](self.state))
+        if action not in legal:
+            raise _Failure(f"the agent chose an illegal move ({action}) for {COLOUR_NAMES[player]}")
+        self.history.append(self._step(self.state, action))
+        return self.move_name(action)
+
+    def cmd_undo(self, args) -> str:
+        if len(self.history) == 1:
+            raise _Failure("cannot undo")
+        self.history.pop()
+        return ""
+
+    def cmd_showboard(self, args) -> str:
+        return "\n" + self.game.render(self.state)
+
+    # ---- helpers --------------------------------------------------------------------------
+    def _colour_to_move(self, text: str) -> int:
+        """The player ``text`` names, which must be the one to move in a game still going on."""
+        if text.lower() not in COLOURS:
+            raise _Failure(f"invalid color {text!r}: use b, black, w or white")
+        player = COLOURS[text.lower()]
+        if bool(self.game.is_terminal(self.state)):
+            raise _Failure("game is over")
+        to_move = int(self.game.current_player(self.state))
+        if player != to_move:
+            must_pass = [self.move_name(a) for a in self.legal_actions()] == ["pass"]
+            hint = f" ({COLOUR_NAMES[to_move]} has no move: play {COLOUR_NAMES[to_move]} pass)" \
+                if must_pass else ""
+            raise _Failure(f"it is {COLOUR_NAMES[to_move]}'s turn{hint}")
+        return player
+
+
+def _arity(args: list[str], n: int) -> list[str]:
+    if len(args) != n:
+        raise _Failure(f"syntax error: expected {n} argument{'s' * (n != 1)}, got {len(args)}")
+    return args
+
+
+# ---- the client ----------------------------------------------------------------------------------
+_STATUS = re.compile(r"^([=?])(\d*)(?:\s(.*))?$")
+
+
+class GTPClient:
+    """A GTP engine run as a subprocess: ``send`` a command, get its answer or a `GTPError`.
+
+    ``command`` is split like a shell line (no shell runs). Each command waits at most
+    ``timeout`` seconds (None: forever); a timed-out engine is killed and `GTPTimeout` raised.
+    The engine's stderr is kept (the last lines, in ``stderr_tail``) and quoted when it dies.
+    """
+
+    def __init__(self, command: str, timeout: float | None = 120.0, cwd: str | None = None,
+                 env: dict | None = None):
+        self.command, self.timeout = command, timeout
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._lines: queue.Queue = queue.Queue()
+        self.process = subprocess.Popen(
+            shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, bufsize=1, cwd=cwd, env=env,
+        )
+        threading.Thread(target=self._pump, args=(self.process.stdout, self._lines.put),
+                         daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.process.stderr, self.stderr_tail.append,
+                                                  False), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream, put, mark_end: bool = True) -> None:
+        try:
+            for line in stream:
+                put(line.rstrip("\r\n"))
+        except (OSError, ValueError):  # the stream was closed under us by `close`
+            pass
+        if mark_end:
+            put(None)
+
+    # ---- the protocol ---------------------------------------------------------------------
+    def send(self, command: str) -> str:
+        """The engine's answer to one command (the text after ``=``, lines joined by newlines)."""
+        if self.process.poll() is not None and self._lines.empty():
+            raise self._died(command)
+        try:
+            self.process.stdin.write(command.strip() + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died(command) from None
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        lines: list[str] = []
+        while True:
+            line = self._next_line(command, deadline)
+            if not lines and not line.strip():
+                continue  # blank lines before an answer
+            if lines and not line.strip():
+                break
+            lines.append(line)
+        match = _STATUS.match(lines[0])
+        if match is None:
+            raise GTPError(f"{command!r}: not a GTP answer: {lines[0]!r}")
+        text = "\n".join([match.group(3) or "", *lines[1:]]).strip()
+        if match.group(1) == "?":
+            raise GTPError(f"{command!r}: {text}")
+        return text
+
+    def _next_line(self, command: str, deadline: float | None) -> str:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            line = self._lines.get(timeout=wait)
+        except queue.Empty:
+            self.process.kill()
+            self.process.wait()
+            raise GTPTimeout(f"{command!r}: no answer from {self.command!r} within "
+                             f"{self.timeout} s; the engine was killed") from None
+        if line is None:
+            raise self._died(command)
+        return line
+
+    def _died(self, command: str) -> GTPError:
+        try:
+            code = self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = "(still running)"
+        tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
+        return GTPError(f"{command!r}: the engine {self.command!r} exited with code {code}; "
+                        f"its stderr ends:\n{tail}")
+
+    # ---- commands -------------------------------------------------------------------------
+    def name(self) -> str:
+        return self.send("name")
+
+    def protocol_version(self) -> str:
+        return self.send("protocol_version")
+
+    def boardsize(self, n: int) -> None:
+        self.send(f"boardsize {int(n)}")
+
+    def clear_board(self) -> None:
+        self.send("clear_board")
+
+    def play(self, color: str | int, move: str) -> None:
+        """Tell the engine ``color`` (b/w/black/white, or player 0/1) played ``move``."""
+        move = SWAP_WIRE if move.strip().lower() == "swap" else move.strip()
+        self.send(f"play {_colour(color)} {move}")
+
+    def genmove(self, color: str | int) -> str:
+        """The engine's move for ``color``, in the games' move names (lower case, ``swap``)."""
+        move = self.send(f"genmove {_colour(color)}").strip().lower()
+        return "swap" if move == SWAP_WIRE else move
+
+    def undo(self) -> None:
+        self.send("undo")
+
+    def showboard(self) -> str:
+        return self.send("showboard")
+
+    def quit(self) -> None:
+        """Send ``quit`` and wait for the engine to exit (killing it if it does not)."""
+        if self.process.poll() is None:
+            try:
+                self.send("quit")
+            except GTPError:
+                pass
+        self.close()
+
+    def close(self) -> None:
+        """Close the pipes and end the engine: at once if it is still running."""
+        if self.process.poll() is None:
+            try:
+                self.process.stdin.close()
+                self.process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> "GTPClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.quit()
+
+
+def _colour(color: str | int) -> str:
+    if isinstance(color, (int, np.integer)) and int(color) in (0, 1):
+        return "bw"[int(color)]
+    if isinstance(color, str) and color.lower() in COLOURS:
+        return "bw"[COLOURS[color.lower()]]
+    raise ValueError(f"not a colour: {color!r}; use b, black, w, white, 0 or 1")

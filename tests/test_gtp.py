@@ -1,0 +1,173 @@
+"""The GTP engine command by command, and two engine subprocesses playing a game through GTPClient."""
+
+import os
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+import games
+from azjax.gtp import GTPClient, GTPEngine, GTPError, GTPTimeout
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def first_legal(game):
+    """A deterministic agent: the lowest-numbered legal action."""
+    return lambda state: int(np.flatnonzero(np.asarray(game.legal_mask(state)))[0])
+
+
+def engine_for(name, **options):
+    return GTPEngine(games.make(name, **options), first_legal)
+
+
+def ok(text=""):
+    return f"= {text}\n\n"
+
+
+def test_protocol_commands_and_ids():
+    engine = engine_for("tictactoe")
+    assert engine.handle("protocol_version") == ok("2")
+    assert engine.handle("7 name") == "=7 azjax\n\n"
+    assert engine.handle("version").startswith("= ")
+    listed = engine.handle("list_commands")[2:].split()
+    assert {"play", "genmove", "undo", "boardsize", "showboard", "quit"} <= set(listed)
+    assert engine.handle("known_command genmove") == ok("true")
+    assert engine.handle("known_command reg_genmove") == ok("false")
+    assert engine.handle("3 frobnicate") == "?3 unknown command\n\n"
+    assert engine.handle("   # a comment") == "" and engine.handle("") == ""
+    assert engine.handle("play b a1 # the corner") == ok()
+    assert engine.handle("known_command") .startswith("? syntax error")
+    assert engine.handle("9 quit") == "=9 \n\n" and engine.finished
+
+
+def test_play_genmove_undo_and_errors():
+    engine = engine_for("tictactoe")
+    assert engine.handle("play b b2") == ok()
+    assert engine.handle("play b a1") == "? it is white's turn\n\n"
+    assert engine.handle("play white b2") == "? illegal move: white b2\n\n"
+    assert engine.handle("play w z9").startswith("? invalid vertex 'z9'")
+    assert engine.handle("play purple a1").startswith("? invalid color")
+    assert engine.handle("play w").startswith("? syntax error")
+    assert engine.handle("genmove b") == "? it is white's turn\n\n"
+    assert engine.handle("5 genmove w") == "=5 a1\n\n"  # the lowest free cell
+    assert engine.handle("showboard") == ok("\n  a b c\n1 O . .\n2 . X .\n3 . . .")
+    assert engine.handle("undo") == ok()
+    assert engine.handle("showboard") == ok("\n  a b c\n1 . . .\n2 . X .\n3 . . .")
+    assert engine.handle("undo") == ok()
+    assert engine.handle("undo") == "? cannot undo\n\n"
+    for move in ("a1", "b1", "c1", "a2", "b2", "c2", "a3"):  # black wins on the diagonal c1-a3
+        assert engine.handle(f"genmove {'bw'[len(engine.history) % 2 == 0]}") == ok(move)
+    assert engine.handle("genmove w") == "? game is over\n\n"
+    assert engine.handle("play w c3") == "? game is over\n\n"
+    assert engine.handle("clear_board") == ok() and len(engine.history) == 1
+
+
+def test_boardsize_rebuilds_the_game_and_reports_bad_sizes():
+    engine = engine_for("hex", size=5, swap=True)
+    engine.handle("play b a1")
+    assert engine.handle("boardsize 3") == ok()
+    assert engine.game == games.make("hex", size=3, swap=True) and len(engine.history) == 1
+    assert engine.handle("boardsize 1").startswith("? unacceptable size: hex: size must be")
+    assert engine.handle("boardsize 3 4").startswith("? unacceptable size")
+    assert engine.handle("boardsize x").startswith("? syntax error")
+    assert engine.handle("boardsize 4 4") == ok() and engine.game.size == 4
+    assert engine.handle("boardsize 3") == ok() and engine.game.size == 3
+
+    # the pie rule: HexGui's and MoHex's name `swap-pieces` on the wire, `swap` accepted too
+    assert engine.handle("play w swap") == "? it is black's turn\n\n"
+    assert engine.handle("play b c1") == ok()
+    assert engine.handle("play w SWAP-PIECES") == ok()
+    assert " 3    O . ." in engine.handle("showboard")  # c1 mirrored to a3, white
+    assert engine.handle("undo") == ok() and engine.handle("play w swap") == ok()
+    assert engine.handle("undo") == ok() and engine.handle("genmove w") == ok("a1")
+
+    othello = engine_for("othello", size=4)
+    assert othello.handle("boardsize 5").startswith("? unacceptable size: othello: size must be an even")
+    assert othello.handle("boardsize 6") == ok() and othello.game.size == 6
+    fixed = engine_for("tictactoe")
+    assert fixed.handle("boardsize 3") == ok() and fixed.handle("boardsize 4").startswith("? unacc")
+
+
+def test_othello_pass_over_gtp_and_a_failing_factory():
+    engine = engine_for("othello", size=4)
+    for move in ("b1", "a1", "d3", "c1", "a2", "a3"):  # black then has to pass (as in test_play)
+        assert engine.handle(f"play {'bw'[len(engine.history) % 2 == 0]} {move}") == ok()
+    assert engine.handle("play w d2") == "? it is black's turn (black has no move: play black pass)\n\n"
+    assert engine.handle("genmove b") == ok("pass")
+    assert engine.handle("play w pass").startswith("? illegal move: white pass")
+
+    def refuses_size_6(game):
+        if game.size == 6:
+            raise ValueError("the network was trained on 4x4")
+        return first_legal(game)
+
+    engine = GTPEngine(games.make("othello", size=4), refuses_size_6)
+    assert engine.handle("boardsize 6") == "? unacceptable size: the network was trained on 4x4\n\n"
+    assert engine.game.size == 4 and engine.handle("genmove b") == ok("b1")
+
+
+def test_an_agent_that_fails_or_cheats_gets_a_question_mark():
+    game = games.make("tictactoe")
+    crashing = GTPEngine(game, lambda g: lambda state: 1 // 0)
+    assert crashing.handle("genmove b").startswith("? genmove failed: ZeroDivisionError")
+    cheating = GTPEngine(game, lambda g: lambda state: 0)
+    cheating.handle("play b a1")
+    assert cheating.handle("genmove w").startswith("? the agent chose an illegal move")
+
+
+def play_command(*flags):
+    return f"{sys.executable} play.py --gtp " + " ".join(flags)
+
+
+def test_two_engine_subprocesses_play_a_game_over_gtp():
+    """Our engine against itself (random agents: MCTS would add half a minute of compiling).
+
+    Hex 3x3 with the pie rule: the swap travels as `swap-pieces` and comes back as `swap`.
+    """
+    game = games.make("hex", size=3, swap=True)
+    step = jax.jit(game.step)  # an eager Hex step costs seconds of op-by-op compiling
+    black = GTPClient(play_command("--game=hex --size=3 --swap=true --agent=random --seed=1"),
+                      timeout=60, cwd=ROOT)
+    white = GTPClient(play_command("--game=hex --swap=true --agent=random --seed=2"),
+                      timeout=60, cwd=ROOT)
+    with black, white:
+        assert black.protocol_version() == "2" and white.name() == "azjax"
+        for engine in (black, white):
+            engine.boardsize(3)
+            engine.clear_board()
+        state, moves = game.init(), []
+        first = black.genmove("b")
+        white.play("black", first)
+        for engine in (black, white):  # white takes the opening over with the pie rule
+            engine.play("w", "swap")
+        state = step(step(state, game.parse_action(first)), game.parse_action("swap"))
+        moves += [first, "swap"]
+        while not bool(game.is_terminal(state)):
+            player = int(game.current_player(state))
+            mover, other = (black, white) if player == 0 else (white, black)
+            move = mover.genmove(player)
+            state = step(state, game.parse_action(move, state))  # raises if illegal
+            other.play(player, move)
+            moves.append(move)
+        assert black.showboard() == white.showboard()
+        with pytest.raises(GTPError, match="game is over"):
+            black.genmove(int(game.current_player(state)))
+        with pytest.raises(GTPError, match="unknown command"):
+            white.send("frobnicate")
+    assert black.process.returncode == 0 and white.process.returncode == 0
+    assert 4 <= len(moves) <= 10 and sorted(np.asarray(game.returns(state)).tolist()) == [-1, 1]
+
+
+def test_client_reports_dead_and_silent_engines(tmp_path):
+    silent = tmp_path / "silent.py"
+    silent.write_text("import sys, time\nsys.stdin.readline()\ntime.sleep(30)\n")
+    with GTPClient(f"{sys.executable} {silent}", timeout=0.5) as engine:
+        with pytest.raises(GTPTimeout):
+            engine.send("name")
+    crashing = tmp_path / "crash.py"
+    crashing.write_text("import sys\nprint('boom', file=sys.stderr)\nsys.exit(3)\n")
+    with GTPClient(f"{sys.executable} {crashing}") as engine:
+        with pytest.raises(GTPError, match=r"exited with code 3(.|\n)*boom"):
+            engine.send("name")
