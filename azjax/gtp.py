@@ -49,7 +49,7 @@ import numpy as np
 import games
 from games.base import Game, GameState
 
-Agent = Callable[[GameState], int]  # a state (not terminal) -> a legal action
+Agent = Callable[[GameState], int]  # a state (not terminal) -> a legal action, or < 0: resign
 AgentFactory = Callable[[Game], Agent]  # builds the agent for a game; ValueError if it cannot
 
 COLOURS = {"b": 0, "black": 0, "w": 1, "white": 1}
@@ -80,7 +80,10 @@ class GTPEngine:
 
     Agents are built once per game (``boardsize`` may change it) and kept, so switching sizes back
     and forth does not rebuild or recompile them. A factory that cannot serve a game (say, a
-    network trained on another board size) raises ValueError, which ``boardsize`` reports.
+    network trained on another board size) raises ValueError, which ``boardsize`` reports. An
+    agent that keeps its own board may have ``sync(states, actions)``, called before each
+    ``genmove`` with the game so far (``actions[i]`` leads from ``states[i]``); ``close()``, if it
+    has one, is called by `close`. A negative action resigns: ``genmove`` answers ``resign``.
     """
 
     def __init__(self, game: Game, make_agent: AgentFactory, name: str = "azjax",
@@ -99,6 +102,7 @@ class GTPEngine:
         self._step = jax.jit(game.step)
         self._legal = jax.jit(game.legal_mask)
         self.history = [game.init()]  # states from the start; the last is the position now
+        self.actions: list[int] = []  # actions[i] leads from history[i] to history[i + 1]
 
     @property
     def state(self) -> GameState:
@@ -106,6 +110,16 @@ class GTPEngine:
 
     def legal_actions(self) -> list[int]:
         return [int(a) for a in np.flatnonzero(np.asarray(self._legal(self.state)))]
+
+    def close(self) -> None:
+        """Close the agents that hold resources (a GTP agent's engine subprocess)."""
+        for agent in self._agents.values():
+            if hasattr(agent, "close"):
+                agent.close()
+
+    def _push(self, action: int) -> None:
+        self.history.append(self._step(self.state, action))
+        self.actions.append(action)
 
     def move_name(self, action: int) -> str:
         name = self.game.action_to_str(action)
@@ -189,7 +203,7 @@ class GTPEngine:
         return ""
 
     def cmd_clear_board(self, args) -> str:
-        self.history = self.history[:1]
+        del self.history[1:], self.actions[:]
         return ""
 
     def cmd_play(self, args) -> str:
@@ -204,23 +218,28 @@ class GTPEngine:
                            f"{first} .. {last}") from None
         if action not in self.legal_actions():
             raise _Failure(f"illegal move: {COLOUR_NAMES[player]} {vertex.lower()}")
-        self.history.append(self._step(self.state, action))
+        self._push(action)
         return ""
 
     def cmd_genmove(self, args) -> str:
         (colour,) = _arity(args, 1)
         player = self._colour_to_move(colour)
-        legal = self.legal_actions()
-        action = int(self._agents[self.game](self.state))
-        if action not in legal:
+        agent = self._agents[self.game]
+        if hasattr(agent, "sync"):
+            agent.sync(self.history, self.actions)
+        action = int(agent(self.state))
+        if action < 0:
+            return "resign"
+        if action not in self.legal_actions():
             raise _Failure(f"the agent chose an illegal move ({action}) for {COLOUR_NAMES[player]}")
-        self.history.append(self._step(self.state, action))
+        self._push(action)
         return self.move_name(action)
 
     def cmd_undo(self, args) -> str:
-        if len(self.history) == 1:
+        if not self.actions:
             raise _Failure("cannot undo")
         self.history.pop()
+        self.actions.pop()
         return ""
 
     def cmd_showboard(self, args) -> str:
