@@ -92,15 +92,16 @@ class GTPEngine:
         self.make_agent = make_agent
         self.finished = False  # True after `quit`
         self._agents: dict[Game, Agent] = {}
+        self._jitted: dict[Game, tuple[Callable, Callable]] = {}  # step, legal_mask
         self._set_game(game)
 
     # ---- the game being played ------------------------------------------------------------
     def _set_game(self, game: Game) -> None:
         if game not in self._agents:
             self._agents[game] = self.make_agent(game)
+            self._jitted[game] = (jax.jit(game.step), jax.jit(game.legal_mask))
         self.game = game
-        self._step = jax.jit(game.step)
-        self._legal = jax.jit(game.legal_mask)
+        self._step, self._legal = self._jitted[game]  # kept: `boardsize` comes before each game
         self.history = [game.init()]  # states from the start; the last is the position now
         self.actions: list[int] = []  # actions[i] leads from history[i] to history[i + 1]
 
@@ -280,7 +281,7 @@ class GTPClient:
     The engine's stderr is kept (the last lines, in ``stderr_tail``) and quoted when it dies.
     """
 
-    def __init__(self, command: str, timeout: float | None = 120.0, cwd: str | None = None,
+    def __init__(self, command: str, timeout: float | None = 300.0, cwd: str | None = None,
                  env: dict | None = None):
         self.command, self.timeout = command, timeout
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
