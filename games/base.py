@@ -72,6 +72,17 @@ def sample_legal(key: Array, legal: Array) -> Array:
     return jax.random.categorical(key, jnp.where(legal, 0.0, -jnp.inf)).astype(jnp.int32)
 
 
+def random_action(u: Array, legal: Array) -> Array:
+    """The legal action that a uniform number u in [0, 1) picks: the floor(u * #legal)-th one.
+
+    Uniform over the legal actions when u is. Playouts draw all their u at once, which is much
+    cheaper per ply than a categorical sample.
+    """
+    count = legal.sum()
+    rank = jnp.minimum(jnp.floor(u * count).astype(jnp.int32), count - 1)
+    return jnp.argmax(jnp.cumsum(legal) > rank).astype(jnp.int32)
+
+
 def stone_planes(own: Array, opp: Array, player: Array) -> Array:
     """float32[H, W, 3] observation: mover's stones, opponent's stones, mover-is-player-0 plane."""
     colour = jnp.full(own.shape, player == 0, jnp.float32)
@@ -153,14 +164,14 @@ class Game:
         return self.move_by_move_playout(state, key)
 
     def move_by_move_playout(self, state: GameState, key: Array) -> Array:
-        """The plain playout: sample a legal move, step, until terminal."""
+        """The plain playout: pick a uniformly random legal move, step, until terminal."""
+        u = jax.random.uniform(key, (self.max_game_length,))
 
         def body(carry):
-            s, k = carry
-            k, sub = jax.random.split(k)
-            return self.step(s, sample_legal(sub, self.legal_mask(s))), k
+            s, i = carry
+            return self.step(s, random_action(u[i], self.legal_mask(s))), i + 1
 
-        final, _ = jax.lax.while_loop(lambda c: ~self.is_terminal(c[0]), body, (state, key))
+        final, _ = jax.lax.while_loop(lambda c: ~self.is_terminal(c[0]), body, (state, 0))
         return self.returns(final)
 
     # ---- human / protocol side (Python, not jitted) -------------------------------------------

@@ -32,22 +32,21 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from games.base import Game, GameState, base_fields, check_range, stone_planes, win_rewards
+from games.base import (
+    Game,
+    GameState,
+    base_fields,
+    check_range,
+    random_action,
+    stone_planes,
+    win_rewards,
+)
 
 
 @struct.dataclass
 class ConnectFourState(GameState):
     own: jnp.ndarray  # int32[cols]: the mover's discs, bit h = height h of each column
     opp: jnp.ndarray  # int32[cols]: the opponent's discs, likewise
-
-
-def random_action(u, legal):
-    """The legal action that a uniform number u in [0, 1) picks: the floor(u * #legal)-th one.
-
-    Uniform over the legal actions when u is; `random_playout` draws u once per ply.
-    """
-    rank = jnp.minimum(jnp.floor(u * legal.sum()).astype(jnp.int32), legal.sum() - 1)
-    return jnp.argmax(jnp.cumsum(legal) > rank).astype(jnp.int32)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,16 +14,28 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from games.base import Game, GameState, absorbing, base_fields, column_letters, stone_planes, win_rewards
+from games.base import (
+    Game,
+    GameState,
+    absorbing,
+    base_fields,
+    column_letters,
+    random_action,
+    stone_planes,
+    win_rewards,
+)
 
 _LINES = np.array(
     [[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]],
     np.int32,
 )
+_LINE_MASKS = (1 << _LINES).sum(axis=1).astype(np.int32)  # int32[8], a line as 9-bit cell mask
+_BITS = (1 << np.arange(9)).astype(np.int32)  # int32[9], a cell's bit
 
 
 @struct.dataclass
@@ -58,6 +70,27 @@ class TicTacToe(Game):
 
     def legal_mask(self, state: TicTacToeState):
         return (state.board == 0) & ~state.terminal
+
+    def random_playout(self, state: TicTacToeState, key):
+        """A move-by-move random playout on two 9-bit masks (the mover's and the other's cells)."""
+        u = jax.random.uniform(key, (9,))
+        own = jnp.sum(jnp.where(state.board == state.player + 1, _BITS, 0))
+        opp = jnp.sum(jnp.where(state.board == 2 - state.player, _BITS, 0))
+        start = state.num_moves
+
+        def body(carry):
+            own, opp, plies, _ = carry
+            action = random_action(u[plies - start], ((own | opp) & _BITS) == 0)
+            mine = own | (1 << action)
+            return opp, mine, plies + 1, jnp.any((mine & _LINE_MASKS) == _LINE_MASKS)
+
+        def running(carry):
+            return ~carry[3] & (carry[2] < 9) & ~state.terminal
+
+        _, _, plies, won = jax.lax.while_loop(running, body, (own, opp, start, jnp.bool_(False)))
+        last_mover = (state.player + plies - start + 1) % 2
+        result = jnp.where(won, win_rewards(last_mover), jnp.zeros(2, jnp.float32))
+        return jnp.where(state.terminal, state.rewards, result)
 
     def observe(self, state: TicTacToeState):
         own = state.board == state.player + 1

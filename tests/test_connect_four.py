@@ -7,7 +7,7 @@ import pyspiel
 import pytest
 
 import games
-from games.connect_four import random_action
+from games.base import random_action
 from spiel_reference import compare_with_openspiel, random_games
 
 
