@@ -12,6 +12,10 @@ game and gets its target — an elementwise update, with no scatter and no per-g
     batch = replay.sample(buffer, key, batch_size)  # uniform over positions with a known outcome
 
 Observations are stored as uint8 (the planes are 0/1), policies as float32.
+
+Over several devices the buffer is split along B (`partition_specs`): each device holds the
+columns of its own games, and `add` needs no communication. `sample` with an `axis_name` draws
+from all devices' positions at once, exactly as one device would from the whole buffer.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from flax import struct
+from jax.sharding import PartitionSpec as P
 
 
 @struct.dataclass
@@ -63,6 +68,18 @@ def init(rows: int, batch_games: int, obs_shape, num_actions: int) -> Buffer:
         episode_start=jnp.zeros((batch_games,), jnp.int32),
         step=jnp.int32(0),
     )
+
+
+def partition_specs(axis: str) -> Buffer:
+    """How a buffer is split over the mesh axis `axis`: along B, row bookkeeping replicated."""
+    column = P(None, axis)
+    return Buffer(obs=column, policy=column, player=column, value=column, ready=column,
+                  row_step=P(), episode_start=P(axis), step=P())
+
+
+def trajectory_specs(axis: str) -> Trajectory:
+    """How a [T, B] trajectory is split over the mesh axis `axis`: along B."""
+    return Trajectory(*(P(None, axis),) * len(Trajectory._fields))
 
 
 def capacity(buffer: Buffer) -> int:
@@ -110,18 +127,43 @@ def num_ready(buffer: Buffer) -> jax.Array:
     return jnp.sum(buffer.ready, dtype=jnp.int32)
 
 
-def sample(buffer: Buffer, key, batch_size: int) -> Batch:
+def sample(buffer: Buffer, key, batch_size: int, axis_name: str | None = None) -> Batch:
     """`batch_size` positions drawn uniformly (with replacement) among those with a known outcome.
 
-    The buffer must hold at least one; callers check `num_ready` first.
+    Positions are numbered column by column (slot b's rows together), the ready ones counted in
+    that order, and `batch_size` ranks drawn uniformly. The buffer must hold at least one ready
+    position; callers check `num_ready` first.
+
+    With `axis_name` this runs inside `shard_map` on one device's block of columns: the devices
+    exchange their counts of ready positions (one integer each), all draw the same global ranks,
+    each gathers the ones it holds, and a reduce-scatter leaves `batch_size / devices` positions
+    on each device. Blocks of columns are contiguous in the column-by-column numbering, so the
+    positions drawn are the ones a single device holding the whole buffer would draw.
     """
-    ready = buffer.ready.reshape(-1)
-    cdf = jnp.cumsum(ready, dtype=jnp.int32)
-    u = jax.random.randint(key, (batch_size,), 0, jnp.maximum(cdf[-1], 1))
-    idx = jnp.searchsorted(cdf, u, side="right")
-    flat = lambda x: x.reshape(-1, *x.shape[2:])[idx]  # noqa: E731
+    rows = buffer.ready.shape[0]
+    cdf = jnp.cumsum(buffer.ready.T.reshape(-1), dtype=jnp.int32)  # column-major over [R, B]
+    held = cdf[-1]
+    if axis_name is None:
+        offset, total = jnp.int32(0), held
+    else:
+        counts = jax.lax.all_gather(held, axis_name)  # [devices]
+        me = jax.lax.axis_index(axis_name)
+        offset = jnp.sum(jnp.where(jnp.arange(counts.shape[0]) < me, counts, 0))
+        total = jnp.sum(counts)
+    u = jax.random.randint(key, (batch_size,), 0, jnp.maximum(total, 1)) - offset
+    mine = (u >= 0) & (u < held)
+    idx = jnp.clip(jnp.searchsorted(cdf, u, side="right"), 0, cdf.shape[0] - 1)
+    row, col = idx % rows, idx // rows
+
+    def take(x):
+        picked = x[row, col]  # [N, ...]
+        picked = jnp.where(mine.reshape(mine.shape + (1,) * (picked.ndim - 1)), picked, 0)
+        if axis_name is not None:  # each position is held by one device: the sum is a gather
+            picked = jax.lax.psum_scatter(picked, axis_name, scatter_dimension=0, tiled=True)
+        return picked
+
     return Batch(
-        obs=flat(buffer.obs).astype(jnp.float32),
-        policy=flat(buffer.policy),
-        value=flat(buffer.value),
+        obs=take(buffer.obs).astype(jnp.float32),
+        policy=take(buffer.policy),
+        value=take(buffer.value),
     )

@@ -7,6 +7,11 @@ replay buffer (see `replay.py`).
 
     selfplay = make_selfplay(game, spec, apply, num_steps, sample_moves)
     states, traj = selfplay(variables, key, states)   # states: B games, traj: [T, B] Trajectory
+
+With a `mesh` (see `azjax.parallel`) the B games are split over its devices under `shard_map`:
+each device plays its B / D games with the key `fold_in(key, device index)` and never talks to
+another device. (mctx draws one batch's noise from one key, so a game's moves depend on the key
+its device got: a run on D devices plays what D separate one-device runs with those keys would.)
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
+from jax.sharding import Mesh, PartitionSpec as P
+
 from azjax import replay
+from azjax.parallel import AXIS
 from azjax.search import SearchSpec, make_search, select_action
 from games.base import Game
 
@@ -27,9 +35,14 @@ def init_states(game: Game, batch_games: int):
 
 
 def make_selfplay(
-    game: Game, spec: SearchSpec, apply: Callable | None, num_steps: int, sample_moves: int
+    game: Game, spec: SearchSpec, apply: Callable | None, num_steps: int, sample_moves: int,
+    mesh: Mesh | None = None,
 ) -> Callable:
-    """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B])."""
+    """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
+
+    With `mesh`, B is split along its "data" axis (states P("data"), trajectory P(None, "data"),
+    variables and key replicated); B must divide over the devices.
+    """
     search = make_search(game, spec, apply)
     start = game.init()
 
@@ -57,7 +70,15 @@ def make_selfplay(
 
         return jax.lax.scan(body, states, jax.random.split(key, num_steps))
 
-    return selfplay
+    if mesh is None:
+        return selfplay
+
+    def shard(variables, key, states):
+        return selfplay(variables, jax.random.fold_in(key, jax.lax.axis_index(AXIS)), states)
+
+    # check_vma=False: mctx's loops mix per-device and replicated values in one carry.
+    return jax.shard_map(shard, mesh=mesh, in_specs=(P(), P(), P(AXIS)),
+                         out_specs=(P(AXIS), P(None, AXIS)), check_vma=False)
 
 
 def _expand(mask, x):

@@ -1,0 +1,109 @@
+"""Data parallelism over every device of every host, with `jax.sharding` and `jit` (no pmap).
+
+One mesh axis, `data`, runs over all devices (`jax.devices()`: every host's, in multi-host runs).
+The single-device run is the one-device case of the same code.
+
+    what                              layout                    on each of D devices
+    game states         [B, ...]      P("data")                 B / D games
+    trajectory          [T, B, ...]   P(None, "data")           its games' T moves
+    replay buffer       [R, B, ...]   P(None, "data")           its games' columns (R rows each)
+    training batch      [N, ...]      P("data")                 N / D positions
+    parameters, optimizer state, keys P()                       a full copy
+
+- Self-play runs under `shard_map`: each device plays its B / D games with its own key,
+  `fold_in(key, device index)`, and talks to no other device (see `selfplay.make_selfplay`).
+- The replay buffer's column-per-slot layout shards along B with no change: a device writes and
+  settles only its own columns.
+- Sampling is exactly uniform over all ready positions of all devices (`replay.sample` with an axis
+  name): the devices share their per-column counts (B integers), every device draws the same N
+  global indices, gathers the ones it holds, and a reduce-scatter hands each device its N / D.
+  The result does not depend on the number of devices.
+- The training step is plain `jit` with the batch sharded and the state replicated: the loss is a
+  mean over the global batch, so XLA averages the gradients (and batch-norm statistics) across
+  devices by itself.
+
+`batch_games` and `train_batch_size` are global sizes; each must divide over the devices
+(`check_divisible` says so otherwise). Multi-host: `initialize` wraps `jax.distributed.initialize`;
+every process runs the same program on its local share, global arrays are made inside `jit` with
+`out_shardings` (so no host builds another's data), and only process 0 (`is_primary`) writes logs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+AXIS = "data"  # the mesh axis the batch is split along
+
+
+def make_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
+    """A one-axis mesh ("data") over `devices` (default: every device of every process)."""
+    devices = jax.devices() if devices is None else list(devices)
+    return Mesh(np.asarray(devices), (AXIS,))
+
+
+def num_devices(mesh: Mesh) -> int:
+    return mesh.shape[AXIS]
+
+
+def check_divisible(mesh: Mesh, **sizes: int) -> None:
+    """ValueError unless every global size (e.g. batch_games=1024) divides over the mesh."""
+    d = num_devices(mesh)
+    for name, value in sizes.items():
+        if value % d:
+            raise ValueError(
+                f"{name}={value} does not divide over the {d} devices "
+                f"({jax.devices()[0].platform}, {jax.process_count()} process(es)): it is the "
+                f"global size, split evenly; use a multiple of {d}"
+            )
+
+
+def sharding(mesh: Mesh, spec: P) -> NamedSharding:
+    return NamedSharding(mesh, spec)
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    return NamedSharding(mesh, P())
+
+
+def shardings(mesh: Mesh, specs: Any) -> Any:
+    """A pytree of PartitionSpecs -> the same tree of NamedShardings."""
+    return jax.tree_util.tree_map(
+        lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, P)
+    )
+
+
+def fetch(tree: Any) -> Any:
+    """Host (numpy) copies of a tree of fully replicated arrays; works on every process of a
+    multi-host run, where `jax.device_get` refuses arrays that span other hosts' devices."""
+
+    def one(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            if not x.is_fully_replicated:
+                raise ValueError("fetch: the array is split over other hosts; gather it first")
+            return np.asarray(x.addressable_data(0))
+        return np.asarray(x)
+
+    return jax.tree_util.tree_map(one, tree)
+
+
+def is_primary() -> bool:
+    """True on the process that writes logs, metrics and summaries (process 0)."""
+    return jax.process_index() == 0
+
+
+def initialize(coordinator: str | None = None, num_processes: int | None = None,
+               process_id: int | None = None) -> None:
+    """`jax.distributed.initialize`, before any other JAX call.
+
+    Arguments left as None come from the environment: JAX detects Cloud TPU pod slices, SLURM,
+    Open MPI and Kubernetes itself, and reads JAX_COORDINATOR_ADDRESS. On CPU the processes talk
+    through gloo (`jax_cpu_collectives_implementation`, set here explicitly).
+    """
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address=coordinator, num_processes=num_processes, process_id=process_id
+    )

@@ -1,0 +1,203 @@
+"""Data parallelism on 4 CPU devices: sharded results equal one device's, and no host copies.
+
+The checks need `--xla_force_host_platform_device_count=4` before JAX starts, so they run in one
+subprocess (this file run as a script: every check compiles once there) that prints its findings
+as JSON; the tests below assert on them. Sizes are toys: the point is the layout, not the speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+DEVICES = 4
+TOY = dict(batch_games=8, num_simulations=4, num_blocks=1, num_filters=4, value_hidden=4,
+           selfplay_steps=4, replay_games=8, train_batch_size=8, train_steps=2, min_replay=1,
+           eval_interval=0, checkpoint_interval=1, iterations=2)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def found():
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"--xla_force_host_platform_device_count={DEVICES}")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), tmp], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_mesh_has_four_devices(found):
+    assert found["devices"] == DEVICES
+
+
+def test_sharded_selfplay_plays_what_one_device_plays_with_the_device_keys(found):
+    assert found["selfplay_max_diff"] < 1e-5
+    assert found["trajectory_spec"] == [None, "data"] and found["states_spec"] == ["data"]
+
+
+def test_sharded_sampling_draws_the_one_device_sample(found):
+    assert found["sample_equal"] and found["sample_spec"] == ["data"]
+
+
+def test_sharded_training_matches_one_device(found):
+    assert found["train_step_max_diff"] < 1e-5
+    assert found["train_iteration_max_diff"] < 1e-5
+    assert found["params_replicated"]
+
+
+def test_an_iteration_copies_nothing_to_the_host(found):
+    assert found["transfer_guard"] == "ok", found["transfer_guard"]
+    assert found["buffer_donated"]
+
+
+def test_batch_that_does_not_divide_is_named(found):
+    assert "batch_games=6 does not divide over the 4 devices" in found["divisibility_error"]
+
+
+def test_a_checkpoint_saved_before_donation_keeps_its_values(found):
+    assert found["checkpoint_restored_equal"]
+
+
+def test_bfloat16_run_end_to_end_keeps_float32_parameters_and_statistics(found):
+    run = found["bf16_run"]
+    assert run["devices"] == DEVICES and run["iterations"] == 2
+    assert all(v == "float32" for v in run["dtypes"].values()), run["dtypes"]
+    assert run["losses_finite"] and run["trained"]
+
+
+# ---- the checks, run in the 4-device subprocess -------------------------------------------
+
+
+def _checks(tmp: str) -> dict:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    jax.config.update("jax_compilation_cache_dir", os.path.join(tmp, "jax-cache"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+
+    from azjax import config as cfg
+    from azjax import loop, parallel, replay
+    from azjax.checkpoint import Checkpointer
+    from azjax.network import init_variables, make_apply, make_network
+    from azjax.search import SearchSpec
+    from azjax.selfplay import init_states, make_selfplay
+    from azjax.training import init_train_state, make_optimizer, make_train_step
+
+    out: dict = {}
+    mesh = parallel.make_mesh()
+    out["devices"] = parallel.num_devices(mesh)
+    d = out["devices"]
+    spec_of = lambda x: list(x.sharding.spec)  # noqa: E731
+    max_diff = lambda a, b: max(  # noqa: E731
+        float(jnp.max(jnp.abs(jnp.asarray(x, jnp.float32) - jnp.asarray(y, jnp.float32))))
+        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
+
+    config = cfg.load("tictactoe", dict(TOY, rollout_policy="random", rollout_prob=0.5))
+    game = config.make_game()
+    net = make_network(config, game)
+    variables = init_variables(net, game, jax.random.PRNGKey(0))
+    spec = SearchSpec.from_config(config, explore=True)
+    B, T = config.batch_games, config.selfplay_steps
+    key = jax.random.PRNGKey(7)
+
+    # Self-play: the sharded chunk against each device's games played alone with its key.
+    sharded = jax.jit(make_selfplay(game, spec, make_apply(net), T, 3, mesh))
+    alone = jax.jit(make_selfplay(game, spec, make_apply(net), T, 3))
+    states = jax.device_put(init_states(game, B), parallel.sharding(mesh, jax.P("data")))
+    s_states, s_traj = sharded(variables, key, states)
+    pieces = [alone(variables, jax.random.fold_in(key, i), init_states(game, B // d))
+              for i in range(d)]
+    cat = lambda axis, *xs: jnp.concatenate(xs, axis=axis)  # noqa: E731
+    one_states = jax.tree_util.tree_map(lambda *x: cat(0, *x), *[p[0] for p in pieces])
+    one_traj = jax.tree_util.tree_map(lambda *x: cat(1, *x), *[p[1] for p in pieces])
+    out["selfplay_max_diff"] = max(max_diff(s_traj, one_traj), max_diff(s_states, one_states))
+    out["trajectory_spec"] = spec_of(s_traj.obs)
+    out["states_spec"] = spec_of(jax.tree_util.tree_leaves(s_states)[0])[:1]
+
+    # A buffer with settled positions, once on one device and once split along B.
+    buffer = replay.add(replay.init(6, B, game.observation_shape, game.num_actions), one_traj)
+    buffer = replay.add(buffer, one_traj)
+    split = jax.device_put(buffer, parallel.shardings(mesh, replay.partition_specs("data")))
+    sample_sharded = jax.jit(jax.shard_map(
+        lambda b, k: replay.sample(b, k, 16, axis_name="data"), mesh=mesh,
+        in_specs=(replay.partition_specs("data"), jax.P()), out_specs=jax.P("data")))
+    got = sample_sharded(split, key)
+    want = jax.jit(replay.sample, static_argnums=2)(buffer, key, 16)
+    out["sample_equal"] = all(np.array_equal(x, y) for x, y in zip(got, want))
+    out["sample_spec"] = spec_of(got.obs)[:1]
+
+    # Training: one step on the same batch, then a whole sampled iteration, both ways.
+    opt = make_optimizer(config, 10)
+    state = init_train_state(variables, opt)
+    step = make_train_step(net, opt, config.weight_decay)
+    rep = parallel.replicated(mesh)
+    batch_sh = parallel.sharding(mesh, jax.P("data"))
+    s_state, s_loss = jax.jit(step, in_shardings=(rep, batch_sh))(state, want)
+    u_state, u_loss = jax.jit(step)(state, want)
+    out["train_step_max_diff"] = max(max_diff(s_state, u_state), max_diff(s_loss, u_loss))
+    out["params_replicated"] = all(x.sharding.is_fully_replicated
+                                   for x in jax.tree_util.tree_leaves(s_state))
+    train_sh = jax.jit(loop.make_train_iteration(step, 8, 2, mesh))
+    train_one = jax.jit(loop.make_train_iteration(step, 8, 2))
+    out["train_iteration_max_diff"] = max_diff(train_sh(state, split, key),
+                                               train_one(state, buffer, key))
+
+    # The jitted iteration under a transfer guard: no copy to or from the host inside it.
+    bf16 = cfg.load("tictactoe", dict(TOY, dtype="bfloat16"))
+    fns = loop.make_iteration(bf16, mesh)
+    run, states, buf = fns.init_run(), fns.init_states(), fns.init_buffer()
+    old_buffer = buf
+    try:
+        with jax.transfer_guard("disallow"):
+            for _ in range(2):
+                states, buf, played = fns.play(run, states, buf)
+                run, learned = fns.learn(run, buf)
+            jax.block_until_ready((run, buf, played, learned))
+        out["transfer_guard"] = "ok"
+    except Exception as e:  # report, do not crash: the test names what happened
+        out["transfer_guard"] = f"{type(e).__name__}: {e}"[:500]
+    out["buffer_donated"] = old_buffer.obs.is_deleted()
+
+    try:
+        loop.make_iteration(cfg.load("tictactoe", dict(TOY, batch_games=6)), mesh)
+        out["divisibility_error"] = ""
+    except ValueError as e:
+        out["divisibility_error"] = str(e)
+
+    # A checkpoint saved, then its arrays donated at once: the restored values are the saved ones.
+    ckpt = Checkpointer(os.path.join(tmp, "donate"))
+    kept = fns.copy(run)
+    ckpt.save(1, run, bf16)
+    run, _ = fns.learn(run, buf)
+    ckpt.wait()
+    restored, _ = ckpt.restore(kept)
+    out["checkpoint_restored_equal"] = max_diff(restored, kept) == 0.0
+    ckpt.close()
+
+    # The whole loop in bfloat16 on 4 devices.
+    workdir = os.path.join(tmp, "bf16")
+    summary = loop.train_and_evaluate(bf16, workdir, progress=False)
+    restored, _ = Checkpointer(workdir).restore(fns.init_run())
+    variables = restored.train.variables
+    rows = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl"))]
+    out["bf16_run"] = dict(
+        devices=summary["devices"], iterations=summary["iterations"],
+        dtypes={k: ",".join(sorted({str(x.dtype) for x in jax.tree_util.tree_leaves(variables[k])}))
+                for k in ("params", "batch_stats")},
+        trained=any("loss/total" in r for r in rows),
+        losses_finite=all(np.isfinite(r["loss/total"]) for r in rows if "loss/total" in r),
+    )
+    return out
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, ROOT)
+    print(json.dumps(_checks(sys.argv[1])))
