@@ -4,6 +4,7 @@
     python train.py --game=tictactoe --workdir=runs/ttt --iterations=40
     python train.py --workdir=runs/hex6 --resume            # continue a run
     python train.py --game=othello --help                   # every field, its default and meaning
+    python train.py --game=hex --distributed                # one process per host (docs/scaling.md)
 
 Defaults come from configs/<game>.py; every field can be overridden as --name=value, game options
 (--size, --swap, --rows, ...) included.
@@ -31,6 +32,16 @@ def build_parser(game: str) -> argparse.ArgumentParser:
     parser.add_argument("--resume", action="store_true",
                         help="continue the run in --workdir from its latest checkpoint")
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
+    multi = parser.add_argument_group(
+        "multi-host (docs/scaling.md); unset values come from the environment: Cloud TPU pod "
+        "slices, SLURM, Open MPI, or JAX_COORDINATOR_ADDRESS")
+    multi.add_argument("--distributed", action="store_true",
+                       help="call jax.distributed.initialize(): one process per host, all devices "
+                            "of all hosts train together")
+    multi.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                       help="address of process 0, where the coordination service listens")
+    multi.add_argument("--num_processes", type=int, default=None, help="number of processes")
+    multi.add_argument("--process_id", type=int, default=None, help="this process, 0-based")
     group = parser.add_argument_group(f"run settings (defaults for --game={game})")
     for name, f in cfg.FIELDS.items():
         meta = f.metadata
@@ -91,6 +102,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"train.py: error: {e}", file=sys.stderr)
         return 2
     workdir = args.workdir or os.path.join("runs", config.game)
+    multi = {"--coordinator": args.coordinator, "--num_processes": args.num_processes,
+             "--process_id": args.process_id}
+    if not args.distributed and any(v is not None for v in multi.values()):
+        given = ", ".join(k for k, v in multi.items() if v is not None)
+        print(f"train.py: error: {given} only make sense with --distributed", file=sys.stderr)
+        return 2
+    if args.distributed:  # before anything else touches JAX
+        from azjax import parallel
+
+        parallel.initialize(args.coordinator, args.num_processes, args.process_id)
+
+    import jax
 
     from azjax.checkpoint import CheckpointError
     from azjax.loop import NonFiniteLossError, train_and_evaluate
@@ -101,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, NonFiniteLossError) as e:
         print(f"train.py: error: {e}", file=sys.stderr)
         return 1
-    print(json.dumps(summary, indent=2))
+    if jax.process_index() == 0:
+        print(json.dumps(summary, indent=2))
     return 0
 
 

@@ -1,0 +1,75 @@
+"""Multi-host training on one machine: two `train.py --distributed` processes on localhost.
+
+Each process owns one CPU device; JAX's CPU backend does the cross-process collectives through
+gloo (`jax_cpu_collectives_implementation`, set by `azjax.parallel.initialize`). The two processes
+share one workdir, as hosts sharing a file system would: process 0 writes the metrics and the
+summary, both take part in the orbax checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOY = [
+    "--game=tictactoe", "--batch_games=4", "--num_simulations=4", "--num_blocks=1",
+    "--num_filters=4", "--value_hidden=4", "--selfplay_steps=9", "--replay_games=8",
+    "--train_batch_size=4", "--train_steps=2", "--min_replay=1", "--eval_interval=1",
+    "--eval_games=2", "--checkpoint_interval=1", "--iterations=1", "--no_progress",
+]
+TIMEOUT = 300  # seconds; two compiles on a shared 2-core machine
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
+    workdir = str(tmp_path / "run")
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["JAX_PLATFORMS"] = "cpu"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "train.py", "--distributed", f"--coordinator=127.0.0.1:{port}",
+             "--num_processes=2", f"--process_id={i}", f"--workdir={workdir}", *TOY],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in range(2)
+    ]
+    outputs = []
+    try:
+        for p in procs:
+            outputs.append(p.communicate(timeout=TIMEOUT))
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        pytest.fail(f"the two processes did not finish in {TIMEOUT} s")
+    for i, (p, (_, err)) in enumerate(zip(procs, outputs)):
+        assert p.returncode == 0, f"process {i} exited {p.returncode}:\n{err[-3000:]}"
+
+    summary = json.loads(outputs[0][0][outputs[0][0].index("{"):])  # process 0 prints it
+    assert summary["processes"] == 2 and summary["devices"] == 2 and summary["iterations"] == 1
+    assert '"iterations"' not in outputs[1][0]  # process 1 prints no summary (gloo says hello)
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    assert [r["iteration"] for r in rows] == [1]  # written once, by process 0
+    assert "loss/total" in rows[0] and 0.0 <= rows[0]["eval/mcts_score"] <= 1.0
+    assert os.path.isdir(os.path.join(workdir, "checkpoints", "1", "state"))
+    assert os.path.exists(os.path.join(workdir, "summary.json"))
+
+
+def test_process_flags_without_distributed_are_refused(capsys):
+    sys.path.insert(0, ROOT)
+    import train
+
+    assert train.main(["--game=tictactoe", "--num_processes=2"]) == 2
+    assert "--num_processes only make sense with --distributed" in capsys.readouterr().err
