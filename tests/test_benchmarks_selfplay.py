@@ -1,0 +1,54 @@
+"""The self-play benchmark runs end to end on a toy setting and prints a complete table."""
+
+import pytest
+
+from benchmarks import selfplay
+
+TINY = ["--games", "hex", "--batch", "2", "--simulations", "2", "--blocks", "1", "--filters", "8",
+        "--steps", "2", "--repeats", "1"]
+
+
+def test_prints_a_table_of_positive_rates_and_ratios(capsys):
+    rows = selfplay.main(TINY)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["game", "impl"])
+    assert lines[header].endswith("vs recipe")
+    table = [line.split() for line in lines[header + 1:header + 5]]
+    assert [(r[0], r[1], r[2], r[3]) for r in table] == [
+        ("hex", "recipe", "gumbel", "none"),
+        ("hex", "azjax", "gumbel", "none"),
+        ("hex", "azjax", "puct", "none"),
+        ("hex", "azjax", "gumbel", "random"),
+    ]
+    for r in table:
+        assert float(r[4]) > 0  # positions/s
+        assert r[-1].endswith("x") and float(r[-1][:-1]) > 0  # azjax / recipe
+    assert table[0][-1] == "1.00x"
+    assert rows[1].vs_recipe == pytest.approx(rows[1].positions_per_s / rows[0].positions_per_s)
+    assert "hex: azjax gumbel / recipe = " in out and "target >= 1.2x" in out
+    assert "hex: random rollouts" in out
+    assert lines[0].startswith("machine: ") and " backend " in lines[0]
+
+
+def test_markdown_table():
+    row = selfplay.Row("othello", "azjax", "gumbel", "none", 123.45, 6.7, 8.0, 1.25)
+    lines = selfplay.format_table([row], markdown=True).splitlines()
+    assert lines[0] == "| game | impl | search | rollouts | positions/s | ms/move | compile s | vs recipe |"
+    assert lines[2] == "| othello | azjax | gumbel | none | 123.5 | 6.7 | 8 | 1.25x |"
+
+
+@pytest.mark.parametrize("flags", [["--devices", "all"], ["--devices", "2"], ["--games", "chess"],
+                                   ["--batch", "0"]])
+def test_rejects_unsupported_flags(flags, capsys):
+    with pytest.raises(SystemExit):
+        selfplay.parse_args(flags)
+    assert "error" in capsys.readouterr().err
+
+
+def test_quick_and_explicit_sizes():
+    args = selfplay.parse_args(["--quick", "--simulations", "4"])
+    assert (args.batch, args.simulations, args.games) == (64, 4, ["hex", "othello"])
+    args = selfplay.parse_args([])
+    assert (args.batch, args.simulations, args.blocks, args.filters) == (256, 32, 3, 64)
+    assert args.devices == "1"
