@@ -1,10 +1,14 @@
 """play.py: a person against an agent with scripted input, and the command line's errors."""
 
+import os
+import sys
+
 import numpy as np
-import pytest
 
 import games
 import play
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def first_legal(game):
@@ -78,7 +82,60 @@ def test_command_line_options_and_errors(capsys):
         (["--game=hex", "--human_color=red"], "--human_color"),
         (["--game=hex", "--gtp", "--human_color=white"], "not --gtp"),
         (["--game=tictactoe", "--agent=alphago"], "unknown agent 'alphago'"),
-        (["--game=tictactoe", "--agent=mcts:sims=0"], "sims=N"),
+        (["--game=tictactoe", "--agent=mcts:sims=0"], "sims"),
+        (["--agent=random"], "give --game=NAME"),
+        (["--game=hex", "--gtp", "--agent=human"], "stdin carries the protocol"),
     ]:
         assert play.main(argv) == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_stateful_agent_is_kept_in_step_through_undo():
+    """`Player.sync` tells a Python agent with its own board (like a GTP engine) what it missed."""
+    from azjax.agents import Agent
+    from azjax.gtp import GTPEngine
+
+    game, events = games.make("tictactoe"), []
+    pick = first_legal(game)
+
+    def choose(state):
+        events.append(("choose", int(state.num_moves)))
+        return pick(state)
+
+    agent = Agent(name="fake", batched=False, choose=choose, stateful=True,
+                  reset=lambda: events.append(("reset",)),
+                  observe_move=lambda state, action: events.append(("observe", action)),
+                  close=lambda: events.append(("close",)))
+    engine = GTPEngine(game, lambda g: play.Player(agent))
+    for command in ("play b a1", "genmove w", "play b c1", "genmove w", "undo", "undo",
+                    "play b b2", "genmove w"):
+        assert engine.handle(command).startswith("=")
+    engine.close()
+    assert events == [
+        ("reset",), ("observe", 0), ("choose", 1),  # b1 = 1
+        ("observe", 2), ("choose", 3),  # a2 = 3; its own b1 is not told again
+        ("reset",), ("observe", 0), ("observe", 1), ("observe", 4), ("choose", 3),  # after undo
+        ("close",),
+    ]
+
+
+def test_a_person_against_our_engine_through_the_gtp_agent():
+    """The gtp: agent of azjax/agents.py driving `play.py --gtp` in a subprocess; undo included.
+
+    The person tries every cell in order (occupied ones are refused and the next line read), so
+    the game ends whatever the random engine plays. After the undo the engine must be reset and
+    told the moves again: a stale board would refuse `play b a1`.
+    """
+    from azjax.agents import parse_agent
+
+    game = games.make("tictactoe")
+    command = f"{sys.executable} {os.path.join(ROOT, 'play.py')} --gtp --game=tictactoe --agent=random"
+    player = play.Player(parse_agent(f'gtp:"{command}"', game))
+    script, out = Script("a1", "undo", *"a1 b1 c1 a2 b2 c2 a3 b3 c3".split()), []
+    try:
+        final = play.play_human(game, player, 0, read=script, write=out.append)
+    finally:
+        player.close()
+    text = "\n".join(out)
+    assert "took back" in text and "game over" in text and bool(final.terminal)
+    assert player.agent.stateful and player.told is not None
