@@ -2,6 +2,7 @@
 
     python -m benchmarks.selfplay                      # hex and othello, batch 256, 32 simulations
     python -m benchmarks.selfplay --quick --markdown   # a fast run, as a markdown table
+    python -m benchmarks.selfplay --devices=all        # the batch split over every device
 
 For each game the same policy-value ResNet (`azjax.network.PolicyValueNet`, float32) drives
 - azjax: `make_selfplay` on `games.make(...)` with a Gumbel (as in the recipe) or a PUCT search,
@@ -25,6 +26,11 @@ Timing: every variant is compiled ahead of time and run once (warm-up), then the
 turns, one chunk of `--steps` moves each, for `--repeats` rounds (taking turns spreads a shared
 machine's load over all of them alike); each chunk ends with `jax.block_until_ready`. A chunk
 plays `batch * steps` positions; positions/s is all timed positions over all timed seconds.
+
+Devices: `--devices=N` (or `all`) splits the batch over N devices along a one-axis mesh, as
+training does (`azjax.parallel`): azjax runs `make_selfplay(..., mesh=mesh)`, and the recipe the
+same way under `shard_map` (pgx's example splits its batch over devices with `pmap`); each device
+plays batch / N games with its own key. The table then also gives positions/s per device.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ import jax.numpy as jnp
 import mctx
 
 import games
+from azjax import parallel
 from azjax.config import Config
 from azjax.network import PolicyValueNet, make_apply
 from azjax.selfplay import init_states, make_selfplay
@@ -69,6 +76,7 @@ class Setting:
     repeats: int  # timed chunks per variant
     network: str = "resnet"  # "resnet" | "stub" (reads the observation only: plumbing alone)
     max_considered_actions: int = 16  # mctx's default, which the recipe uses
+    devices: int = 1  # D, devices the batch is split over (jax.devices()[:D])
 
 
 class Row(NamedTuple):
@@ -80,6 +88,7 @@ class Row(NamedTuple):
     ms_per_move: float  # one move of all B games
     compile_s: float
     vs_recipe: float  # positions_per_s / the recipe's, on the same game
+    devices: int = 1  # positions_per_s is the total over this many devices
 
 
 class _Variant(NamedTuple):
@@ -243,6 +252,34 @@ def recipe_openings(env, batch: int, max_plies: int, key):
     return jax.jit(spread)(k_open, start, start)
 
 
+def _mesh(setting: Setting):
+    """The mesh over the first `setting.devices` devices, or None for one device."""
+    return parallel.make_mesh(jax.devices()[:setting.devices]) if setting.devices > 1 else None
+
+
+def _split(mesh, fn: Callable) -> Callable:
+    """A chunk function over B games -> the same over B games split along `mesh` (shard_map):
+    each device runs `fn` on its B / D games with the key folded with its index."""
+    if mesh is None:
+        return fn
+    P = jax.sharding.PartitionSpec
+
+    def shard(variables, key, states):
+        return fn(variables, jax.random.fold_in(key, jax.lax.axis_index(parallel.AXIS)), states)
+
+    return jax.shard_map(shard, mesh=mesh, in_specs=(P(), P(), P(parallel.AXIS)),
+                         out_specs=(P(parallel.AXIS), P(None, parallel.AXIS)), check_vma=False)
+
+
+def _place(mesh, variables, states):
+    """Variables replicated and states split along B over `mesh` (unchanged without one)."""
+    if mesh is None:
+        return variables, states
+    P = jax.sharding.PartitionSpec
+    return (jax.device_put(variables, parallel.replicated(mesh)),
+            jax.device_put(states, parallel.sharding(mesh, P(parallel.AXIS))))
+
+
 def _azjax_variant(game, setting: Setting, search: str, rollouts: str, states, key) -> _Variant:
     net = _network(setting, game.num_actions)
     variables = net.init(key, jnp.zeros((1, *game.observation_shape), jnp.float32))
@@ -255,8 +292,9 @@ def _azjax_variant(game, setting: Setting, search: str, rollouts: str, states, k
         rollout_prob=1.0 if rollouts != "none" else 0.0,
         rollout_weight=0.5,
     )
-    fn = make_selfplay(game, spec, make_apply(net), setting.steps, Config().sample_moves)
-    return _Variant("azjax", search, rollouts, fn, variables, states)
+    mesh = _mesh(setting)
+    fn = make_selfplay(game, spec, make_apply(net), setting.steps, Config().sample_moves, mesh)
+    return _Variant("azjax", search, rollouts, fn, *_place(mesh, variables, states))
 
 
 def _recipe_variant(env, setting: Setting, states, key) -> _Variant:
@@ -265,7 +303,8 @@ def _recipe_variant(env, setting: Setting, states, key) -> _Variant:
     fn = make_recipe_selfplay(
         env, make_apply(net), setting.simulations, setting.steps, setting.max_considered_actions
     )
-    return _Variant("recipe", "gumbel", "none", fn, variables, states)
+    mesh = _mesh(setting)
+    return _Variant("recipe", "gumbel", "none", _split(mesh, fn), *_place(mesh, variables, states))
 
 
 def _compile(variant: _Variant, key):
@@ -316,7 +355,7 @@ def benchmark_game(name: str, setting: Setting, key, log=print) -> list[Row]:
     recipe_rate = positions / seconds[0]
     return [
         Row(name, v.name, v.search, v.rollouts, positions / s, 1000 * s / moves, c_s,
-            positions / s / recipe_rate)
+            positions / s / recipe_rate, setting.devices)
         for v, s, (_, c_s) in zip(variants, seconds, compiled)
     ]
 
@@ -326,19 +365,26 @@ def benchmark_game(name: str, setting: Setting, key, log=print) -> list[Row]:
 HEADER = ("game", "impl", "search", "rollouts", "positions/s", "ms/move", "compile s", "vs recipe")
 
 
-def _cells(row: Row) -> tuple[str, ...]:
-    return (row.game, row.variant, row.search, row.rollouts, f"{row.positions_per_s:.1f}",
+def _cells(row: Row, per_device: bool) -> tuple[str, ...]:
+    rate = (f"{row.positions_per_s:.1f}",)
+    if per_device:
+        rate += (f"{row.positions_per_s / row.devices:.1f}",)
+    return (row.game, row.variant, row.search, row.rollouts, *rate,
             f"{row.ms_per_move:.1f}", f"{row.compile_s:.0f}", f"{row.vs_recipe:.2f}x")
 
 
 def format_table(rows: Sequence[Row], markdown: bool) -> str:
-    lines = [HEADER, *(_cells(r) for r in rows)]
+    """The table; with more than one device, positions/s is the total and a column per device
+    follows it."""
+    per_device = any(r.devices > 1 for r in rows)
+    header = HEADER[:5] + ("per device",) * per_device + HEADER[5:]
+    lines = [header, *(_cells(r, per_device) for r in rows)]
     if markdown:
-        out = ["| " + " | ".join(HEADER) + " |",
-               "|" + "|".join("---" if i < 4 else "---:" for i in range(len(HEADER))) + "|"]
+        out = ["| " + " | ".join(header) + " |",
+               "|" + "|".join("---" if i < 4 else "---:" for i in range(len(header))) + "|"]
         out += ["| " + " | ".join(c) + " |" for c in lines[1:]]
         return "\n".join(out)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER))]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join(
         "  ".join(c.ljust(w) if i < 4 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
         for line in lines
@@ -402,7 +448,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, help=f"moves per timed chunk (default {DEFAULTS['steps']})")
     p.add_argument("--repeats", type=int,
                    help=f"timed chunks per variant (default {DEFAULTS['repeats']})")
-    p.add_argument("--devices", default="1", help="devices to play on; only 1 for now")
+    p.add_argument("--devices", default="1",
+                   help="devices to split the batch over: a number, or all (default 1)")
     p.add_argument("--quick", action="store_true",
                    help="unset sizes from " + ", ".join(f"{k}={v}" for k, v in QUICK.items()))
     p.add_argument("--network", default="resnet", choices=("resnet", "stub"),
@@ -418,15 +465,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error(f"--games: unknown {', '.join(unknown) or '(none given)'}; "
                 f"choose from {', '.join(GAMES)}")
     args.games = names
-    if args.devices != "1":
-        p.error(f"--devices: only 1 is supported for now, got {args.devices!r}")
+    try:
+        args.device_count = resolve_devices(args.devices)
+    except ValueError as e:
+        p.error(f"--devices: {e}")
     base = QUICK if args.quick else DEFAULTS
     for name, value in base.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
         if getattr(args, name) < 1:
             p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.batch % args.device_count:
+        p.error(f"--batch {args.batch} does not divide over {args.device_count} devices")
     return args
+
+
+def resolve_devices(text: str) -> int:
+    """`all` -> jax.device_count(); a number from 1 to that -> itself; else ValueError."""
+    available = jax.device_count()
+    if text == "all":
+        return available
+    if not text.isdigit() or not 1 <= int(text) <= available:
+        raise ValueError(f"expected all or a number from 1 to {available} (the devices here), "
+                         f"got {text!r}")
+    return int(text)
 
 
 def _describe_network(setting: Setting) -> str:
@@ -439,13 +501,14 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     args = parse_args(argv)
     setting = Setting(batch=args.batch, simulations=args.simulations, blocks=args.blocks,
                       filters=args.filters, steps=args.steps, repeats=args.repeats,
-                      network=args.network)
+                      network=args.network, devices=args.device_count)
     log = lambda text: print(text, file=sys.stderr, flush=True)
     start = time.perf_counter()
     print(machine())
     print(f"setting: batch {setting.batch}, {setting.simulations} simulations, "
           f"{_describe_network(setting)}, {setting.steps} moves per chunk, "
-          f"{setting.repeats} timed chunks per variant, devices {args.devices}")
+          f"{setting.repeats} timed chunks per variant, "
+          f"{setting.devices} device(s) ({jax.devices()[0].platform})")
     rows = []
     key = jax.random.PRNGKey(args.seed)
     for i, name in enumerate(args.games):

@@ -38,7 +38,7 @@ def test_markdown_table():
     assert lines[2] == "| othello | azjax | gumbel | none | 123.5 | 6.7 | 8 | 1.25x |"
 
 
-@pytest.mark.parametrize("flags", [["--devices", "all"], ["--devices", "2"], ["--games", "chess"],
+@pytest.mark.parametrize("flags", [["--devices", "none"], ["--devices", "0"], ["--games", "chess"],
                                    ["--batch", "0"]])
 def test_rejects_unsupported_flags(flags, capsys):
     with pytest.raises(SystemExit):

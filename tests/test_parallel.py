@@ -72,6 +72,20 @@ def test_bfloat16_run_end_to_end_keeps_float32_parameters_and_statistics(found):
     assert run["losses_finite"] and run["trained"]
 
 
+def test_selfplay_benchmark_reports_positions_per_device_and_in_total():
+    from benchmarks import selfplay as bench
+
+    rows = [bench.Row("hex", "recipe", "gumbel", "none", 800.0, 2.0, 9.0, 1.0, 4),
+            bench.Row("hex", "azjax", "puct", "none", 1000.0, 1.6, 9.0, 1.25, 4)]
+    lines = bench.format_table(rows, markdown=True).splitlines()
+    assert lines[0] == ("| game | impl | search | rollouts | positions/s | per device | ms/move "
+                        "| compile s | vs recipe |")
+    assert lines[3] == "| hex | azjax | puct | none | 1000.0 | 250.0 | 1.6 | 9 | 1.25x |"
+    assert bench.resolve_devices("all") >= 1 and bench.resolve_devices("1") == 1
+    with pytest.raises(ValueError, match="from 1 to"):
+        bench.resolve_devices("0")
+
+
 # ---- the checks, run in the 4-device subprocess -------------------------------------------
 
 
