@@ -25,8 +25,8 @@ unbatched state plus hooks: `reset()` before each game and `observe_move(state, 
 move the opponent plays (a GTP engine must be told them). A Python agent may return `RESIGN`.
 
 `seconds=T` (ckpt, mcts) asks for T seconds per move per game instead of a number of
-simulations: `calibrate` times one batched search at two simulation counts from the initial
-position (after compiling) and picks the simulations whose batch takes T x (games in the batch);
+simulations: `calibrate` times batched searches from the initial position (after compiling) at a
+few simulation counts, interpolating towards the count whose batch takes T x (games in the batch);
 `play_games` then reports the simulations, the expected rollouts (p_r x (simulations + 1): the
 root and each new leaf roll out with probability p_r) and the measured seconds per move.
 """
@@ -516,31 +516,64 @@ class Minimax:
 PROBE_SIMULATIONS = (16, 64)
 
 
-def calibrate(agent: Agent, game: Game, batch: int, key, probes=None) -> Agent:
+def calibrate(agent: Agent, game: Game, batch: int, key, probes=None, tolerance: float = 0.2,
+              refinements: int = 3) -> Agent:
     """`agent` (with `seconds`) given the simulations whose search of `batch` games at once takes
-    about seconds x batch: one timed search of `batch` initial states at each probe count
-    (default `PROBE_SIMULATIONS`), after compiling, and a straight line through the times.
-    Agents without `seconds`, or already calibrated, are returned as they are."""
+    about seconds x batch.
+
+    Times one search of `batch` initial states (after compiling) at each probe count (default
+    `PROBE_SIMULATIONS`), then at the count a line through the two timings closest to the budget
+    predicts, until one is within `tolerance` of it or `refinements` are spent (the cost of a
+    simulation grows with the tree, so a first straight line can be far off). Each count costs a
+    compile, which the match then reuses. Agents without `seconds`, or already calibrated, are
+    returned as they are.
+    """
     setup = agent.search
     if setup is None or setup.seconds is None or setup.calibrated:
         return agent
-    probes = probes or PROBE_SIMULATIONS
+    budget = setup.seconds * batch
     states = jax.device_get(_initial_states(game, batch))  # host arrays, as `play_games` has
-    times = [_time_search(with_simulations(agent, n), states, key) for n in probes]
-    slope = max((times[1] - times[0]) / (probes[1] - probes[0]), 1e-9)
-    intercept = times[0] - slope * probes[0]
-    sims = int(np.clip((setup.seconds * batch - intercept) / slope, 1, 100_000))
+    times = {n: _time_search(with_simulations(agent, n), states, key)
+             for n in probes or PROBE_SIMULATIONS}
+    sims = _predict(times, budget)
+    for _ in range(refinements):
+        if sims in times:
+            break
+        times[sims] = _time_search(with_simulations(agent, sims), states, key)
+        if abs(times[sims] - budget) <= tolerance * budget:
+            break
+        sims = _predict(times, budget)
     calibrated = with_simulations(agent, sims)
     return dataclasses.replace(calibrated,
                                search=dataclasses.replace(calibrated.search, calibrated=True))
 
 
-def _time_search(agent: Agent, states, key) -> float:
+def _predict(times: dict[int, float], budget: float) -> int:
+    """Simulations taking `budget` seconds, on the line through the nearest timings either side
+    of it (or the two nearest, when all lie on one side)."""
+    below = [kv for kv in times.items() if kv[1] <= budget]
+    above = [kv for kv in times.items() if kv[1] > budget]
+    if below and above:
+        pair = [max(below, key=lambda kv: kv[1]), min(above, key=lambda kv: kv[1])]
+    else:
+        pair = sorted(times.items(), key=lambda kv: abs(kv[1] - budget))[:2]
+    (n0, t0), (n1, t1) = sorted(pair)
+    slope = (t1 - t0) / (n1 - n0)
+    if slope <= 0:  # timing noise: assume time proportional to simulations
+        return int(np.clip(round(n1 * budget / max(t1, 1e-9)), 1, 100_000))
+    return int(np.clip(round(n0 + (budget - t0) / slope), 1, 100_000))
+
+
+def _time_search(agent: Agent, states, key, repeats: int = 2) -> float:
+    """The fastest of `repeats` timed searches of the batch `states`, after compiling."""
     act = jax.jit(agent.act)
     jax.block_until_ready(act(agent.variables, key, states))  # compile
-    t0 = time.perf_counter()
-    jax.block_until_ready(act(agent.variables, key, states))
-    return time.perf_counter() - t0
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(act(agent.variables, key, states))
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 @functools.lru_cache(maxsize=None)

@@ -168,6 +168,14 @@ def test_calibration_happens_once_and_only_for_timed_agents():
     # (a real calibration runs in test_evaluate.py's equal-time match)
 
 
+def test_calibration_interpolates_between_timings():
+    assert agents._predict({16: 0.1, 64: 0.5}, 0.3) == 40  # bracketed: 16 + 0.2 / (0.4 / 48)
+    assert agents._predict({16: 0.1, 64: 0.2}, 0.3) == 112  # extrapolated from the nearest two
+    # a far-off third timing is not used when two others bracket the budget
+    assert agents._predict({16: 0.1, 64: 0.5, 800: 9.0}, 0.3) == 40
+    assert agents._predict({16: 0.2, 64: 0.1}, 0.3) == 192  # noise (time falls): proportional
+
+
 # ---- checkpoints ---------------------------------------------------------------------------------
 def test_checkpoint_agent_takes_search_settings(run):
     agent = agents.parse_agent(f"ckpt:{run}@1,sims=3,eps=0.2,rollout=random,p_r=0.5,lambda=0.25",
