@@ -275,7 +275,7 @@ def _pyplot(path: str):
 def plot_heatmap(record: dict, path: str) -> None:
     """The win-ratio matrix as seed 000 Figure 5.3: the row agent's ratio against the column's."""
     plt = _pyplot(path)
-    names = record["agents"]
+    names = [n if len(n) <= 28 else n[:27] + "…" for n in record["agents"]]
     ratio = np.array([[np.nan if v is None else v for v in row] for row in record["win_ratio"]])
     size = 2.5 + 0.7 * len(names)
     fig, ax = plt.subplots(figsize=(size + 1.5, size))
@@ -289,10 +289,9 @@ def plot_heatmap(record: dict, path: str) -> None:
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.set_xlabel("opponent")
     ax.set_ylabel("agent")
-    fig.colorbar(image, ax=ax, label="win ratio (wins + draws/2) / games")
+    fig.colorbar(image, ax=ax, label="(wins + draws/2) / games")
     ax.set_title(f"{record['game']}: {record['games_per_pair']} games per pair", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
 
 
