@@ -20,7 +20,6 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
-
 from jax.sharding import Mesh, PartitionSpec as P
 
 from azjax import replay
