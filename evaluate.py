@@ -303,6 +303,7 @@ def run_curve(run_dir: str, num_games: int, seed: int, folder: str, sims=None, m
     from azjax import Checkpointer, SearchSpec, read_config
     from azjax.agents import (SearchSetup, load_checkpoint, network_apply, play_games,
                               search_agent)
+    from azjax.loop import initial_variables
 
     _check_games(num_games)
     config = read_config(run_dir)  # the latest; raises for a folder without checkpoints
@@ -345,18 +346,6 @@ def run_curve(run_dir: str, num_games: int, seed: int, folder: str, sims=None, m
     plot_curve(record, os.path.join(folder, "curve.png"))
     print(f"wrote {_write_json(folder, 'curve.json', record)} and curve.png")
     return record
-
-
-def initial_variables(config):
-    """The untrained network of a run (the key `train_and_evaluate` initialises it with)."""
-    import jax
-
-    from azjax import init_variables, make_network
-
-    game = config.make_game()
-    init_key, _ = jax.random.split(jax.random.PRNGKey(config.seed))
-    net = make_network(config, game)
-    return jax.jit(lambda k: init_variables(net, game, k))(init_key)  # one compile, not many
 
 
 def training_games(run_dir: str) -> dict[int, int]:

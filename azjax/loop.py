@@ -110,6 +110,19 @@ def make_train_iteration(train_step, batch_size: int, num_steps: int, mesh: Mesh
     return train
 
 
+def run_keys(config: Config) -> tuple[jax.Array, jax.Array]:
+    """(init_key, run_key): the network's initialisation key and the run's base key."""
+    init_key, run_key = jax.random.split(jax.random.PRNGKey(config.seed))
+    return init_key, run_key
+
+
+def initial_variables(config: Config):
+    """The untrained network a run of `config` starts from."""
+    game = config.make_game()
+    net = make_network(config, game)
+    return jax.jit(lambda k: init_variables(net, game, k))(run_keys(config)[0])
+
+
 def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     """The jitted self-play, replay and training of `config` on `mesh` (see the module doc).
 
@@ -129,7 +142,7 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
 
     def init_run():
-        init_key, run_key = jax.random.split(jax.random.PRNGKey(config.seed))
+        init_key, run_key = run_keys(config)
         return RunState(train=init_train_state(init_variables(net, game, init_key), optimizer),
                         iteration=jnp.int32(0), key=run_key)
 

@@ -4,41 +4,12 @@ from __future__ import annotations
 
 import math
 
-import jax
-import jax.numpy as jnp
-
-from azjax import Checkpointer, RunState, init_variables, make_network, read_config
-from azjax.training import init_train_state, make_optimizer
+from azjax import Checkpointer
+from azjax.agents import load_checkpoint
+from azjax.loop import initial_variables  # noqa: F401  (re-exported for the experiments)
 
 
-def run_template(config) -> RunState:
-    """A RunState shaped like the ones `train_and_evaluate(config, ...)` saves."""
-    game = config.make_game()
-    net = make_network(config, game)
-    optimizer = make_optimizer(config, config.iterations * config.train_steps)
-    return RunState(
-        train=init_train_state(init_variables(net, game, jax.random.PRNGKey(0)), optimizer),
-        iteration=jnp.int32(0),
-        key=jax.random.PRNGKey(0),
-    )
-
-
-def initial_variables(config):
-    """The network a run of `config` starts from (the same key `train_and_evaluate` uses)."""
-    game = config.make_game()
-    init_key, _ = jax.random.split(jax.random.PRNGKey(config.seed))
-    return init_variables(make_network(config, game), game, init_key)
-
-
-def restore_variables(workdir: str, step: int | None = None):
-    """(config, network variables, step) of a checkpoint of `workdir` (default: the latest)."""
-    config = read_config(workdir, step)
-    checkpointer = Checkpointer(workdir)
-    try:
-        run, step = checkpointer.restore(run_template(config), step)
-    finally:
-        checkpointer.close()
-    return config, run.train.variables, step
+restore_variables = load_checkpoint  # (config, network variables, step) of a run's checkpoint
 
 
 def checkpoint_steps(workdir: str) -> list[int]:
