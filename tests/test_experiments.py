@@ -69,7 +69,6 @@ def test_wilson():
     assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == 1.0
 
 
-@pytest.mark.slow  # several jit compiles: minutes on a loaded 2-core CPU (did not finish in 6 min)
 def test_experiment1_toy_run(tmp_path):
     from experiments import experiment1
 
