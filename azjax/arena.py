@@ -30,6 +30,7 @@ def make_search_agent(
 ) -> Act:
     """Search, then play the best move; with probability `epsilon` a uniformly random legal one."""
     search = make_search(game, spec, apply)
+    random_act = make_random_agent(game)
 
     def act(variables, key, states):
         k_search, k_eps, k_rand = jax.random.split(key, 3)
@@ -37,8 +38,7 @@ def make_search_agent(
         best = select_action(k_search, spec, out, jnp.zeros(out.action.shape, bool))
         if epsilon <= 0:
             return best
-        legal = jax.vmap(game.legal_mask)(states)
-        rand = jax.vmap(sample_legal)(jax.random.split(k_rand, legal.shape[0]), legal)
+        rand = random_act(None, k_rand, states)
         explore = jax.random.bernoulli(k_eps, epsilon, best.shape)
         return jnp.where(explore, rand, best)
 

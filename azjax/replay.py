@@ -77,15 +77,6 @@ def partition_specs(axis: str) -> Buffer:
                   row_step=P(), episode_start=P(axis), step=P())
 
 
-def trajectory_specs(axis: str) -> Trajectory:
-    """How a [T, B] trajectory is split over the mesh axis `axis`: along B."""
-    return Trajectory(*(P(None, axis),) * len(Trajectory._fields))
-
-
-def capacity(buffer: Buffer) -> int:
-    return buffer.ready.size
-
-
 def add_step(buffer: Buffer, obs, policy, player, done, returns) -> Buffer:
     """Write one row (B positions) and settle the targets of the games that just ended."""
     rows = buffer.ready.shape[0]

@@ -73,12 +73,6 @@ class SearchSpec:
             }
         )
 
-    @property
-    def uses_network(self) -> bool:
-        return self.evaluator == "network" or (
-            self.rollout_policy == "policy" and self.rollout_prob > 0
-        )
-
 
 def make_evaluator(game: Game, kind: str, apply: Callable | None) -> Evaluate:
     """The leaf evaluator `kind` ("network" needs `apply(variables, obs) -> (logits, value)`)."""
