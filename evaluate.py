@@ -185,40 +185,51 @@ def run_match(game, specs: list[str], num_games: int, seed: int, folder: str) ->
 def run_tournament(game, specs: list[str], num_games: int, seed: int, folder: str) -> dict:
     import jax
 
-    from azjax.agents import calibrate, parse_agent, play_games
+    from azjax.agents import parse_agent
 
     _check_games(num_games)
     if len(specs) < 2:
         raise ValueError("tournament: give at least two agents")
-    names = _unique(specs)
     agents = [parse_agent(s, game) for s in specs]
-    key = jax.random.PRNGKey(seed)
+    try:
+        record = round_robin(game, _unique(specs), agents, num_games, jax.random.PRNGKey(seed))
+    finally:
+        for agent in agents:
+            agent.close()
+    record["seed"] = seed
+    print(format_tournament(record))
+    plot_heatmap(record, os.path.join(folder, "win_ratio.png"))
+    print(f"wrote {_write_json(folder, 'tournament.json', record)} and win_ratio.png")
+    return record
+
+
+def round_robin(game, names: list[str], agents: list, num_games: int, key, log=None) -> dict:
+    """Every pair of `agents` (called `names`) plays `num_games` games, colours alternating.
+
+    `seconds` agents are calibrated once, for the batch every match plays. Returns the record
+    `evaluate.py tournament` writes: the matches, the win-ratio matrix and Elo ratings."""
+    import jax
+
+    from azjax.agents import calibrate, play_games
+
+    log = log or (lambda text: print(text, flush=True))
     batch = 1 if any(a.stateful for a in agents) else (num_games + 1) // 2
     agents = [calibrate(a, game, batch, jax.random.fold_in(key, i)) for i, a in enumerate(agents)]
     num = len(agents)
     points, played = np.zeros((num, num)), np.zeros((num, num))
     matches = []
-    try:
-        for i in range(num):
-            for j in range(i + 1, num):
-                k = jax.random.fold_in(key, 1000 + i * num + j)
-                outcome = play_games(game, agents[i], agents[j], num_games, k)
-                r = outcome.result
-                points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
-                played[i, j] = played[j, i] = r.games
-                matches.append(outcome_record((names[i], names[j]), outcome))
-                print(f"{names[i]} vs {names[j]}: W{r.wins} D{r.draws} L{r.losses} "
-                      f"({outcome.wall_seconds:.1f} s)", flush=True)
-    finally:
-        for agent in agents:
-            agent.close()
-    record = dict(game=game.name, game_options=game.options, games_per_pair=num_games,
-                  seed=seed, agents=names, matches=matches,
-                  **tournament_summary(names, points, played))
-    print(format_tournament(record))
-    plot_heatmap(record, os.path.join(folder, "win_ratio.png"))
-    print(f"wrote {_write_json(folder, 'tournament.json', record)} and win_ratio.png")
-    return record
+    for i in range(num):
+        for j in range(i + 1, num):
+            k = jax.random.fold_in(key, 1000 + i * num + j)
+            outcome = play_games(game, agents[i], agents[j], num_games, k)
+            r = outcome.result
+            points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
+            played[i, j] = played[j, i] = r.games
+            matches.append(outcome_record((names[i], names[j]), outcome))
+            log(f"{names[i]} vs {names[j]}: W{r.wins} D{r.draws} L{r.losses} "
+                f"({outcome.wall_seconds:.1f} s)")
+    return dict(game=game.name, game_options=game.options, games_per_pair=num_games,
+                agents=list(names), matches=matches, **tournament_summary(names, points, played))
 
 
 def _unique(specs: list[str]) -> list[str]:
@@ -272,7 +283,7 @@ def _pyplot(path: str):
     return plt
 
 
-def plot_heatmap(record: dict, path: str) -> None:
+def plot_heatmap(record: dict, path: str, title: str | None = None) -> None:
     """The win-ratio matrix as seed 000 Figure 5.3: the row agent's ratio against the column's."""
     plt = _pyplot(path)
     names = [n if len(n) <= 28 else n[:27] + "…" for n in record["agents"]]
@@ -290,7 +301,8 @@ def plot_heatmap(record: dict, path: str) -> None:
     ax.set_xlabel("opponent")
     ax.set_ylabel("agent")
     fig.colorbar(image, ax=ax, label="(wins + draws/2) / games")
-    ax.set_title(f"{record['game']}: {record['games_per_pair']} games per pair", fontsize=10)
+    ax.set_title(title or f"{record['game']}: {record['games_per_pair']} games per pair",
+                 fontsize=10)
     fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
 

@@ -256,8 +256,10 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
     config, variables, step = load_checkpoint(path, step)
     spec = SearchSpec.from_config(config, **_spec_overrides(opts))
     if spec.rollout_policy != "none" and spec.rollout_prob == 0:
-        raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (the checkpoint's "
-                         "p_r is 0)")
+        raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (p_r is 0)")
+    if spec.rollout_policy == "none" and spec.rollout_prob > 0:
+        raise ValueError(f"{name}: p_r={spec.rollout_prob} needs rollout=random or "
+                         "rollout=policy (the rollout policy is none)")
     setup = SearchSetup(game, spec, network_apply(config), opts.get("eps", 0.0),
                         opts.get("seconds"))
     return search_agent(name, setup, variables)

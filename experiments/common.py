@@ -1,10 +1,14 @@
-"""Helpers the experiments share: restoring a checkpoint's network, and confidence intervals."""
+"""Helpers the experiments share: restoring a checkpoint's network, the game of a run, logging,
+list flags and confidence intervals."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import sys
 
-from azjax import Checkpointer
+from azjax import Checkpointer, read_config
 from azjax.agents import load_checkpoint
 from azjax.loop import initial_variables  # noqa: F401  (re-exported for the experiments)
 
@@ -28,3 +32,81 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def default_workdir(game: str, full: bool) -> str:
+    """Experiment 1's run folder for `game`: runs/exp1_<game>[_full]."""
+    return os.path.join("runs", f"exp1_{game}{'_full' if full else ''}")
+
+
+def checkpoint_game(workdir: str):
+    """(game, latest step) of a run folder; CheckpointError (a ValueError) when it has none."""
+    if not os.path.isdir(workdir):
+        raise FileNotFoundError(f"no run folder {workdir!r}: run experiments.experiment1 first "
+                                "or give --workdir")
+    config = read_config(workdir)
+    return config.make_game(), checkpoint_steps(workdir)[-1]
+
+
+def parse_floats(flag: str, text: str, low: float, high: float) -> list[float]:
+    """A comma-separated list of numbers in [low, high], e.g. "0,0.2,0.4"."""
+    try:
+        values = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ValueError(f"{flag}: expected comma-separated numbers, got {text!r}") from None
+    bad = [v for v in values if not low <= v <= high]
+    if not values or bad:
+        raise ValueError(f"{flag}: every value must be in [{low:g}, {high:g}], got {text!r}")
+    return values
+
+
+class Log:
+    """Prints a line and appends it to a file (whose folder it makes)."""
+
+    def __init__(self, path: str):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self.path = path
+
+    def __call__(self, text: str) -> None:
+        print(text, flush=True)
+        with open(self.path, "a") as f:
+            f.write(text + "\n")
+
+
+# ---- what experiments 2 and 3 share: a finished Experiment 1 run to play with ---------------------
+def add_run_flags(parser, name: str) -> None:
+    """--game, --full, --workdir, --out, --search, --seed of an experiment on Experiment 1's run."""
+    parser.add_argument("--game", default="hex", help="for the default --workdir (default hex)")
+    parser.add_argument("--full", action="store_true",
+                        help="full scale, on Experiment 1's --full run (runs/exp1_<game>_full)")
+    parser.add_argument("--workdir", default=None,
+                        help="Experiment 1's run folder (default runs/exp1_<game>[_full])")
+    parser.add_argument("--out", default=None, help=f"default <workdir>/{name}")
+    parser.add_argument("--search", choices=("puct", "gumbel"), default=None,
+                        help="default: the checkpoint's")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def check_run_flags(parser, args, name: str) -> None:
+    """Even --games (colours alternate); the default --workdir and --out."""
+    if args.games < 2 or args.games % 2:
+        parser.error(f"--games must be even and at least 2 (colours alternate), got {args.games}")
+    args.workdir = args.workdir or default_workdir(args.game, args.full)
+    args.out = args.out or os.path.join(args.workdir, name)
+
+
+def open_run(args, name: str):
+    """(game, checkpoint step, Log into <out>/log.txt) of args.workdir, or None after printing
+    why there is none."""
+    try:
+        game, step = checkpoint_game(args.workdir)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
+        return None
+    return game, step, Log(os.path.join(args.out, "log.txt"))
+
+
+def write_results(args, results: dict, log) -> None:
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    log(f"wall time {results['seconds']:.0f} s; results in {args.out}")

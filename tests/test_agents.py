@@ -203,6 +203,8 @@ def test_checkpoint_errors_name_the_problem(run, tmp_path):
         agents.parse_agent(f"ckpt:{run}", games.make("hex", size=3))
     with pytest.raises(ValueError, match="rollout=random needs p_r > 0"):
         agents.parse_agent(f"ckpt:{run},rollout=random", TTT)
+    with pytest.raises(ValueError, match="p_r=0.3 needs rollout=random or rollout=policy"):
+        agents.parse_agent(f"ckpt:{run},p_r=0.3", TTT)
     with pytest.raises(ValueError, match="ckpt: unknown option 'depth'"):
         agents.parse_agent(f"ckpt:{run},depth=3", TTT)
 

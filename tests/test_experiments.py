@@ -87,3 +87,76 @@ def test_experiment1_toy_run(tmp_path):
     assert [f["mcts_simulations"] for f in results["final"]] == [4, 8]
     assert all(f["games"] == 4 for f in results["final"])
     assert os.path.getsize(os.path.join(out, "learning_curve.png")) > 1000
+
+
+# ---- experiments 2 and 3 on a 2-iteration Tic-Tac-Toe run ------------------------------------------
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from test_agents import tiny_run
+
+    return tiny_run(tmp_path_factory)
+
+
+def test_experiment2_round_robin_per_lambda(tiny, tmp_path):
+    from experiments import experiment2
+
+    out = str(tmp_path / "e2")
+    assert experiment2.main([f"--workdir={tiny}", f"--out={out}", "--probs=0,1",
+                             "--lambdas=0.5,0.25", "--games=2", "--sims=2"]) == 0
+    results = json.load(open(os.path.join(out, "results.json")))
+    assert [r["lambda"] for r in results["rounds"]] == [0.5, 0.25]
+    for r in results["rounds"]:
+        assert r["agents"] == ["p_r=0", "p_r=1"]
+        assert "rollout" not in r["specs"][0] and f"p_r=1.0,lambda={r['lambda']}" in r["specs"][1]
+        (_, ab), (ba, _) = r["win_ratio"]
+        assert ab + ba == pytest.approx(1.0)  # one match of two games, seen from both sides
+        pooled = {p["agent"]: p for p in r["pooled"]}
+        assert pooled["p_r=0"]["score"] == pytest.approx(ab)
+        assert pooled["p_r=0"]["wins"] == pooled["p_r=1"]["losses"]
+        assert sum(pooled["p_r=0"][k] for k in ("wins", "draws", "losses")) == 2
+    for name in ("win_ratio_lambda0.5.png", "win_ratio_lambda0.25.png",
+                 "rollout_probability.png"):
+        assert os.path.getsize(os.path.join(out, name)) > 1000
+
+
+def test_experiment3_equal_time_configurations(tiny, tmp_path, monkeypatch):
+    from azjax import agents
+    from experiments import experiment3
+
+    # A budget below one simulation: calibration settles on 1 simulation after two compiles.
+    monkeypatch.setattr(agents, "PROBE_SIMULATIONS", (1, 3))
+    out = str(tmp_path / "e3")
+    assert experiment3.main([f"--workdir={tiny}", f"--out={out}", "--games=2",
+                             "--seconds=0.000001", "--configs=evaluator,no_rollouts"]) == 0
+    results = json.load(open(os.path.join(out, "results.json")))
+    assert list(results["configs"]) == ["evaluator", "no_rollouts"]
+    evaluator, baseline = results["configs"]["evaluator"], results["configs"]["no_rollouts"]
+    assert "rollout=policy" in evaluator["agents"][0] and "rollout=random" in evaluator["agents"][1]
+    for record in (evaluator, baseline):
+        overall = record["result"]["overall"]
+        assert overall["wins"] + overall["draws"] + overall["losses"] == 2
+        b = record["per_move"]["B"]  # random rollouts on every leaf and the root
+        assert b["budget"] == 0.000001 and b["rollouts"] == b["simulations"] + 1
+    assert baseline["per_move"]["A"]["rollouts"] == 0.0
+
+
+@pytest.mark.parametrize("module, argv, message", [
+    ("experiment2", ["--probs=0,1.5"], "every value must be in [0, 1]"),
+    ("experiment2", ["--games=3"], "--games must be even"),
+    ("experiment3", ["--configs=evaluator,bogus"], "accepted: evaluator, rollouts_only"),
+    ("experiment3", ["--seconds=0"], "--seconds must be positive"),
+])
+def test_experiment_flags_are_checked(module, argv, message, capsys):
+    import importlib
+
+    with pytest.raises(SystemExit) as exit_info:
+        importlib.import_module(f"experiments.{module}").main(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_experiments_without_a_run_folder_say_so(tmp_path, capsys):
+    from experiments import experiment2, experiment3
+
+    assert experiment2.main([f"--workdir={tmp_path}/none"]) == 2
+    assert experiment3.main([f"--workdir={tmp_path}/none"]) == 2
+    assert "run experiments.experiment1 first" in capsys.readouterr().err
