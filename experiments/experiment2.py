@@ -45,8 +45,8 @@ def agent_spec(workdir: str, p_r: float, lam: float, sims: int, eps: float,
     if search:
         spec += f",search={search}"
     if p_r > 0:
-        spec += f",rollout=random,p_r={p_r},lambda={lam}"
-    return spec
+        return spec + f",rollout=random,p_r={p_r},lambda={lam}"
+    return spec + ",rollout=none,p_r=0"  # whatever the checkpoint was trained with
 
 
 def pooled_scores(record: dict) -> list[dict]:

@@ -42,7 +42,7 @@ CONFIGS = {  # name: (description, first agent's options, second agent's options
     "rollouts_only": ("policy-network rollouts vs random rollouts, no state evaluator",
                       "rollout=policy,p_r=1,lambda=1", "rollout=random,p_r=1,lambda=1"),
     "no_rollouts": ("no rollouts (network only) vs random rollouts, network as state evaluator",
-                    "rollout=none", "rollout=random,p_r=1,lambda=0.5"),
+                    "rollout=none,p_r=0", "rollout=random,p_r=1,lambda=0.5"),
 }
 SCALES = {False: dict(seconds=0.05, games=100), True: dict(seconds=1.0, games=240)}
 

@@ -107,7 +107,8 @@ def test_experiment2_round_robin_per_lambda(tiny, tmp_path):
     assert [r["lambda"] for r in results["rounds"]] == [0.5, 0.25]
     for r in results["rounds"]:
         assert r["agents"] == ["p_r=0", "p_r=1"]
-        assert "rollout" not in r["specs"][0] and f"p_r=1.0,lambda={r['lambda']}" in r["specs"][1]
+        assert r["specs"][0].endswith("rollout=none,p_r=0")
+        assert r["specs"][1].endswith(f"rollout=random,p_r=1.0,lambda={r['lambda']}")
         (_, ab), (ba, _) = r["win_ratio"]
         assert ab + ba == pytest.approx(1.0)  # one match of two games, seen from both sides
         pooled = {p["agent"]: p for p in r["pooled"]}
