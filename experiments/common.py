@@ -39,13 +39,13 @@ def default_workdir(game: str, full: bool) -> str:
     return os.path.join("runs", f"exp1_{game}{'_full' if full else ''}")
 
 
-def checkpoint_game(workdir: str):
-    """(game, latest step) of a run folder; CheckpointError (a ValueError) when it has none."""
+def latest_config(workdir: str):
+    """(config, step) of a run folder's latest checkpoint; CheckpointError (a ValueError) when it
+    has none."""
     if not os.path.isdir(workdir):
         raise FileNotFoundError(f"no run folder {workdir!r}: run experiments.experiment1 first "
                                 "or give --workdir")
-    config = read_config(workdir)
-    return config.make_game(), checkpoint_steps(workdir)[-1]
+    return read_config(workdir), checkpoint_steps(workdir)[-1]
 
 
 def parse_floats(flag: str, text: str, low: float, high: float) -> list[float]:
@@ -96,14 +96,14 @@ def check_run_flags(parser, args, name: str) -> None:
 
 
 def open_run(args, name: str):
-    """(game, checkpoint step, Log into <out>/log.txt) of args.workdir, or None after printing
-    why there is none."""
+    """(config, game, checkpoint step, Log into <out>/log.txt) of args.workdir's latest
+    checkpoint, or None after printing why there is none."""
     try:
-        game, step = checkpoint_game(args.workdir)
+        config, step = latest_config(args.workdir)
     except (ValueError, FileNotFoundError) as e:
         print(f"{name}: error: {e}", file=sys.stderr)
         return None
-    return game, step, Log(os.path.join(args.out, "log.txt"))
+    return config, config.make_game(), step, Log(os.path.join(args.out, "log.txt"))
 
 
 def write_results(args, results: dict, log) -> None:

@@ -32,7 +32,6 @@ import jax
 import numpy as np
 
 import evaluate
-from azjax import read_config
 from azjax.agents import parse_agent
 from azjax.stats import score_ci
 from experiments.common import (add_run_flags, check_run_flags, open_run, parse_floats,
@@ -118,7 +117,7 @@ def main(argv=None) -> int:
     run = open_run(args, "experiment2")
     if run is None:
         return 2
-    game, step, log = run
+    config, game, step, log = run
     t_start = time.time()
     log(f"experiment 2 on {args.workdir} (checkpoint {step}, {game.name} {game.options}): "
         f"p_r {args.probs}, lambda {args.lambdas}, {args.sims} sims, {args.games} games per pair")
@@ -143,7 +142,7 @@ def main(argv=None) -> int:
                   f"{args.games} games per pair")
         rounds.append(dict(record, **{"lambda": lam}))
         log(f"lambda = {lam}: {record['seconds']:.0f} s")
-    search = args.search or read_config(args.workdir).search
+    search = args.search or config.search
     plot_scores(rounds, args.probs, os.path.join(args.out, "rollout_probability.png"),
                 f"{game.name} {game.options}, checkpoint {step}\n{args.sims} sims ({search}), "
                 f"{args.games} games per pair, pooled over each agent's matches")

@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     run = open_run(args, "experiment3")
     if run is None:
         return 2
-    game, step, log = run
+    _, game, step, log = run
     t_start = time.time()
     log(f"experiment 3 on {args.workdir} (checkpoint {step}, {game.name} {game.options}): "
         f"{args.seconds} s per move, {args.games} games per configuration")
