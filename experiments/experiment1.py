@@ -34,7 +34,8 @@ import numpy as np
 from azjax import (MatchResult, SearchSpec, load_config, make_apply, make_match, make_network,
                    make_search_agent, train_and_evaluate)
 from azjax.config import FIELDS, parse_value
-from experiments.common import checkpoint_steps, initial_variables, restore_variables, wilson
+from experiments.common import (Log, checkpoint_steps, initial_variables, restore_variables,
+                                wilson)
 
 # CPU scale: a small network, 128 games in lock-step, Adam, Gumbel search (at 32 simulations
 # it learned far faster than PUCT here: docs/experiments.md); the rest from configs/<game>.
@@ -201,13 +202,7 @@ def parse(argv):
 def main(argv=None) -> int:
     args, overrides = parse(sys.argv[1:] if argv is None else argv)
     os.makedirs(args.out, exist_ok=True)
-    log_file = open(os.path.join(args.out, "log.txt"), "a")
-
-    def log(text):
-        print(text, flush=True)
-        log_file.write(text + "\n")
-        log_file.flush()
-
+    log = Log(os.path.join(args.out, "log.txt"))
     t_start = time.time()
     summary = None
     if not args.eval_only:
