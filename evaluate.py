@@ -312,19 +312,15 @@ def run_curve(run_dir: str, num_games: int, seed: int, folder: str, sims=None, m
               epsilon=None, game=None) -> dict:
     import jax
 
-    from azjax import Checkpointer, SearchSpec, read_config
-    from azjax.agents import (SearchSetup, load_checkpoint, network_apply, play_games,
-                              search_agent)
-    from azjax.loop import initial_variables
+    from azjax import SearchSpec
+    from azjax.agents import SearchSetup, network_apply, play_games, search_agent
+    from azjax.checkpoint import initial_variables, load_checkpoint, read_config, steps
 
     _check_games(num_games)
     config = read_config(run_dir)  # the latest; raises for a folder without checkpoints
     if game is not None and config.make_game() != game:
         raise ValueError(f"{run_dir!r} is a {config.game} {dict(config.game_options)} run, "
                          f"not {game.name} {game.options}")
-    checkpointer = Checkpointer(run_dir)
-    steps = sorted(checkpointer.steps())
-    checkpointer.close()
     game = config.make_game()
     apply = network_apply(config)
     spec = SearchSpec.from_config(config, num_simulations=sims or config.num_simulations)
@@ -338,7 +334,7 @@ def run_curve(run_dir: str, num_games: int, seed: int, folder: str, sims=None, m
     previous = initial_variables(config)
     key = jax.random.PRNGKey(seed)
     rows = []
-    for step in steps:
+    for step in steps(run_dir):
         _, variables, _ = load_checkpoint(run_dir, step)
         k_mcts, k_prev = jax.random.split(jax.random.fold_in(key, step))
         m = play_games(game, dataclasses.replace(net, variables=variables), mcts, num_games,

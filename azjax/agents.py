@@ -45,12 +45,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax.arena import MatchResult, make_match, make_random_agent, make_search_agent
-from azjax.checkpoint import Checkpointer, CheckpointError, read_config
+from azjax.checkpoint import check_run_folder, load_checkpoint, parse_location, read_config
 from azjax.config import Config
-from azjax.loop import RunState
-from azjax.network import init_variables, make_apply, make_network
+from azjax.network import make_apply, make_network
 from azjax.search import SearchSpec
-from azjax.training import init_train_state, make_optimizer
 from games.base import Game
 
 RESIGN = -1  # what a Python agent's `choose` returns to resign
@@ -247,7 +245,7 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
     opts = parse_options("ckpt", option_text,
                          _SEARCH_OPTIONS[:-2] + ("rollout", "p_r", "lambda", "eps", "seconds"))
     _check_sims_or_seconds("ckpt", opts)
-    _check_run_folder(path)
+    check_run_folder(path)
     config = read_config(path, step)
     if config.make_game() != game:
         raise ValueError(f"{name}: checkpoint {'latest' if step is None else step} of {path!r} "
@@ -344,22 +342,11 @@ def make_gtp_agent(name: str, game: Game, client) -> Agent:
 
 # ---- checkpoints ---------------------------------------------------------------------------------
 def parse_checkpoint_location(text: str) -> tuple[str, int | None]:
-    """'PATH[@STEP|@latest]' (or PATH/checkpoints/STEP) -> (run folder, step or None: latest)."""
-    path, at, step_text = text.rpartition("@") if "@" in text else (text, "", "")
-    path = path.strip()
-    if not path:
-        raise ValueError(f"ckpt: give a run folder, e.g. {KINDS['ckpt']}")
-    step = None
-    if at and step_text != "latest":
-        if not step_text.isdigit():
-            raise ValueError(f"ckpt: step must be a number or 'latest', got {step_text!r}")
-        step = int(step_text)
-    head, tail = os.path.split(os.path.normpath(path))
-    if tail.isdigit() and os.path.basename(head) == "checkpoints":
-        if step is not None and step != int(tail):
-            raise ValueError(f"ckpt: {path!r} is checkpoint {tail}, not @{step}")
-        path, step = os.path.dirname(head), int(tail)
-    return path, step
+    """'PATH[@STEP|@latest]' -> (run folder, step or None), as `checkpoint.parse_location`."""
+    try:
+        return parse_location(text)
+    except ValueError as e:
+        raise ValueError(f"ckpt: {e} (spec: {KINDS['ckpt']})") from None
 
 
 def checkpoint_config(text: str) -> Config | None:
@@ -368,41 +355,8 @@ def checkpoint_config(text: str) -> Config | None:
     if kind != "ckpt":
         return None
     path, step = parse_checkpoint_location(rest.partition(",")[0])
-    _check_run_folder(path)
+    check_run_folder(path)
     return read_config(path, step)
-
-
-def _check_run_folder(path: str) -> None:
-    if not os.path.isdir(path):
-        raise CheckpointError(f"ckpt: no run folder {path!r}")
-
-
-def run_template(config: Config) -> RunState:
-    """The shapes and dtypes (on the default device) of the RunState `train_and_evaluate(config,
-    ...)` saves; `jax.eval_shape` traces it without initialising anything (seconds saved)."""
-    game = config.make_game()
-    optimizer = make_optimizer(config, config.iterations * config.train_steps)
-
-    def run():
-        variables = init_variables(make_network(config, game), game, jax.random.PRNGKey(0))
-        return RunState(train=init_train_state(variables, optimizer), iteration=jnp.int32(0),
-                        key=jax.random.PRNGKey(0))
-
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=device),
-                                  jax.eval_shape(run))
-
-
-def load_checkpoint(path: str, step: int | None = None) -> tuple[Config, Any, int]:
-    """(config, network variables, step) of checkpoint `step` (None: the latest) of run `path`."""
-    _check_run_folder(path)
-    config = read_config(path, step)
-    checkpointer = Checkpointer(path)
-    try:
-        run, step = checkpointer.restore(run_template(config), step)
-    finally:
-        checkpointer.close()
-    return config, run.train.variables, step
 
 
 # ---- minimax -------------------------------------------------------------------------------------

@@ -33,9 +33,9 @@ def make_search_agent(
     random_act = make_random_agent(game)
 
     def act(variables, key, states):
-        k_search, k_eps, k_rand = jax.random.split(key, 3)
+        k_search, k_select, k_eps, k_rand = jax.random.split(key, 4)
         out = search(variables, k_search, states)
-        best = select_action(k_search, spec, out, jnp.zeros(out.action.shape, bool))
+        best = select_action(k_select, spec, out, jnp.zeros(out.action.shape, bool))
         if epsilon <= 0:
             return best
         rand = random_act(None, k_rand, states)

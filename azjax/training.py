@@ -7,7 +7,7 @@ averaged over the batch; pi is the search policy, z the game's outcome for the p
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -88,3 +88,65 @@ def make_train_step(net, optimizer, weight_decay: float):
         return new, losses
 
     return train_step
+
+
+class Learner(NamedTuple):
+    """`train_steps` optimizer steps on uniform replay samples, in `calls` jitted calls.
+
+    `chunk(state, buffer, keys[steps_per_call]) -> (state, losses)` takes one step per key and
+    returns its losses summed and divided by `train_steps` (so the calls' results add up to the
+    mean); it is meant to be jitted with `state` donated. `split(key)` gives the keys of each
+    call: `jax.random.split(key, train_steps)`, as one `lax.scan` over all steps would use them,
+    cut into consecutive slices (a tuple of arrays, made on the device). `learn` (below) calls
+    `chunk` once per slice. `steps_per_call` is the measured rule: on XLA:CPU a training step
+    nested in a rolled loop or a conditional runs about 13x slower than the same step at the top
+    level (docs/benchmarks.md, "Learner"), so there each call is one step with no control flow
+    around it; on accelerators one call scans over every step.
+    """
+
+    chunk: Callable
+    split: Callable  # (key) -> tuple of `train_steps // steps_per_call` key arrays, jitted
+    train_steps: int
+    steps_per_call: int
+
+
+def steps_per_call(train_steps: int, backend: str | None = None) -> int:
+    """Optimizer steps per jitted learner call: 1 on the CPU, all of them elsewhere."""
+    backend = backend or jax.default_backend()
+    return 1 if backend == "cpu" else max(train_steps, 1)
+
+
+def make_learner(train_step: Callable, sample: Callable, train_steps: int,
+                 *, per_call: int | None = None) -> Learner:
+    """The learner of `train_step` over batches `sample(buffer, key)`; see `Learner`.
+
+    `per_call` defaults to `steps_per_call(train_steps)` and must divide `train_steps`.
+    """
+    per_call = steps_per_call(train_steps) if per_call is None else per_call
+    if per_call < 1 or train_steps % per_call:
+        raise ValueError(f"steps per call {per_call} must divide train_steps {train_steps}")
+
+    def chunk(state, buffer, keys):
+        def body(s, k):
+            return train_step(s, sample(buffer, k))
+
+        # fully unrolled when short: XLA:CPU runs a step inside a rolled loop an order slower
+        state, losses = jax.lax.scan(body, state, keys, unroll=per_call <= 8)
+        return state, jax.tree_util.tree_map(lambda x: jnp.sum(x) / train_steps, losses)
+
+    @jax.jit
+    def split(key):
+        return tuple(jnp.split(jax.random.split(key, train_steps), train_steps // per_call))
+
+    return Learner(chunk=chunk, split=split, train_steps=train_steps, steps_per_call=per_call)
+
+
+def learn(learner: Learner, chunk: Callable, state, buffer, key):
+    """(state, mean Losses) after `learner.train_steps` steps, calling `chunk` (`learner.chunk`
+    jitted by the caller, with its shardings and donation) once per slice of keys. Nothing is
+    copied to or from the host: the losses stay on the device."""
+    total = None
+    for keys in learner.split(key):
+        state, losses = chunk(state, buffer, keys)
+        total = losses if total is None else jax.tree_util.tree_map(jnp.add, total, losses)
+    return state, total

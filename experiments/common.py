@@ -8,20 +8,9 @@ import math
 import os
 import sys
 
-from azjax import Checkpointer, read_config
-from azjax.agents import load_checkpoint
-from azjax.loop import initial_variables  # noqa: F401  (re-exported for the experiments)
-
-
-restore_variables = load_checkpoint  # (config, network variables, step) of a run's checkpoint
-
-
-def checkpoint_steps(workdir: str) -> list[int]:
-    checkpointer = Checkpointer(workdir)
-    try:
-        return sorted(checkpointer.steps())
-    finally:
-        checkpointer.close()
+from azjax.checkpoint import initial_variables, read_config  # noqa: F401  (re-exported)
+from azjax.checkpoint import load_checkpoint as restore_variables  # noqa: F401
+from azjax.checkpoint import steps as checkpoint_steps
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:

@@ -98,7 +98,7 @@ def _checks(tmp: str) -> dict:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 
     from azjax import config as cfg
-    from azjax import loop, parallel, replay
+    from azjax import loop, parallel, replay, training
     from azjax.checkpoint import Checkpointer
     from azjax.network import init_variables, make_apply, make_network
     from azjax.search import SearchSpec
@@ -159,10 +159,11 @@ def _checks(tmp: str) -> dict:
     out["train_step_max_diff"] = max(max_diff(s_state, u_state), max_diff(s_loss, u_loss))
     out["params_replicated"] = all(x.sharding.is_fully_replicated
                                    for x in jax.tree_util.tree_leaves(s_state))
-    train_sh = jax.jit(loop.make_train_iteration(step, 8, 2, mesh))
-    train_one = jax.jit(loop.make_train_iteration(step, 8, 2))
-    out["train_iteration_max_diff"] = max_diff(train_sh(state, split, key),
-                                               train_one(state, buffer, key))
+    learn_sh = training.make_learner(step, loop.make_sampler(8, mesh), 2, per_call=2)
+    learn_one = training.make_learner(step, loop.make_sampler(8), 2, per_call=2)
+    out["train_iteration_max_diff"] = max_diff(
+        training.learn(learn_sh, jax.jit(learn_sh.chunk), state, split, key),
+        training.learn(learn_one, jax.jit(learn_one.chunk), state, buffer, key))
 
     # The jitted iteration under a transfer guard: no copy to or from the host inside it.
     bf16 = cfg.load("tictactoe", dict(TOY, dtype="bfloat16"))
@@ -173,7 +174,8 @@ def _checks(tmp: str) -> dict:
         with jax.transfer_guard("disallow"):
             for _ in range(2):
                 states, buf, played = fns.play(run, states, buf)
-                run, learned = fns.learn(run, buf)
+                train, learned = fns.learn(run, buf)
+                run = run.replace(train=train, iteration=fns.advance(run.iteration))
             jax.block_until_ready((run, buf, played, learned))
         out["transfer_guard"] = "ok"
     except Exception as e:  # report, do not crash: the test names what happened
@@ -190,7 +192,7 @@ def _checks(tmp: str) -> dict:
     ckpt = Checkpointer(os.path.join(tmp, "donate"))
     kept = fns.copy(run)
     ckpt.save(1, run, bf16)
-    run, _ = fns.learn(run, buf)
+    fns.learn(run, buf)  # donates run.train
     ckpt.wait()
     restored, _ = ckpt.restore(kept)
     out["checkpoint_restored_equal"] = max_diff(restored, kept) == 0.0
