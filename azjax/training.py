@@ -110,6 +110,9 @@ class Learner(NamedTuple):
     steps_per_call: int
 
 
+_MAX_TRACED_STEPS = 8  # more steps per call are scanned over, fewer traced one by one
+
+
 def steps_per_call(train_steps: int, backend: str | None = None) -> int:
     """Optimizer steps per jitted learner call: 1 on the CPU, all of them elsewhere."""
     backend = backend or jax.default_backend()
@@ -130,8 +133,14 @@ def make_learner(train_step: Callable, sample: Callable, train_steps: int,
         def body(s, k):
             return train_step(s, sample(buffer, k))
 
-        # fully unrolled when short: XLA:CPU runs a step inside a rolled loop an order slower
-        state, losses = jax.lax.scan(body, state, keys, unroll=per_call <= 8)
+        if per_call <= _MAX_TRACED_STEPS:  # traced one after another: no loop around the steps
+            steps = []
+            for i in range(per_call):
+                state, losses = body(state, keys[i])
+                steps.append(losses)
+            losses = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *steps)
+        else:  # even `lax.scan(unroll=True)` keeps a one-trip while loop around its body
+            state, losses = jax.lax.scan(body, state, keys)
         return state, jax.tree_util.tree_map(lambda x: jnp.sum(x) / train_steps, losses)
 
     @jax.jit

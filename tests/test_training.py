@@ -117,3 +117,78 @@ def test_train_step_fits_a_fixed_batch():
         state, losses = step(state, batch)
     assert float(losses.total) < 0.5 * float(first.total)
     assert int(state.step) == 61
+
+
+@pytest.fixture(scope="module")
+def learner_setup():
+    """A tiny Tic-Tac-Toe network, its optimizer state, train step and replay sampler."""
+    from azjax import loop
+
+    config = cfg.load("tictactoe", {"num_blocks": 1, "num_filters": 4, "value_hidden": 4,
+                                    "optimizer": "adam", "learning_rate": 0.01})
+    game = config.make_game()
+    net = network.make_network(config, game)
+    opt = training.make_optimizer(config, 100)
+    state = training.init_train_state(
+        network.init_variables(net, game, jax.random.PRNGKey(0)), opt)
+    step = training.make_train_step(net, opt, config.weight_decay)
+    return dict(step=step, state=state, sample=loop.make_sampler(8), game=game)
+
+
+def _old_learner(step, sample, num_steps):
+    """The learner before issue 17: one rolled scan over every step (the reference)."""
+
+    def train(state, buffer, key):
+        def body(s, k):
+            return step(s, sample(buffer, k))
+
+        state, losses = jax.lax.scan(body, state, jax.random.split(key, num_steps))
+        return state, jax.tree_util.tree_map(jnp.mean, losses)
+
+    return jax.jit(train)
+
+
+@pytest.mark.parametrize("per_call", [1, 3, 12])  # traced one by one, and scanned
+def test_the_learner_computes_what_one_rolled_scan_computes(learner_setup, per_call):
+    import chex
+
+    from azjax import replay
+
+    s = learner_setup
+    game = s["game"]
+    buffer = replay.init(12, 4, game.observation_shape, game.num_actions)
+    obs = (jax.random.uniform(jax.random.PRNGKey(5), (4,) + game.observation_shape) < 0.3)
+    for t in range(9):  # nine plies of four games, finished at the last
+        buffer = replay.add_step(
+            buffer, obs.astype(jnp.float32), jnp.full((4, game.num_actions), 1 / 9),
+            jnp.full((4,), t % 2), jnp.full((4,), t == 8), jnp.tile(jnp.array([1.0, -1.0]), (4, 1)))
+    assert int(replay.num_ready(buffer)) == 36
+    key = jax.random.PRNGKey(11)
+    want_state, want_losses = _old_learner(s["step"], s["sample"], 12)(s["state"], buffer, key)
+    learner = training.make_learner(s["step"], s["sample"], 12, per_call=per_call)
+    state = jax.tree_util.tree_map(jnp.copy, s["state"])  # the chunk donates it
+    got_state, got_losses = training.learn(learner, jax.jit(learner.chunk, donate_argnums=0),
+                                           state, buffer, key)
+    chex.assert_trees_all_close(got_state, want_state, rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(got_losses, want_losses, rtol=1e-5, atol=1e-6)
+    assert int(got_state.step) == 12
+
+
+def test_the_learner_takes_one_step_per_call_on_the_cpu():
+    assert training.steps_per_call(30, "cpu") == 1
+    assert training.steps_per_call(30, "gpu") == 30
+    with pytest.raises(ValueError, match="must divide train_steps 30"):
+        training.make_learner(lambda s, b: (s, None), lambda b, k: None, 30, per_call=4)
+
+
+def test_training_waits_for_min_replay(tmp_path):
+    """Nothing is learned until the buffer holds min_replay positions with known outcomes."""
+    workdir = str(tmp_path / "wait")
+    flags = [f for f in TOY if not f.startswith("--eval_interval")]
+    # 16 games x 9 plies = 144 positions a chunk at most: 200 needs two iterations
+    assert train.main(flags + [f"--workdir={workdir}", "--iterations=3", "--eval_interval=0",
+                               "--min_replay=200", "--selfplay_steps=9"]) == 0
+    rows = _metrics(workdir)
+    trained = ["loss/total" in r for r in rows]
+    ready = [r["replay_ready"] for r in rows]
+    assert trained == [r >= 200 for r in ready] and not trained[0] and trained[-1], (ready, trained)

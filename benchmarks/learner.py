@@ -1,0 +1,132 @@
+"""Optimizer steps per second: the training iteration's learner against its step called alone.
+
+    python -m benchmarks.learner                       # the CPU recipe of 6x6 Hex (issue 17)
+    python -m benchmarks.learner --game=othello --size=6 --train_steps=30 --repeats=3
+
+Three ways to take the same `train_steps` optimizer steps on one filled replay buffer, each timed
+after a compiling call (compilation is reported on its own line), best of `--repeats`:
+- `step alone`: a Python loop over one jitted (sample + train step) call — the reference;
+- `learner`: what `train_and_evaluate` runs, `training.make_learner` with its measured rule of
+  steps per call for this backend (`training.steps_per_call`);
+- `scan in cond`: the learner before issue 17, one `lax.scan` of every step inside `lax.cond`.
+Rows print steps/s and the ratio to `step alone`; the learner should be within 1.2x of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import time
+
+import jax
+import jax.numpy as jnp
+
+from azjax import config as cfg
+from azjax import loop, network, replay, training
+
+# The CPU recipe of docs/experiments.md (experiments.experiment1's CPU_SCALE), 6x6 Hex.
+RECIPE = dict(size=6, search="gumbel", num_blocks=2, num_filters=32, value_hidden=32,
+              train_batch_size=256, train_steps=30, optimizer="adam", learning_rate=0.003,
+              weight_decay=0.0001)
+
+
+def filled_buffer(game, key, games: int = 64):
+    """A replay buffer of `games` columns, every position of one random game each, settled."""
+    rows = game.max_game_length
+    buffer = replay.init(rows, games, game.observation_shape, game.num_actions)
+    k_obs, k_pol = jax.random.split(key)
+    obs = (jax.random.uniform(k_obs, (rows, games) + game.observation_shape) < 0.3)
+    policy = jax.nn.softmax(jax.random.normal(k_pol, (rows, games, game.num_actions)))
+    for t in range(rows):
+        buffer = replay.add_step(buffer, obs[t].astype(jnp.float32), policy[t],
+                                 jnp.full((games,), t % 2), jnp.full((games,), t == rows - 1),
+                                 jnp.tile(jnp.array([1.0, -1.0]), (games, 1)))
+    return buffer
+
+
+def _time(fn, repeats: int) -> tuple[float, float]:
+    """(seconds of the first call, best seconds of the next `repeats`)."""
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn())
+    first = time.perf_counter() - t0
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        best = min(best, time.perf_counter() - t0)
+    return first, best
+
+
+def run(config: cfg.Config, repeats: int) -> list[tuple[str, float, float]]:
+    """[(name, compile+first seconds, best seconds)] of the three learners (module doc)."""
+    game = config.make_game()
+    net = network.make_network(config, game)
+    opt = training.make_optimizer(config, 1000)
+    step = training.make_train_step(net, opt, config.weight_decay)
+    sample = loop.make_sampler(config.train_batch_size)
+    state = training.init_train_state(network.init_variables(net, game, jax.random.PRNGKey(0)),
+                                      opt)
+    buffer = filled_buffer(game, jax.random.PRNGKey(1))
+    key = jax.random.PRNGKey(2)
+    n = config.train_steps
+
+    one = jax.jit(lambda s, b, k: step(s, sample(b, k)))
+
+    def alone():
+        s = state
+        for k in jax.random.split(key, n):
+            s, losses = one(s, buffer, k)
+        return s
+
+    learner = training.make_learner(step, sample, n)
+    chunk = jax.jit(learner.chunk)
+
+    def chunked():
+        return training.learn(learner, chunk, state, buffer, key)
+
+    @jax.jit
+    def in_cond(s, b, k, go):
+        def scanned(s):
+            return jax.lax.scan(lambda c, kk: step(c, sample(b, kk)), s, jax.random.split(k, n))[0]
+
+        return jax.lax.cond(go, scanned, lambda s: s, s)
+
+    rows = []
+    for name, fn in (("step alone", alone), ("learner", chunked),
+                     ("scan in cond", lambda: in_cond(state, buffer, key, jnp.bool_(True)))):
+        rows.append((name, *_time(fn, repeats)))
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--game", default="hex")
+    parser.add_argument("--size", type=int, default=RECIPE["size"])
+    parser.add_argument("--train_steps", type=int, default=RECIPE["train_steps"])
+    parser.add_argument("--train_batch_size", type=int, default=RECIPE["train_batch_size"])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    overrides = {**RECIPE, "size": args.size, "train_steps": args.train_steps,
+                 "train_batch_size": args.train_batch_size}
+    try:
+        config = cfg.load(args.game, overrides)
+    except ValueError as e:
+        parser.exit(2, f"benchmarks.learner: error: {e}\n")
+    n = config.train_steps
+    print(f"# {config.game} {dict(config.game_options)}: {config.num_blocks}x{config.num_filters} "
+          f"ResNet, batch {config.train_batch_size}, {n} steps; backend {jax.default_backend()} "
+          f"({platform.processor() or platform.machine()}), steps per learner call "
+          f"{training.steps_per_call(n)}")
+    rows = run(config, args.repeats)
+    reference = rows[0][2]
+    print("| learner | first call s (compile) | s per iteration | steps/s | vs step alone |")
+    print("|---|--:|--:|--:|--:|")
+    for name, first, best in rows:
+        print(f"| {name} | {first:.2f} | {best:.3f} | {n / best:.1f} | {reference / best:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
