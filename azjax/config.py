@@ -67,6 +67,8 @@ class Config:
                                  low=0)
     sample_moves: int = _field(10, "plies that sample from the visit distribution; then argmax",
                                low=0)
+    opening_plies: int = _field(0, "self-play games start after 0..N uniformly random moves "
+                                "(N drawn per game; 0: from the empty board)", low=0, high=64)
     replay_games: int = _field(5000, "replay capacity, in games of the longest length", low=1)
 
     # ---- training ----------------------------------------------------------------------------

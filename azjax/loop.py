@@ -51,9 +51,34 @@ class NonFiniteLossError(RuntimeError):
     pass
 
 
+VARIETY_PLIES = (2, 4)  # self-play variety is logged at these plies
+
+
 class PlayStats(NamedTuple):
     games: jax.Array  # int32[], games finished in the chunk
     ready: jax.Array  # int32[], positions in the buffer with a known outcome
+    distinct: jax.Array  # int32[len(VARIETY_PLIES)], distinct positions at each ply in the chunk
+    reached: jax.Array  # int32[len(VARIETY_PLIES)], positions at each ply in the chunk
+
+
+def count_distinct(obs: jax.Array, mask: jax.Array) -> jax.Array:
+    """int32[]: distinct observations among obs[N, ...] where mask[N], by a 32-bit hash of
+    their 0/1 planes (a collision among n positions has probability about n^2 / 2^33)."""
+    bits = obs.reshape(obs.shape[0], -1).astype(jnp.uint32)
+    weights = jax.random.bits(jax.random.PRNGKey(0), bits.shape[1:], jnp.uint32) | 1
+    hashes = jnp.sum(bits * weights, axis=1, dtype=jnp.uint32)
+    hashes = jnp.sort(jnp.where(mask, hashes, jnp.uint32(0xFFFFFFFF)))
+    masked_out = jnp.sort(~mask)  # the masked-out entries last, as in the sorted hashes
+    new = jnp.concatenate([jnp.ones(1, bool), hashes[1:] != hashes[:-1]])
+    return jnp.sum(new & ~masked_out, dtype=jnp.int32)
+
+
+def _variety(traj) -> tuple[jax.Array, jax.Array]:
+    obs = traj.obs.reshape((-1,) + traj.obs.shape[2:])
+    ply = traj.ply.reshape(-1)
+    distinct = jnp.stack([count_distinct(obs, ply == k) for k in VARIETY_PLIES])
+    reached = jnp.stack([jnp.sum(ply == k, dtype=jnp.int32) for k in VARIETY_PLIES])
+    return distinct, reached
 
 
 class Iteration(NamedTuple):
@@ -106,14 +131,15 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
 
     selfplay = make_selfplay(game, SearchSpec.from_config(config, explore=True), make_apply(net),
-                             steps, config.sample_moves, mesh)
+                             steps, config.sample_moves, mesh,
+                             opening_plies=config.opening_plies)
 
     def play(run, states, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]
         states, traj = selfplay(run.train.variables, k_play, states)
         buffer = replay.add(buffer, traj)
         return states, buffer, PlayStats(jnp.sum(traj.done, dtype=jnp.int32),
-                                         replay.num_ready(buffer))
+                                         replay.num_ready(buffer), *_variety(traj))
 
     learner = training.make_learner(
         training.make_train_step(net, optimizer, config.weight_decay),
@@ -253,6 +279,9 @@ def train_and_evaluate(config: Config, workdir: str, resume: bool = False,
                 positions_per_second=positions / (t1 - t0),
                 positions_per_second_per_device=positions / (t1 - t0) / devices,
             )
+            for k, distinct, reached in zip(VARIETY_PLIES, played.distinct, played.reached):
+                values[f"selfplay/distinct_ply{k}"] = int(distinct)
+                values[f"selfplay/positions_ply{k}"] = int(reached)
             train = run.train
             if config.train_steps and played.ready >= fns.min_replay:
                 train, losses = fns.learn(run, buffer)

@@ -48,6 +48,7 @@ class Trajectory(NamedTuple):
     player: jax.Array  # int32[T, B]
     done: jax.Array  # bool[T, B], the move ended the game (the slot restarts)
     returns: jax.Array  # float32[T, B, 2], the final returns where done
+    ply: jax.Array | None = None  # int32[T, B], plies played before the position
 
 
 class Batch(NamedTuple):

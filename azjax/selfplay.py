@@ -5,6 +5,13 @@ first `sample_moves` plies of a game, the best move after), and played. A game t
 restarted in its slot at once, so the batch stays full; its positions get their outcome in the
 replay buffer (see `replay.py`).
 
+Opening coverage (`opening_plies` = N > 0): a restarted game begins from a random opening, the
+position after n uniformly random legal moves with n drawn uniformly from 0..N for each game (as
+KataGo and Leela Zero randomise their openings). Those moves are not searched and not recorded:
+the game's positions, from the opening on, get the outcome of the play that followed. Without it
+self-play from the empty board narrows to a few lines, and the network never sees what follows
+the other first moves (docs/experiments.md, "Every opening").
+
     selfplay = make_selfplay(game, spec, apply, num_steps, sample_moves)
     states, traj = selfplay(variables, key, states)   # states: B games, traj: [T, B] Trajectory
 
@@ -25,7 +32,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 from azjax import replay
 from azjax.parallel import AXIS
 from azjax.search import SearchSpec, make_search, select_action
-from games.base import Game
+from games.base import Game, absorbing, sample_legal
 
 
 def init_states(game: Game, batch_games: int):
@@ -33,20 +40,42 @@ def init_states(game: Game, batch_games: int):
     return jax.vmap(lambda _: game.init())(jnp.arange(batch_games))
 
 
+def random_opening(game: Game, key, max_plies: int):
+    """The position after n uniformly random legal moves from the start, n uniform in
+    0..max_plies (unbatched; a game that ends sooner stays at its end, which `is_terminal`
+    reports)."""
+    k_n, k_moves = jax.random.split(key)
+    plies = jax.random.randint(k_n, (), 0, max_plies + 1)
+
+    def body(i, state):
+        action = sample_legal(jax.random.fold_in(k_moves, i), game.legal_mask(state))
+        moved = absorbing(state, game.step(state, action))
+        keep = (i >= plies) | game.is_terminal(state)
+        return jax.tree_util.tree_map(lambda old, new: jnp.where(keep, old, new), state, moved)
+
+    return jax.lax.fori_loop(0, max_plies, body, game.init())
+
+
 def make_selfplay(
     game: Game, spec: SearchSpec, apply: Callable | None, num_steps: int, sample_moves: int,
-    mesh: Mesh | None = None,
+    mesh: Mesh | None = None, *, opening_plies: int = 0,
 ) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
 
-    With `mesh`, B is split along its "data" axis (states P("data"), trajectory P(None, "data"),
-    variables and key replicated); B must divide over the devices.
+    Restarted games begin after 0..`opening_plies` random moves (module doc). With `mesh`, B is
+    split along its "data" axis (states P("data"), trajectory P(None, "data"), variables and key
+    replicated); B must divide over the devices.
     """
     search = make_search(game, spec, apply)
-    start = game.init()
+
+    def restart_states(key, batch: int):
+        if opening_plies == 0:
+            return init_states(game, batch)
+        return jax.vmap(lambda k: random_opening(game, k, opening_plies))(
+            jax.random.split(key, batch))
 
     def one_move(variables, states, key):
-        k_search, k_act = jax.random.split(key)
+        k_search, k_act, k_open = jax.random.split(key, 3)
         out = search(variables, k_search, states)
         action = select_action(k_act, spec, out, states.num_moves < sample_moves)
         nxt = jax.vmap(game.step)(states, action)
@@ -57,9 +86,15 @@ def make_selfplay(
             player=jax.vmap(game.current_player)(states),
             done=done,
             returns=jax.vmap(game.returns)(nxt),
+            ply=states.num_moves,
         )
+        # a random opening that happens to be over already starts its game again
+        fresh = restart_states(k_open, done.shape[0])
+        over = jax.vmap(game.is_terminal)(fresh)
+        fresh = jax.tree_util.tree_map(lambda f, s0: jnp.where(_expand(over, f), s0, f),
+                                       fresh, init_states(game, done.shape[0]))
         restarted = jax.tree_util.tree_map(
-            lambda s, s0: jnp.where(_expand(done, s), s0, s), nxt, start
+            lambda s, s0: jnp.where(_expand(done, s), s0, s), nxt, fresh
         )
         return restarted, record
 

@@ -1,0 +1,74 @@
+"""Self-play: lock-step games, restarts, random openings, the trajectory it records."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import games
+from azjax import loop
+from azjax.search import SearchSpec
+from azjax.selfplay import init_states, make_selfplay, random_opening
+
+TTT = games.make("tictactoe")
+HEX = games.make("hex", size=4)
+
+
+@pytest.fixture(scope="module")
+def openings():
+    """200 random openings of 4x4 Hex with up to 3 plies."""
+    fn = jax.jit(jax.vmap(lambda k: random_opening(HEX, k, 3)))
+    return jax.device_get(fn(jax.random.split(jax.random.PRNGKey(0), 200)))
+
+
+def test_random_openings_have_0_to_n_legal_plies(openings):
+    plies = np.asarray(openings.num_moves)
+    assert set(plies.tolist()) == {0, 1, 2, 3}  # each count drawn, none beyond
+    stones = np.count_nonzero(np.asarray(openings.board), axis=1)
+    assert (stones == plies).all()  # every move went to an empty cell
+    black = np.sum(np.asarray(openings.board) == 1, axis=1)
+    assert (black == (plies + 1) // 2).all()  # black, white, black: colours alternate
+
+
+def test_random_openings_cover_the_first_moves(openings):
+    first = {tuple(np.flatnonzero(b == 1)) for b, n in zip(openings.board, openings.num_moves)
+             if n == 1}
+    assert len(first) >= 10  # about 50 one-ply openings over 16 cells
+
+
+@pytest.fixture(scope="module")
+def chunk():
+    """A self-play chunk of 8 Tic-Tac-Toe games, 12 moves, pure MCTS, with and without
+    random openings of up to 2 plies."""
+    spec = SearchSpec.pure_mcts(8, explore=True)
+    out = {}
+    for n in (0, 2):
+        play = jax.jit(make_selfplay(TTT, spec, None, 12, 2, opening_plies=n))
+        out[n] = jax.device_get(play(None, jax.random.PRNGKey(1), init_states(TTT, 8)))
+    return out
+
+
+def test_selfplay_records_positions_and_restarts_finished_games(chunk):
+    states, traj = chunk[0]
+    assert traj.obs.shape == (12, 8) + TTT.observation_shape
+    assert traj.ply[0].tolist() == [0] * 8
+    for t in range(1, 12):  # a ply counts up by one, or restarts at 0 after a finished game
+        expected = np.where(traj.done[t - 1], 0, traj.ply[t - 1] + 1)
+        assert (traj.ply[t] == expected).all()
+    assert traj.done.any()  # Tic-Tac-Toe ends within 9 plies: some game ended in 12 moves
+    np.testing.assert_allclose(traj.policy.sum(-1), 1.0, atol=1e-5)
+
+
+def test_restarted_games_begin_from_random_openings(chunk):
+    _, traj = chunk[2]
+    after_done = traj.ply[1:][traj.done[:-1]]
+    assert len(after_done) and set(after_done.tolist()) <= {0, 1, 2}
+    _, plain = chunk[0]
+    assert set(plain.ply[1:][plain.done[:-1]].tolist()) == {0}
+
+
+def test_count_distinct_counts_masked_positions():
+    obs = jnp.array([[0, 1], [0, 1], [1, 1], [1, 0], [1, 0]], jnp.float32)
+    assert int(loop.count_distinct(obs, jnp.ones(5, bool))) == 3
+    assert int(loop.count_distinct(obs, jnp.array([True, True, False, False, False]))) == 1
+    assert int(loop.count_distinct(obs, jnp.zeros(5, bool))) == 0
