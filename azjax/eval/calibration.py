@@ -19,7 +19,7 @@ from games.base import Game
 PROBE_SIMULATIONS = (16, 64)
 
 
-def calibrate(agent: Agent, game: Game, batch: int, key, probes=None, tolerance: float = 0.2,
+def calibrate(agent: Agent, game: Game, batch: int, key, *, probes=None, tolerance: float = 0.2,
               refinements: int = 3) -> Agent:
     """`agent` (with `seconds`) given the simulations whose search of `batch` games at once takes
     about seconds x batch.

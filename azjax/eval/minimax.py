@@ -66,7 +66,7 @@ class Minimax:
     and small Hex/Othello boards at modest depths; big games are slow.
     """
 
-    def __init__(self, game: Game, depth: int, seed: int = 0):
+    def __init__(self, game: Game, *, depth: int, seed: int = 0):
         self.game, self.depth = game, depth
         self.rng = np.random.default_rng(seed)
         self.expand = _expander(game)

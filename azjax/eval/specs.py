@@ -166,7 +166,8 @@ def _minimax(game: Game, rest: str, name: str) -> Agent:
     if "depth" not in opts and game.max_game_length > FULL_DEPTH_LIMIT:
         raise ValueError(f"minimax: give depth=D for {game.name} {game.options}: the whole game "
                          f"({game.max_game_length} plies) is too deep to search in Python")
-    search = Minimax(game, opts.get("depth", game.max_game_length), opts.get("seed", 0))
+    search = Minimax(game, depth=opts.get("depth", game.max_game_length),
+                     seed=opts.get("seed", 0))
     return Agent(name=name, batched=False, choose=search.choose)
 
 
