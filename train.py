@@ -19,10 +19,12 @@ import sys
 
 import games
 from azjax import config as cfg
+from azjax import flags
 
 
-def build_parser(game: str) -> argparse.ArgumentParser:
-    defaults = {**{n: f.default for n, f in cfg.FIELDS.items()}, **cfg.game_defaults(game)}
+def build_parser(game: str) -> tuple[argparse.ArgumentParser, list[str], list[str]]:
+    """The parser, and the names of its Config flags and of its game options."""
+    defaults = cfg.game_defaults(game)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -42,23 +44,12 @@ def build_parser(game: str) -> argparse.ArgumentParser:
                        help="address of process 0, where the coordination service listens")
     multi.add_argument("--num_processes", type=int, default=None, help="number of processes")
     multi.add_argument("--process_id", type=int, default=None, help="this process, 0-based")
-    group = parser.add_argument_group(f"run settings (defaults for --game={game})")
-    for name, f in cfg.FIELDS.items():
-        meta = f.metadata
-        accepted = f" [{'|'.join(meta['choices'])}]" if meta["choices"] else ""
-        group.add_argument(f"--{name}", default=None, metavar=type(f.default).__name__.upper(),
-                           help=f"{meta['help']}{accepted} (default: {defaults.get(name)})")
-    options = parser.add_argument_group(f"{game} options")
-    for name in games.option_names(game):
-        options.add_argument(f"--{name}", default=None,
-                             help=f"game option (default: {defaults.get(name, _game_default(game, name))})")
-    return parser
-
-
-def _game_default(game: str, option: str):
-    import dataclasses
-
-    return {f.name: f.default for f in dataclasses.fields(games.game_class(game))}[option]
+    config_flags = flags.add_config_flags(
+        parser.add_argument_group(f"run settings (defaults for --game={game})"),
+        defaults={"game": game, **defaults})
+    option_flags = flags.add_game_flags(parser.add_argument_group(f"{game} options"), game,
+                                        defaults=defaults)
+    return parser, config_flags, option_flags
 
 
 def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
@@ -81,16 +72,11 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     game = known.game or "hex"
     if game not in games.names():
         raise ValueError(f"--game: unknown game {game!r}; known games: {', '.join(games.names())}")
-    args = build_parser(game).parse_args(argv)
-    overrides = dict(base)
-    for name, f in cfg.FIELDS.items():
-        text = getattr(args, name)
-        if text is not None and name != "game":
-            overrides[name] = cfg.parse_value(name, text, type(f.default))
-    for name in games.option_names(game):
-        text = getattr(args, name)
-        if text is not None:
-            overrides[name] = cfg.parse_value(name, text, type(_game_default(game, name)))
+    parser, config_flags, option_flags = build_parser(game)
+    args = parser.parse_args(argv)
+    overrides = {**base, **flags.config_overrides(args, config_flags),
+                 **flags.game_options(args, game, option_flags)}
+    overrides.pop("game", None)
     return cfg.load(game, overrides), args
 
 

@@ -5,7 +5,9 @@ The four parts of seed 000's design, one module each:
 - `azjax.network`: the policy-value ResNet;
 - `azjax.search`: mctx search with rollouts blended into leaf values;
 - `azjax.selfplay`, `azjax.replay`, `azjax.training`, `azjax.loop`: self-play and learning.
-`azjax.arena` plays batched matches; `azjax.checkpoint` saves and restores runs.
+`azjax.arena` plays batched matches; `azjax.checkpoint` saves and restores runs; `azjax.flags`
+builds command-line flags. The evaluation wing (agents named by specs, matches, tournaments,
+learning curves, GTP) is the `azjax.eval` package, which the core never imports.
 """
 
 from azjax.arena import MatchResult, make_match, make_random_agent, make_search_agent

@@ -41,7 +41,8 @@ class Config:
                         choices=("float32", "bfloat16"))
 
     # ---- search ------------------------------------------------------------------------------
-    search: str = _field("puct", "mctx search: PUCT (muzero_policy) or Gumbel (gumbel_muzero_policy)",
+    search: str = _field("puct",
+                         "mctx search: PUCT (muzero_policy) or Gumbel (gumbel_muzero_policy)",
                          choices=("puct", "gumbel"))
     num_simulations: int = _field(50, "search simulations per move", low=1, high=100_000)
     c_puct: float = _field(1.25, "PUCT exploration constant (mctx pb_c_init)", low=0.0)
@@ -50,7 +51,8 @@ class Config:
                                        low=0.0, high=1.0)
     max_considered_actions: int = _field(16, "Gumbel search: actions considered at the root",
                                          low=1, high=4096)
-    gumbel_scale: float = _field(1.0, "Gumbel search: scale of the Gumbel noise in self-play", low=0.0)
+    gumbel_scale: float = _field(1.0, "Gumbel search: scale of the Gumbel noise in self-play",
+                                 low=0.0)
     evaluator: str = _field("network", "leaf evaluator: the network, or uniform priors and value 0",
                             choices=("network", "uniform"))
     rollout_policy: str = _field("none", "rollouts from new leaves: none, uniformly random moves, "
@@ -79,7 +81,8 @@ class Config:
     momentum: float = _field(0.9, "SGD momentum", low=0.0, high=1.0)
     weight_decay: float = _field(0.001, "c in the loss term c * ||theta||^2", low=0.0)
     train_batch_size: int = _field(1024, "positions per optimizer step", low=1)
-    train_steps: int = _field(100, "optimizer steps per iteration (network transfer interval)", low=0)
+    train_steps: int = _field(100, "optimizer steps per iteration (network transfer interval)",
+                              low=0)
     min_replay: int = _field(0, "positions with a known outcome needed before training "
                              "(0: one training batch)", low=0)
 
@@ -159,24 +162,11 @@ def validate(config: Config) -> Config:
     config.make_game()  # the game names bad options and values itself
     if config.eval_games % 2:
         raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
-    if config.evaluator == "uniform" and (config.rollout_policy == "none" or config.rollout_prob == 0):
+    no_rollouts = config.rollout_policy == "none" or config.rollout_prob == 0
+    if config.evaluator == "uniform" and no_rollouts:
         raise ValueError("evaluator=uniform needs rollouts (rollout_policy=random or policy, "
                          "rollout_prob > 0): a uniform evaluator alone has no value signal")
     if config.rollout_policy == "policy" and config.evaluator == "uniform":
         raise ValueError("rollout_policy=policy needs the network (evaluator=network)")
     return config
 
-
-def parse_value(name: str, text: str, kind: type) -> Any:
-    """Convert a flag's text to the field's type, with an error naming the flag."""
-    try:
-        if kind is bool:
-            lowered = text.lower()
-            if lowered in ("1", "true", "yes", "on"):
-                return True
-            if lowered in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        return kind(text)
-    except ValueError:
-        raise ValueError(f"--{name}: expected {kind.__name__}, got {text!r}") from None

@@ -8,6 +8,7 @@ import math
 import os
 import sys
 
+from azjax import flags
 from azjax.checkpoint import initial_variables, read_config  # noqa: F401  (re-exported)
 from azjax.checkpoint import load_checkpoint as restore_variables  # noqa: F401
 from azjax.checkpoint import steps as checkpoint_steps
@@ -62,7 +63,7 @@ class Log:
             f.write(text + "\n")
 
 
-# ---- what experiments 2 and 3 share: a finished Experiment 1 run to play with ---------------------
+# ---- what experiments 2 and 3 share: a finished Experiment 1 run to play with --------------------
 def add_run_flags(parser, name: str) -> None:
     """--game, --full, --workdir, --out, --search, --seed of an experiment on Experiment 1's run."""
     parser.add_argument("--game", default="hex", help="for the default --workdir (default hex)")
@@ -71,13 +72,16 @@ def add_run_flags(parser, name: str) -> None:
     parser.add_argument("--workdir", default=None,
                         help="Experiment 1's run folder (default runs/exp1_<game>[_full])")
     parser.add_argument("--out", default=None, help=f"default <workdir>/{name}")
-    parser.add_argument("--search", choices=("puct", "gumbel"), default=None,
-                        help="default: the checkpoint's")
+    flags.add_config_flags(parser, names=("search",), default_text="the checkpoint's")
     parser.add_argument("--seed", type=int, default=0)
 
 
 def check_run_flags(parser, args, name: str) -> None:
-    """Even --games (colours alternate); the default --workdir and --out."""
+    """--search's value; even --games (colours alternate); the default --workdir and --out."""
+    try:
+        args.search = flags.config_overrides(args, ("search",)).get("search")
+    except ValueError as e:
+        parser.error(str(e))
     if args.games < 2 or args.games % 2:
         parser.error(f"--games must be even and at least 2 (colours alternate), got {args.games}")
     args.workdir = args.workdir or default_workdir(args.game, args.full)

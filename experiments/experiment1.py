@@ -5,6 +5,7 @@
     python -m experiments.experiment1 --game=hex --full          # configs/hex.py (Table 5.1)
     python -m experiments.experiment1 --game=hex --eval_only     # re-evaluate a finished run
     python -m experiments.experiment1 --game=hex --num_filters=48   # any Config field
+    python -m experiments.experiment1 --game=hex --size=5 --swap    # any game option
 
 Three stages, timed separately:
 1. train (azjax.train_and_evaluate, in-loop evaluation off) until `--minutes` or the config's
@@ -33,9 +34,10 @@ import numpy as np
 
 from azjax import (MatchResult, SearchSpec, load_config, make_apply, make_match, make_network,
                    make_search_agent, train_and_evaluate)
-from azjax.config import FIELDS, parse_value
-from experiments.common import (Log, checkpoint_steps, initial_variables, restore_variables,
-                                wilson)
+from azjax import flags
+from azjax.eval import training_games
+from experiments.common import (Log, checkpoint_steps, default_workdir, initial_variables,
+                                restore_variables, wilson)
 
 # CPU scale: a small network, 128 games in lock-step, Adam, Gumbel search (at 32 simulations
 # it learned far faster than PUCT here: docs/experiments.md); the rest from configs/<game>.
@@ -44,7 +46,7 @@ CPU_SCALE = dict(
     num_blocks=2,
     num_filters=32,
     value_hidden=32,
-    num_simulations=32,  # in self-play and the curve; the final matches use 50 (--final_simulations)
+    num_simulations=32,  # self-play and the curve; the final matches use 50 (--final_simulations)
     batch_games=128,
     replay_games=1000,
     train_batch_size=256,
@@ -72,17 +74,6 @@ def _record(result: MatchResult) -> dict:
         score=result.score, score_ci95=[low, high],
         first=dict(zip("wdl", result.first)), second=dict(zip("wdl", result.second)),
     )
-
-
-def training_games(workdir: str) -> dict[int, int]:
-    """Cumulative self-play games finished by each iteration, from metrics.jsonl."""
-    total, out = 0, {0: 0}
-    with open(os.path.join(workdir, "metrics.jsonl")) as f:
-        for line in f:
-            row = json.loads(line)
-            total += row["games"]
-            out[row["iteration"]] = total
-    return out
 
 
 def evaluate_checkpoints(workdir: str, games: int, seed: int = 0, log=print) -> list[dict]:
@@ -175,7 +166,8 @@ def parse(argv):
     parser.add_argument("--workdir", default=None, help="default runs/exp1_<game>[_full]")
     parser.add_argument("--out", default=None, help="default <workdir>/results")
     parser.add_argument("--full", action="store_true", help="configs/<game>.py as is (Table 5.1)")
-    parser.add_argument("--minutes", type=float, default=22.0, help="training time budget (0: none)")
+    parser.add_argument("--minutes", type=float, default=22.0,
+                        help="training time budget (0: none)")
     parser.add_argument("--eval_only", action="store_true", help="skip training")
     parser.add_argument("--eval_games", type=int, default=64, help="games per checkpoint match")
     parser.add_argument("--final_games", default="200,200",
@@ -183,18 +175,17 @@ def parse(argv):
     parser.add_argument("--final_simulations", type=int, default=50)
     parser.add_argument("--mcts_simulations", default="100,1000")
     parser.add_argument("--no_progress", action="store_true")
-    args, rest = parser.parse_known_args(argv)
-    overrides = {}
-    for item in rest:
-        name, _, text = item.lstrip("-").partition("=")
-        if name == "size":
-            overrides[name] = int(text)
-        elif name in FIELDS:
-            overrides[name] = parse_value(name, text, type(FIELDS[name].default))
-        else:
-            parser.error(f"unknown flag {item!r}")
-    args.workdir = args.workdir or os.path.join(
-        "runs", f"exp1_{args.game}{'_full' if args.full else ''}")
+    config_flags = flags.add_config_flags(
+        parser.add_argument_group("run settings (default: CPU scale, or configs/<game>.py with "
+                                  "--full)"), skip=("game", "eval_games"), default_text="see above")
+    option_flags = flags.add_game_flags(parser.add_argument_group("game options"), None)
+    args = parser.parse_args(argv)
+    try:
+        overrides = {**flags.config_overrides(args, config_flags),
+                     **flags.game_options(args, args.game, option_flags)}
+    except ValueError as e:
+        parser.error(str(e))
+    args.workdir = args.workdir or default_workdir(args.game, args.full)
     args.out = args.out or os.path.join(args.workdir, "results")
     return args, overrides
 
@@ -228,7 +219,8 @@ def main(argv=None) -> int:
     plot(rows, title, f"pure MCTS-{2 * config.num_simulations}",
          os.path.join(args.out, "learning_curve.png"))
     results = dict(
-        command="python -m experiments.experiment1 " + " ".join(sys.argv[1:] if argv is None else argv),
+        command="python -m experiments.experiment1 "
+                + " ".join(sys.argv[1:] if argv is None else argv),
         config=json.loads(config.to_json()),
         training=summary,
         seconds=dict(train=round(t_train, 1), checkpoint_evals=round(t_curve, 1),

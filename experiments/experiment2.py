@@ -31,9 +31,9 @@ import time
 import jax
 import numpy as np
 
-import evaluate
-from azjax.agents import parse_agent
-from azjax.stats import score_ci
+from azjax.eval import format_tournament, parse_agent, plot_heatmap, round_robin
+from azjax.eval.records import pyplot
+from azjax.eval.stats import score_ci
 from experiments.common import (add_run_flags, check_run_flags, open_run, parse_floats,
                                 write_results)
 
@@ -59,15 +59,15 @@ def pooled_scores(record: dict) -> list[dict]:
         wdl[b] += (r["losses"], r["draws"], r["wins"])
     out = []
     for n in names:
-        w, d, l = (int(x) for x in wdl[n])
-        score, half = score_ci(w, d, l)
-        out.append(dict(agent=n, wins=w, draws=d, losses=l, score=score, ci95=half,
+        wins, draws, losses = (int(x) for x in wdl[n])
+        score, half = score_ci(wins, draws, losses)
+        out.append(dict(agent=n, wins=wins, draws=draws, losses=losses, score=score, ci95=half,
                         elo=record["elo"][n]["elo"], elo_ci95=record["elo"][n]["ci95"]))
     return out
 
 
 def plot_scores(rounds: list[dict], probs: list[float], path: str, title: str) -> None:
-    plt = evaluate._pyplot(path)
+    plt = pyplot(path)
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     for i, r in enumerate(rounds):
         score = np.array([s["score"] for s in r["pooled"]])
@@ -130,13 +130,13 @@ def main(argv=None) -> int:
                  for p in args.probs]
         agents = [parse_agent(s, game) for s in specs]
         log(f"lambda = {lam}:")
-        record = evaluate.round_robin(game, names, agents, args.games, jax.random.fold_in(key, i),
-                                      log=log)
+        record = round_robin(game, names, agents, args.games, jax.random.fold_in(key, i),
+                             log=log)
         record.update(specs=specs, seconds=round(time.time() - t0, 1))
         record["pooled"] = pooled_scores(record)
         label = f"{lam:g}"
-        log(evaluate.format_tournament(record))
-        evaluate.plot_heatmap(
+        log(format_tournament(record))
+        plot_heatmap(
             record, os.path.join(args.out, f"win_ratio_lambda{label}.png"),
             title=f"{game.name} {game.options}, λ = {label}\nrow agent against column agent, "
                   f"{args.games} games per pair")

@@ -2,7 +2,7 @@
 
 Both agents use Experiment 1's final network for their priors and roll out from every new leaf
 (p_r = 1); one rolls out by always playing the policy network's best move, the other by random
-moves. Each gets `--seconds` per move (per game of the batch: `azjax.agents.calibrate` sets the
+moves. Each gets `--seconds` per move (per game of the batch: `azjax.eval.calibrate` sets the
 simulations from timed searches), so the policy agent, whose every rollout step costs a network
 call, searches far fewer simulations.
 
@@ -32,8 +32,7 @@ import time
 
 import jax
 
-import evaluate
-from azjax.agents import parse_agent, play_games
+from azjax.eval import format_match, outcome_record, parse_agent, play_games
 from experiments.common import add_run_flags, check_run_flags, open_run, write_results
 
 CONFIGS = {  # name: (description, first agent's options, second agent's options)
@@ -100,8 +99,8 @@ def main(argv=None) -> int:
         log(f"{name}: {description}")
         agents = [parse_agent(s, game) for s in specs]
         outcome = play_games(game, *agents, args.games, jax.random.fold_in(key, i))
-        record = dict(description=description, **evaluate.outcome_record(specs, outcome))
-        log(evaluate.format_match(record))
+        record = dict(description=description, **outcome_record(specs, outcome))
+        log(format_match(record))
         log(f"[{outcome.wall_seconds:.0f} s]")
         rows[name] = record
     log("summary (first agent's ratios, 95% CI; simulations and rollouts per move):")

@@ -22,7 +22,8 @@ import jax
 
 from azjax import (MatchResult, SearchSpec, load_config, make_apply, make_match, make_network,
                    make_search_agent, train_and_evaluate)
-from azjax.config import FIELDS, parse_value
+from azjax import flags
+from azjax.config import game_defaults
 from experiments.common import restore_variables
 from experiments.perfect_play import make_perfect_agent
 
@@ -44,13 +45,14 @@ def parse(argv):
                         help="skip training; evaluate the latest checkpoint in --workdir")
     parser.add_argument("--games", type=int, default=400, help="games with each colour")
     parser.add_argument("--no_progress", action="store_true")
-    args, rest = parser.parse_known_args(argv)
-    overrides = {}
-    for item in rest:
-        name, _, text = item.lstrip("-").partition("=")
-        if name not in FIELDS:
-            parser.error(f"unknown flag {item!r}")
-        overrides[name] = parse_value(name, text, type(FIELDS[name].default))
+    config_flags = flags.add_config_flags(
+        parser.add_argument_group("run settings"), skip=("game",),
+        defaults=game_defaults("tictactoe"))
+    args = parser.parse_args(argv)
+    try:
+        overrides = flags.config_overrides(args, config_flags)
+    except ValueError as e:
+        parser.error(str(e))
     return args, overrides
 
 

@@ -69,6 +69,31 @@ def test_wilson():
     assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == 1.0
 
 
+def test_experiment1_takes_every_config_field_and_game_option():
+    from experiments import experiment1
+
+    args, overrides = experiment1.parse(["--game=hex", "--swap", "--size=5", "--num_filters=8",
+                                         "--rollout_sample", "--eval_games=6"])
+    assert overrides == dict(swap=True, size=5, num_filters=8, rollout_sample=True)
+    assert args.eval_games == 6 and args.workdir == os.path.join("runs", "exp1_hex")
+    _, overrides = experiment1.parse(["--game=connect_four", "--rows=5"])
+    assert overrides == dict(rows=5)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--game=othello", "--swap"], "--swap is not an option of othello; its options: size"),
+    (["--game=hex", "--swap=maybe"], "--swap: expected true or false, got 'maybe'"),
+    (["--game=hex", "--search=alphabeta"], "--search must be one of puct, gumbel"),
+    (["--game=hex", "--frobnicate=1"], "unrecognized arguments: --frobnicate=1"),
+])
+def test_experiment1_refuses_bad_flags(argv, message, capsys):
+    from experiments import experiment1
+
+    with pytest.raises(SystemExit) as exit_info:
+        experiment1.parse(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_experiment1_toy_run(tmp_path):
     from experiments import experiment1
 
@@ -89,19 +114,12 @@ def test_experiment1_toy_run(tmp_path):
     assert os.path.getsize(os.path.join(out, "learning_curve.png")) > 1000
 
 
-# ---- experiments 2 and 3 on a 2-iteration Tic-Tac-Toe run ------------------------------------------
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from test_agents import tiny_run
-
-    return tiny_run(tmp_path_factory)
-
-
-def test_experiment2_round_robin_per_lambda(tiny, tmp_path):
+# ---- experiments 2 and 3 on a 2-iteration Tic-Tac-Toe run ----------------------------------------
+def test_experiment2_round_robin_per_lambda(tiny_run, tmp_path):
     from experiments import experiment2
 
     out = str(tmp_path / "e2")
-    assert experiment2.main([f"--workdir={tiny}", f"--out={out}", "--probs=0,1",
+    assert experiment2.main([f"--workdir={tiny_run}", f"--out={out}", "--probs=0,1",
                              "--lambdas=0.5,0.25", "--games=2", "--sims=2"]) == 0
     results = json.load(open(os.path.join(out, "results.json")))
     assert [r["lambda"] for r in results["rounds"]] == [0.5, 0.25]
@@ -120,14 +138,14 @@ def test_experiment2_round_robin_per_lambda(tiny, tmp_path):
         assert os.path.getsize(os.path.join(out, name)) > 1000
 
 
-def test_experiment3_equal_time_configurations(tiny, tmp_path, monkeypatch):
-    from azjax import agents
+def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
+    from azjax.eval import calibration
     from experiments import experiment3
 
     # A budget below one simulation: calibration settles on 1 simulation after two compiles.
-    monkeypatch.setattr(agents, "PROBE_SIMULATIONS", (1, 3))
+    monkeypatch.setattr(calibration, "PROBE_SIMULATIONS", (1, 3))
     out = str(tmp_path / "e3")
-    assert experiment3.main([f"--workdir={tiny}", f"--out={out}", "--games=2",
+    assert experiment3.main([f"--workdir={tiny_run}", f"--out={out}", "--games=2",
                              "--seconds=0.000001", "--configs=evaluator,no_rollouts"]) == 0
     results = json.load(open(os.path.join(out, "results.json")))
     assert list(results["configs"]) == ["evaluator", "no_rollouts"]

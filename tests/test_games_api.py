@@ -135,7 +135,11 @@ def test_move_names_round_trip(played):
         assert game.parse_action(game.action_to_str(a)) == a
     with pytest.raises(ValueError, match="not a move"):
         game.parse_action("zz99")
-    assert isinstance(game.render(game.init()), str)
+    # the first board draws every empty cell ("." or Othello's "*" on a legal move): all of them
+    # but Othello's four starting discs
+    text = game.render(game.init())
+    rows, cols = game.board_shape
+    assert text.count(".") + text.count("*") == rows * cols - (4 if game.name == "othello" else 0)
 
 
 def test_illegal_move_is_rejected_with_the_legal_list(played):

@@ -1,5 +1,7 @@
-"""The GTP engine command by command, and two engine subprocesses playing a game through GTPClient."""
+"""The GTP engine command by command, two engine subprocesses playing a game through GTPClient,
+and the gtp: agent over the client interface (azjax/eval/gtp.py)."""
 
+import io
 import os
 import sys
 
@@ -8,7 +10,9 @@ import numpy as np
 import pytest
 
 import games
-from azjax.gtp import GTPClient, GTPEngine, GTPError, GTPTimeout
+from azjax.eval.agent import RESIGN
+from azjax.eval.gtp import (GTPClient, GTPEngine, GTPError, GTPTimeout, make_gtp_agent,
+                             serve_gtp)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -84,7 +88,8 @@ def test_boardsize_rebuilds_the_game_and_reports_bad_sizes():
     assert engine.handle("undo") == ok() and engine.handle("genmove w") == ok("a1")
 
     othello = engine_for("othello", size=4)
-    assert othello.handle("boardsize 5").startswith("? unacceptable size: othello: size must be an even")
+    assert othello.handle("boardsize 5").startswith(
+        "? unacceptable size: othello: size must be an even")
     assert othello.handle("boardsize 6") == ok() and othello.game.size == 6
     fixed = engine_for("tictactoe")
     assert fixed.handle("boardsize 3") == ok() and fixed.handle("boardsize 4").startswith("? unacc")
@@ -94,7 +99,8 @@ def test_othello_pass_over_gtp_and_a_failing_factory():
     engine = engine_for("othello", size=4)
     for move in ("b1", "a1", "d3", "c1", "a2", "a3"):  # black then has to pass (as in test_play)
         assert engine.handle(f"play {'bw'[len(engine.history) % 2 == 0]} {move}") == ok()
-    assert engine.handle("play w d2") == "? it is black's turn (black has no move: play black pass)\n\n"
+    assert engine.handle("play w d2") == \
+        "? it is black's turn (black has no move: play black pass)\n\n"
     assert engine.handle("genmove b") == ok("pass")
     assert engine.handle("play w pass").startswith("? illegal move: white pass")
 
@@ -171,3 +177,57 @@ def test_client_reports_dead_and_silent_engines(tmp_path):
     with GTPClient(f"{sys.executable} {crashing}") as engine:
         with pytest.raises(GTPError, match=r"exited with code 3(.|\n)*boom"):
             engine.send("name")
+
+
+# ---- the gtp: agent ------------------------------------------------------------------------------
+class FakeGTP:
+    """The GTPClient interface, answering genmove from a script and logging what it is told."""
+
+    def __init__(self, replies):
+        self.replies, self.log = list(replies), []
+
+    def boardsize(self, n):
+        self.log.append(f"boardsize {n}")
+
+    def clear_board(self):
+        self.log.append("clear_board")
+
+    def play(self, colour, move):
+        self.log.append(f"play {colour} {move}")
+
+    def genmove(self, colour):
+        self.log.append(f"genmove {colour}")
+        return self.replies.pop(0)
+
+    def quit(self):
+        self.log.append("quit")
+
+
+def test_gtp_agent_speaks_the_client_interface():
+    game = games.make("hex", size=3)
+    client = FakeGTP(["B2", "resign"])
+    agent = make_gtp_agent("gtp", game, client)
+    agent.reset()
+    state = game.init()
+    assert agent.choose(state) == 4  # black's move, parsed case-insensitively
+    state = game.step(state, 4)
+    agent.observe_move(state, 0)  # white played a1
+    assert agent.choose(game.step(state, 0)) == RESIGN
+    agent.close()
+    assert client.log == ["boardsize 3", "clear_board", "genmove b", "play w a1", "genmove b",
+                          "quit"]
+    bad = make_gtp_agent("gtp", game, FakeGTP(["z9"]))
+    with pytest.raises(ValueError, match="the engine played 'z9'"):
+        bad.choose(game.init())
+
+
+def test_serve_gtp_answers_on_stdout_and_keeps_prints_off_it(monkeypatch, capsys):
+    def make_player(game):
+        print("building the agent")  # must not reach the controller
+        return first_legal(game)
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("1 name\n2 genmove b\nquit\n"))
+    serve_gtp(games.make("tictactoe"), make_player, "first-legal")
+    out, err = capsys.readouterr()
+    assert out == "=1 azjax\n\n=2 a1\n\n= \n\n"
+    assert "building the agent" in err

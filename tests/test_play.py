@@ -1,84 +1,21 @@
-"""play.py: a person against an agent with scripted input, and the command line's errors."""
-
-import os
-import sys
-
-import numpy as np
+"""play.py: the command line's options and errors (the game itself: test_player.py)."""
 
 import games
 import play
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def first_legal(game):
-    """A deterministic agent: the lowest-numbered legal action."""
-    return lambda state: int(np.flatnonzero(np.asarray(game.legal_mask(state)))[0])
-
-
-class Script:
-    """Stands in for `input`: hands out the lines in turn, then EOFError; records the prompts."""
-
-    def __init__(self, *lines):
-        self.lines, self.prompts = list(lines), []
-
-    def __call__(self, prompt=""):
-        self.prompts.append(prompt)
-        if not self.lines:
-            raise EOFError
-        return self.lines.pop(0)
-
-
-def run(game, *lines, human=0):
-    script, out = Script(*lines), []
-    final = play.play_human(game, first_legal(game), human, read=script, write=out.append)
-    return final, script, "\n".join(out)
-
-
-def test_bad_input_is_explained_and_undo_takes_back_a_move_pair():
-    game = games.make("tictactoe")
-    # X a1, O b1; "zz" is refused; undo goes back to the start (the second has nothing left);
-    # then X a2, O a1, X b2, O b1, X c2 completes row 2.
-    final, script, out = run(game, "a1", "zz", "undo", "undo", "a2", "b2", "  C2 ")
-    assert "'zz' is not a move" in out and "type help" in out
-    assert "nothing to undo" in out  # the second undo: back at the start, nothing is left
-    assert "legal moves: a1 b1 c1 a2 b2 c2 a3 b3 c3" in out  # the board is shown with its moves
-    assert "O (white), the agent, plays b1" in out
-    np.testing.assert_array_equal(np.asarray(final.board), [2, 2, 0, 1, 1, 1, 0, 0, 0])
-    assert "game over: X (black) wins; you win" in out
-    assert len(script.prompts) == 7 and script.prompts[0] == "X (black) to move> "
-
-
-def test_quit_and_end_of_input_stop_the_game():
-    game = games.make("tictactoe")
-    final, script, out = run(game, "help", "moves", "quit", "b2")
-    assert final is None and script.lines == ["b2"]
-    assert "undo (take back your last move)" in out and "legal moves: a1 b1 c1" in out
-    final, _, _ = run(game, "b2")  # then the input ends
-    assert final is None
-
-
-def test_the_agent_can_move_first_and_othello_passes_are_typed():
-    game = games.make("othello", size=4)
-    # The agent (white) answers b1 with a1, d3 with c1, a2 with a3: then black must pass.
-    final, script, out = run(game, "pass", "b1", "d3", "a2", "undo", "a2", "pass", "quit")
-    assert "'pass' is not legal here; legal moves: b1, a2, d3, c4" in out
-    assert "legal moves: pass" in out
-    assert "O (white), the agent, plays d2" in out  # after black's pass
-    assert final is None and script.lines == []
-
-    final, _, out = run(games.make("tictactoe"), "undo", "quit", human=1)
-    assert out.index("X (black), the agent, plays a1") < out.index("nothing to undo")
-
 
 def test_command_line_options_and_errors(capsys):
     game, args = play.parse(["--game=othello", "--size=6", "--human_color=white"])
-    assert game == games.make("othello", size=6) and args.human == 1 and args.agent
+    assert game == games.make("othello", size=6) and args.human == 1
+    assert args.agent == play.DEFAULT_AGENT
     game, args = play.parse(["--game=hex", "--size=5", "--swap=true", "--gtp", "--agent=random"])
     assert game == games.make("hex", size=5, swap=True) and args.gtp
+    game, _ = play.parse(["--game=hex", "--swap", "--agent=random"])  # a bare boolean flag
+    assert game == games.make("hex", swap=True)
     for argv, message in [
         (["--game=chess"], "unknown game 'chess'"),
         (["--game=othello", "--size=5"], "size must be an even integer"),
+        (["--game=hex", "--swap=maybe"], "--swap: expected true or false, got 'maybe'"),
         (["--game=hex", "--human_color=red"], "--human_color"),
         (["--game=hex", "--gtp", "--human_color=white"], "not --gtp"),
         (["--game=tictactoe", "--agent=alphago"], "unknown agent 'alphago'"),
@@ -90,52 +27,6 @@ def test_command_line_options_and_errors(capsys):
         assert message in capsys.readouterr().err
 
 
-def test_a_stateful_agent_is_kept_in_step_through_undo():
-    """`Player.sync` tells a Python agent with its own board (like a GTP engine) what it missed."""
-    from azjax.agents import Agent
-    from azjax.gtp import GTPEngine
-
-    game, events = games.make("tictactoe"), []
-    pick = first_legal(game)
-
-    def choose(state):
-        events.append(("choose", int(state.num_moves)))
-        return pick(state)
-
-    agent = Agent(name="fake", batched=False, choose=choose, stateful=True,
-                  reset=lambda: events.append(("reset",)),
-                  observe_move=lambda state, action: events.append(("observe", action)),
-                  close=lambda: events.append(("close",)))
-    engine = GTPEngine(game, lambda g: play.Player(agent))
-    for command in ("play b a1", "genmove w", "play b c1", "genmove w", "undo", "undo",
-                    "play b b2", "genmove w"):
-        assert engine.handle(command).startswith("=")
-    engine.close()
-    assert events == [
-        ("reset",), ("observe", 0), ("choose", 1),  # b1 = 1
-        ("observe", 2), ("choose", 3),  # a2 = 3; its own b1 is not told again
-        ("reset",), ("observe", 0), ("observe", 1), ("observe", 4), ("choose", 3),  # after undo
-        ("close",),
-    ]
-
-
-def test_a_person_against_our_engine_through_the_gtp_agent():
-    """The gtp: agent of azjax/agents.py driving `play.py --gtp` in a subprocess; undo included.
-
-    The person tries every cell in order (occupied ones are refused and the next line read), so
-    the game ends whatever the random engine plays. After the undo the engine must be reset and
-    told the moves again: a stale board would refuse `play b a1`.
-    """
-    from azjax.agents import parse_agent
-
-    game = games.make("tictactoe")
-    command = f"{sys.executable} {os.path.join(ROOT, 'play.py')} --gtp --game=tictactoe --agent=random"
-    player = play.Player(parse_agent(f'gtp:"{command}"', game))
-    script, out = Script("a1", "undo", *"a1 b1 c1 a2 b2 c2 a3 b3 c3".split()), []
-    try:
-        final = play.play_human(game, player, 0, read=script, write=out.append)
-    finally:
-        player.close()
-    text = "\n".join(out)
-    assert "took back" in text and "game over" in text and bool(final.terminal)
-    assert player.agent.stateful and player.told is not None
+def test_the_game_comes_from_the_checkpoint(tiny_run):
+    game, args = play.parse([f"--agent=ckpt:{tiny_run}", "--human_color=o"])
+    assert game == games.make("tictactoe") and args.human == 1

@@ -9,8 +9,9 @@ answers; `play.py --gtp` connects it to stdin and stdout.
     engine.handle("play b e5")        # "= \\n\\n"
     engine.handle("genmove w")        # "= d6\\n\\n"
 
-`GTPClient` runs a GTP engine as a subprocess and speaks to it; the `gtp:` agent and evaluate.py
-use it to play other programs (or this project's own engine).
+`GTPClient` runs a GTP engine as a subprocess and speaks to it; `make_gtp_agent` wraps a client
+as the `gtp:` agent, with which evaluate.py and play.py play other programs (or this project's
+own engine). `serve_gtp` runs an engine on stdin and stdout (`play.py --gtp`).
 
     with GTPClient("python play.py --gtp --game=hex --size=9 --agent=random") as engine:
         engine.boardsize(9)
@@ -47,13 +48,14 @@ import jax
 import numpy as np
 
 import games
+from azjax.eval.agent import COLOURS, RESIGN, Agent
 from games.base import Game, GameState
 
-Agent = Callable[[GameState], int]  # a state (not terminal) -> a legal action, or < 0: resign
-AgentFactory = Callable[[Game], Agent]  # builds the agent for a game; ValueError if it cannot
+# The engine moves with a `azjax.eval.player.Player`, or any function of a state (not terminal)
+# to a legal action (< 0: resign); a factory builds one for a game (ValueError if it cannot).
+PlayerFactory = Callable[[Game], Callable[[GameState], int]]
 
-COLOURS = {"b": 0, "black": 0, "w": 1, "white": 1}
-COLOUR_NAMES = ("black", "white")
+GTP_COLOURS = {n: i for i, c in enumerate(COLOURS) for n in (c.letter, c.name)}  # b/black: 0
 SWAP_WIRE = "swap-pieces"  # HexGui's and MoHex's name of the swap move
 
 COMMANDS = (
@@ -86,12 +88,12 @@ class GTPEngine:
     has one, is called by `close`. A negative action resigns: ``genmove`` answers ``resign``.
     """
 
-    def __init__(self, game: Game, make_agent: AgentFactory, name: str = "azjax",
+    def __init__(self, game: Game, make_agent: PlayerFactory, name: str = "azjax",
                  version: str = "0.1.0"):
         self.name, self.version = name, version
         self.make_agent = make_agent
         self.finished = False  # True after `quit`
-        self._agents: dict[Game, Agent] = {}
+        self._agents: dict[Game, Callable] = {}
         self._jitted: dict[Game, tuple[Callable, Callable]] = {}  # step, legal_mask
         self._set_game(game)
 
@@ -218,7 +220,7 @@ class GTPEngine:
             raise _Failure(f"invalid vertex {vertex!r}: {self.game.name} moves look like "
                            f"{first} .. {last}") from None
         if action not in self.legal_actions():
-            raise _Failure(f"illegal move: {COLOUR_NAMES[player]} {vertex.lower()}")
+            raise _Failure(f"illegal move: {COLOURS[player].name} {vertex.lower()}")
         self._push(action)
         return ""
 
@@ -232,7 +234,7 @@ class GTPEngine:
         if action < 0:
             return "resign"
         if action not in self.legal_actions():
-            raise _Failure(f"the agent chose an illegal move ({action}) for {COLOUR_NAMES[player]}")
+            raise _Failure(f"the agent chose an illegal move ({action}) for {COLOURS[player].name}")
         self._push(action)
         return self.move_name(action)
 
@@ -249,17 +251,17 @@ class GTPEngine:
     # ---- helpers --------------------------------------------------------------------------
     def _colour_to_move(self, text: str) -> int:
         """The player ``text`` names, which must be the one to move in a game still going on."""
-        if text.lower() not in COLOURS:
+        if text.lower() not in GTP_COLOURS:
             raise _Failure(f"invalid color {text!r}: use b, black, w or white")
-        player = COLOURS[text.lower()]
+        player = GTP_COLOURS[text.lower()]
         if bool(self.game.is_terminal(self.state)):
             raise _Failure("game is over")
         to_move = int(self.game.current_player(self.state))
         if player != to_move:
             must_pass = [self.move_name(a) for a in self.legal_actions()] == ["pass"]
-            hint = f" ({COLOUR_NAMES[to_move]} has no move: play {COLOUR_NAMES[to_move]} pass)" \
+            hint = f" ({COLOURS[to_move].name} has no move: play {COLOURS[to_move].name} pass)" \
                 if must_pass else ""
-            raise _Failure(f"it is {COLOUR_NAMES[to_move]}'s turn{hint}")
+            raise _Failure(f"it is {COLOURS[to_move].name}'s turn{hint}")
         return player
 
 
@@ -416,7 +418,57 @@ class GTPClient:
 
 def _colour(color: str | int) -> str:
     if isinstance(color, (int, np.integer)) and int(color) in (0, 1):
-        return "bw"[int(color)]
-    if isinstance(color, str) and color.lower() in COLOURS:
-        return "bw"[COLOURS[color.lower()]]
+        return COLOURS[int(color)].letter
+    if isinstance(color, str) and color.lower() in GTP_COLOURS:
+        return COLOURS[GTP_COLOURS[color.lower()]].letter
     raise ValueError(f"not a colour: {color!r}; use b, black, w, white, 0 or 1")
+
+
+# ---- a client as an agent ------------------------------------------------------------------------
+def make_gtp_agent(name: str, game: Game, client) -> Agent:
+    """The `gtp:` agent: asks a GTP engine (the `GTPClient` interface) for its moves."""
+
+    def colour(state) -> str:
+        return COLOURS[int(game.current_player(state))].letter
+
+    def reset():
+        if "size" in game.options:
+            client.boardsize(game.options["size"])
+        client.clear_board()
+
+    def choose(state):
+        reply = client.genmove(colour(state)).strip().lower()
+        if reply == "resign":
+            return RESIGN
+        try:
+            return game.parse_action(reply, state)
+        except ValueError as e:
+            raise ValueError(f"{name}: the engine played {reply!r}: {e}") from None
+
+    def observe_move(state, action):
+        client.play(colour(state), game.action_to_str(int(action)))
+
+    return Agent(name=name, batched=False, choose=choose, reset=reset, observe_move=observe_move,
+                 close=client.quit, stateful=True)
+
+
+# ---- an engine on stdin and stdout ---------------------------------------------------------------
+def serve_gtp(game: Game, make_player: PlayerFactory, description: str) -> None:
+    """GTP on stdin/stdout until ``quit`` or the end of input; ``version`` answers the package's
+    version and ``description``. Anything else printed goes to stderr so it cannot corrupt
+    answers."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        package = version("azjax")
+    except PackageNotFoundError:
+        package = "unknown"
+    out, sys.stdout = sys.stdout, sys.stderr
+    try:
+        engine = GTPEngine(game, make_player, name="azjax", version=f"{package} {description}")
+        try:
+            engine.run(iter(sys.stdin.readline, ""), out)
+        finally:
+            engine.close()
+    finally:
+        sys.stdout = out

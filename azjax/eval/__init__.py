@@ -1,0 +1,41 @@
+"""The evaluation wing: agents named by specs, matches, tournaments, learning curves, GTP.
+
+One job per module:
+- `agent`: the `Agent` record, `SearchSetup`, constructors and jit caches, `RESIGN`, `COLOURS`;
+- `specs`: the spec grammar (`parse_agent`, `KINDS`) and the game a command plays;
+- `minimax`: alpha-beta negamax in Python;
+- `calibration`: equal time (`seconds=T`): the simulations a time budget buys;
+- `match`: `play_games` between any two agents, and `run_match`;
+- `player`: one game at a time (`Player`), and the person at the keyboard (`play_human`);
+- `stats`: confidence intervals and Elo ratings;
+- `records`: JSON records, text tables and plots of results;
+- `tournament`: round robins (`round_robin`, `run_tournament`);
+- `curve`: a run's learning curve (`run_curve`);
+- `gtp`: the Go Text Protocol engine and client.
+
+The core (`azjax/*.py`) never imports this package.
+"""
+
+from azjax.eval.agent import (COLOURS, RESIGN, Agent, SearchSetup, network_apply, random_agent,
+                              search_agent, with_simulations)
+from azjax.eval.calibration import calibrate
+from azjax.eval.curve import run_curve, training_games
+from azjax.eval.gtp import GTPClient, GTPEngine, GTPError, GTPTimeout, make_gtp_agent, serve_gtp
+from azjax.eval.match import MatchOutcome, MoveStats, play_games, run_match
+from azjax.eval.minimax import Minimax
+from azjax.eval.player import Player, make_human_agent, play_human
+from azjax.eval.records import (format_match, format_per_move, format_tournament, outcome_record,
+                                plot_curve, plot_heatmap, result_record)
+from azjax.eval.specs import (KINDS, checkpoint_config, game_for, make_player, parse_agent,
+                              parse_options)
+from azjax.eval.tournament import round_robin, run_tournament, tournament_summary
+
+__all__ = [
+    "COLOURS", "RESIGN", "Agent", "GTPClient", "GTPEngine", "GTPError", "GTPTimeout", "KINDS",
+    "MatchOutcome", "Minimax", "MoveStats", "Player", "SearchSetup", "calibrate",
+    "checkpoint_config", "format_match", "format_per_move", "format_tournament", "game_for",
+    "make_gtp_agent", "make_human_agent", "make_player", "network_apply", "outcome_record",
+    "parse_agent", "parse_options", "play_games", "play_human", "plot_curve", "plot_heatmap",
+    "random_agent", "result_record", "round_robin", "run_curve", "run_match", "run_tournament",
+    "search_agent", "serve_gtp", "training_games", "tournament_summary", "with_simulations",
+]

@@ -1,0 +1,82 @@
+"""A run's learning curve: every checkpoint against the one before it and against pure MCTS.
+
+    record = run_curve("runs/hex6", folder, games=64)       # evaluate.py curve
+
+As the training loop's evaluation and seed 000 Figures 5.1 and 5.2: the first checkpoint plays
+the untrained network, both epsilon-greedy; pure MCTS gets twice the network's simulations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import jax
+
+from azjax.checkpoint import initial_variables, load_checkpoint, read_config, steps
+from azjax.eval.agent import SearchSetup, network_apply, search_agent
+from azjax.eval.match import play_games
+from azjax.eval.records import check_games, plot_curve, result_record, write_json
+from azjax.search import SearchSpec
+from games.base import Game
+
+
+def run_curve(run_dir: str, folder: str, *, games: int, seed: int = 0, sims: int | None = None,
+              mcts_sims: int | None = None, epsilon: float | None = None,
+              game: Game | None = None, log=print) -> dict:
+    """Plays every checkpoint of `run_dir` (`games` games a match); writes curve.json and
+    curve.png into `folder` and returns the record. `sims` (default the run's), `mcts_sims`
+    (default twice that) and `epsilon` (default the run's eval_epsilon) override; `game`, when
+    given, must be the run's."""
+    check_games(games)
+    config = read_config(run_dir)  # the latest; raises for a folder without checkpoints
+    if game is not None and config.make_game() != game:
+        raise ValueError(f"{run_dir!r} is a {config.game} {dict(config.game_options)} run, "
+                         f"not {game.name} {game.options}")
+    game = config.make_game()
+    apply = network_apply(config)
+    spec = SearchSpec.from_config(config, num_simulations=sims or config.num_simulations)
+    mcts_sims = mcts_sims or 2 * spec.num_simulations
+    epsilon = config.eval_epsilon if epsilon is None else epsilon
+    # one agent of each kind: their searches compile once for all checkpoints
+    net = search_agent("network", SearchSetup(game, spec, apply))
+    greedy = search_agent("network", SearchSetup(game, spec, apply, epsilon))
+    mcts = search_agent("mcts", SearchSetup(game, SearchSpec.pure_mcts(mcts_sims), None))
+    trained = training_games(run_dir)
+    previous = initial_variables(config)
+    key = jax.random.PRNGKey(seed)
+    rows = []
+    for step in steps(run_dir):
+        _, variables, _ = load_checkpoint(run_dir, step)
+        k_mcts, k_prev = jax.random.split(jax.random.fold_in(key, step))
+        m = play_games(game, dataclasses.replace(net, variables=variables), mcts, games,
+                       k_mcts).result
+        p = play_games(game, dataclasses.replace(greedy, variables=variables),
+                       dataclasses.replace(greedy, variables=previous), games, k_prev).result
+        rows.append(dict(step=step, training_games=trained.get(step),
+                         vs_mcts=result_record(m), vs_previous=result_record(p)))
+        log(f"checkpoint {step}: vs MCTS-{mcts_sims} {m.score:.2f} (W{m.wins} D{m.draws} "
+            f"L{m.losses}), vs previous {p.score:.2f} (W{p.wins} D{p.draws} L{p.losses})")
+        previous = variables
+    record = dict(run=os.path.abspath(run_dir), game=config.game,
+                  game_options=dict(config.game_options), games=games, seed=seed,
+                  simulations=spec.num_simulations, mcts_simulations=mcts_sims, epsilon=epsilon,
+                  curve=rows)
+    plot_curve(record, os.path.join(folder, "curve.png"))
+    write_json(folder, "curve.json", record)
+    return record
+
+
+def training_games(run_dir: str) -> dict[int, int]:
+    """Cumulative self-play games by iteration, from metrics.jsonl ({} if it is missing)."""
+    path = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return {}
+    total, out = 0, {}
+    with open(path) as f:
+        for line in f:
+            row = json.loads(line)
+            total += row.get("games", 0)
+            out[row["iteration"]] = total
+    return out

@@ -1,0 +1,188 @@
+"""Matches between any two agents: `play_games`, and `run_match` (evaluate.py match).
+
+    outcome = play_games(game, parse_agent("minimax", game), parse_agent("random", game), 16, key)
+    outcome.result.wins, outcome.stats[0].seconds
+
+Two batched agents without `seconds` play in one jitted scan (`azjax.arena.make_match`);
+otherwise a Python loop over plies calls batched agents once per ply on the games where they are
+to move and Python agents game by game. `play_games` reports each agent's simulations, expected
+rollouts (p_r x (simulations + 1): the root and each new leaf roll out with probability p_r) and
+measured seconds per move.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from azjax.arena import MatchResult, make_match
+from azjax.eval.agent import RESIGN, Agent, batch_functions
+from azjax.eval.calibration import calibrate
+from azjax.eval.records import check_games, outcome_record, write_json
+from azjax.eval.specs import parse_agent
+from games.base import Game
+
+
+@functools.lru_cache(maxsize=None)
+def _match_fn(game: Game, act_a: Callable, act_b: Callable, num_games: int) -> Callable:
+    return make_match(game, act_a, act_b, num_games)
+
+
+@dataclasses.dataclass(frozen=True)
+class MoveStats:
+    """What one agent spent per move in a match (None where it does not apply)."""
+
+    simulations: int | None  # search simulations per move
+    rollouts: float | None  # expected rollouts per move
+    seconds: float | None  # measured wall seconds per move per game (Python-loop matches)
+    budget: float | None  # the `seconds` asked for
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchOutcome:
+    result: MatchResult  # from agent A's side
+    stats: tuple[MoveStats, MoveStats]  # A, B
+    wall_seconds: float  # the whole match, compilation included
+
+
+def play_games(game: Game, a: Agent, b: Agent, num_games: int, key) -> MatchOutcome:
+    """`num_games` games of A against B, A moving first in the even-numbered games.
+
+    Two batched agents without `seconds` play in one jitted scan (`azjax.arena.make_match`);
+    otherwise a Python loop over plies calls batched agents once per ply on the games where they
+    are to move and Python agents game by game. Stateful agents (gtp, human) play one game at a
+    time. `seconds` agents are calibrated first (batch: half the games at once).
+    """
+    t0 = time.perf_counter()
+    k_cal, k_play = jax.random.split(key)
+    lockstep = not (a.stateful or b.stateful)
+    batch = (num_games + 1) // 2 if lockstep else 1
+    a, b = (calibrate(x, game, batch, k_cal) for x in (a, b))
+    timed = any(x.search is not None and x.search.seconds is not None for x in (a, b))
+    if a.batched and b.batched and not timed:
+        match = _match_fn(game, a.act, b.act, num_games)
+        result = MatchResult.from_returns(*match(a.variables, b.variables, k_play))
+        seconds = (None, None)
+    else:
+        result, seconds = _play_loop(game, (a, b), num_games, k_play, lockstep)
+    stats = tuple(_move_stats(x, s) for x, s in zip((a, b), seconds))
+    return MatchOutcome(result, stats, time.perf_counter() - t0)
+
+
+def _move_stats(agent: Agent, seconds: float | None) -> MoveStats:
+    setup = agent.search
+    if setup is None:
+        return MoveStats(None, None, seconds, None)
+    return MoveStats(setup.spec.num_simulations, setup.rollouts_per_move, seconds, setup.seconds)
+
+
+class _Side:
+    """One side of a Python-loop match: calls the agent and times it."""
+
+    def __init__(self, agent: Agent, pad: int, key):
+        self.agent, self.pad, self.key = agent, pad, key
+        self.act = jax.jit(agent.act) if agent.batched else None
+        self.seconds, self.moves, self.calls = 0.0, 0, 0
+
+    def warm_up(self, states) -> None:
+        if self.act is not None:  # compile outside the timing
+            sub = jax.tree_util.tree_map(lambda x: x[np.zeros(self.pad, int)], states)
+            jax.block_until_ready(self.act(self.agent.variables, self.key, sub))
+
+    def moves_for(self, states, idx: np.ndarray) -> np.ndarray:
+        """int actions for the games `idx` of the numpy batch `states`."""
+        t0 = time.perf_counter()
+        if self.act is None:
+            out = np.array([self.agent.choose(_take(states, i)) for i in idx], np.int64)
+        else:
+            out = np.concatenate([self._batched(states, idx[i:i + self.pad])
+                                  for i in range(0, len(idx), self.pad)])
+        self.seconds += time.perf_counter() - t0
+        self.moves += len(idx)
+        return out
+
+    def _batched(self, states, idx: np.ndarray) -> np.ndarray:
+        padded = np.concatenate([idx, np.full(self.pad - len(idx), idx[0])])
+        sub = jax.tree_util.tree_map(lambda x: x[padded], states)
+        self.calls += 1
+        key = jax.random.fold_in(self.key, self.calls)
+        return np.asarray(self.act(self.agent.variables, key, sub))[: len(idx)]
+
+    @property
+    def seconds_per_move(self) -> float | None:
+        return self.seconds / self.moves if self.moves else None
+
+
+def _take(states, i: int):
+    return jax.tree_util.tree_map(lambda x: x[i], states)
+
+
+def _play_loop(game: Game, agents, num_games: int, key, lockstep: bool):
+    """(MatchResult, (A's, B's seconds per move)) of a Python-loop match."""
+    a_first = np.arange(num_games) % 2 == 0
+    waves = [np.arange(num_games)] if lockstep else [np.array([i]) for i in range(num_games)]
+    pad = (len(waves[0]) + 1) // 2
+    players = [_Side(x, pad, k) for x, k in zip(agents, jax.random.split(key))]
+    init = batch_functions(game).init
+    for p in players:
+        p.warm_up(init(len(waves[0])))
+    returns_a = np.zeros(num_games, np.float32)
+    for wave in waves:
+        returns_a[wave] = _play_wave(game, players, a_first[wave])
+    result = MatchResult.from_returns(returns_a, a_first)
+    return result, tuple(p.seconds_per_move for p in players)
+
+
+def _play_wave(game: Game, players, a_first: np.ndarray) -> np.ndarray:
+    """A's returns float32[n] of n games played in lock-step (A first where a_first)."""
+    init, step, status = batch_functions(game)
+    n = len(a_first)
+    for p in players:
+        p.agent.reset()
+    states = jax.device_get(init(n))
+    resigned = np.full(n, -1)  # the side (0: A, 1: B) that resigned, else -1
+    for _ in range(game.max_game_length + 1):
+        terminal, mover, returns = jax.device_get(status(states))
+        live = ~terminal & (resigned < 0)
+        if not live.any():
+            break
+        side = np.where((mover == 0) == a_first, 0, 1)
+        actions = np.zeros(n, np.int64)
+        for s, p in enumerate(players):
+            idx = np.flatnonzero(live & (side == s))
+            if len(idx):
+                actions[idx] = p.moves_for(states, idx)
+        resigned = np.where(live & (actions == RESIGN), side, resigned)
+        played = live & (actions != RESIGN)
+        for s, p in enumerate(players):
+            if not p.agent.batched:
+                for i in np.flatnonzero(played & (side != s)):
+                    p.agent.observe_move(_take(states, i), int(actions[i]))
+        actions = np.where(played, actions, 0)  # finished games: any action, it is absorbed
+        states = jax.device_get(step(states, jnp.asarray(actions, jnp.int32)))
+    terminal, mover, returns = jax.device_get(status(states))
+    ret_a = np.where(a_first, returns[:, 0], returns[:, 1])
+    return np.where(resigned == 0, -1.0, np.where(resigned == 1, 1.0, ret_a))
+
+
+# ---- evaluate.py match ---------------------------------------------------------------------------
+def run_match(game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0) -> dict:
+    """The two agents `specs` name play `games` games; writes match.json into `folder` and
+    returns the record (`azjax.eval.records.format_match` prints it)."""
+    check_games(games)
+    agents = [parse_agent(s, game) for s in specs]
+    try:
+        outcome = play_games(game, *agents, games, jax.random.PRNGKey(seed))
+    finally:
+        for agent in agents:
+            agent.close()
+    record = dict(game=game.name, game_options=game.options, games=games, seed=seed,
+                  **outcome_record(specs, outcome))
+    write_json(folder, "match.json", record)
+    return record

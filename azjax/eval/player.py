@@ -1,0 +1,200 @@
+"""One game at a time, move by move: the `Player` adapter and the person at the keyboard.
+
+`Player` turns any `Agent` into ``player(state) -> action`` for one unbatched state; the terminal
+(`play_human`, play.py) and the GTP engine (`azjax.eval.gtp`) both drive agents through it, and
+both keep the game as a history of states so moves can be taken back: `Player.sync` keeps a
+stateful agent (a GTP engine) in step with that history.
+
+A person types moves through `ask_move`, both as the opponent in `play_human` (with `undo`) and
+as the `human` agent of a match (`make_human_agent`, without it).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from azjax.eval.agent import COLOURS, RESIGN, Agent
+from games.base import Game
+
+UNDO, QUIT = -2, -3  # what `ask_move` returns besides an action and RESIGN
+HUMAN_COLOURS = {"first": 0, "second": 1,
+                 **{n: i for i, c in enumerate(COLOURS) for n in (c.name, c.stone.lower())}}
+SHOW_LEGAL_UP_TO = 40  # longer lists of legal moves are shown by the `moves` command
+HELP = ("type a move (e.g. {example}), or: {undo}moves (list the legal moves), resign, help, quit")
+
+
+class Player:
+    """An `Agent` as a player of one game: ``player(state) -> action`` (negative: it resigns).
+
+    A batched agent gets the state with a leading axis of 1, jitted once, and a fresh key split
+    from ``seed`` each call. A Python agent's ``choose`` is called as it is; a stateful one (a GTP
+    engine) is kept in step by `sync`, which the GTP engine and the terminal loop call before each
+    move with the game so far: it tells the agent the moves it has not seen, and after an undo or
+    a new game resets it and tells it every move again.
+    """
+
+    def __init__(self, agent: Agent, seed: int = 0):
+        import jax
+
+        self.agent = agent
+        self.told: list[int] | None = None  # the moves a stateful agent knows; None: reset it
+        if agent.batched:
+            add_axis = lambda s: jax.tree_util.tree_map(lambda x: x[None], s)  # noqa: E731
+            self._act = jax.jit(lambda v, k, s: agent.act(v, k, add_axis(s))[0])
+            self._key = jax.random.PRNGKey(seed)
+
+    def sync(self, states: list, actions: list[int]) -> None:
+        """``states[i]`` is the position before ``actions[i]``; ``states[-1]`` the one now."""
+        if not self.agent.stateful:
+            return
+        if self.told is None or self.told != actions[: len(self.told)]:
+            self.agent.reset()
+            self.told = []
+        for i in range(len(self.told), len(actions)):
+            self.agent.observe_move(states[i], actions[i])
+        self.told = list(actions)
+
+    def __call__(self, state) -> int:
+        if not self.agent.batched:
+            action = int(self.agent.choose(state))
+            if self.agent.stateful and self.told is not None and action >= 0:
+                self.told.append(action)  # the agent played it on its own board
+            return action
+        import jax
+
+        self._key, key = jax.random.split(self._key)
+        return int(self._act(self.agent.variables, key, state))
+
+    def close(self) -> None:
+        self.agent.close()
+
+
+# ---- a person ------------------------------------------------------------------------------------
+def show(game: Game, state) -> str:
+    """The board, and the legal moves when there are not too many to read."""
+    text = game.render(state)
+    if bool(game.is_terminal(state)):
+        return text
+    legal = [game.action_to_str(a) for a in np.flatnonzero(np.asarray(game.legal_mask(state)))]
+    if len(legal) <= SHOW_LEGAL_UP_TO:
+        return f"{text}\nlegal moves: {' '.join(legal)}"
+    return f"{text}\n{len(legal)} legal moves (`moves` lists them)"
+
+
+def help_text(game: Game, undo: bool) -> str:
+    return HELP.format(example=game.action_to_str(0),
+                       undo="undo (take back your last move), " if undo else "")
+
+
+def ask_move(game: Game, state, *, read: Callable = input, write: Callable = print,
+             undo: bool = False) -> int:
+    """Reads lines until the person to move in ``state`` types a legal move (its action),
+    ``resign`` (RESIGN), ``undo`` (UNDO, where ``undo`` is allowed) or ``quit`` / the end of input
+    (QUIT). ``help`` and ``moves`` are answered here; a bad move is explained and asked again."""
+    prompt = f"{COLOURS[int(game.current_player(state))].label} to move> "
+    while True:
+        try:
+            text = read(prompt)
+        except EOFError:
+            write("")
+            return QUIT
+        command = text.strip().lower()
+        if not command:
+            continue
+        if command in ("quit", "exit"):
+            return QUIT
+        if command == "resign":
+            return RESIGN
+        if command == "help":
+            write(help_text(game, undo))
+        elif command == "moves":
+            legal = np.flatnonzero(np.asarray(game.legal_mask(state)))
+            write("legal moves: " + " ".join(game.action_to_str(a) for a in legal))
+        elif command == "undo" and undo:
+            return UNDO
+        else:
+            try:
+                return game.parse_action(text, state)
+            except ValueError as e:
+                write(f"{e}\n(type help for the commands)")
+
+
+def make_human_agent(game: Game, name: str = "human", *, read: Callable = input,
+                     write: Callable = print) -> Agent:
+    """The `human` agent of a match: shows the board and asks for a move (`ask_move`); quitting
+    resigns the game."""
+
+    def choose(state):
+        write(show(game, state))
+        action = ask_move(game, state, read=read, write=write)
+        return RESIGN if action == QUIT else action
+
+    return Agent(name=name, batched=False, choose=choose, stateful=True)
+
+
+def result_text(game: Game, state, human: int) -> str:
+    returns = [float(r) for r in game.returns(state)]
+    if returns[0] == returns[1]:
+        return "game over: a draw"
+    winner = 0 if returns[0] > returns[1] else 1
+    who = "you win" if winner == human else "the agent wins"
+    return f"game over: {COLOURS[winner].label} wins; {who}"
+
+
+def play_human(game: Game, agent: Callable, human: int, read: Callable = input,
+               write: Callable = print):
+    """One game between a person (player ``human``) typing at ``read`` and ``agent``.
+
+    ``agent(state) -> action`` (negative: it resigns), with an optional ``agent.sync(states,
+    actions)`` called before each of its moves (see `Player`). Returns the last state, or None if
+    the person quit (``quit`` or the end of input).
+    """
+    import jax
+
+    step = jax.jit(game.step)
+    history, actions = [game.init()], []  # actions[i] leads from history[i] to history[i + 1]
+    write(f"{game.name}: you are {COLOURS[human].label}; {help_text(game, undo=True)}")
+    while True:
+        state = history[-1]
+        write("\n" + show(game, state))
+        if bool(game.is_terminal(state)):
+            write(result_text(game, state, human))
+            return state
+        mover = int(game.current_player(state))
+        if mover != human:
+            if hasattr(agent, "sync"):
+                agent.sync(history, actions)
+            action = agent(state)
+            if action < 0:
+                write(f"{COLOURS[mover].label}, the agent, resigns; you win")
+                return state
+            write(f"{COLOURS[mover].label}, the agent, plays {game.action_to_str(action)}")
+        else:
+            action = _person_moves(game, history, actions, human, read, write)
+            if action == QUIT:
+                return None
+            if action == RESIGN:
+                write(f"{COLOURS[human].label} resigns; the agent wins")
+                return state
+            if action == UNDO:
+                continue
+        history.append(step(state, action))
+        actions.append(action)
+
+
+def _person_moves(game: Game, history: list, actions: list, human: int, read, write) -> int:
+    """The person's move, RESIGN or QUIT; or UNDO after cutting ``history`` and ``actions`` back
+    to before the person's last move."""
+    while True:
+        action = ask_move(game, history[-1], read=read, write=write, undo=True)
+        if action != UNDO:
+            return action
+        earlier = [i for i, s in enumerate(history[:-1]) if int(game.current_player(s)) == human]
+        if earlier:
+            break
+        write("nothing to undo: you have not moved yet")
+    del history[earlier[-1] + 1:], actions[earlier[-1]:]
+    write(f"took back to move {int(history[-1].num_moves) + 1}")
+    return UNDO

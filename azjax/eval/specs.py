@@ -1,0 +1,227 @@
+"""Agents named on the command line: the spec grammar shared by evaluate.py, play.py and the
+experiments.
+
+    agent = parse_agent("ckpt:runs/hex6@latest,sims=50", game)
+    player = make_player("mcts:sims=100", game)      # one game at a time (play.py, GTP)
+
+Specs (options are comma-separated `name=value`):
+
+    ckpt:PATH[@STEP|@latest][,opts]  a trained network with search; PATH is a run folder (or its
+                                     checkpoints/<STEP> folder). Options: sims, search (puct |
+                                     gumbel), c_puct, considered (Gumbel root actions), rollout
+                                     (none | random | policy), p_r, lambda, eps, seconds; unset
+                                     ones come from the checkpoint's config.
+    mcts[:opts]                      pure MCTS with random rollouts (uniform priors, every leaf
+                                     rolled out). Options: sims (100), search, c_puct, considered,
+                                     eps, seconds.
+    random                           a uniformly random legal move.
+    minimax[:depth=D,seed=S]         alpha-beta negamax in Python (see `Minimax`); depth defaults
+                                     to the whole game, allowed only for small games.
+    human                            asks for moves on stdin.
+    gtp:"COMMAND"                    an external engine speaking GTP, run as a subprocess.
+
+`seconds=T` (ckpt, mcts) asks for T seconds per move per game instead of a number of
+simulations (`azjax.eval.calibration`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import games
+from azjax.checkpoint import check_run_folder, load_checkpoint, parse_location, read_config
+from azjax.config import Config
+from azjax.eval.agent import Agent, SearchSetup, network_apply, random_agent, search_agent
+from azjax.eval.gtp import GTPClient, make_gtp_agent
+from azjax.eval.minimax import FULL_DEPTH_LIMIT, Minimax
+from azjax.eval.player import Player, make_human_agent
+from azjax.search import SearchSpec
+from games.base import Game
+
+# option -> (type or tuple of choices, low, high, help)
+_OPTIONS: dict[str, tuple] = {
+    "sims": (int, 1, 100_000, "simulations per move"),
+    "search": (("puct", "gumbel"), None, None, "mctx search"),
+    "c_puct": (float, 0.0, math.inf, "PUCT exploration constant"),
+    "considered": (int, 1, 4096, "Gumbel search: actions considered at the root"),
+    "rollout": (("none", "random", "policy"), None, None, "rollout policy"),
+    "p_r": (float, 0.0, 1.0, "probability that a new leaf also rolls out"),
+    "lambda": (float, 0.0, 1.0, "weight of the rollout outcome in the leaf value"),
+    "eps": (float, 0.0, 1.0, "probability of a random legal move instead of the best"),
+    "seconds": (float, 1e-6, math.inf, "seconds per move per game instead of sims"),
+    "depth": (int, 1, 10_000, "plies searched"),
+    "seed": (int, 0, 2**31 - 1, "random seed of the tie-breaking"),
+}
+
+KINDS = {
+    "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel,c_puct=..,considered=..,"
+            "rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]",
+    "mcts": "mcts[:sims=..,search=..,c_puct=..,considered=..,eps=..,seconds=..]",
+    "random": "random",
+    "minimax": "minimax[:depth=D,seed=S]",
+    "human": "human",
+    "gtp": 'gtp:"COMMAND"',
+}
+
+
+def parse_agent(text: str, game: Game) -> Agent:
+    """The agent a spec names, for `game`; ValueError naming the kinds or options on bad specs."""
+    kind, _, rest = text.strip().partition(":")
+    builders = {"ckpt": _ckpt, "mcts": _mcts, "random": _random, "minimax": _minimax,
+                "human": _human, "gtp": _gtp}
+    if kind not in builders:
+        raise ValueError(f"unknown agent {text!r}; agents: {'; '.join(KINDS.values())}")
+    return builders[kind](game, rest, text.strip())
+
+
+def parse_options(kind: str, text: str, accepted: tuple[str, ...]) -> dict[str, Any]:
+    """`name=value,...` -> {name: typed value}, each checked against `_OPTIONS`."""
+    out: dict[str, Any] = {}
+    for item in (s.strip() for s in text.split(",")):
+        if not item:
+            continue
+        name, eq, value = (s.strip() for s in item.partition("="))
+        if name not in accepted:
+            raise ValueError(f"{kind}: unknown option {name!r}; options: "
+                             f"{', '.join(accepted) or 'none'} (spec: {KINDS[kind]})")
+        if not eq or not value:
+            raise ValueError(f"{kind}: option {name!r} needs a value ({name}=...)")
+        out[name] = _convert(kind, name, value)
+    return out
+
+
+def _convert(kind: str, name: str, text: str) -> Any:
+    kind_of, low, high, help_ = _OPTIONS[name]
+    if isinstance(kind_of, tuple):
+        if text not in kind_of:
+            raise ValueError(f"{kind}: {name} must be one of {', '.join(kind_of)}; got {text!r}")
+        return text
+    try:
+        value = kind_of(text)
+    except ValueError:
+        raise ValueError(f"{kind}: {name} ({help_}) must be {kind_of.__name__}, got {text!r}") \
+            from None
+    if not low <= value <= high:
+        raise ValueError(f"{kind}: {name} ({help_}) must be in [{low}, {high}], got {text!r}")
+    return value
+
+
+def _spec_overrides(opts: dict[str, Any]) -> dict[str, Any]:
+    """SearchSpec fields from agent options."""
+    names = {"sims": "num_simulations", "search": "search", "c_puct": "c_puct",
+             "considered": "max_considered_actions", "rollout": "rollout_policy",
+             "p_r": "rollout_prob", "lambda": "rollout_weight"}
+    return {names[k]: v for k, v in opts.items() if k in names}
+
+
+def _check_sims_or_seconds(kind: str, opts: dict[str, Any]) -> None:
+    if "sims" in opts and "seconds" in opts:
+        raise ValueError(f"{kind}: give sims or seconds, not both")
+
+
+# ---- the kinds -----------------------------------------------------------------------------------
+_SEARCH_OPTIONS = ("sims", "search", "c_puct", "considered", "eps", "seconds")
+
+
+def _random(game: Game, rest: str, name: str) -> Agent:
+    parse_options("random", rest, ())
+    return random_agent(name, game)
+
+
+def _mcts(game: Game, rest: str, name: str) -> Agent:
+    opts = parse_options("mcts", rest, _SEARCH_OPTIONS)
+    _check_sims_or_seconds("mcts", opts)
+    spec = SearchSpec.pure_mcts(**{"num_simulations": 100, **_spec_overrides(opts)})
+    setup = SearchSetup(game, spec, None, opts.get("eps", 0.0), opts.get("seconds"))
+    return search_agent(name, setup)
+
+
+def _ckpt(game: Game, rest: str, name: str) -> Agent:
+    location, _, option_text = rest.partition(",")
+    path, step = parse_checkpoint_location(location)
+    opts = parse_options("ckpt", option_text,
+                         _SEARCH_OPTIONS[:-2] + ("rollout", "p_r", "lambda", "eps", "seconds"))
+    _check_sims_or_seconds("ckpt", opts)
+    check_run_folder(path)
+    config = read_config(path, step)
+    if config.make_game() != game:
+        raise ValueError(f"{name}: checkpoint {'latest' if step is None else step} of {path!r} "
+                         f"is for {config.game} {dict(config.game_options)}, but the games here "
+                         f"are {game.name} {game.options}")
+    config, variables, step = load_checkpoint(path, step)
+    spec = SearchSpec.from_config(config, **_spec_overrides(opts))
+    if spec.rollout_policy != "none" and spec.rollout_prob == 0:
+        raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (p_r is 0)")
+    if spec.rollout_policy == "none" and spec.rollout_prob > 0:
+        raise ValueError(f"{name}: p_r={spec.rollout_prob} needs rollout=random or "
+                         "rollout=policy (the rollout policy is none)")
+    setup = SearchSetup(game, spec, network_apply(config), opts.get("eps", 0.0),
+                        opts.get("seconds"))
+    return search_agent(name, setup, variables)
+
+
+def _minimax(game: Game, rest: str, name: str) -> Agent:
+    opts = parse_options("minimax", rest, ("depth", "seed"))
+    if "depth" not in opts and game.max_game_length > FULL_DEPTH_LIMIT:
+        raise ValueError(f"minimax: give depth=D for {game.name} {game.options}: the whole game "
+                         f"({game.max_game_length} plies) is too deep to search in Python")
+    search = Minimax(game, depth=opts.get("depth", game.max_game_length),
+                     seed=opts.get("seed", 0))
+    return Agent(name=name, batched=False, choose=search.choose)
+
+
+def _human(game: Game, rest: str, name: str) -> Agent:
+    parse_options("human", rest, ())
+    return make_human_agent(game, name)
+
+
+def _gtp(game: Game, rest: str, name: str) -> Agent:
+    command = rest.strip()
+    if len(command) >= 2 and command[0] == command[-1] and command[0] in "\"'":
+        command = command[1:-1].strip()
+    if not command:
+        raise ValueError(f'gtp: give the engine\'s command line, e.g. gtp:"python play.py --gtp '
+                         f'--game={game.name} --agent=random"')
+    try:
+        client = GTPClient(command)
+    except OSError as e:
+        raise ValueError(f"gtp: cannot start {command!r}: {e}") from None
+    return make_gtp_agent(name, game, client)
+
+
+# ---- checkpoints ---------------------------------------------------------------------------------
+def parse_checkpoint_location(text: str) -> tuple[str, int | None]:
+    """'PATH[@STEP|@latest]' -> (run folder, step or None), as `checkpoint.parse_location`."""
+    try:
+        return parse_location(text)
+    except ValueError as e:
+        raise ValueError(f"ckpt: {e} (spec: {KINDS['ckpt']})") from None
+
+
+def checkpoint_config(text: str) -> Config | None:
+    """The config of the checkpoint a `ckpt:` spec names (None for other kinds)."""
+    kind, _, rest = text.strip().partition(":")
+    if kind != "ckpt":
+        return None
+    path, step = parse_checkpoint_location(rest.partition(",")[0])
+    check_run_folder(path)
+    return read_config(path, step)
+
+
+def make_player(text: str, game: Game, seed: int = 0) -> Player:
+    """The agent a spec names, as a `Player` of one game at a time (play.py, the GTP engine)."""
+    return Player(parse_agent(text, game), seed)
+
+
+def game_for(specs: list[str], name: str | None = None, options: dict | None = None) -> Game:
+    """The game `name` with `options`, or else the first ckpt spec's game with `options` over its
+    own; ValueError when neither is given."""
+    options = dict(options or {})
+    if name is not None:
+        return games.make(name, **options)
+    for spec in specs:
+        config = checkpoint_config(spec)
+        if config is not None:
+            return games.make(config.game, **{**config.game_options, **options})
+    raise ValueError("give --game=NAME: no ckpt: agent to take the game from")

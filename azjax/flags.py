@@ -1,0 +1,145 @@
+"""Command-line flags from the `Config`'s fields and the games' options: one way to build them,
+parse their values and turn them into config overrides and game options, shared by train.py,
+evaluate.py, play.py and the experiments.
+
+    parser = argparse.ArgumentParser()
+    config_flags = add_config_flags(parser, defaults=config.game_defaults("hex"))
+    option_flags = add_game_flags(parser, "hex")       # --size, --swap; None: every game's options
+    args = parser.parse_args(argv)
+    overrides = {**config_overrides(args, config_flags), **game_options(args, "hex", option_flags)}
+
+A flag holds its text (None when not given) until `config_overrides` / `game_options` convert it
+with `parse_value`, which raises a ValueError naming the flag and what it accepts. Boolean flags
+work bare (`--swap` means true) or with a value (`--swap=false`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from typing import Any, Iterable, Mapping
+
+import games
+from azjax.config import FIELDS
+
+TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def parse_value(name: str, text: str, kind: type, *, choices: Iterable[str] | None = None,
+                low: float | None = None, high: float | None = None) -> Any:
+    """A flag's text as `kind` (bool, int, float or str), checked against `choices` and
+    [`low`, `high`]; a ValueError naming the flag and what it accepts otherwise."""
+    if kind is bool:
+        if text.lower() in TRUE:
+            return True
+        if text.lower() in FALSE:
+            return False
+        raise ValueError(f"--{name}: expected true or false, got {text!r}")
+    if choices is not None:
+        if text not in choices:
+            raise ValueError(f"--{name} must be one of {', '.join(choices)}; got {text!r}")
+        return text
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(f"--{name}: expected {kind.__name__}, got {text!r}") from None
+    if kind is float and not math.isfinite(value):
+        raise ValueError(f"--{name} must be finite, got {text!r}")
+    if low is not None and value < low:
+        raise ValueError(f"--{name} must be >= {low}, got {text!r}")
+    if high is not None and value > high:
+        raise ValueError(f"--{name} must be <= {high}, got {text!r}")
+    return value
+
+
+def add_flag(parser, name: str, kind: type, help: str, *, default: Any,
+             choices: Iterable[str] | None = None) -> None:
+    """--name holding text (None when not given); a bool flag may be given bare."""
+    if kind is bool:
+        default = str(default).lower() if isinstance(default, bool) else default
+        parser.add_argument(f"--{name}", default=None, nargs="?", const="true",
+                            metavar="true|false",
+                            help=f"{help} (default: {default}; bare --{name}: true)")
+    else:
+        metavar = "|".join(choices) if choices else kind.__name__.upper()
+        parser.add_argument(f"--{name}", default=None, metavar=metavar,
+                            help=f"{help} (default: {default})")
+
+
+# ---- Config fields -------------------------------------------------------------------------------
+def add_config_flags(parser, *, names: Iterable[str] | None = None, skip: Iterable[str] = (),
+                     defaults: Mapping[str, Any] | None = None,
+                     default_text: str | None = None) -> list[str]:
+    """A flag per Config field (`names`, default all but `skip`) with its help and accepted
+    values; each help ends with `defaults[name]` (default: the field's own default) or with
+    `default_text`. Returns the names added, for `config_overrides`."""
+    added = []
+    for name in FIELDS if names is None else names:
+        if name in skip:
+            continue
+        field, meta = FIELDS[name], FIELDS[name].metadata
+        default = default_text or (defaults or {}).get(name, field.default)
+        add_flag(parser, name, type(field.default), meta["help"], default=default,
+                 choices=meta["choices"])
+        added.append(name)
+    return added
+
+
+def config_overrides(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any]:
+    """{field: value} of the Config flags `names` that were given, converted and checked."""
+    out = {}
+    for name in names:
+        text = getattr(args, name)
+        if text is not None:
+            meta = FIELDS[name].metadata
+            out[name] = parse_value(name, text, type(FIELDS[name].default),
+                                    choices=meta["choices"], low=meta["low"], high=meta["high"])
+    return out
+
+
+# ---- game options --------------------------------------------------------------------------------
+def option_fields(game: str | None) -> dict[str, dataclasses.Field]:
+    """The options of `game` (its dataclass fields), or with None every option of every game."""
+    fields: dict[str, dataclasses.Field] = {}
+    for name in games.names() if game is None else [game]:
+        for f in dataclasses.fields(games.game_class(name)):
+            fields.setdefault(f.name, f)
+    return fields
+
+
+def add_game_flags(parser, game: str | None, *,
+                   defaults: Mapping[str, Any] | None = None) -> list[str]:
+    """A flag per option of `game` (None: of every game, each help naming the games that take
+    it); help ends with `defaults[name]`, else the game's default. Returns the names added."""
+    takers: dict[str, list[str]] = {}
+    for name in games.names() if game is None else [game]:
+        for option in games.option_names(name):
+            takers.setdefault(option, []).append(name)
+    added = []
+    for name, f in option_fields(game).items():
+        if game is None:
+            help, default = f"option of {', '.join(takers[name])}", "the game's"
+        else:
+            help, default = f"{game} option", (defaults or {}).get(name, f.default)
+        add_flag(parser, name, type(f.default), help, default=default)
+        added.append(name)
+    return added
+
+
+def game_options(args: argparse.Namespace, game: str | None,
+                 names: Iterable[str]) -> dict[str, Any]:
+    """{option: value} of the game flags `names` that were given, for `game`; a ValueError for
+    an option `game` does not take. With None (the game is not known yet) any game's options
+    are accepted, and `games.make` checks them later."""
+    fields = option_fields(game)
+    out = {}
+    for name in names:
+        text = getattr(args, name)
+        if text is None:
+            continue
+        if name not in fields:
+            raise ValueError(f"--{name} is not an option of {game}; its options: "
+                             f"{', '.join(fields) or 'none'}")
+        out[name] = parse_value(name, text, type(fields[name].default))
+    return out

@@ -1,0 +1,65 @@
+"""Matches between any two agents (azjax/eval/match.py): results add up, colours alternate,
+Python agents and resignations, a GTP engine as an opponent."""
+
+import os
+import sys
+
+import jax
+import pytest
+
+import games
+from azjax.eval.agent import RESIGN, Agent
+from azjax.eval.match import play_games
+from azjax.eval.specs import parse_agent
+
+TTT = games.make("tictactoe")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class _Resigner:
+    """A Python agent that resigns at its first move; counts the games it is reset for."""
+
+    def __init__(self):
+        self.resets = 0
+
+    def agent(self):
+        def reset():
+            self.resets += 1
+
+        return Agent(name="resigner", batched=False, stateful=True, reset=reset,
+                     choose=lambda state: RESIGN)
+
+
+def test_match_results_add_up_and_colours_alternate():
+    rand = parse_agent("random", TTT)
+    first_mover = parse_agent("minimax:depth=1", TTT)
+    out = play_games(TTT, rand, rand, 10, jax.random.PRNGKey(1))  # jitted, batched
+    r = out.result
+    assert r.wins + r.draws + r.losses == 10 and sum(r.first) == 5 and sum(r.second) == 5
+    out = play_games(TTT, first_mover, rand, 7, jax.random.PRNGKey(2))  # Python loop
+    r = out.result
+    assert r.games == 7 and sum(r.first) == 4 and sum(r.second) == 3
+    resigner = _Resigner()
+    out = play_games(TTT, resigner.agent(), rand, 4, jax.random.PRNGKey(3))
+    assert (out.result.losses, resigner.resets) == (4, 4)  # resigns every game, played one by one
+
+
+def test_minimax_never_loses_to_random():
+    minimax = parse_agent("minimax", TTT)  # the whole game: perfect play
+    out = play_games(TTT, minimax, parse_agent("random", TTT), 16, jax.random.PRNGKey(0))
+    r = out.result
+    assert r.losses == 0 and r.games == 16
+    assert r.first[0] >= 6  # as X it beats random play nearly always
+    assert out.stats[0].seconds > 0 and out.stats[1].seconds > 0
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "play.py")), reason="no play.py yet")
+def test_gtp_agent_plays_our_own_engine():
+    command = f'"{sys.executable} {os.path.join(ROOT, "play.py")} --gtp --game=tictactoe ' \
+              f'--agent=random"'
+    engine = parse_agent(f"gtp:{command}", TTT)
+    try:
+        out = play_games(TTT, parse_agent("minimax", TTT), engine, 2, jax.random.PRNGKey(0))
+    finally:
+        engine.close()
+    assert out.result.games == 2 and out.result.losses == 0

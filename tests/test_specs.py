@@ -1,0 +1,111 @@
+"""Agent specs (azjax/eval/specs.py): what they build, their errors, and checkpoint agents."""
+
+import jax
+import numpy as np
+import pytest
+
+import games
+from azjax.checkpoint import CheckpointError, load_checkpoint
+from azjax.eval import specs
+from azjax.eval.specs import parse_agent
+
+TTT = games.make("tictactoe")
+
+
+def test_specs_build_the_named_agents():
+    mcts = parse_agent("mcts:sims=7,eps=0.1,search=gumbel", TTT)
+    assert mcts.batched and mcts.variables is None
+    spec = mcts.search.spec
+    assert (spec.num_simulations, spec.search, spec.evaluator) == (7, "gumbel", "uniform")
+    assert (spec.rollout_policy, spec.rollout_prob, spec.rollout_weight) == ("random", 1.0, 1.0)
+    assert mcts.search.epsilon == 0.1 and mcts.search.rollouts_per_move == 8.0
+    assert parse_agent("mcts", TTT).search.spec.num_simulations == 100
+    assert parse_agent("random", TTT).batched
+    minimax = parse_agent("minimax:depth=2,seed=3", TTT)
+    assert not minimax.batched and not minimax.stateful
+    timed = parse_agent("mcts:seconds=0.5", TTT)
+    assert timed.search.seconds == 0.5 and not timed.search.calibrated
+    human = parse_agent("human", TTT)
+    assert human.stateful and not human.batched
+
+
+@pytest.mark.parametrize("text, message", [
+    ("alphabeta", "unknown agent 'alphabeta'; agents: ckpt:PATH"),
+    ("mcts:simz=5", "mcts: unknown option 'simz'; options: sims, search, c_puct"),
+    ("mcts:sims=lots", "mcts: sims (simulations per move) must be int, got 'lots'"),
+    ("mcts:sims=0", "sims (simulations per move) must be in [1, 100000]"),
+    ("mcts:sims", "option 'sims' needs a value"),
+    ("mcts:search=alphazero", "search must be one of puct, gumbel"),
+    ("mcts:sims=5,seconds=1", "give sims or seconds, not both"),
+    ("random:sims=3", "random: unknown option 'sims'; options: none"),
+    ("minimax:depth=-1", "depth (plies searched) must be in [1, 10000]"),
+    ("human:x=1", "human: unknown option 'x'"),
+    ("gtp:", "gtp: give the engine's command line"),
+    ("ckpt:", "ckpt: give a run folder"),
+    ("ckpt:runs/x@first", "the step after @ must be a number or 'latest', got 'first'"),
+])
+def test_bad_specs_say_what_is_accepted(text, message):
+    with pytest.raises(ValueError) as e:
+        parse_agent(text, TTT)
+    assert message in str(e.value)
+
+
+def test_minimax_needs_a_depth_on_big_games():
+    with pytest.raises(ValueError, match="minimax: give depth=D for hex"):
+        parse_agent("minimax", games.make("hex", size=6))
+
+
+def test_checkpoint_locations():
+    parse = specs.parse_checkpoint_location
+    assert parse("runs/hex6") == ("runs/hex6", None)
+    assert parse("runs/hex6@latest") == ("runs/hex6", None)
+    assert parse("runs/hex6@40") == ("runs/hex6", 40)
+    assert parse("runs/hex6/checkpoints/40") == ("runs/hex6", 40)
+    with pytest.raises(ValueError, match="is checkpoint 40, not @30"):
+        parse("runs/hex6/checkpoints/40@30")
+
+
+def test_the_game_comes_from_the_flags_or_the_first_checkpoint(tiny_run):
+    assert specs.game_for(["random"], "hex", {"size": 5}) == games.make("hex", size=5)
+    assert specs.game_for(["random", f"ckpt:{tiny_run}"]) == TTT
+    assert specs.checkpoint_config("random") is None
+    assert specs.checkpoint_config(f"ckpt:{tiny_run},sims=3").num_filters == 4
+    with pytest.raises(ValueError, match="give --game=NAME"):
+        specs.game_for(["random", "mcts"])
+    with pytest.raises(ValueError, match="unknown option"):  # a checkpoint's game checks options
+        specs.game_for([f"ckpt:{tiny_run}"], None, {"size": 5})
+
+
+# ---- checkpoints ---------------------------------------------------------------------------------
+def test_checkpoint_agent_takes_search_settings(tiny_run):
+    agent = parse_agent(f"ckpt:{tiny_run}@1,sims=3,eps=0.2,rollout=random,p_r=0.5,lambda=0.25",
+                        TTT)
+    assert agent.batched
+    assert jax.tree_util.tree_structure(agent.variables) == jax.tree_util.tree_structure(
+        load_checkpoint(tiny_run, 1)[1])
+    spec = agent.search.spec
+    assert (spec.num_simulations, spec.evaluator) == (3, "network")
+    assert (spec.rollout_policy, spec.rollout_prob, spec.rollout_weight) == ("random", 0.5, 0.25)
+    assert agent.search.epsilon == 0.2 and agent.search.rollouts_per_move == 2.0
+    latest = parse_agent(f"ckpt:{tiny_run}@latest", TTT)
+    assert latest.search.spec.num_simulations == 4  # the run's own setting
+    changed = jax.tree_util.tree_map(lambda a, b: not np.array_equal(a, b), agent.variables,
+                                     latest.variables)
+    assert any(jax.tree_util.tree_leaves(changed["params"]))  # @1 and @latest (2) differ
+    config, variables, step = load_checkpoint(tiny_run)
+    assert step == 2 and config.num_filters == 4
+
+
+def test_checkpoint_errors_name_the_problem(tiny_run, tmp_path):
+    with pytest.raises(CheckpointError, match="no run folder"):
+        parse_agent(f"ckpt:{tmp_path}/nowhere", TTT)
+    with pytest.raises(CheckpointError, match=r"no checkpoint 7 .*have \[1, 2\]"):
+        parse_agent(f"ckpt:{tiny_run}@7", TTT)
+    with pytest.raises(ValueError, match=r"is for tictactoe \{\}, but the games here are hex"):
+        parse_agent(f"ckpt:{tiny_run}", games.make("hex", size=3))
+    with pytest.raises(ValueError, match="rollout=random needs p_r > 0"):
+        parse_agent(f"ckpt:{tiny_run},rollout=random", TTT)
+    with pytest.raises(ValueError, match="p_r=0.3 needs rollout=random or rollout=policy"):
+        parse_agent(f"ckpt:{tiny_run},p_r=0.3", TTT)
+    with pytest.raises(ValueError, match="ckpt: unknown option 'depth'"):
+        parse_agent(f"ckpt:{tiny_run},depth=3", TTT)
