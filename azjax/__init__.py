@@ -11,16 +11,17 @@ learning curves, GTP) is the `azjax.eval` package, which the core never imports.
 """
 
 from azjax.arena import MatchResult, make_match, make_random_agent, make_search_agent
-from azjax.checkpoint import (Checkpointer, CheckpointError, RunState, load_checkpoint,
-                              read_config)
-from azjax.config import Config, load as load_config
+from azjax.checkpoint import Checkpointer, CheckpointError, RunState, load_checkpoint, read_config
+from azjax.config import Config
+from azjax.config import load as load_config
 from azjax.loop import train_and_evaluate
 from azjax.network import PolicyValueNet, init_variables, make_apply, make_network
 from azjax.search import SearchSpec, make_evaluator, make_rollout, make_search, select_action
 from azjax.selfplay import init_states, make_selfplay
 
 __all__ = [
-    "Checkpointer", "CheckpointError", "Config", "load_checkpoint", "MatchResult", "PolicyValueNet", "RunState",
+    "Checkpointer", "CheckpointError", "Config", "load_checkpoint", "MatchResult",
+    "PolicyValueNet", "RunState",
     "SearchSpec", "init_states", "init_variables", "load_config", "make_apply", "make_evaluator",
     "make_match", "make_network", "make_random_agent", "make_rollout", "make_search",
     "make_search_agent", "make_selfplay", "read_config", "select_action", "train_and_evaluate",

@@ -13,7 +13,7 @@ the odd ones.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -88,7 +88,7 @@ class MatchResult:
     second: tuple[int, int, int]  # (w, d, l) in the games A moved second
 
     @staticmethod
-    def from_returns(returns_a, a_first) -> "MatchResult":
+    def from_returns(returns_a, a_first) -> MatchResult:
         r, f = np.asarray(returns_a), np.asarray(a_first)
 
         def wdl(mask):

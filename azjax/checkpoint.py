@@ -1,7 +1,7 @@
 """A run on disk: its state, where it lives, how it is saved, listed, resumed and loaded.
 
     <workdir>/config.json                     the run's Config (written at start)
-    <workdir>/checkpoints/<iteration>/state   the RunState pytree (network, optimizer, iteration, key)
+    <workdir>/checkpoints/<iteration>/state   the RunState pytree (network, optimizer, step, key)
     <workdir>/checkpoints/<iteration>/config  the run's Config as JSON
 
 An orbax CheckpointManager, one pytree per save, no pickle. Training (`azjax.loop`), evaluation,
@@ -139,7 +139,8 @@ def check_resumable(saved: Config, config: Config) -> None:
     if diffs:
         detail = ", ".join(f"{f}: saved {getattr(saved, f)!r} vs now {getattr(config, f)!r}"
                            for f in diffs)
-        raise CheckpointError(f"cannot resume: the checkpoint was made with other settings ({detail})")
+        raise CheckpointError(
+            f"cannot resume: the checkpoint was made with other settings ({detail})")
 
 
 # ---- runs named on the command line --------------------------------------------------------------
@@ -190,7 +191,8 @@ def read_config(workdir: str, step: int | None = None) -> Config:
     try:
         data = manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))
     except Exception as e:
-        raise CheckpointError(f"cannot read the config of checkpoint {step} in {workdir!r}: {e}")
+        raise CheckpointError(
+            f"cannot read the config of checkpoint {step} in {workdir!r}: {e}") from None
     return Config.from_json(json.dumps(data["config"]))
 
 

@@ -14,7 +14,8 @@ import dataclasses
 import importlib
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import games
 
@@ -104,7 +105,7 @@ class Config:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
 
     @staticmethod
-    def from_json(text: str) -> "Config":
+    def from_json(text: str) -> Config:
         data = json.loads(text)
         known = {f.name for f in dataclasses.fields(Config)}
         unknown = sorted(set(data) - known)

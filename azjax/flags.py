@@ -18,7 +18,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import games
 from azjax.config import FIELDS

@@ -28,17 +28,25 @@ import json
 import math
 import os
 import time
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 from azjax import parallel, replay, training
 from azjax.arena import MatchResult, make_match, make_search_agent
-from azjax.checkpoint import (Checkpointer, CheckpointError, RunState, check_resumable, init_run,
-                              read_config)
+from azjax.checkpoint import (
+    Checkpointer,
+    CheckpointError,
+    RunState,
+    check_resumable,
+    init_run,
+    read_config,
+)
 from azjax.config import Config
 from azjax.metrics import Metrics, Progress
 from azjax.network import make_apply, make_network, num_parameters

@@ -22,7 +22,7 @@ B is the number of games searched at once, A the game's number of actions.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -54,13 +54,13 @@ class SearchSpec:
     rollout_sample: bool = False
 
     @staticmethod
-    def from_config(config, **overrides) -> "SearchSpec":
+    def from_config(config, **overrides) -> SearchSpec:
         names = {f.name for f in dataclasses.fields(SearchSpec)} - {"explore"}
         values = {n: getattr(config, n) for n in names}
         return SearchSpec(**{**values, **overrides})
 
     @staticmethod
-    def pure_mcts(num_simulations: int, **overrides) -> "SearchSpec":
+    def pure_mcts(num_simulations: int, **overrides) -> SearchSpec:
         """Pure MCTS with random rollouts: uniform priors, every leaf rolled out, z alone."""
         return SearchSpec(
             **{

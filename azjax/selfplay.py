@@ -23,11 +23,12 @@ its device got: a run on D devices plays what D separate one-device runs with th
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 from azjax import replay
 from azjax.parallel import AXIS

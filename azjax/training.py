@@ -7,7 +7,8 @@ averaged over the batch; pi is the search policy, z the game's outcome for the p
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp

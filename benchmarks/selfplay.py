@@ -42,8 +42,9 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -53,8 +54,8 @@ import games
 from azjax import parallel
 from azjax.config import Config
 from azjax.network import PolicyValueNet, make_apply
-from azjax.selfplay import init_states, make_selfplay
 from azjax.search import SearchSpec
+from azjax.selfplay import init_states, make_selfplay
 from games.base import sample_legal
 
 # benchmark name -> (azjax game name, its options, pgx env id)

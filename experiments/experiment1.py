@@ -32,12 +32,26 @@ import time
 import jax
 import numpy as np
 
-from azjax import (MatchResult, SearchSpec, load_config, make_apply, make_match, make_network,
-                   make_search_agent, train_and_evaluate)
-from azjax import flags
+from azjax import (
+    MatchResult,
+    SearchSpec,
+    flags,
+    load_config,
+    make_apply,
+    make_match,
+    make_network,
+    make_search_agent,
+    train_and_evaluate,
+)
 from azjax.eval import training_games
-from experiments.common import (Log, checkpoint_steps, default_workdir, initial_variables,
-                                restore_variables, wilson)
+from experiments.common import (
+    Log,
+    checkpoint_steps,
+    default_workdir,
+    initial_variables,
+    restore_variables,
+    wilson,
+)
 
 # CPU scale: a small network, 128 games in lock-step, Adam, Gumbel search (at 32 simulations
 # it learned far faster than PUCT here: docs/experiments.md); the rest from configs/<game>.

@@ -34,8 +34,7 @@ import numpy as np
 from azjax.eval import format_tournament, parse_agent, plot_heatmap, round_robin
 from azjax.eval.records import pyplot
 from azjax.eval.stats import score_ci
-from experiments.common import (add_run_flags, check_run_flags, open_run, parse_floats,
-                                write_results)
+from experiments.common import add_run_flags, check_run_flags, open_run, parse_floats, write_results
 
 
 def agent_spec(workdir: str, p_r: float, lam: float, sims: int, eps: float,

@@ -42,7 +42,7 @@ def encode(board) -> int:
     return int(np.dot(np.asarray(board, np.int64), POWERS))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def negamax(board: tuple[int, ...]) -> int:
     """Game value for the side to move under perfect play: +1 win, 0 draw, -1 loss."""
     if winner(board):
@@ -81,7 +81,7 @@ def reachable_boards() -> list[tuple[int, ...]]:
     return sorted(seen)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def optimal_table() -> np.ndarray:
     """bool[3**9, 9]: table[code, move] is True where `move` is optimal on board `code`.
 

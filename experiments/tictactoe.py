@@ -20,9 +20,17 @@ import time
 
 import jax
 
-from azjax import (MatchResult, SearchSpec, load_config, make_apply, make_match, make_network,
-                   make_search_agent, train_and_evaluate)
-from azjax import flags
+from azjax import (
+    MatchResult,
+    SearchSpec,
+    flags,
+    load_config,
+    make_apply,
+    make_match,
+    make_network,
+    make_search_agent,
+    train_and_evaluate,
+)
 from azjax.config import game_defaults
 from experiments.common import restore_variables
 from experiments.perfect_play import make_perfect_agent

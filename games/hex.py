@@ -68,7 +68,7 @@ class _Tables(NamedTuple):
     edges: np.ndarray  # bool[2, 2, N], [player, edge, cell]: black top/bottom, white left/right
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tables(size: int) -> _Tables:
     r, c = np.divmod(np.arange(size * size), size)
     steps = [(-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0)]

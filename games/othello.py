@@ -133,7 +133,7 @@ def _flips(own, opp, action):
     for col in (c + 0 * i, c + i - r, c - i + r):  # column, diagonal, anti-diagonal through (r, c)
         on = (col >= 0) & (col < n)  # rows the line crosses
         colu = jnp.clip(col, 0, n - 1).astype(_U)
-        gather = lambda b: jnp.sum(jnp.where(on, ((b >> colu) & 1) << ui, _U(0)), dtype=_U)
+        gather = lambda b: jnp.sum(jnp.where(on, ((b >> colu) & 1) << ui, _U(0)), dtype=_U)  # noqa: B023, E501
         f = _line_flips(gather(own), gather(opp), r.astype(_U))
         flips = flips | jnp.where(on, ((f >> ui) & 1) << colu, _U(0))
     return jnp.where((action >= 0) & (action < n * n), flips, _U(0))
@@ -194,7 +194,8 @@ class Othello(Game):
         return OthelloState(own=own, opp=opp, moves=moves, **base_fields())
 
     def _place(self, own, opp, action):
-        """(mover's discs, other discs) after the mover plays ``action`` (a pass changes nothing)."""
+        """(mover's discs, other discs) after the mover plays ``action`` (a pass changes
+        nothing)."""
         n = self.size
         placed = jnp.where(jnp.arange(n) == action // n, _U(1) << (action % n).astype(_U), _U(0))
         flips = _flips(own, opp, action)

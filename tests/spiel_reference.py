@@ -6,7 +6,7 @@ in OpenSpiel, comparing the legal moves, the player to move, the end ply and the
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -14,7 +14,8 @@ import numpy as np
 
 
 def random_games(game, num_games: int, seed: int) -> dict[str, np.ndarray]:
-    """Record `num_games` uniformly random games: per ply the mask, mover, action and terminal flag."""
+    """Record `num_games` uniformly random games: per ply the mask, mover, action and terminal
+    flag."""
     steps = game.max_game_length + 1
 
     @jax.jit
@@ -47,7 +48,8 @@ def compare_with_openspiel(
     num_games: int = 1000,
     seed: int = 0,
 ) -> dict[str, float]:
-    """Replay random games of `game` in `spiel_game` (a pyspiel game); AssertionError on any mismatch.
+    """Replay random games of `game` in `spiel_game` (a pyspiel game); AssertionError on any
+    mismatch.
 
     `to_spiel` maps our action number to OpenSpiel's. Returns summary figures (mean length,
     first-player score) so a caller can also check the games were not trivial.
@@ -65,7 +67,8 @@ def compare_with_openspiel(
             assert not state.is_terminal(), f"{where}: OpenSpiel ended, we did not\n{state}"
             ours = sorted(to_spiel(int(a)) for a in np.flatnonzero(traj["legal"][t, b]))
             theirs = sorted(state.legal_actions())
-            assert ours == theirs, f"{where}: legal moves differ\nours   {ours}\ntheirs {theirs}\n{state}"
+            assert ours == theirs, (
+                f"{where}: legal moves differ\nours   {ours}\ntheirs {theirs}\n{state}")
             assert state.current_player() == traj["player"][t, b], f"{where}: mover differs"
             state.apply_action(to_spiel(int(traj["action"][t, b])))
         else:

@@ -1,14 +1,14 @@
-"""Scripted Connect Four games with exact boards, masks and results, and checks against OpenSpiel."""
+"""Scripted Connect Four games with exact boards, masks and results; checks against OpenSpiel."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pyspiel
 import pytest
+from spiel_reference import compare_with_openspiel, random_games
 
 import games
 from games.base import random_action
-from spiel_reference import compare_with_openspiel, random_games
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +180,8 @@ def test_fast_playout_is_the_step_by_step_game(c4, seed):
 def test_random_action_is_uniform_over_the_legal_ones():
     legal = jnp.array([True, False, True, True, False])
     picks = jax.vmap(random_action, (0, None))(jnp.linspace(0, 1, 300, endpoint=False), legal)
-    np.testing.assert_array_equal(np.bincount(np.asarray(picks), minlength=5), [100, 0, 100, 100, 0])
+    np.testing.assert_array_equal(np.bincount(np.asarray(picks), minlength=5),
+                                  [100, 0, 100, 100, 0])
     assert int(random_action(jnp.float32(1 - 2**-24), legal)) == 3  # rounding cannot overshoot
 
 

@@ -105,7 +105,8 @@ def test_invariants(played):
     assert set(np.unique(obs)) <= {0.0, 1.0}
     assert not (obs[..., 0] * obs[..., 1]).any()
     colour = (traj["player"] == 0).astype(np.float32)
-    np.testing.assert_array_equal(obs[..., 2], np.broadcast_to(colour[..., None, None], obs[..., 2].shape))
+    np.testing.assert_array_equal(obs[..., 2],
+                                  np.broadcast_to(colour[..., None, None], obs[..., 2].shape))
     assert bool(np.asarray(game.is_terminal(jax.tree_util.tree_map(lambda x: x[0], final))))
 
 
@@ -126,7 +127,8 @@ def test_policy_frame_round_trip(played):
     x = jnp.arange(game.num_actions, dtype=jnp.float32)
     back = game.actions_to_policy(state, game.policy_to_actions(state, x))
     np.testing.assert_array_equal(back, x)
-    assert sorted(np.asarray(game.policy_to_actions(state, x)).tolist()) == list(range(game.num_actions))
+    mapped = sorted(np.asarray(game.policy_to_actions(state, x)).tolist())
+    assert mapped == list(range(game.num_actions))
 
 
 def test_move_names_round_trip(played):

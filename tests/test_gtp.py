@@ -11,8 +11,7 @@ import pytest
 
 import games
 from azjax.eval.agent import RESIGN
-from azjax.eval.gtp import (GTPClient, GTPEngine, GTPError, GTPTimeout, make_gtp_agent,
-                             serve_gtp)
+from azjax.eval.gtp import GTPClient, GTPEngine, GTPError, GTPTimeout, make_gtp_agent, serve_gtp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -10,16 +10,17 @@ module fixture, and scripted moves are checked with the jitted mask rather than
 `parse_action(m, state)`, whose eager nonzero recompiles for every new count of legal moves.
 """
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pyspiel
 import pytest
+from spiel_reference import compare_with_openspiel
 
 import games
-from spiel_reference import compare_with_openspiel
 
 SAMPLES = 40_000  # playouts per rate; 4 standard errors of a difference of rates near 1/2: 0.014
 

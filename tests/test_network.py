@@ -57,7 +57,8 @@ def test_training_mode_updates_batch_statistics_inference_does_not(float32_net):
 
 def test_bfloat16_computes_in_bfloat16_and_keeps_float32_parameters():
     net, variables = _net(dtype="bfloat16")
-    assert {x.dtype for x in jax.tree_util.tree_leaves(variables["params"])} == {jnp.dtype("float32")}
+    dtypes = {x.dtype for x in jax.tree_util.tree_leaves(variables["params"])}
+    assert dtypes == {jnp.dtype("float32")}
     obs = jnp.zeros((2, *HEX.observation_shape), jnp.float32)
     logits, value = network.make_apply(net)(variables, obs)
     assert logits.dtype == jnp.float32 and value.dtype == jnp.float32  # outputs cast back

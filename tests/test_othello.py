@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 import pyspiel
 import pytest
+from spiel_reference import compare_with_openspiel
 
 import games
-from spiel_reference import compare_with_openspiel
 
 
 def jitted(size):
@@ -226,7 +226,8 @@ def perft():
         outs = []
         for start in range(0, size, CHUNK):
             idx = np.minimum(np.arange(start, start + CHUNK), size - 1)
-            out = fn(*[jax.tree_util.tree_map(lambda x: x[idx], t) for t in (tree, *args)])
+            out = fn(*[jax.tree_util.tree_map(lambda x: x[idx], t)  # noqa: B023
+                       for t in (tree, *args)])
             outs.append(jax.device_get(out))
         return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[:size], *outs)
 
@@ -237,7 +238,7 @@ def perft():
             parent, action = np.nonzero(in_chunks(legal_fn, frontier))
             out.append(len(parent))  # a pass is a move; finished games have none
             if d < depth:  # the last level is only counted
-                children = jax.tree_util.tree_map(lambda x: x[parent], frontier)
+                children = jax.tree_util.tree_map(lambda x: x[parent], frontier)  # noqa: B023
                 frontier = in_chunks(step_fn, children, action.astype(np.int32))
         return out
 

@@ -30,7 +30,8 @@ def test_outcomes_settle_per_game_and_across_chunks():
     returns[4, 1] = [-1, 1]
     players = np.array([[0, 0], [1, 1], [0, 0], [0, 1], [1, 0]], np.int32)
     buf = replay.init(rows=8, batch_games=2, obs_shape=(1, 1, 1), num_actions=3)
-    first, second = _traj(done[:3], returns[:3], players[:3]), _traj(done[3:], returns[3:], players[3:])
+    first = _traj(done[:3], returns[:3], players[:3])
+    second = _traj(done[3:], returns[3:], players[3:])
     buf = replay.add(buf, first)
     np.testing.assert_array_equal(buf.ready[:3], [[1, 0], [1, 0], [1, 0]])
     np.testing.assert_array_equal(buf.value[:3, 0], [1, -1, 1])  # mover's view: P0, P1, P0

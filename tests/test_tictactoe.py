@@ -4,9 +4,9 @@ import jax
 import numpy as np
 import pyspiel
 import pytest
+from spiel_reference import compare_with_openspiel
 
 import games
-from spiel_reference import compare_with_openspiel
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""End to end at toy scale: train.py trains Tic-Tac-Toe, checkpoints, resumes; bad input is named."""
+"""End to end at toy scale: train.py trains Tic-Tac-Toe, checkpoints, resumes; bad input named;
+the learner."""
 
 import json
 import os
@@ -38,7 +39,10 @@ def test_a_run_writes_metrics_checkpoints_and_summary(run):
     rows = _metrics(run)
     assert [r["iteration"] for r in rows] == [1, 2]
     assert all(np.isfinite(r["loss/total"]) for r in rows)
-    assert 0.0 <= rows[-1]["eval/mcts_score"] <= 1.0 and 0.0 <= rows[-1]["eval/previous_score"] <= 1.0
+    for name in ("mcts", "previous"):  # the score is what the W/D/L of its 4 games make
+        w, d, l = rows[-1][f"eval/{name}_wdl"]
+        assert w + d + l == 4
+        assert rows[-1][f"eval/{name}_score"] == pytest.approx((w + d / 2) / 4)
     assert Checkpointer(run).steps() == [2]
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["iterations"] == 2 and summary["games"] > 0
@@ -101,7 +105,8 @@ def test_resume_without_a_checkpoint_is_named(tmp_path, capsys):
 
 
 def test_train_step_fits_a_fixed_batch():
-    config = cfg.load("tictactoe", {"optimizer": "adam", "learning_rate": 0.01, "weight_decay": 0.0})
+    config = cfg.load("tictactoe",
+                      {"optimizer": "adam", "learning_rate": 0.01, "weight_decay": 0.0})
     game = config.make_game()
     net = network.make_network(config, game)
     variables = network.init_variables(net, game, jax.random.PRNGKey(0))

@@ -16,18 +16,39 @@ One job per module:
 The core (`azjax/*.py`) never imports this package.
 """
 
-from azjax.eval.agent import (COLOURS, RESIGN, Agent, SearchSetup, network_apply, random_agent,
-                              search_agent, with_simulations)
+from azjax.eval.agent import (
+                              COLOURS,
+                              RESIGN,
+                              Agent,
+                              SearchSetup,
+                              network_apply,
+                              random_agent,
+                              search_agent,
+                              with_simulations,
+)
 from azjax.eval.calibration import calibrate
 from azjax.eval.curve import run_curve, training_games
 from azjax.eval.gtp import GTPClient, GTPEngine, GTPError, GTPTimeout, make_gtp_agent, serve_gtp
 from azjax.eval.match import MatchOutcome, MoveStats, play_games, run_match
 from azjax.eval.minimax import Minimax
 from azjax.eval.player import Player, make_human_agent, play_human
-from azjax.eval.records import (format_match, format_per_move, format_tournament, outcome_record,
-                                plot_curve, plot_heatmap, result_record)
-from azjax.eval.specs import (KINDS, checkpoint_config, game_for, make_player, parse_agent,
-                              parse_options)
+from azjax.eval.records import (
+                              format_match,
+                              format_per_move,
+                              format_tournament,
+                              outcome_record,
+                              plot_curve,
+                              plot_heatmap,
+                              result_record,
+)
+from azjax.eval.specs import (
+                              KINDS,
+                              checkpoint_config,
+                              game_for,
+                              make_player,
+                              parse_agent,
+                              parse_options,
+)
 from azjax.eval.tournament import round_robin, run_tournament, tournament_summary
 
 __all__ = [

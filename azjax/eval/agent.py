@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -110,19 +111,19 @@ def network_apply(config: Config) -> Callable:
 
 
 # ---- jit caches ----------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _search_act(game: Game, spec: SearchSpec, apply: Callable | None, epsilon: float) -> Callable:
     return make_search_agent(game, spec, apply, epsilon)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _apply_for(game: Game, num_blocks: int, num_filters: int, value_hidden: int, dtype: str):
     config = Config(num_blocks=num_blocks, num_filters=num_filters, value_hidden=value_hidden,
                     dtype=dtype)
     return make_apply(make_network(config, game))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _random_act(game: Game) -> Callable:
     return make_random_agent(game)
 
@@ -135,7 +136,7 @@ class BatchFunctions(NamedTuple):
     status: Callable  # (states[n]) -> (terminal bool[n], mover int32[n], returns float32[n, 2])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def batch_functions(game: Game) -> BatchFunctions:
     init = jax.jit(lambda n: jax.vmap(lambda _: game.init())(jnp.arange(n)), static_argnums=0)
 

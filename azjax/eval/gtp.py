@@ -42,7 +42,8 @@ import sys
 import threading
 import time
 import traceback
-from typing import Callable, Iterable, TextIO
+from collections.abc import Callable, Iterable
+from typing import TextIO
 
 import jax
 import numpy as np
@@ -409,7 +410,7 @@ class GTPClient:
             except OSError:
                 pass
 
-    def __enter__(self) -> "GTPClient":
+    def __enter__(self) -> GTPClient:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +29,7 @@ from azjax.eval.specs import parse_agent
 from games.base import Game
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _match_fn(game: Game, act_a: Callable, act_b: Callable, num_games: int) -> Callable:
     return make_match(game, act_a, act_b, num_games)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +23,7 @@ _GAMMA = 0.999  # per-ply discount: quicker wins and slower losses score higher
 _EXACT, _LOWER, _UPPER = 0, 1, 2
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _expander(game: Game) -> Callable:
     """expand(state) -> (children[A], legal bool[A], terminal bool[A], reward float32[A]).
 

@@ -11,7 +11,7 @@ as the `human` agent of a match (`make_human_agent`, without it).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -77,7 +77,7 @@ def elo(points: np.ndarray, games: np.ndarray, prior_draws: float = 0.0,
                          "add virtual draws (prior_draws > 0)")
     theta = np.zeros(num)  # logistic scale, theta[0] = 0
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (`it` is reported after the loop)
         grad, info = _gradient_information(theta, s, n)
         step = np.linalg.solve(info[1:, 1:], grad[1:])
         step *= min(1.0, 2.0 / max(np.max(np.abs(step)), 1e-300))  # damped: at most 2 per step
