@@ -2,6 +2,7 @@
 
     python evaluate.py match ckpt:runs/hex6@latest,sims=50 mcts:sims=100 --games=100
     python evaluate.py match ckpt:runs/hex6,seconds=1 mcts:seconds=1 --games=40    # equal time
+    python evaluate.py match ckpt:runs/hex5 perfect --openings=all     # every opening, both sides
     python evaluate.py tournament random mcts:sims=50 minimax:depth=4 --game=tictactoe --games=20
     python evaluate.py curve runs/hex6 --games=64
 
@@ -51,6 +52,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     match = commands.add_parser("match", parents=[common], help="two agents, N games")
     match.add_argument("agents", nargs=2, metavar="AGENT")
     match.add_argument("--games", type=int, default=100, help="games (default 100)")
+    match.add_argument("--openings", default="none",
+                       help="none | all (every legal first move, each played with both colours; "
+                            "--games is then twice their number) | random:N[:PLIES] (N random "
+                            "positions after PLIES plies, default 2). Against a perfect player "
+                            "(Hex up to 5x5, Tic-Tac-Toe) the record counts the won sides won")
     tour = commands.add_parser("tournament", parents=[common], help="round robin, Elo")
     tour.add_argument("agents", nargs="+", metavar="AGENT")
     tour.add_argument("--games", type=int, default=20, help="games per pair (default 20)")
@@ -88,7 +94,8 @@ def run(args, option_flags: list[str]) -> None:
     game = None if no_game else resolve_game(args, option_flags)
     folder = out_folder(args)
     if args.command == "match":
-        record = ev.run_match(game, args.agents, folder, games=args.games, seed=args.seed)
+        record = ev.run_match(game, args.agents, folder, games=args.games, seed=args.seed,
+                              openings=args.openings)
         print(ev.format_match(record))
         print(f"wrote {os.path.join(folder, 'match.json')}")
     elif args.command == "tournament":

@@ -54,23 +54,60 @@ def make_random_agent(game: Game) -> Act:
     return act
 
 
-def make_match(game: Game, act_a: Act, act_b: Act, num_games: int) -> Callable:
-    """match(variables_a, variables_b, key) -> (returns_a float32[N], a_first bool[N]), jitted."""
-    a_first = jnp.arange(num_games) % 2 == 0
+def make_match(game: Game, act_a: Act, act_b: Act, num_games: int, *,
+               split: bool | None = None) -> Callable:
+    """match(variables_a, variables_b, key, starts=None) -> (returns_a float32[N], a_first
+    bool[N]), jitted.
 
-    def ply(carry, key):
-        states, va, vb = carry
-        k_a, k_b = jax.random.split(key)
+    A plays player 0 (black) in the first half of the games (`a_first`) and player 1 in the
+    second. `starts`: N start states (default: the initial position), all with the same player
+    to move. Where the players alternate (`game.alternating`) and N is even, each ply every agent
+    searches only the half of the games where it is to move; otherwise both search every game
+    and the moves of the side to move are kept (`split` forces either way).
+    """
+    a_first = jnp.arange(num_games) < (num_games + 1) // 2
+    half = num_games // 2
+
+    def both(states, va, vb, k_a, k_b, to_move):
+        del to_move
         mover = jax.vmap(game.current_player)(states)
         a_to_move = (mover == 0) == a_first
-        action = jnp.where(a_to_move, act_a(va, k_a, states), act_b(vb, k_b, states))
-        return (jax.vmap(game.step)(states, action), va, vb), None
+        return jnp.where(a_to_move, act_a(va, k_a, states), act_b(vb, k_b, states))
+
+    def halves(states, va, vb, k_a, k_b, to_move):
+        # every live game has player `to_move` to move: A's games are the first half when that
+        # is player 0, the second half when it is player 1
+        a_half = to_move
+
+        def part(h):
+            return jax.tree_util.tree_map(
+                lambda x: jax.lax.dynamic_slice_in_dim(x, h * half, half), states)
+
+        moves_a = act_a(va, k_a, part(a_half))
+        moves_b = act_b(vb, k_b, part(1 - a_half))
+        return jnp.where(a_half == 0, jnp.concatenate([moves_a, moves_b]),
+                         jnp.concatenate([moves_b, moves_a]))
+
+    if split is None:
+        split = game.alternating and num_games % 2 == 0
+    moves = halves if split else both
+
+    def ply(carry, xs):
+        states, first_mover, va, vb = carry
+        key, t = xs
+        k_a, k_b = jax.random.split(key)
+        action = moves(states, va, vb, k_a, k_b, (first_mover + t) % 2)
+        return (jax.vmap(game.step)(states, action), first_mover, va, vb), None
 
     @jax.jit
-    def match(variables_a, variables_b, key):
-        states = jax.vmap(lambda _: game.init())(jnp.arange(num_games))
+    def match(variables_a, variables_b, key, starts=None):
+        if starts is None:
+            starts = jax.vmap(lambda _: game.init())(jnp.arange(num_games))
         keys = jax.random.split(key, game.max_game_length)
-        (final, _, _), _ = jax.lax.scan(ply, (states, variables_a, variables_b), keys)
+        plies = jnp.arange(game.max_game_length)
+        first_mover = game.current_player(jax.tree_util.tree_map(lambda x: x[0], starts))
+        (final, _, _, _), _ = jax.lax.scan(
+            ply, (starts, first_mover, variables_a, variables_b), (keys, plies))
         returns = jax.vmap(game.returns)(final)
         return jnp.where(a_first, returns[:, 0], returns[:, 1]), a_first
 

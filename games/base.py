@@ -127,6 +127,12 @@ class Game:
     def options(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @property
+    def alternating(self) -> bool:
+        """Whether the players always alternate (a pass is a ply), so that the player to move
+        follows from the number of plies; Hex's swap rule breaks it."""
+        return True
+
     # ---- pure state functions (one unbatched state) -------------------------------------------
     def init(self) -> GameState:
         raise NotImplementedError

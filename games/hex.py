@@ -96,6 +96,10 @@ class Hex(Game):
     size: int = 11
     swap: bool = False
 
+    @property
+    def alternating(self) -> bool:
+        return not self.swap  # after a swap black moves again
+
     def __post_init__(self):
         check_range(self.name, "size", self.size, 2, 19)
         if not isinstance(self.swap, bool):

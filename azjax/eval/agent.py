@@ -134,6 +134,7 @@ class BatchFunctions(NamedTuple):
     init: Callable  # (n) -> states[n]
     step: Callable  # (states[n], int32[n]) -> states[n]
     status: Callable  # (states[n]) -> (terminal bool[n], mover int32[n], returns float32[n, 2])
+    legal: Callable  # (states[n]) -> bool[n, A]
 
 
 @functools.cache
@@ -145,4 +146,5 @@ def batch_functions(game: Game) -> BatchFunctions:
         return (jax.vmap(game.is_terminal)(states), jax.vmap(game.current_player)(states),
                 jax.vmap(game.returns)(states))
 
-    return BatchFunctions(init, jax.jit(jax.vmap(game.step)), status)
+    return BatchFunctions(init, jax.jit(jax.vmap(game.step)), status,
+                          jax.jit(jax.vmap(game.legal_mask)))

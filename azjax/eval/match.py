@@ -49,15 +49,21 @@ class MatchOutcome:
     result: MatchResult  # from agent A's side
     stats: tuple[MoveStats, MoveStats]  # A, B
     wall_seconds: float  # the whole match, compilation included
+    returns: np.ndarray  # float32[N], A's return in each game
+    a_first: np.ndarray  # bool[N], A played player 0 (black): the first half of the games
 
 
-def play_games(game: Game, a: Agent, b: Agent, num_games: int, key) -> MatchOutcome:
-    """`num_games` games of A against B, A moving first in the even-numbered games.
+def play_games(game: Game, a: Agent, b: Agent, num_games: int, key, *,
+               openings: list[tuple[int, ...]] | None = None) -> MatchOutcome:
+    """`num_games` games of A against B; A plays player 0 (black, the first mover from the
+    initial position) in the first half of them and player 1 in the second.
 
-    Two batched agents without `seconds` play in one jitted scan (`azjax.arena.make_match`);
-    otherwise a Python loop over plies calls batched agents once per ply on the games where they
-    are to move and Python agents game by game. Stateful agents (gtp, human) play one game at a
-    time. `seconds` agents are calibrated first (batch: half the games at once).
+    `openings`: the moves each game starts with (`num_games` sequences, all of one length), e.g.
+    from `azjax.eval.openings`; default none, the initial position. Two batched agents
+    without `seconds` play in one jitted scan (`azjax.arena.make_match`); otherwise a Python
+    loop over plies calls batched agents once per ply on the games where they are to move and
+    Python agents game by game. Stateful agents (gtp, human) play one game at a time. `seconds`
+    agents are calibrated first (batch: half the games at once).
     """
     t0 = time.perf_counter()
     k_cal, k_play = jax.random.split(key)
@@ -65,14 +71,20 @@ def play_games(game: Game, a: Agent, b: Agent, num_games: int, key) -> MatchOutc
     batch = (num_games + 1) // 2 if lockstep else 1
     a, b = (calibrate(x, game, batch, k_cal) for x in (a, b))
     timed = any(x.search is not None and x.search.seconds is not None for x in (a, b))
+    openings = openings or [()] * num_games
+    if len(openings) != num_games or len({len(o) for o in openings}) != 1:
+        raise ValueError(f"give {num_games} openings of one length, got {len(openings)}")
+    starts = start_states(game, openings)
     if a.batched and b.batched and not timed:
         match = _match_fn(game, a.act, b.act, num_games)
-        result = MatchResult.from_returns(*match(a.variables, b.variables, k_play))
+        returns, a_first = jax.device_get(match(a.variables, b.variables, k_play, starts))
         seconds = (None, None)
     else:
-        result, seconds = _play_loop(game, (a, b), num_games, k_play, lockstep)
+        returns, a_first, seconds = _play_loop(game, (a, b), starts, openings, k_play,
+                                               lockstep)
     stats = tuple(_move_stats(x, s) for x, s in zip((a, b), seconds))
-    return MatchOutcome(result, stats, time.perf_counter() - t0)
+    return MatchOutcome(MatchResult.from_returns(returns, a_first), stats,
+                        time.perf_counter() - t0, np.asarray(returns), np.asarray(a_first))
 
 
 def _move_stats(agent: Agent, seconds: float | None) -> MoveStats:
@@ -123,29 +135,46 @@ def _take(states, i: int):
     return jax.tree_util.tree_map(lambda x: x[i], states)
 
 
-def _play_loop(game: Game, agents, num_games: int, key, lockstep: bool):
-    """(MatchResult, (A's, B's seconds per move)) of a Python-loop match."""
-    a_first = np.arange(num_games) % 2 == 0
+def start_states(game: Game, openings: list[tuple[int, ...]]):
+    """The numpy batch of states after each opening's moves from the initial position."""
+    fns = batch_functions(game)
+    states = fns.init(len(openings))
+    for ply in range(len(openings[0])):
+        states = fns.step(states, jnp.asarray([o[ply] for o in openings], jnp.int32))
+    return jax.device_get(states)
+
+
+def _play_loop(game: Game, agents, starts, openings, key, lockstep: bool):
+    """(A's returns[N], a_first[N], (A's, B's seconds per move)) of a Python-loop match."""
+    num_games = jax.tree_util.tree_leaves(starts)[0].shape[0]
+    a_first = np.arange(num_games) < (num_games + 1) // 2
     waves = [np.arange(num_games)] if lockstep else [np.array([i]) for i in range(num_games)]
     pad = (len(waves[0]) + 1) // 2
     players = [_Side(x, pad, k) for x, k in zip(agents, jax.random.split(key))]
-    init = batch_functions(game).init
     for p in players:
-        p.warm_up(init(len(waves[0])))
+        p.warm_up(starts)
     returns_a = np.zeros(num_games, np.float32)
     for wave in waves:
-        returns_a[wave] = _play_wave(game, players, a_first[wave])
-    result = MatchResult.from_returns(returns_a, a_first)
-    return result, tuple(p.seconds_per_move for p in players)
+        wave_starts = jax.tree_util.tree_map(lambda x, w=wave: x[w], starts)
+        returns_a[wave] = _play_wave(game, players, a_first[wave], wave_starts,
+                                     [openings[i] for i in wave])
+    return returns_a, a_first, tuple(p.seconds_per_move for p in players)
 
 
-def _play_wave(game: Game, players, a_first: np.ndarray) -> np.ndarray:
-    """A's returns float32[n] of n games played in lock-step (A first where a_first)."""
-    init, step, status = batch_functions(game)
+def _play_wave(game: Game, players, a_first: np.ndarray, states, openings) -> np.ndarray:
+    """A's returns float32[n] of n games played in lock-step from `states`, reached by the
+    moves `openings` (A is player 0 where a_first)."""
+    fns = batch_functions(game)
+    init, step, status = fns.init, fns.step, fns.status
     n = len(a_first)
     for p in players:
         p.agent.reset()
-    states = jax.device_get(init(n))
+        if p.agent.stateful:  # an agent that keeps its own game (GTP) is told the opening
+            for moves in openings:
+                state = jax.device_get(init(1))
+                for action in moves:
+                    p.agent.observe_move(_take(state, 0), action)
+                    state = jax.device_get(step(state, jnp.asarray([action], jnp.int32)))
     resigned = np.full(n, -1)  # the side (0: A, 1: B) that resigned, else -1
     for _ in range(game.max_game_length + 1):
         terminal, mover, returns = jax.device_get(status(states))
@@ -172,17 +201,37 @@ def _play_wave(game: Game, players, a_first: np.ndarray) -> np.ndarray:
 
 
 # ---- evaluate.py match ---------------------------------------------------------------------------
-def run_match(game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0) -> dict:
+def run_match(game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0,
+              openings: str = "none") -> dict:
     """The two agents `specs` name play `games` games; writes match.json into `folder` and
-    returns the record (`azjax.eval.records.format_match` prints it)."""
+    returns the record (`azjax.eval.records.format_match` prints it).
+
+    `openings` (`azjax.eval.openings`): "all" or "random:N[:PLIES]" play each opening once with
+    each colour instead (`games` is then twice the number of openings); the record then holds
+    every opening's two results and, where a perfect player is at hand, the won sides A won.
+    """
+    from azjax.eval import openings as op
+
+    k_open, k_play = jax.random.split(jax.random.PRNGKey(seed))
+    moves = op.openings(game, openings, k_open)
+    if openings != "none":
+        games = 2 * len(moves)
     check_games(games)
     agents = [parse_agent(s, game) for s in specs]
     try:
-        outcome = play_games(game, *agents, games, jax.random.PRNGKey(seed))
+        outcome = play_games(game, *agents, games, k_play,
+                             openings=op.both_colours(moves) if openings != "none" else None)
     finally:
         for agent in agents:
             agent.close()
     record = dict(game=game.name, game_options=game.options, games=games, seed=seed,
-                  **outcome_record(specs, outcome))
+                  openings=openings, **outcome_record(specs, outcome))
+    if openings != "none":
+        record["by_opening"] = op.opening_records(game, moves, outcome.returns)
+        values = op.perfect_values(game, moves)
+        if values is not None:
+            for row, v in zip(record["by_opening"], values):
+                row["perfect_value_for_black"] = v
+            record["vs_perfect_play"] = op.won_sides(values, outcome.returns)
     write_json(folder, "match.json", record)
     return record

@@ -47,6 +47,18 @@ def format_match(record: dict) -> str:
         cells = "".join(f"{r[k][0]:.2f} ± {r[k][1]:.2f}  " for k in ("win", "draw", "loss"))
         lines.append(f"{part:<10}{r['games']:>6}  {cells}{r['score'][0]:.3f} ± {r['score'][1]:.3f}")
     lines.append(format_per_move(record["per_move"], {"A": a, "B": b}))
+    if record.get("openings", "none") != "none":
+        n = len(record["by_opening"])
+        lines.append(f"openings: {record['openings']}, {n} of them, each played with both colours "
+                     "(A moved first = A played black)")
+    perfect = record.get("vs_perfect_play")
+    if perfect is not None:
+        lines.append(f"won sides: A won {perfect['won_sides']} of the "
+                     f"{perfect['decisive_openings']} openings' won sides (a perfect player "
+                     "wins all)"
+                     + (f"; lost {perfect['losses_in_drawn_openings']} games of "
+                        f"{perfect['drawn_openings']} drawn openings"
+                        if perfect["drawn_openings"] else ""))
     return "\n".join(lines)
 
 

@@ -17,6 +17,8 @@ Specs (options are comma-separated `name=value`):
     random                           a uniformly random legal move.
     minimax[:depth=D,seed=S]         alpha-beta negamax in Python (see `Minimax`); depth defaults
                                      to the whole game, allowed only for small games.
+    perfect[:seed=S]                 a perfect player: the exact Hex solver (up to 5x5, no swap)
+                                     or whole-game minimax (Tic-Tac-Toe); see `perfect`.
     human                            asks for moves on stdin.
     gtp:"COMMAND"                    an external engine speaking GTP, run as a subprocess.
 
@@ -60,6 +62,7 @@ KINDS = {
     "mcts": "mcts[:sims=..,search=..,c_puct=..,considered=..,eps=..,seconds=..]",
     "random": "random",
     "minimax": "minimax[:depth=D,seed=S]",
+    "perfect": "perfect[:seed=S] (exact: Hex up to 5x5, Tic-Tac-Toe)",
     "human": "human",
     "gtp": 'gtp:"COMMAND"',
 }
@@ -69,7 +72,7 @@ def parse_agent(text: str, game: Game) -> Agent:
     """The agent a spec names, for `game`; ValueError naming the kinds or options on bad specs."""
     kind, _, rest = text.strip().partition(":")
     builders = {"ckpt": _ckpt, "mcts": _mcts, "random": _random, "minimax": _minimax,
-                "human": _human, "gtp": _gtp}
+                "perfect": _perfect, "human": _human, "gtp": _gtp}
     if kind not in builders:
         raise ValueError(f"unknown agent {text!r}; agents: {'; '.join(KINDS.values())}")
     return builders[kind](game, rest, text.strip())
@@ -169,6 +172,13 @@ def _minimax(game: Game, rest: str, name: str) -> Agent:
     search = Minimax(game, depth=opts.get("depth", game.max_game_length),
                      seed=opts.get("seed", 0))
     return Agent(name=name, batched=False, choose=search.choose)
+
+
+def _perfect(game: Game, rest: str, name: str) -> Agent:
+    from azjax.eval.perfect import perfect_agent
+
+    opts = parse_options("perfect", rest, ("seed",))
+    return perfect_agent(game, name, opts.get("seed", 0))
 
 
 def _human(game: Game, rest: str, name: str) -> Agent:

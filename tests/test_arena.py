@@ -1,0 +1,72 @@
+"""Batched matches: colours, start positions, and the half-split search of alternating games."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import games
+from azjax.arena import MatchResult, make_match, make_random_agent
+
+TTT = games.make("tictactoe")
+OTHELLO = games.make("othello", size=4)
+
+
+def first_legal(game):
+    """A deterministic agent: the lowest-numbered legal move."""
+
+    def act(variables, key, states):
+        del variables, key
+        return jnp.argmax(jax.vmap(game.legal_mask)(states), axis=-1).astype(jnp.int32)
+
+    return act
+
+
+def last_legal(game):
+    def act(variables, key, states):
+        del variables, key
+        legal = jax.vmap(game.legal_mask)(states)
+        return (game.num_actions - 1 - jnp.argmax(legal[:, ::-1], axis=-1)).astype(jnp.int32)
+
+    return act
+
+
+@pytest.mark.parametrize("game", [TTT, OTHELLO], ids=["tictactoe", "othello4"])
+def test_split_and_unsplit_matches_play_the_same_games(game):
+    a, b = first_legal(game), last_legal(game)
+    key = jax.random.PRNGKey(0)
+    split = make_match(game, a, b, 6, split=True)(None, None, key)
+    both = make_match(game, a, b, 6, split=False)(None, None, key)
+    np.testing.assert_array_equal(split[0], both[0])
+    np.testing.assert_array_equal(split[1], [True] * 3 + [False] * 3)  # A black, then white
+
+
+def test_colours_follow_a_first():
+    # first-legal against last-legal in Tic-Tac-Toe, by hand: with X taking the lowest free cell
+    # and O the highest, X completes the top row (0, 1, 2) at its third move; the other way round
+    # X (highest) completes the bottom row (8, 7, 6).
+    returns, a_first = make_match(TTT, first_legal(TTT), last_legal(TTT), 2)(
+        None, None, jax.random.PRNGKey(0))
+    assert a_first.tolist() == [True, False]
+    assert returns.tolist() == [1.0, -1.0]  # the first mover wins both games
+
+
+def test_matches_start_from_given_positions():
+    step = jax.jit(jax.vmap(TTT.step))
+    starts = jax.vmap(lambda _: TTT.init())(jnp.arange(4))
+    starts = step(starts, jnp.array([4, 4, 0, 0], jnp.int32))  # X in the centre or a corner
+    returns, _ = make_match(TTT, first_legal(TTT), last_legal(TTT), 4)(
+        None, None, jax.random.PRNGKey(0), starts)
+    unsplit, _ = make_match(TTT, first_legal(TTT), last_legal(TTT), 4, split=False)(
+        None, None, jax.random.PRNGKey(0), starts)
+    np.testing.assert_array_equal(returns, unsplit)
+    plain, _ = make_match(TTT, first_legal(TTT), last_legal(TTT), 4)(
+        None, None, jax.random.PRNGKey(0))
+    assert not np.array_equal(returns, plain)  # the openings changed the games
+
+
+def test_random_agents_play_legal_complete_games():
+    match = make_match(OTHELLO, make_random_agent(OTHELLO), make_random_agent(OTHELLO), 8)
+    result = MatchResult.from_returns(*match(None, None, jax.random.PRNGKey(3)))
+    assert result.games == 8 and result.first[0] + result.first[1] + result.first[2] == 4
+    assert result.score == pytest.approx((result.wins + result.draws / 2) / 8)

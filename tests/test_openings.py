@@ -1,0 +1,81 @@
+"""Every-opening and random-opening match protocols, and scoring against perfect play."""
+
+import jax
+import numpy as np
+import pytest
+
+import evaluate
+import games
+from azjax.eval import openings as op
+from azjax.eval.match import play_games
+from azjax.eval.specs import parse_agent
+
+TTT = games.make("tictactoe")
+
+
+@pytest.mark.parametrize("game, n", [
+    (TTT, 9), (games.make("hex", size=5), 25), (games.make("othello", size=6), 4),
+    (games.make("connect_four"), 7), (games.make("hex", size=3, swap=True), 9),
+])
+def test_every_legal_first_move_is_one_opening(game, n):
+    moves = op.openings(game, "all")
+    assert len(moves) == n and len(set(moves)) == n and all(len(m) == 1 for m in moves)
+
+
+def test_random_openings_are_distinct_positions_of_the_given_length():
+    moves = op.openings(TTT, "random:20:3", jax.random.PRNGKey(0))
+    assert len(moves) == 20 and len(set(moves)) == 20
+    assert all(len(m) == 3 and len(set(m)) == 3 for m in moves)  # three different cells
+    assert op.openings(TTT, "random:20:3", jax.random.PRNGKey(0)) == moves  # seeded
+
+
+@pytest.mark.parametrize("text", ["every", "random", "random:0", "random:x", "all:3",
+                                  "random:2:3:4"])
+def test_bad_opening_specs_name_the_forms(text):
+    with pytest.raises(ValueError, match="none | all | random:N"):
+        op.parse(text)
+
+
+def test_too_many_random_openings_are_refused():
+    with pytest.raises(ValueError, match="only 9 distinct positions"):
+        op.openings(TTT, "random:10:1", jax.random.PRNGKey(0))
+
+
+def test_both_colours_and_won_sides():
+    moves = [(0,), (1,), (2,)]
+    assert op.both_colours(moves) == moves + moves
+    # opening 0 is won for black, 1 for white, 2 a draw; A won as black in 0, lost as white in 1
+    returns = np.array([1, 1, 0, -1, -1, -1])  # A black in 0..2, then A white in 0..2
+    score = op.won_sides([1, -1, 0], returns)
+    assert score == dict(won_sides=1, decisive_openings=2, drawn_openings=1,
+                         losses_in_drawn_openings=1, score=0.5)
+
+
+def test_perfect_tictactoe_draws_every_opening_and_beats_random():
+    values = op.perfect_values(TTT, op.openings(TTT, "all"))
+    assert values == [0] * 9  # Tic-Tac-Toe: every first move draws with perfect play
+    moves = op.both_colours(op.openings(TTT, "all"))
+    outcome = play_games(TTT, parse_agent("perfect", TTT), parse_agent("random", TTT),
+                         len(moves), jax.random.PRNGKey(0), openings=moves)
+    assert outcome.result.losses == 0 and outcome.result.wins > 0
+    assert outcome.a_first.tolist() == [True] * 9 + [False] * 9
+
+
+def test_no_perfect_player_for_big_games():
+    assert op.perfect_values(games.make("hex", size=7), [(0,)]) is None
+    with pytest.raises(ValueError, match="no perfect player"):
+        parse_agent("perfect", games.make("othello", size=8))
+
+
+def test_evaluate_match_every_opening(tmp_path, capsys):
+    out = tmp_path / "m"
+    assert evaluate.main(["match", "perfect", "minimax:depth=2", "--game=tictactoe",
+                          "--openings=all", f"--out={out}"]) == 0
+    text = capsys.readouterr().out
+    assert "openings: all, 9 of them" in text and "A won 0 of the 0" in text
+    import json
+
+    record = json.loads((out / "match.json").read_text())
+    assert record["games"] == 18 and len(record["by_opening"]) == 9
+    assert record["vs_perfect_play"]["losses_in_drawn_openings"] == 0  # perfect never loses
+    assert record["by_opening"][4]["opening"] == TTT.action_to_str(4)
