@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -105,6 +106,11 @@ def add_step(buffer: Buffer, obs, policy, player, done, returns) -> Buffer:
 
 def add(buffer: Buffer, traj: Trajectory) -> Buffer:
     """Write a whole self-play chunk, move by move."""
+    t, b = traj.done.shape
+    chex.assert_shape(traj.obs, (t, b, *buffer.obs.shape[2:]))
+    chex.assert_shape(traj.policy, (t, b, buffer.policy.shape[-1]))
+    chex.assert_shape([traj.player, traj.done], (t, b))
+    chex.assert_shape(traj.returns, (t, b, 2))
 
     def body(buf, x):
         return add_step(buf, *x), None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import optax
@@ -75,6 +76,11 @@ def make_train_step(net, optimizer, weight_decay: float):
         return total, (Losses(total, value_loss, policy_loss, l2), updates["batch_stats"])
 
     def train_step(state: TrainState, batch: Batch):
+        n = batch.obs.shape[0]
+        chex.assert_rank(batch.obs, 4)  # [N, H, W, C]
+        chex.assert_shape(batch.policy, (n, net.num_actions))
+        chex.assert_shape(batch.value, (n,))
+        chex.assert_type([batch.policy, batch.value], float)
         params = state.variables["params"]
         grads, (losses, batch_stats) = jax.grad(loss_fn, has_aux=True)(
             params, state.variables["batch_stats"], batch
