@@ -79,3 +79,19 @@ def test_evaluate_match_every_opening(tmp_path, capsys):
     assert record["games"] == 18 and len(record["by_opening"]) == 9
     assert record["vs_perfect_play"]["losses_in_drawn_openings"] == 0  # perfect never loses
     assert record["by_opening"][4]["opening"] == TTT.action_to_str(4)
+
+
+def test_hex_openings_are_scored_against_the_solver():
+    hex3 = games.make("hex", size=3)
+    moves = op.openings(hex3, "all")
+    values = op.perfect_values(hex3, moves)
+    # the solver's (and a plain negamax's, tests/test_hex_solver.py) winning first moves on 3x3
+    assert [m[0] for m, v in zip(moves, values) if v > 0] == [2, 3, 4, 5, 6]
+    both = op.both_colours(moves)
+    perfect = play_games(hex3, parse_agent("perfect", hex3), parse_agent("perfect:seed=1", hex3),
+                         len(both), jax.random.PRNGKey(0), openings=both)
+    score = op.won_sides(values, perfect.returns)
+    assert score["won_sides"] == 9 and score["score"] == 1.0  # perfect wins every won side
+    weak = play_games(hex3, parse_agent("random", hex3), parse_agent("perfect", hex3),
+                      len(both), jax.random.PRNGKey(0), openings=both)
+    assert op.won_sides(values, weak.returns)["won_sides"] < 9  # random throws some away
