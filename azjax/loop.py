@@ -300,8 +300,10 @@ def train_and_evaluate(config: Config, workdir: str, resume: bool = False,
             totals["positions"] += positions
 
             if evaluate is not None and it % config.eval_interval == 0:
+                t_eval = time.time()
                 values.update(evaluate(run.train.variables, previous, fns.eval_key(run)))
                 previous = fns.copy(run.train.variables)
+                values["eval_seconds"] = time.time() - t_eval
             if it % config.checkpoint_interval == 0:
                 checkpointer.save(it, run, config)
             if primary:
