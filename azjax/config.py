@@ -84,6 +84,9 @@ class Config:
     train_batch_size: int = _field(1024, "positions per optimizer step", low=1)
     train_steps: int = _field(100, "optimizer steps per iteration (network transfer interval)",
                               low=0)
+    augment: bool = _field(False, "train on a random board symmetry of each sampled position "
+                           "(Hex: 180-degree rotation; Othello, Tic-Tac-Toe: the square's 8; "
+                           "Connect Four: mirror)")
     min_replay: int = _field(0, "positions with a known outcome needed before training "
                              "(0: one training batch)", low=0)
 

@@ -37,7 +37,7 @@ import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from azjax import parallel, replay, training
+from azjax import parallel, replay, symmetry, training
 from azjax.arena import MatchResult, make_match, make_search_agent
 from azjax.checkpoint import (
     Checkpointer,
@@ -108,16 +108,25 @@ def _iteration_keys(run: RunState, iteration) -> jax.Array:
     return jax.random.split(jax.random.fold_in(run.key, iteration), 3)
 
 
-def make_sampler(batch_size: int, mesh: Mesh | None = None) -> Callable:
+def make_sampler(batch_size: int, mesh: Mesh | None = None, *,
+                 augment: symmetry.Symmetries | None = None) -> Callable:
     """sample(buffer, key) -> a training Batch; with `mesh` the buffer is split along B over its
-    devices and the batch along its N positions (see `replay.sample`)."""
+    devices and the batch along its N positions (see `replay.sample`). With `augment` each
+    position goes through one of those symmetries at random (`azjax.symmetry`)."""
     sample = functools.partial(replay.sample, batch_size=batch_size)
-    if mesh is None:
+    if mesh is not None:
+        sample = jax.shard_map(
+            functools.partial(sample, axis_name=parallel.AXIS), mesh=mesh,
+            in_specs=(replay.partition_specs(parallel.AXIS), P()), out_specs=P(parallel.AXIS),
+        )
+    if augment is None:
         return sample
-    return jax.shard_map(
-        functools.partial(sample, axis_name=parallel.AXIS), mesh=mesh,
-        in_specs=(replay.partition_specs(parallel.AXIS), P()), out_specs=P(parallel.AXIS),
-    )
+
+    def augmented(buffer, key):
+        k_sample, k_sym = jax.random.split(key)
+        return symmetry.augment(augment, k_sym, sample(buffer, k_sample))
+
+    return augmented
 
 
 def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = None) -> Iteration:
@@ -151,7 +160,9 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
 
     learner = training.make_learner(
         training.make_train_step(net, optimizer, config.weight_decay),
-        make_sampler(config.train_batch_size, mesh), max(config.train_steps, 1),
+        make_sampler(config.train_batch_size, mesh,
+                     augment=symmetry.symmetries(game) if config.augment else None),
+        max(config.train_steps, 1),
         per_call=steps_per_call)
 
     chunk = jax.jit(learner.chunk, in_shardings=(rep, buffer_sh, rep), out_shardings=(rep, rep),

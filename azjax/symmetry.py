@@ -1,0 +1,78 @@
+"""Board symmetries, to train on several views of each sampled position (augmentation).
+
+    sym = symmetries(game)                  # Symmetries(cells int32[S, H*W], actions int32[S, A])
+    batch = augment(sym, key, batch)        # each position through one of the S at random
+
+A symmetry is a permutation of the board's cells that maps the game onto itself, applied in the
+network's frame (the observation and the replay buffer's policy, both canonical: Hex's board is
+transposed for white so that the player to move always joins top and bottom):
+- Hex: the identity and the 180-degree rotation, which keeps each player's pair of edges; the swap
+  action stays where it is;
+- Othello and Tic-Tac-Toe: the 8 symmetries of the square (Othello's pass stays where it is);
+- Connect Four: the identity and the left-right mirror (its actions are columns).
+Applied by gathering: the new board's cell p holds what cell `cells[s, p]` held, and its policy's
+action a the probability of action `actions[s, a]`, so a legal move maps to a legal move of the
+mapped position and the policy moves with the board.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from azjax.replay import Batch
+from games.base import Game
+
+
+class Symmetries(NamedTuple):
+    cells: np.ndarray  # int32[S, H*W], source cell of each cell
+    actions: np.ndarray  # int32[S, A], source action of each action
+
+
+def _square(n: int) -> list[np.ndarray]:
+    """The 8 symmetries of an n x n board as source-cell tables (identity first)."""
+    grid = np.arange(n * n).reshape(n, n)
+    out = []
+    for k in range(4):
+        rotated = np.rot90(grid, k)
+        out += [rotated.ravel(), rotated.T.ravel()]
+    return out
+
+
+def symmetries(game: Game) -> Symmetries:
+    """The symmetries of `game` (module doc); ValueError for a game without a table here."""
+    h, w = game.board_shape
+    cells_n = h * w
+    if game.name == "hex":
+        cell_maps = [np.arange(cells_n), np.arange(cells_n)[::-1]]
+    elif game.name in ("othello", "tictactoe"):
+        cell_maps = _square(h)
+    elif game.name == "connect_four":
+        cell_maps = [np.arange(cells_n), np.arange(cells_n).reshape(h, w)[:, ::-1].ravel()]
+    else:
+        raise ValueError(f"no symmetries known for {game.name}")
+    actions = []
+    for cells in cell_maps:
+        if game.num_actions == w and game.name == "connect_four":  # actions are columns
+            actions.append(cells.reshape(h, w)[0] % w)
+        else:  # cell actions, then extra ones (pass, swap) that stay put
+            extra = np.arange(cells_n, game.num_actions)
+            actions.append(np.concatenate([cells, extra]))
+    return Symmetries(np.stack(cell_maps).astype(np.int32), np.stack(actions).astype(np.int32))
+
+
+def transform(sym: Symmetries, s, obs: jax.Array, policy: jax.Array):
+    """(obs[H, W, C], policy[A]) through symmetry `s` (an int32 index)."""
+    h, w, c = obs.shape
+    flat = obs.reshape(h * w, c)[jnp.asarray(sym.cells)[s]]
+    return flat.reshape(h, w, c), policy[jnp.asarray(sym.actions)[s]]
+
+
+def augment(sym: Symmetries, key, batch: Batch) -> Batch:
+    """Each of the N positions of `batch` through a uniformly drawn symmetry."""
+    s = jax.random.randint(key, (batch.obs.shape[0],), 0, sym.cells.shape[0])
+    obs, policy = jax.vmap(lambda i, o, p: transform(sym, i, o, p))(s, batch.obs, batch.policy)
+    return batch._replace(obs=obs, policy=policy)
