@@ -391,8 +391,10 @@ def format_table(rows: Sequence[Row], markdown: bool) -> str:
     )
 
 
-def summary(rows: Sequence[Row], target: float) -> list[str]:
-    """The azjax/recipe ratios against the target, and the cost of rollouts, per game."""
+def summary(rows: Sequence[Row], target: float, puct_target: float = 0.9) -> list[str]:
+    """Per game: the azjax/recipe ratios against `target`, PUCT's positions/s over Gumbel's (same
+    simulations, both with their self-play noise) against `puct_target`, and the cost of
+    rollouts."""
     lines = []
     for name in dict.fromkeys(r.game for r in rows):
         of = {(r.variant, r.search, r.rollouts): r for r in rows if r.game == name}
@@ -402,6 +404,11 @@ def summary(rows: Sequence[Row], target: float) -> list[str]:
             verdict = "met" if r.vs_recipe >= target else "NOT met"
             lines.append(f"{name}: azjax {r.search} / recipe = {r.vs_recipe:.2f}x "
                          f"(target >= {target}x: {verdict})")
+        ratio = puct.positions_per_s / gumbel.positions_per_s
+        verdict = "met" if ratio >= puct_target else "NOT met"
+        lines.append(f"{name}: azjax puct / azjax gumbel = {ratio:.2f}x "
+                     f"({puct.positions_per_s:.1f} against {gumbel.positions_per_s:.1f} positions/s; "
+                     f"target >= {puct_target}x: {verdict})")
         lines.append(f"{name}: random rollouts (p=1, weight 0.5) run at "
                      f"{rolled.positions_per_s / gumbel.positions_per_s:.2f}x the positions/s of "
                      f"no rollouts ({rolled.ms_per_move - gumbel.ms_per_move:+.1f} ms per move)")
@@ -456,6 +463,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="resnet; or stub, a stand-in reading the observation (plumbing alone)")
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
     p.add_argument("--target", type=float, default=1.2, help="azjax/recipe ratio to reach")
+    p.add_argument("--puct-target", type=float, default=0.9,
+                   help="azjax PUCT / azjax Gumbel positions/s ratio to reach (default 0.9)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
@@ -514,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     for i, name in enumerate(args.games):
         rows += benchmark_game(name, setting, jax.random.fold_in(key, i), log)
     print(format_table(rows, args.markdown))
-    for line in summary(rows, args.target):
+    for line in summary(rows, args.target, args.puct_target):
         print(line)
     print(f"total time: {time.perf_counter() - start:.0f} s")
     return rows
