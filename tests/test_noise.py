@@ -42,9 +42,11 @@ def ks_critical(n, level=0.001):
     return stats.kstwo.ppf(1 - level, n)
 
 
-def dirichlet_failures(samples, legal, alpha):
+def dirichlet_failures(samples, legal, alpha, resolution=1e-30):
     """What is wrong with `samples` (float[N, A]) as Dir(alpha) over the legal moves of each row
-    (`legal` bool[N, A], one K for every row): a list of messages, empty when nothing is."""
+    (`legal` bool[N, A], one K for every row): a list of messages, empty when nothing is.
+
+    The KS statistic looks at values from `resolution` to 1 - 1e-6 (see `ks_statistic`)."""
     samples = np.asarray(samples, np.float64)
     k = int(legal[0].sum())
     failures = []
@@ -65,7 +67,7 @@ def dirichlet_failures(samples, legal, alpha):
         if abs(np.var(x[:, i]) - var) > 5 * var_se:
             failures.append(f"variance of component {i}: {np.var(x[:, i]):.5f} against {var:.5f}")
     beta = stats.beta(alpha, (k - 1) * alpha)  # the marginal of one component
-    d = ks_statistic(x[:, 0], beta.cdf, lower=1e-30, upper=1 - 1e-6)
+    d = ks_statistic(x[:, 0], beta.cdf, lower=resolution, upper=1 - 1e-6)
     if d > ks_critical(n):
         failures.append(f"KS of component 0 against Beta: {d:.4f} > {ks_critical(n):.4f}")
     return failures
