@@ -16,6 +16,11 @@ Evaluators (`evaluate(variables, states[B]) -> (logits[B, A] in action order, va
   and rollout_weight = 1 this is pure MCTS with random rollouts, the thesis's baseline
   (`SearchSpec.pure_mcts`).
 
+Searches: "gumbel" is `mctx.gumbel_muzero_policy`; "puct" is `mctx.muzero_policy` rewritten in
+`_puct_policy` around `mctx.search` so that its self-play root noise is Dir(alpha) over the legal
+moves only (`azjax.noise`, drawn only when exploring) and its tie-breaks cost no Threefry draws
+(`_tie_break`); without noise it searches as `mctx.muzero_policy` does.
+
 B is the number of games searched at once, A the game's number of actions.
 """
 
@@ -44,7 +49,7 @@ class SearchSpec:
     search: str = "puct"  # "puct" | "gumbel"
     num_simulations: int = 50
     c_puct: float = 1.25
-    explore: bool = False  # root noise: Dirichlet (puct) or Gumbel (gumbel); self-play only
+    explore: bool = False  # root noise: Dirichlet over legal moves (puct) or Gumbel; self-play only
     dirichlet_alpha: float = 0.33
     dirichlet_fraction: float = 0.25
     max_considered_actions: int = 16

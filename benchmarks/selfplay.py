@@ -406,8 +406,8 @@ def summary(rows: Sequence[Row], target: float, puct_target: float = 0.9) -> lis
                          f"(target >= {target}x: {verdict})")
         ratio = puct.positions_per_s / gumbel.positions_per_s
         verdict = "met" if ratio >= puct_target else "NOT met"
-        lines.append(f"{name}: azjax puct / azjax gumbel = {ratio:.2f}x "
-                     f"({puct.positions_per_s:.1f} against {gumbel.positions_per_s:.1f} positions/s; "
+        lines.append(f"{name}: azjax puct / azjax gumbel = {ratio:.2f}x ({puct.positions_per_s:.1f} "
+                     f"against {gumbel.positions_per_s:.1f} positions/s; "
                      f"target >= {puct_target}x: {verdict})")
         lines.append(f"{name}: random rollouts (p=1, weight 0.5) run at "
                      f"{rolled.positions_per_s / gumbel.positions_per_s:.2f}x the positions/s of "
