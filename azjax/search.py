@@ -16,18 +16,25 @@ Evaluators (`evaluate(variables, states[B]) -> (logits[B, A] in action order, va
   and rollout_weight = 1 this is pure MCTS with random rollouts, the thesis's baseline
   (`SearchSpec.pure_mcts`).
 
+Searches: "gumbel" is `mctx.gumbel_muzero_policy`; "puct" is `mctx.muzero_policy` rewritten in
+`_puct_policy` around `mctx.search` so that its self-play root noise is Dir(alpha) over the legal
+moves only (`azjax.noise`, drawn only when exploring) and its tie-breaks cost no Threefry draws
+(`_tie_break`); without noise it searches as `mctx.muzero_policy` does.
+
 B is the number of games searched at once, A the game's number of actions.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import mctx
 
+from azjax.noise import dirichlet_over_legal
 from games.base import Game
 
 Evaluate = Callable  # (variables, states[B]) -> (logits[B, A], value[B])
@@ -42,7 +49,7 @@ class SearchSpec:
     search: str = "puct"  # "puct" | "gumbel"
     num_simulations: int = 50
     c_puct: float = 1.25
-    explore: bool = False  # root noise: Dirichlet (puct) or Gumbel (gumbel); self-play only
+    explore: bool = False  # root noise: Dirichlet over legal moves (puct) or Gumbel; self-play only
     dirichlet_alpha: float = 0.33
     dirichlet_fraction: float = 0.25
     max_considered_actions: int = 16
@@ -185,16 +192,16 @@ def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> 
         root = root_fn(variables, k_root, states)
         invalid = ~jax.vmap(game.legal_mask)(states)
         if spec.search == "puct":
-            return mctx.muzero_policy(
+            return _puct_policy(
                 variables,
                 k_search,
                 root,
                 recurrent_fn,
-                spec.num_simulations,
+                num_simulations=spec.num_simulations,
                 invalid_actions=invalid,
+                c_puct=spec.c_puct,
                 dirichlet_fraction=spec.dirichlet_fraction if spec.explore else 0.0,
                 dirichlet_alpha=spec.dirichlet_alpha,
-                pb_c_init=spec.c_puct,
             )
         if spec.search == "gumbel":
             return mctx.gumbel_muzero_policy(
@@ -210,6 +217,85 @@ def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> 
         raise ValueError(f"unknown search {spec.search!r}; use puct or gumbel")
 
     return search
+
+
+def _puct_policy(
+    params, key, root: mctx.RootFnOutput, recurrent_fn, *, num_simulations: int,
+    invalid_actions, c_puct: float, dirichlet_fraction: float, dirichlet_alpha: float,
+) -> mctx.PolicyOutput:
+    """`mctx.muzero_policy` (temperature 1), but for its root noise and its tie-breaks.
+
+    B games, A actions; `invalid_actions` bool[B, A]. mctx mixes `jax.random.dirichlet` noise
+    over all A actions into the root prior, drawing it even when the fraction is 0, and breaks
+    ties with `jax.random.uniform(key, [A])` at every node of every simulation. Here the noise is
+    drawn only when `dirichlet_fraction > 0`, over the legal moves only (`azjax.noise`), so the
+    legal moves get exactly that fraction of noise; ties are broken by `_tie_break`. The keys
+    are split as mctx splits them, so without noise and without exact ties the search is the same.
+    """
+    k_act, k_noise, k_search = jax.random.split(key, 3)
+    probs = jax.nn.softmax(root.prior_logits)  # [B, A]
+    if dirichlet_fraction > 0:
+        noise = dirichlet_over_legal(k_noise, ~invalid_actions, alpha=dirichlet_alpha)  # [B, A]
+        probs = (1.0 - dirichlet_fraction) * probs + dirichlet_fraction * noise
+    tiny = jnp.finfo(probs.dtype).tiny
+    prior = jnp.log(jnp.maximum(probs, tiny))
+    prior = jnp.where(invalid_actions, jnp.finfo(prior.dtype).min,
+                      prior - jnp.max(prior, axis=-1, keepdims=True))
+    select = functools.partial(_puct_select, pb_c_init=c_puct)
+    tree = mctx.search(
+        params=params,
+        rng_key=k_search,
+        root=root.replace(prior_logits=prior),
+        recurrent_fn=recurrent_fn,
+        root_action_selection_fn=functools.partial(select, depth=0),
+        interior_action_selection_fn=select,
+        num_simulations=num_simulations,
+        invalid_actions=invalid_actions,
+    )
+    weights = tree.summary().visit_probs  # [B, A]
+    logits = jnp.log(jnp.maximum(weights, tiny))
+    action = jax.random.categorical(k_act, logits - jnp.max(logits, axis=-1, keepdims=True))
+    return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=tree)
+
+
+def _puct_select(key, tree: mctx.Tree, node_index, depth, *, pb_c_init: float,
+                 pb_c_base: float = 19652.0):
+    """`mctx.muzero_action_selection` for one node of one tree, its tie-break from `_tie_break`."""
+    visit_counts = tree.children_visits[node_index]  # [A]
+    node_visit = tree.node_visits[node_index]
+    pb_c = pb_c_init + jnp.log((node_visit + pb_c_base + 1.0) / pb_c_base)
+    prior_probs = jax.nn.softmax(tree.children_prior_logits[node_index])
+    policy_score = jnp.sqrt(node_visit) * pb_c * prior_probs / (visit_counts + 1)
+    value_score = mctx.qtransform_by_parent_and_siblings(tree, node_index)
+    to_argmax = value_score + policy_score + 1e-7 * _tie_break(key, tree.num_actions)
+    invalid = tree.root_invalid_actions * (depth == 0)  # masked at the root only, as mctx does
+    return jnp.argmax(jnp.where(invalid, -jnp.inf, to_argmax)).astype(jnp.int32)
+
+
+def _tie_break(key, num_actions: int):
+    """float32[A] in [0, 1): one pseudo-random number per action, from the key's own bits.
+
+    mctx draws `jax.random.uniform(key, [A])` here: A/2 Threefry blocks per node and simulation,
+    a third of a PUCT search's time on a CPU. A tie-break needs only numbers that order the
+    actions at random, and a split key's words are already random: hashing (action, key) with
+    murmur3's finaliser, a bijection of uint32, costs a few integer operations per action and
+    gives A distinct values (before the 24-bit rounding).
+    """
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    words = key.reshape(-1).astype(jnp.uint32)
+    x = jnp.arange(num_actions, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9) ^ words[0]
+    x = _fmix32(_fmix32(x) ^ words[-1])
+    return (x >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
+
+
+def _fmix32(x):
+    """murmur3's 32-bit finaliser (a bijection of uint32 that mixes every bit)."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = x * jnp.uint32(0xC2B2AE35)
+    return x ^ (x >> 16)
 
 
 def select_action(

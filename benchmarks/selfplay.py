@@ -14,7 +14,8 @@ For each game the same policy-value ResNet (`azjax.network.PolicyValueNet`, floa
   `jax.lax.scan` over moves recording what the example records.
 Only the game and search plumbing differ: same network shape (the observation planes and action
 count are each game's own: pgx's Hex has 4 planes and a swap action, 122 actions, azjax's
-`games.make("hex", size=11)` 3 planes and 121; pgx's Othello 2 planes, azjax's 3), same batch, simulations and number of considered actions.
+`games.make("hex", size=11)` 3 planes and 121; pgx's Othello 2 planes, azjax's 3), same batch,
+simulations and number of considered actions.
 `--network stub` swaps the ResNet for a stand-in that only reads the observation, which times the
 plumbing alone (what an accelerator, where the network is cheap, would mostly see).
 
@@ -194,7 +195,8 @@ class StubNet(NamedTuple):
         del train
         mean = obs.reshape(obs.shape[0], -1).astype(jnp.float32).mean(-1)  # [B]
         scale = variables["params"]["scale"]
-        logits = jnp.zeros((obs.shape[0], self.num_actions), jnp.float32) + 1e-3 * scale * mean[:, None]
+        logits = (jnp.zeros((obs.shape[0], self.num_actions), jnp.float32)
+                  + 1e-3 * scale * mean[:, None])
         return logits, jnp.tanh(scale * mean)
 
 
@@ -392,8 +394,10 @@ def format_table(rows: Sequence[Row], markdown: bool) -> str:
     )
 
 
-def summary(rows: Sequence[Row], target: float) -> list[str]:
-    """The azjax/recipe ratios against the target, and the cost of rollouts, per game."""
+def summary(rows: Sequence[Row], target: float, puct_target: float = 0.9) -> list[str]:
+    """Per game: the azjax/recipe ratios against `target`, PUCT's positions/s over Gumbel's (same
+    simulations, both with their self-play noise) against `puct_target`, and the cost of
+    rollouts."""
     lines = []
     for name in dict.fromkeys(r.game for r in rows):
         of = {(r.variant, r.search, r.rollouts): r for r in rows if r.game == name}
@@ -403,6 +407,12 @@ def summary(rows: Sequence[Row], target: float) -> list[str]:
             verdict = "met" if r.vs_recipe >= target else "NOT met"
             lines.append(f"{name}: azjax {r.search} / recipe = {r.vs_recipe:.2f}x "
                          f"(target >= {target}x: {verdict})")
+        ratio = puct.positions_per_s / gumbel.positions_per_s
+        verdict = "met" if ratio >= puct_target else "NOT met"
+        lines.append(f"{name}: azjax puct / azjax gumbel = {ratio:.2f}x "
+                     f"({puct.positions_per_s:.1f} "
+                     f"against {gumbel.positions_per_s:.1f} positions/s; "
+                     f"target >= {puct_target}x: {verdict})")
         lines.append(f"{name}: random rollouts (p=1, weight 0.5) run at "
                      f"{rolled.positions_per_s / gumbel.positions_per_s:.2f}x the positions/s of "
                      f"no rollouts ({rolled.ms_per_move - gumbel.ms_per_move:+.1f} ms per move)")
@@ -457,6 +467,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="resnet; or stub, a stand-in reading the observation (plumbing alone)")
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
     p.add_argument("--target", type=float, default=1.2, help="azjax/recipe ratio to reach")
+    p.add_argument("--puct-target", type=float, default=0.9,
+                   help="azjax PUCT / azjax Gumbel positions/s ratio to reach (default 0.9)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
@@ -515,7 +527,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     for i, name in enumerate(args.games):
         rows += benchmark_game(name, setting, jax.random.fold_in(key, i), log)
     print(format_table(rows, args.markdown))
-    for line in summary(rows, args.target):
+    for line in summary(rows, args.target, args.puct_target):
         print(line)
     print(f"total time: {time.perf_counter() - start:.0f} s")
     return rows

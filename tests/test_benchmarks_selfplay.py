@@ -28,13 +28,16 @@ def test_prints_a_table_of_positive_rates_and_ratios(capsys):
     assert rows[1].vs_recipe == pytest.approx(rows[1].positions_per_s / rows[0].positions_per_s)
     assert "hex: azjax gumbel / recipe = " in out and "target >= 1.2x" in out
     assert "hex: random rollouts" in out
+    ratio = rows[2].positions_per_s / rows[1].positions_per_s  # puct / gumbel
+    assert f"hex: azjax puct / azjax gumbel = {ratio:.2f}x" in out and "target >= 0.9x" in out
     assert lines[0].startswith("machine: ") and " backend " in lines[0]
 
 
 def test_markdown_table():
     row = selfplay.Row("othello", "azjax", "gumbel", "none", 123.45, 6.7, 8.0, 1.25)
     lines = selfplay.format_table([row], markdown=True).splitlines()
-    assert lines[0] == "| game | impl | search | rollouts | positions/s | ms/move | compile s | vs recipe |"
+    assert lines[0] == ("| game | impl | search | rollouts | positions/s | ms/move | compile s "
+                        "| vs recipe |")
     assert lines[2] == "| othello | azjax | gumbel | none | 123.5 | 6.7 | 8 | 1.25x |"
 
 

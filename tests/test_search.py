@@ -1,13 +1,18 @@
-"""Search checks on Tic-Tac-Toe positions whose answers are known by hand."""
+"""Search checks on Tic-Tac-Toe positions whose answers are known by hand, and the faster search
+against the plain mctx one it replaced."""
 
+import chex
 import jax
 import jax.numpy as jnp
+import mctx
 import numpy as np
 import pytest
+from scipy import stats
+from test_noise import dirichlet_failures
 
 import games
 from azjax import network
-from azjax.search import SearchSpec, make_search, select_action
+from azjax.search import SearchSpec, _tie_break, make_search, select_action
 
 GAME = games.make("tictactoe")
 # X O X / O X O / O X . : X to move; the only move, c3, wins on the diagonal.
@@ -53,9 +58,11 @@ def test_rollout_probability_sets_how_often_leaves_roll_out():
 def test_policy_rollouts_blend_with_the_network_value(net):
     apply, variables = net
     states = batch(ONE_LEFT, 2)
-    spec = SearchSpec(num_simulations=1, rollout_policy="policy", rollout_prob=1.0, rollout_weight=0.25)
+    spec = SearchSpec(num_simulations=1, rollout_policy="policy", rollout_prob=1.0,
+                      rollout_weight=0.25)
     _, v = apply(variables, jax.vmap(GAME.observe)(states))
-    np.testing.assert_allclose(root_value(spec, states, apply, variables), 0.75 * v + 0.25, rtol=1e-5)
+    np.testing.assert_allclose(root_value(spec, states, apply, variables), 0.75 * v + 0.25,
+                               rtol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["puct", "gumbel"])
@@ -77,7 +84,8 @@ def test_pure_mcts_blocks_the_opponents_threat():
     q = np.asarray(out.search_tree.qvalues(jnp.zeros(32, jnp.int32))).mean(0)
     visits = np.asarray(out.search_tree.summary().visit_counts).mean(0)
     block = GAME.parse_action("a3")
-    legal = np.asarray(GAME.legal_mask(jax.tree_util.tree_map(lambda x: x[0], batch(MUST_BLOCK, 1))))
+    first = jax.tree_util.tree_map(lambda x: x[0], batch(MUST_BLOCK, 1))
+    legal = np.asarray(GAME.legal_mask(first))
     others = [a for a in np.flatnonzero(legal) if a != block]
     assert len(others) == 5
     assert np.argmax(visits) == block
@@ -106,9 +114,174 @@ def test_select_action_samples_early_and_is_greedy_late():
     import mctx
 
     weights = jnp.array([[0.1, 0.6, 0.3]] * 4000)
-    out = mctx.PolicyOutput(action=jnp.zeros(4000, jnp.int32), action_weights=weights, search_tree=None)
+    out = mctx.PolicyOutput(action=jnp.zeros(4000, jnp.int32), action_weights=weights,
+                            search_tree=None)
     spec = SearchSpec()
     greedy = select_action(jax.random.PRNGKey(0), spec, out, jnp.zeros(4000, bool))
     np.testing.assert_array_equal(greedy, 1)
     sampled = np.asarray(select_action(jax.random.PRNGKey(0), spec, out, jnp.ones(4000, bool)))
     np.testing.assert_allclose(np.bincount(sampled, minlength=3) / 4000, [0.1, 0.6, 0.3], atol=0.03)
+
+
+# ---- the search against the plain mctx one ---------------------------------------------------
+
+
+def reference_search(game, spec, apply):
+    """The search as it was before its PUCT was made cheaper (commit 3ac3209, no rollouts):
+    `mctx.muzero_policy` with its own Dirichlet noise and tie-breaks, or
+    `mctx.gumbel_muzero_policy`, calling back the plain root and recurrent functions."""
+
+    def evaluate(variables, states):
+        logits, value = apply(variables, jax.vmap(game.observe)(states))
+        logits = jax.vmap(game.policy_to_actions)(states, logits)
+        return jnp.where(jax.vmap(game.legal_mask)(states), logits, -1e9), value
+
+    def recurrent_fn(variables, key, action, states):
+        del key
+        actor = jax.vmap(game.current_player)(states)
+        legal = jax.vmap(game.legal_mask)(states)
+        was_legal = jnp.take_along_axis(legal, action[:, None], axis=1)[:, 0]
+        nxt = jax.vmap(game.step)(states, action)
+        reward = jnp.take_along_axis(jax.vmap(game.returns)(nxt), actor[:, None], axis=1)[:, 0]
+        reward = jnp.where(was_legal, reward, -1.0)
+        done = jax.vmap(game.is_terminal)(nxt) | ~was_legal
+        logits, value = evaluate(variables, nxt)
+        out = mctx.RecurrentFnOutput(reward=reward, discount=jnp.where(done, 0.0, -1.0),
+                                     prior_logits=logits, value=jnp.where(done, 0.0, value))
+        return out, nxt
+
+    def search(variables, key, states):
+        _, k_search = jax.random.split(key)
+        logits, value = evaluate(variables, states)
+        root = mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
+        invalid = ~jax.vmap(game.legal_mask)(states)
+        if spec.search == "puct":
+            return mctx.muzero_policy(
+                variables, k_search, root, recurrent_fn, spec.num_simulations,
+                invalid_actions=invalid,
+                dirichlet_fraction=spec.dirichlet_fraction if spec.explore else 0.0,
+                dirichlet_alpha=spec.dirichlet_alpha, pb_c_init=spec.c_puct)
+        return mctx.gumbel_muzero_policy(
+            variables, k_search, root, recurrent_fn, spec.num_simulations,
+            invalid_actions=invalid, max_num_considered_actions=spec.max_considered_actions,
+            gumbel_scale=spec.gumbel_scale if spec.explore else 0.0)
+
+    return search
+
+
+HEX = games.make("hex", size=5)
+
+
+def spread(game, n, plies, seed):
+    """n positions of `game` after 0 .. plies - 1 random moves each."""
+    def play(key, count):
+        def body(s, k):
+            legal = game.legal_mask(s)
+            nxt = game.step(s, jax.random.categorical(k, jnp.where(legal, 0.0, -jnp.inf)))
+            return s, nxt
+
+        keys = jax.random.split(key, plies)
+        _, path = jax.lax.scan(body, game.init(), keys)
+        return jax.tree_util.tree_map(lambda x: x[count], path)
+
+    keys = jax.random.split(jax.random.PRNGKey(seed), n)
+    return jax.jit(jax.vmap(play))(keys, jnp.arange(n) % plies)
+
+
+def root_summary(out):
+    """What a search returns about its root: the move, its weights, visits and values."""
+    tree = out.search_tree
+    root = jnp.zeros(tree.node_values.shape[0], jnp.int32)
+    return dict(action=out.action, weights=out.action_weights,
+                visits=tree.summary().visit_counts, value=tree.node_values[:, 0],
+                qvalues=tree.qvalues(root))
+
+
+def tree_summary(out):
+    """The root summary and every node's visits and values."""
+    tree = out.search_tree
+    return dict(**root_summary(out), node_visits=tree.node_visits, node_values=tree.node_values,
+                children_values=tree.children_values)
+
+
+def linear_net(game, seed):
+    """(apply, variables) of a stand-in network: random linear maps of the observation to logits
+    and to a tanh value. Its priors differ from move to move, and it compiles fast."""
+    size = int(np.prod(game.observation_shape))
+    k_policy, k_value = jax.random.split(jax.random.PRNGKey(seed))
+    variables = {"policy": jax.random.normal(k_policy, (size, game.num_actions)),
+                 "value": 0.3 * jax.random.normal(k_value, (size,))}
+
+    def apply(variables, obs):
+        x = obs.reshape(obs.shape[0], -1)
+        return x @ variables["policy"], jnp.tanh(x @ variables["value"])
+
+    return apply, variables
+
+
+@pytest.mark.parametrize("game", [GAME, HEX], ids=["tictactoe", "hex5"])
+@pytest.mark.parametrize("kind", ["gumbel", "puct"])
+def test_search_equals_the_plain_mctx_search(game, kind):
+    # Gumbel (with its noise): the same maths, so the same trees, node by node. PUCT without
+    # noise: the same root. Its tie-breaks use other random numbers than mctx's, which changes
+    # which of exactly tied actions wins: that happens below terminal states (every action is
+    # illegal there, with equal priors) and moves nothing above them; a network's priors tie
+    # nowhere else here. The uniform-prior case is the next test.
+    apply, variables = linear_net(game, seed=5)
+    states = spread(game, 16, 6, seed=6)
+    spec = SearchSpec(search=kind, num_simulations=24, explore=kind == "gumbel",
+                      max_considered_actions=4)
+    key = jax.random.PRNGKey(7)
+    new = jax.jit(make_search(game, spec, apply))(variables, key, states)
+    old = jax.jit(reference_search(game, spec, apply))(variables, key, states)
+    summary = tree_summary if kind == "gumbel" else root_summary
+    chex.assert_trees_all_close(summary(new), summary(old), rtol=1e-5, atol=1e-6)
+
+
+def test_puct_breaks_exact_ties_as_mctx_does():
+    # Uniform priors and no values: the first simulation's 9 root children tie exactly. mctx
+    # adds 1e-7 * U(0, 1) to scores near 0.14, whose float32 spacing is 1.5e-8, so only a few
+    # levels survive and the lowest index wins what is still tied: a1 gets about 18% of the
+    # first visits and c3 6%. `_tie_break` must reproduce that distribution, not fix it.
+    n = 9000
+    spec = SearchSpec.pure_mcts(1, rollout_prob=0.0)
+    uniform = lambda variables, obs: (jnp.zeros((obs.shape[0], 9)), jnp.zeros(obs.shape[0]))
+    counts = []
+    for search in (make_search(GAME, spec), reference_search(GAME, spec, uniform)):
+        out = jax.jit(search)(None, jax.random.PRNGKey(8), batch([], n))
+        counts.append(np.bincount(np.argmax(np.asarray(out.action_weights), 1), minlength=9))
+    assert stats.chi2_contingency(np.array(counts)).pvalue > 1e-3, counts
+    assert np.all(counts[0][:3] > counts[0][-3:])  # the low-index preference is there too
+
+
+def test_tie_break_numbers_are_distinct_and_uniform():
+    keys = jax.random.split(jax.random.PRNGKey(9), 4000)
+    u = np.asarray(jax.jit(jax.vmap(lambda k: _tie_break(k, 121)))(keys))  # [4000, 121]
+    assert u.min() >= 0 and u.max() < 1
+    assert all(len(np.unique(row)) == 121 for row in u[:100])
+    # uniform: each decile holds a tenth; the winning action is uniform over the 121
+    deciles = np.bincount((u * 10).astype(int).ravel(), minlength=10) / u.size
+    np.testing.assert_allclose(deciles, 0.1, atol=0.003)
+    wins = np.bincount(np.argmax(u, axis=1), minlength=121)
+    assert wins.max() < 4000 / 121 + 5 * np.sqrt(4000 / 121)
+
+
+@pytest.mark.parametrize("alpha", [0.03, 1.0])
+def test_puct_root_noise_is_dirichlet_over_the_legal_moves(alpha):
+    # The root prior is (1 - f) p + f * noise over the legal moves; the noise recovered from the
+    # search tree must be Dir(alpha) over the 8 legal moves, with nothing on the occupied cell.
+    apply, variables = linear_net(GAME, seed=11)
+    n, fraction = 4000, 0.25
+    states = batch(["b2"], n)
+    spec = SearchSpec(num_simulations=1, explore=True, dirichlet_alpha=alpha,
+                      dirichlet_fraction=fraction)
+    out = jax.jit(make_search(GAME, spec, apply))(variables, jax.random.PRNGKey(10), states)
+    noisy = np.asarray(jax.nn.softmax(out.search_tree.children_prior_logits[:, 0]), np.float64)
+    logits, _ = apply(variables, jax.vmap(GAME.observe)(states))
+    legal = np.asarray(jax.vmap(GAME.legal_mask)(states))
+    prior = np.asarray(jax.nn.softmax(jnp.where(legal, logits, -jnp.inf)), np.float64)
+    noise = np.where(legal, (noisy - (1 - fraction) * prior) / fraction, 0.0)
+    assert np.all(noisy[~legal] == 0)
+    assert noise.min() > -1e-5
+    # recovered to about 1e-7: the KS statistic looks at values above 1e-4 only
+    assert dirichlet_failures(np.clip(noise, 0, 1), legal, alpha, resolution=1e-4) == []

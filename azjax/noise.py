@@ -1,0 +1,68 @@
+"""Dirichlet noise over the legal moves, drawn without data-dependent loops.
+
+`jax.random.dirichlet` draws its gamma variates with a rejection `while_loop` per element, with a
+key split per element and per round; under `jit` on a batch the loop runs until the slowest of
+the B x A elements is accepted. Here every element gets a fixed number of Marsaglia-Tsang
+proposals at once and keeps the first accepted one, so the cost is fixed and all random numbers
+come from two vectorised draws.
+
+Gamma(a), a >= 1 (Marsaglia and Tsang, 2000): with d = a - 1/3 and c = 1 / sqrt(9 d), draw
+x ~ N(0, 1) and u ~ U(0, 1], put v = (1 + c x)^3, and accept d v when v > 0 and
+log u < x^2 / 2 + d - d v + d log v. For a < 1, Gamma(a) = Gamma(a + 1) * U^(1/a) with U ~ U(0, 1]
+independent; everything is kept as a logarithm, so the tiny variates of small a (0.03 gives
+U^33) never underflow before the normalisation.
+
+Acceptance of one proposal is 0.952 at a = 1 (the worst case here: a < 1 is boosted to a + 1 in
+(1, 2)), 0.954 at 1.03, 0.967 at 1.3, 0.982 at 2 (numerical integration of the acceptance test).
+With `proposals = 8` all eight are rejected with probability (1 - 0.952)^8 = 3.0e-11 per variate
+at worst: about one variate in 4 million moves of 1024 games x 122 actions. That variate then takes
+the deterministic value d (v = 1, close to the mode a - 1), so the sampled distribution is within
+3e-11 of Gamma(a) in total variation.
+
+Dir(alpha) over the K legal moves of each row is the vector of K independent Gamma(alpha) variates
+divided by their sum (a softmax of their logarithms); illegal moves get exactly 0, and a row with no
+legal move is all zeros.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+PROPOSALS = 8  # Marsaglia-Tsang proposals per variate; see the module docstring
+
+
+def log_gamma(key, shape: tuple[int, ...], *, alpha, proposals: int = PROPOSALS):
+    """float32[*shape]: logarithms of independent Gamma(alpha, 1) variates.
+
+    `alpha` > 0 is a float or a float32[] array (one compiled function then serves every alpha).
+    """
+    if isinstance(alpha, (int, float)) and not alpha > 0:
+        raise ValueError(f"alpha must be > 0, got {alpha!r}")
+    k_normal, k_accept, k_boost = jax.random.split(key, 3)
+    alpha = jnp.asarray(alpha, jnp.float32)
+    boost = alpha < 1
+    d = jnp.where(boost, alpha + 1, alpha) - 1.0 / 3.0  # Marsaglia-Tsang for a = alpha (+ 1)
+    c = 1.0 / jnp.sqrt(9.0 * d)
+    x = jax.random.normal(k_normal, (proposals, *shape), jnp.float32)  # [P, *shape]
+    log_u = jnp.log1p(-jax.random.uniform(k_accept, (proposals, *shape)))  # log of U(0, 1]
+    v = (1.0 + c * x) ** 3
+    positive = v > 0
+    log_v = jnp.log(jnp.where(positive, v, 1.0))
+    accepted = positive & (log_u < 0.5 * x * x + d - d * v + d * log_v)  # [P, *shape]
+    chosen = jnp.zeros(shape, jnp.float32)  # all rejected: v = 1
+    for i in reversed(range(proposals)):  # the first accepted proposal wins (unrolled selects)
+        chosen = jnp.where(accepted[i], log_v[i], chosen)
+    log_boost = jnp.log1p(-jax.random.uniform(k_boost, shape)) / alpha  # log U^(1/alpha)
+    return jnp.log(d) + chosen + jnp.where(boost, log_boost, 0.0)
+
+
+def dirichlet_over_legal(key, legal, *, alpha, proposals: int = PROPOSALS):
+    """float32[..., A]: per row of `legal` (bool[..., A]), a Dir(alpha, ..., alpha) sample over its
+    legal moves; exactly 0 on illegal moves, and all 0 in a row without a legal move."""
+    log_g = jnp.where(legal, log_gamma(key, legal.shape, alpha=alpha, proposals=proposals),
+                      -jnp.inf)
+    top = jnp.max(log_g, axis=-1, keepdims=True)
+    weights = jnp.exp(log_g - jnp.where(jnp.isfinite(top), top, 0.0))  # illegal: exp(-inf) = 0
+    total = jnp.sum(weights, axis=-1, keepdims=True)
+    return weights / jnp.maximum(total, jnp.finfo(jnp.float32).tiny)
