@@ -95,3 +95,14 @@ def test_hex_openings_are_scored_against_the_solver():
     weak = play_games(hex3, parse_agent("random", hex3), parse_agent("perfect", hex3),
                       len(both), jax.random.PRNGKey(0), openings=both)
     assert op.won_sides(values, weak.returns)["won_sides"] < 9  # random throws some away
+
+
+def test_openspiel_mcts_plays_every_opening_of_tictactoe(tmp_path):
+    """spiel: OpenSpiel's C++ MCTS bot keeps its own state in step with the games, openings
+    included; against perfect play it never wins, and perfect play never loses."""
+    moves = op.both_colours(op.openings(TTT, "all"))
+    outcome = play_games(TTT, parse_agent("spiel:sims=200", TTT), parse_agent("perfect", TTT),
+                         len(moves), jax.random.PRNGKey(0), openings=moves)
+    assert outcome.result.wins == 0 and outcome.result.games == 18
+    with pytest.raises(ValueError, match="OpenSpiel has no othello"):
+        parse_agent("spiel", games.make("othello", size=6))

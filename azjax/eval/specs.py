@@ -17,6 +17,8 @@ Specs (options are comma-separated `name=value`):
     random                           a uniformly random legal move.
     minimax[:depth=D,seed=S]         alpha-beta negamax in Python (see `Minimax`); depth defaults
                                      to the whole game, allowed only for small games.
+    spiel[:sims=N,c=C,seed=S]        OpenSpiel's C++ MCTS bot (UCT, one random rollout a leaf;
+                                     sims 1000, c 1.4): an engine this project did not write.
     perfect[:seed=S]                 a perfect player: the exact Hex solver (up to 5x5, no swap)
                                      or whole-game minimax (Tic-Tac-Toe); see `perfect`.
     human                            asks for moves on stdin.
@@ -54,6 +56,7 @@ _OPTIONS: dict[str, tuple] = {
     "seconds": (float, 1e-6, math.inf, "seconds per move per game instead of sims"),
     "depth": (int, 1, 10_000, "plies searched"),
     "seed": (int, 0, 2**31 - 1, "random seed of the tie-breaking"),
+    "c": (float, 0.0, 100.0, "UCT exploration constant"),
 }
 
 KINDS = {
@@ -63,6 +66,7 @@ KINDS = {
     "random": "random",
     "minimax": "minimax[:depth=D,seed=S]",
     "perfect": "perfect[:seed=S] (exact: Hex up to 5x5, Tic-Tac-Toe)",
+    "spiel": "spiel[:sims=..,c=..,seed=..] (OpenSpiel's C++ MCTS bot, random rollouts)",
     "human": "human",
     "gtp": 'gtp:"COMMAND"',
 }
@@ -72,7 +76,7 @@ def parse_agent(text: str, game: Game) -> Agent:
     """The agent a spec names, for `game`; ValueError naming the kinds or options on bad specs."""
     kind, _, rest = text.strip().partition(":")
     builders = {"ckpt": _ckpt, "mcts": _mcts, "random": _random, "minimax": _minimax,
-                "perfect": _perfect, "human": _human, "gtp": _gtp}
+                "perfect": _perfect, "spiel": _spiel, "human": _human, "gtp": _gtp}
     if kind not in builders:
         raise ValueError(f"unknown agent {text!r}; agents: {'; '.join(KINDS.values())}")
     return builders[kind](game, rest, text.strip())
@@ -179,6 +183,14 @@ def _perfect(game: Game, rest: str, name: str) -> Agent:
 
     opts = parse_options("perfect", rest, ("seed",))
     return perfect_agent(game, name, opts.get("seed", 0))
+
+
+def _spiel(game: Game, rest: str, name: str) -> Agent:
+    from azjax.eval.spiel import spiel_mcts_agent
+
+    opts = parse_options("spiel", rest, ("sims", "c", "seed"))
+    return spiel_mcts_agent(game, name, sims=opts.get("sims", 1000), c=opts.get("c", 1.4),
+                            seed=opts.get("seed", 0))
 
 
 def _human(game: Game, rest: str, name: str) -> Agent:
