@@ -179,3 +179,28 @@ def test_experiments_without_a_run_folder_say_so(tmp_path, capsys):
     assert experiment2.main([f"--workdir={tmp_path}/none"]) == 2
     assert experiment3.main([f"--workdir={tmp_path}/none"]) == 2
     assert "run experiments.experiment1 first" in capsys.readouterr().err
+
+
+def test_openings_curve_against_perfect_play(tiny_run, tmp_path, capsys):
+    from experiments import openings_curve
+
+    out = tmp_path / "oc"
+    assert openings_curve.main([f"--workdir={tiny_run}", "--opponent=perfect", "--sims=4",
+                                "--empty_games=2", f"--out={out}"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert [r["step"] for r in results["curve"]] == [1, 2]
+    assert results["games_per_checkpoint"] == 18  # 9 first moves, both colours
+    for row in results["curve"]:  # perfect play never loses a drawn opening: A never wins
+        assert row["wins"] == 0 and row["wins"] + row["draws"] + row["losses"] == 18
+        assert row["won_sides"]["decisive_openings"] == 0
+    assert results["empty_board"]["wins"] + results["empty_board"]["draws"] \
+        + results["empty_board"]["losses"] == 2
+    assert (out / "curve.png").exists()
+    assert "checkpoint 2: 0-" in capsys.readouterr().out
+
+
+def test_openings_curve_refuses_bad_input(tmp_path, capsys):
+    from experiments import openings_curve
+
+    assert openings_curve.main([f"--workdir={tmp_path}/none", "--opponent=random"]) == 2
+    assert "no run folder" in capsys.readouterr().err
