@@ -3,9 +3,9 @@ game per legal opening move with each colour (the paper's protocol), Elo differe
 
 from __future__ import annotations
 
+import functools
 import math
 
-import jax
 import jax.numpy as jnp
 
 from azjax.eval.agent import Agent
@@ -17,20 +17,30 @@ from azjax.search import make_evaluator
 
 
 def greedy_agent(name: str, game, apply, variables) -> Agent:
-    """The apprentice as the paper tests it: the network's most likely legal move."""
+    """The apprentice as the paper tests it: the network's most likely legal move. Agents of one
+    game and `apply` share one act function, so their matches compile once."""
+    return Agent(name=name, batched=True, act=_greedy_act(game, apply), variables=variables)
+
+
+def expert_agent(name: str, game, spec: ExpertSpec, apply, variables) -> Agent:
+    """The ExIt expert (or vanilla MCTS: `ExpertSpec.vanilla`) playing its most visited move."""
+    return Agent(name=name, batched=True, act=_expert_act(game, spec, apply), variables=variables)
+
+
+@functools.cache
+def _greedy_act(game, apply):
     policy = make_evaluator(game, "network", apply)
 
     def act(variables, key, states):
         del key
         return jnp.argmax(policy(variables, states)[0], axis=-1).astype(jnp.int32)
 
-    return Agent(name=name, batched=True, act=act, variables=variables)
+    return act
 
 
-def expert_agent(name: str, game, spec: ExpertSpec, apply, variables) -> Agent:
-    """The ExIt expert (or vanilla MCTS: `ExpertSpec.vanilla`) playing its most visited move."""
-    return Agent(name=name, batched=True, act=make_expert_agent(game, spec, apply),
-                 variables=variables)
+@functools.cache
+def _expert_act(game, spec: ExpertSpec, apply):
+    return make_expert_agent(game, spec, apply)
 
 
 def opening_match(game, a: Agent, b: Agent, key) -> dict:
@@ -51,12 +61,3 @@ def elo_difference(score: float, games_floor: float = 1e-3) -> float:
     """400 log10(s / (1 - s)), with s clipped to [0.001, 0.999] (a sweep would be infinite)."""
     s = min(max(score, games_floor), 1 - games_floor)
     return 400 * math.log10(s / (1 - s))
-
-
-def batched(n: int, size: int):
-    """Slices of `size` over range(n)."""
-    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
-
-
-def keys(seed: int, n: int):
-    return jax.random.split(jax.random.PRNGKey(seed), n)
