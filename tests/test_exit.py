@@ -165,3 +165,39 @@ def test_exit_flags_in_help():
                  "--retrain_from_scratch", "--exit_c_uct", "--exit_prior_weight",
                  "--exit_prior_temperature"):
         assert flag in text
+
+
+def test_experiment_targets_toy(tmp_path):
+    from experiments import exit_targets
+
+    out = str(tmp_path / "targets")
+    assert exit_targets.main(["--size=3", "--positions=32", "--test_positions=8", "--sims=4",
+                              "--batch_games=20", "--train_steps=2", "--num_blocks=1",
+                              "--num_filters=4", f"--out={out}"]) == 0
+    with open(os.path.join(out, "results.json")) as f:
+        res = json.load(f)
+    run = res["runs"][0]
+    assert 0 <= run["tpt"]["top3_error"] <= run["tpt"]["top1_error"] <= 1
+    assert run["tpt_vs_cat"]["games"] == 18  # 9 openings x 2 colours
+    assert sum(run["tpt_vs_cat"]["wdl"]) == 18
+
+
+def test_experiment_datasets_and_expert_toy(tmp_path):
+    from experiments import exit_datasets, exit_expert
+
+    out = str(tmp_path / "datasets")
+    assert exit_datasets.main([
+        "--size=3", "--iterations=1", "--seeds=1", "--methods=batch,alphazero", "--batch_games=4",
+        "--num_simulations=4", "--train_steps=1", "--train_batch_size=8", "--num_blocks=1",
+        "--num_filters=4", "--dataset_size=16", "--anchors=4", f"--out={out}"]) == 0
+    with open(os.path.join(out, "results.json")) as f:
+        res = json.load(f)
+    assert set(res["table"]) == {"batch", "alphazero"}
+    assert res["checkpoints"]["alphazero_s0@1"]["evaluations"] == 4 * 5 * 9  # 9 plies x (4 + 1)
+    assert os.path.exists(os.path.join(out, "elo.png"))
+    expert_out = str(tmp_path / "expert")
+    assert exit_expert.main([f"--workdir={out}/batch_s0", "--sims=4", f"--out={expert_out}"]) == 0
+    with open(os.path.join(expert_out, "results.json")) as f:
+        matches = json.load(f)["matches"]
+    assert [m["b"] for m in matches] == ["mcts4", "mcts8"]
+    assert all(sum(m["wdl"]) == 18 for m in matches)
