@@ -100,6 +100,38 @@ class Config:
     iterations: int = _field(100, "stop after this many iterations", low=1)
     time_budget: float = _field(0.0, "stop after this many minutes (0: no limit)", low=0.0)
 
+    # ---- Expert Iteration (seed 002; `--algorithm=exit`, azjax/exit.py) -----------------------
+    algorithm: str = _field("alphazero", "alphazero: search self-play (selfplay.py); exit: the "
+                            "apprentice network plays, an expert search labels one position per "
+                            "game (exit.py; ignores search, c_puct, dirichlet_*, sample_moves, "
+                            "selfplay_steps, opening_plies, replay_games)",
+                            choices=("alphazero", "exit"))
+    policy_target: str = _field("tpt", "ExIt policy target: tpt (root visit distribution "
+                                "n(s,a)/n(s)) or cat (one-hot of the expert's most visited move)",
+                                choices=("tpt", "cat"))
+    value_target: str = _field("rollout", "ExIt value target: rollout (outcome of the "
+                               "apprentice's game from the position) or search (expert root value)",
+                               choices=("rollout", "search"))
+    positions_per_game: int = _field(1, "ExIt: positions drawn uniformly from each apprentice "
+                                     "game (without replacement)", low=1, high=64)
+    dataset: str = _field("online_buffer", "ExIt dataset: batch (train on this iteration's "
+                          "positions only), online_buffer (the latest dataset_size positions), "
+                          "online_grow (all positions; each iteration adds dataset_growth times "
+                          "the dataset, at least one batch of games)",
+                          choices=("batch", "online_buffer", "online_grow"))
+    dataset_size: int = _field(100_000, "ExIt: positions kept by online_buffer, the capacity of "
+                               "online_grow (rounded up to whole batches of batch_games)", low=1)
+    dataset_growth: float = _field(0.1, "ExIt online_grow: new positions per iteration as a "
+                                   "fraction of the dataset", low=0.0, high=10.0)
+    retrain_from_scratch: bool = _field(False, "ExIt: train a freshly initialised apprentice "
+                                        "every iteration instead of continuing")
+    exit_c_uct: float = _field(0.05, "ExIt expert: UCT exploration constant c_b (values in "
+                               "[0, 1]; seed 002 Table 1: 0.25 vanilla, 0.05 N-MCTS)", low=0.0)
+    exit_prior_weight: float = _field(100.0, "ExIt expert: w_a, weight of the bonus "
+                                      "w_a pi(a|s,tau) / (n(s,a) + 1); 0: plain UCT", low=0.0)
+    exit_prior_temperature: float = _field(0.1, "ExIt expert: tau, softmax temperature of the "
+                                           "apprentice prior in the bonus", low=1e-3, high=100.0)
+
     # ---- derived -----------------------------------------------------------------------------
     def make_game(self) -> games.Game:
         return games.make(self.game, **self.game_options)

@@ -258,7 +258,12 @@ def train_and_evaluate(config: Config, workdir: str, resume: bool = False,
     os.makedirs(workdir, exist_ok=True)
     game = config.make_game()
     mesh = parallel.make_mesh()
-    fns = make_iteration(config, mesh)
+    if config.algorithm == "exit":  # Expert Iteration; azjax/exit.py imports this module
+        from azjax import exit as expert_iteration
+
+        fns = expert_iteration.make_iteration(config, mesh)
+    else:
+        fns = make_iteration(config, mesh)
     steps = config.selfplay_steps or game.max_game_length
     devices = parallel.num_devices(mesh)
 
@@ -301,6 +306,8 @@ def train_and_evaluate(config: Config, workdir: str, resume: bool = False,
             for k, distinct, reached in zip(VARIETY_PLIES, played.distinct, played.reached):
                 values[f"selfplay/distinct_ply{k}"] = int(distinct)
                 values[f"selfplay/positions_ply{k}"] = int(reached)
+            if hasattr(played, "metrics"):  # ExIt's own (azjax/exit.py)
+                values.update(played.metrics())
             train = run.train
             if config.train_steps and played.ready >= fns.min_replay:
                 train, losses = fns.learn(run, buffer)

@@ -1,0 +1,381 @@
+"""Expert Iteration (seed 002, Anthony et al. 2017): the apprentice plays, the expert labels.
+
+Each round (`make_round`):
+1. the apprentice (the network's policy, no search, sampling at temperature 1) plays B games
+   from the start in lock-step, `game.max_game_length` plies (finished games stay put);
+2. from each game `positions_per_game` positions are drawn uniformly (without replacement) among
+   those before its end, so the positions of a round are uncorrelated;
+3. the expert searches all drawn positions at once: `mctx.search` with ExIt's tree policy
+   (`azjax.selection`: UCT plus w_a pi(a|s,tau) / (n(s,a) + 1)), leaf values from the evaluator
+   (the network, or value 0 with `evaluator=uniform`) blended with rollouts as in search.py:
+   v_leaf = (1 - lambda) v_net + lambda z_rollout where a rollout happened (p = rollout_prob).
+   Three settings of that blend are the paper's warm start: vanilla MCTS (`evaluator=uniform
+   exit_prior_weight=0 rollout_policy=random rollout_prob=1 rollout_weight=1`), policy-guided
+   N-MCTS (`evaluator=network rollout_weight=1`) and policy-and-value N-MCTS (lambda < 1);
+4. targets: policy TPT (the root visit distribution) or CAT (one-hot of the most visited move);
+   value the apprentice game's outcome for the position's mover (`rollout`, a one-sample Monte
+   Carlo estimate of V^apprentice) or the expert's root value (`search`).
+
+`make_iteration(config, mesh)` builds the loop's `Iteration` (azjax/loop.py) from rounds: `play`
+writes the round's positions into the replay buffer as one-position games that end at once
+(done, returns set so the settled value is the target), so sampling and the learner are the
+AlphaZero ones. Datasets (`config.dataset`):
+- batch: the buffer holds exactly one round; each iteration trains on its own positions;
+- online_buffer: the latest `dataset_size` positions (FIFO);
+- online_grow: every position so far; each iteration plays max(1, round(dataset_growth * size /
+  round_size)) rounds (the paper's dataset grown by 10% each iteration), FIFO only once
+  `dataset_size` positions are held.
+The apprentice keeps its weights across iterations unless `retrain_from_scratch`.
+
+Network evaluations per iteration are logged (`exit/network_evaluations`, the paper's x-axis):
+apprentice moves played plus (num_simulations + 1) per expert position with the network
+evaluator; steps of policy rollouts are not counted.
+
+B is `batch_games`, K `positions_per_game`, A the game's number of actions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mctx
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
+
+from azjax import parallel, replay, training
+from azjax.checkpoint import RunState, init_run
+from azjax.config import Config
+from azjax.loop import VARIETY_PLIES, Iteration, count_distinct, make_sampler
+from azjax.network import init_variables, make_apply, make_network
+from azjax.search import SearchSpec, make_evaluator, make_rollout
+from azjax.selection import uct_policy
+from azjax.selfplay import init_states
+from games.base import Game
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpertSpec:
+    """How the expert searches (module doc, step 3)."""
+
+    num_simulations: int = 100
+    c_uct: float = 0.05
+    prior_weight: float = 100.0
+    temperature: float = 0.1
+    evaluator: str = "network"  # "network" | "uniform"
+    rollout_policy: str = "none"  # "none" | "random" | "policy"
+    rollout_prob: float = 0.0
+    rollout_weight: float = 0.5
+    rollout_sample: bool = False
+
+    @staticmethod
+    def from_config(config: Config, **overrides) -> ExpertSpec:
+        values = dict(num_simulations=config.num_simulations, c_uct=config.exit_c_uct,
+                      prior_weight=config.exit_prior_weight,
+                      temperature=config.exit_prior_temperature, evaluator=config.evaluator,
+                      rollout_policy=config.rollout_policy, rollout_prob=config.rollout_prob,
+                      rollout_weight=config.rollout_weight, rollout_sample=config.rollout_sample)
+        return ExpertSpec(**{**values, **overrides})
+
+    @staticmethod
+    def vanilla(num_simulations: int, c_uct: float = 0.25) -> ExpertSpec:
+        """Vanilla MCTS: plain UCT, uniform priors, a random rollout from every new leaf."""
+        return ExpertSpec(num_simulations=num_simulations, c_uct=c_uct, prior_weight=0.0,
+                          evaluator="uniform", rollout_policy="random", rollout_prob=1.0,
+                          rollout_weight=1.0)
+
+    @property
+    def network_evaluations(self) -> int:
+        """Evaluator calls per searched position (root + one per simulation), 0 without it."""
+        return self.num_simulations + 1 if self.evaluator == "network" else 0
+
+
+def make_expert(game: Game, spec: ExpertSpec, apply: Callable | None) -> Callable:
+    """expert(variables, key, states[N]) -> mctx.PolicyOutput (action_weights: n(s,a)/n(s)).
+
+    Follows search.py's conventions: values from the player to move, discount -1 between plies
+    and 0 after the end (an illegal move, which the tree policy never picks, ends as a loss).
+    """
+    evaluate = make_evaluator(game, spec.evaluator, apply)
+    rollout = None
+    if spec.rollout_policy != "none" and spec.rollout_prob > 0:
+        rollout = make_rollout(game, SearchSpec(rollout_policy=spec.rollout_policy,
+                                                rollout_sample=spec.rollout_sample), apply)
+
+    def leaf_value(variables, key, states, value):
+        if rollout is None:
+            return value
+        k_coin, k_roll = jax.random.split(key)
+        z = rollout(variables, k_roll, states)
+        rolled = jax.random.bernoulli(k_coin, spec.rollout_prob, value.shape)
+        blended = (1.0 - spec.rollout_weight) * value + spec.rollout_weight * z
+        return jnp.where(rolled, blended, value)
+
+    def recurrent_fn(variables, key, action, states):
+        actor = jax.vmap(game.current_player)(states)
+        was_legal = jnp.take_along_axis(
+            jax.vmap(game.legal_mask)(states), action[:, None], axis=1)[:, 0]
+        nxt = jax.vmap(game.step)(states, action)
+        reward = jnp.take_along_axis(jax.vmap(game.returns)(nxt), actor[:, None], axis=1)[:, 0]
+        reward = jnp.where(was_legal, reward, -1.0)
+        done = jax.vmap(game.is_terminal)(nxt) | ~was_legal
+        logits, value = evaluate(variables, nxt)
+        value = leaf_value(variables, key, nxt, value)
+        out = mctx.RecurrentFnOutput(reward=reward, discount=jnp.where(done, 0.0, -1.0),
+                                     prior_logits=logits, value=jnp.where(done, 0.0, value))
+        return out, nxt
+
+    def expert(variables, key, states):
+        k_root, k_search = jax.random.split(key)
+        logits, value = evaluate(variables, states)
+        root = mctx.RootFnOutput(prior_logits=logits,
+                                 value=leaf_value(variables, k_root, states, value),
+                                 embedding=states)
+        return uct_policy(variables, k_search, root, recurrent_fn, spec.num_simulations,
+                          invalid_actions=~jax.vmap(game.legal_mask)(states), c_uct=spec.c_uct,
+                          prior_weight=spec.prior_weight, temperature=spec.temperature)
+
+    return expert
+
+
+def make_expert_agent(game: Game, spec: ExpertSpec, apply: Callable | None) -> Callable:
+    """An arena agent (azjax/arena.py): act(variables, key, states[B]) -> the expert's most
+    visited move, int32[B]."""
+    expert = make_expert(game, spec, apply)
+
+    def act(variables, key, states):
+        return expert(variables, key, states).action
+
+    return act
+
+
+class Apprentice(NamedTuple):
+    """B games of the apprentice, T = max_game_length plies (positions before each move)."""
+
+    states: object  # game states [T, B]
+    alive: jax.Array  # bool[T, B], the position is before its game's end
+    returns: jax.Array  # float32[B, 2], final returns
+
+
+def make_apprentice_play(game: Game, apply: Callable, num_games: int) -> Callable:
+    """play(variables, key) -> Apprentice: B games from the start, each move sampled from the
+    network's policy over legal moves."""
+    policy = make_evaluator(game, "network", apply)
+
+    def play(variables, key):
+        def body(states, k):
+            logits, _ = policy(variables, states)
+            action = jax.random.categorical(k, logits).astype(jnp.int32)
+            alive = ~jax.vmap(game.is_terminal)(states)
+            return jax.vmap(game.step)(states, action), (states, alive)  # terminal: absorbing
+
+        keys = jax.random.split(key, game.max_game_length)
+        final, (states, alive) = jax.lax.scan(body, init_states(game, num_games), keys)
+        return Apprentice(states, alive, jax.vmap(game.returns)(final))
+
+    return play
+
+
+def draw_positions(key, alive: jax.Array, k: int) -> jax.Array:
+    """int32[K, B] plies: K distinct plies of each game drawn uniformly among its `alive` ones
+    (alive bool[T, B]); a game with fewer than K live plies repeats its first draw."""
+    u = jnp.where(alive, jax.random.uniform(key, alive.shape), -1.0)  # [T, B]
+    _, plies = jax.lax.top_k(u.T, k)  # [B, K]
+    ok = jnp.take_along_axis(alive.T, plies, axis=1)
+    plies = jnp.where(ok, plies, plies[:, :1])
+    return plies.T.astype(jnp.int32)
+
+
+class Labelled(NamedTuple):
+    """A round's expert-labelled positions, N = K * B (row-major over [K, B])."""
+
+    obs: jax.Array  # float32[N, H, W, C]
+    tpt: jax.Array  # float32[N, A], root visit distribution, network frame
+    cat: jax.Array  # float32[N, A], one-hot of the most visited move, network frame
+    outcome: jax.Array  # float32[N], the apprentice game's outcome for the mover
+    search_value: jax.Array  # float32[N], the expert's root value for the mover
+    player: jax.Array  # int32[N], the mover
+    ply: jax.Array  # int32[N], plies played before the position
+    legal: jax.Array  # bool[N, A], legal moves, network frame
+    apprentice_moves: jax.Array  # int32[], moves the apprentice played (network evaluations)
+
+
+def make_round(game: Game, spec: ExpertSpec, apply: Callable, num_games: int,
+               positions_per_game: int) -> Callable:
+    """label(variables, key) -> Labelled: steps 1-4 of the module doc for B = `num_games`."""
+    play = make_apprentice_play(game, apply, num_games)
+    expert = make_expert(game, spec, apply)
+    k = positions_per_game
+
+    def label(variables, key):
+        k_play, k_draw, k_expert = jax.random.split(key, 3)
+        games = play(variables, k_play)
+        plies = draw_positions(k_draw, games.alive, k)  # [K, B]
+        cols = jnp.arange(num_games)[None, :]
+        states = jax.tree_util.tree_map(
+            lambda x: x[plies, cols].reshape((k * num_games,) + x.shape[2:]), games.states)
+        out = expert(variables, k_expert, states)
+        to_net = jax.vmap(game.actions_to_policy)
+        player = jax.vmap(game.current_player)(states)
+        returns = jnp.tile(games.returns, (k, 1))  # [N, 2], row-major over [K, B]
+        onehot = jax.nn.one_hot(out.action, game.num_actions)
+        root_value = out.search_tree.summary().value
+        return Labelled(
+            obs=jax.vmap(game.observe)(states),
+            tpt=to_net(states, out.action_weights),
+            cat=to_net(states, onehot),
+            outcome=jnp.take_along_axis(returns, player[:, None], axis=1)[:, 0],
+            search_value=root_value,
+            player=player,
+            ply=states.num_moves,
+            legal=to_net(states, jax.vmap(game.legal_mask)(states).astype(jnp.float32)) > 0,
+            apprentice_moves=jnp.sum(games.alive, dtype=jnp.int32),
+        )
+
+    return label
+
+
+def as_trajectory(data: Labelled, *, policy_target: str, value_target: str,
+                  num_games: int) -> replay.Trajectory:
+    """The positions as K rows of B one-position games that end at once, their returns set so
+    that the buffer settles each position's value to the chosen target."""
+    policy = {"tpt": data.tpt, "cat": data.cat}[policy_target]
+    value = {"rollout": data.outcome, "search": data.search_value}[value_target]
+    returns = jnp.where(data.player[:, None] == jnp.arange(2)[None, :], value[:, None],
+                        -value[:, None])  # [N, 2]
+
+    def rows(x):
+        return x.reshape((-1, num_games) + x.shape[1:])
+
+    return replay.Trajectory(obs=rows(data.obs), policy=rows(policy), player=rows(data.player),
+                             done=rows(jnp.ones_like(value, bool)), returns=rows(returns))
+
+
+class ExItStats(NamedTuple):
+    """What `play` reports: the loop's PlayStats fields, then ExIt's."""
+
+    games: jax.Array  # int32[], apprentice games played
+    ready: jax.Array  # int32[], positions in the dataset
+    distinct: jax.Array  # int32[len(VARIETY_PLIES)], distinct positions at each ply
+    reached: jax.Array  # int32[len(VARIETY_PLIES)], positions at each ply
+    positions: jax.Array  # int32[], expert-labelled positions added
+    evaluations: jax.Array  # float32[], network evaluations (apprentice + expert)
+    rounds: jax.Array  # int32[], rounds played
+
+    def metrics(self) -> dict[str, float]:
+        """The ExIt metrics the loop logs beside its own."""
+        return {"exit/positions": int(self.positions),
+                "exit/network_evaluations": float(self.evaluations),
+                "exit/rounds": int(self.rounds)}
+
+
+def _iteration_keys(run: RunState, iteration) -> jax.Array:
+    """[3] keys (play, train, eval) of `iteration`, as azjax/loop.py derives them."""
+    return jax.random.split(jax.random.fold_in(run.key, iteration), 3)
+
+
+def buffer_rows(config: Config) -> int:
+    """Rows of B positions the dataset holds."""
+    k = config.positions_per_game
+    if config.dataset == "batch":
+        return k
+    return max(k, math.ceil(config.dataset_size / config.batch_games))
+
+
+def rounds_for(config: Config, ready: int) -> int:
+    """Rounds to play this iteration when the dataset holds `ready` positions."""
+    if config.dataset != "online_grow":
+        return 1
+    per_round = config.batch_games * config.positions_per_game
+    fit = max(1, buffer_rows(config) // config.positions_per_game)
+    return min(fit, max(1, round(config.dataset_growth * ready / per_round)))
+
+
+def make_iteration(config: Config, mesh: Mesh) -> Iteration:
+    """The jitted ExIt pieces of `config` on `mesh`, with the loop's `Iteration` interface.
+
+    `states` are carried but unused (every round starts its games afresh); the mesh splits the
+    games and the buffer along B through the jitted functions' shardings.
+    """
+    parallel.check_divisible(mesh, batch_games=config.batch_games,
+                             train_batch_size=config.train_batch_size)
+    game = config.make_game()
+    net = make_network(config, game)
+    apply = make_apply(net)
+    spec = ExpertSpec.from_config(config)
+    b, k = config.batch_games, config.positions_per_game
+    optimizer = training.make_optimizer(config, config.iterations * config.train_steps)
+    label = make_round(game, spec, apply, b, k)
+
+    rep = parallel.replicated(mesh)
+    games_sh = parallel.sharding(mesh, P(parallel.AXIS))
+    buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
+
+    def one_round(run, buffer, index):
+        key = jax.random.fold_in(_iteration_keys(run, run.iteration + 1)[0], index)
+        data = label(run.train.variables, key)
+        traj = as_trajectory(data, policy_target=config.policy_target,
+                             value_target=config.value_target, num_games=b)
+        buffer = replay.add(buffer, traj)
+        distinct = jnp.stack([count_distinct(data.obs, data.ply == p) for p in VARIETY_PLIES])
+        reached = jnp.stack([jnp.sum(data.ply == p, dtype=jnp.int32) for p in VARIETY_PLIES])
+        evaluations = (data.apprentice_moves.astype(jnp.float32)
+                       + float(spec.network_evaluations * k * b))
+        stats = ExItStats(games=jnp.int32(b), ready=replay.num_ready(buffer), distinct=distinct,
+                          reached=reached, positions=jnp.int32(k * b), evaluations=evaluations,
+                          rounds=jnp.int32(1))
+        return buffer, stats
+
+    round_fn = jax.jit(one_round, in_shardings=(rep, buffer_sh, rep),
+                       out_shardings=(buffer_sh, rep), donate_argnums=1)
+    ready_fn = jax.jit(replay.num_ready, out_shardings=rep)
+
+    def play(run, states, buffer):
+        total = None
+        rounds = rounds_for(config, int(parallel.fetch(ready_fn(buffer))))
+        for index in range(rounds):
+            buffer, stats = round_fn(run, buffer, jnp.int32(index))
+            if total is None:
+                total = stats
+            else:
+                summed = jax.tree_util.tree_map(jnp.add, total, stats)
+                total = summed._replace(ready=stats.ready)
+        return states, buffer, total
+
+    learner = training.make_learner(
+        training.make_train_step(net, optimizer, config.weight_decay),
+        make_sampler(config.train_batch_size, mesh), max(config.train_steps, 1))
+    chunk = jax.jit(learner.chunk, in_shardings=(rep, buffer_sh, rep), out_shardings=(rep, rep),
+                    donate_argnums=0)
+
+    def start_of(run):
+        """(the learner's key, the train state it starts from) of the iteration after `run`."""
+        k_learn, k_init = jax.random.split(_iteration_keys(run, run.iteration + 1)[1])
+        if not config.retrain_from_scratch:
+            return k_learn, run.train
+        return k_learn, training.init_train_state(init_variables(net, game, k_init), optimizer)
+
+    start_fn = jax.jit(start_of, out_shardings=rep)
+
+    def learn(run, buffer):
+        k_learn, start = start_fn(run)
+        return training.learn(learner, chunk, start, buffer, k_learn)
+
+    return Iteration(
+        init_run=jax.jit(lambda: init_run(config), out_shardings=rep),
+        init_states=jax.jit(functools.partial(init_states, game, b), out_shardings=games_sh),
+        init_buffer=jax.jit(functools.partial(replay.init, buffer_rows(config), b,
+                                              game.observation_shape, game.num_actions),
+                            out_shardings=buffer_sh),
+        play=play,
+        learn=learn,
+        advance=jax.jit(lambda iteration: iteration + 1, out_shardings=rep),
+        eval_key=jax.jit(lambda run: _iteration_keys(run, run.iteration)[2], out_shardings=rep),
+        copy=jax.jit(lambda tree: jax.tree_util.tree_map(jnp.copy, tree), out_shardings=rep),
+        min_replay=config.min_replay or 1,
+    )

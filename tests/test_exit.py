@@ -1,0 +1,203 @@
+"""Expert Iteration: position sampling, targets, dataset sizes, training and resuming."""
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import azjax
+import games
+from azjax import exit as ex
+from azjax import parallel, replay
+from azjax.network import init_variables, make_apply, make_network
+
+TINY = dict(algorithm="exit", num_blocks=1, num_filters=4, value_hidden=4, batch_games=4,
+            num_simulations=4, train_steps=1, train_batch_size=8, exit_prior_weight=2.0,
+            eval_interval=0)
+
+
+def tiny(**overrides):
+    return azjax.load_config("tictactoe", {**TINY, **overrides})
+
+
+def test_draw_positions_uniform_distinct_and_alive():
+    lengths = np.array([3, 5])  # game 0 ends after 3 plies, game 1 after 5
+    alive = jnp.asarray(np.arange(6)[:, None] < lengths[None, :])  # [T=6, B=2]
+    draws = jax.vmap(lambda k: ex.draw_positions(k, alive, 1))(
+        jax.random.split(jax.random.PRNGKey(0), 3000))  # [3000, 1, 2]
+    for b, n in enumerate(lengths):
+        freq = np.bincount(np.asarray(draws[:, 0, b]), minlength=6) / 3000
+        np.testing.assert_allclose(freq[:n], 1 / n, atol=0.035)
+        assert freq[n:].sum() == 0  # never a ply after the end
+    two = jax.vmap(lambda k: ex.draw_positions(k, alive, 2))(
+        jax.random.split(jax.random.PRNGKey(1), 200))  # [200, 2, 2]
+    assert bool(jnp.all(two[:, 0] != two[:, 1]))  # without replacement
+    four = ex.draw_positions(jax.random.PRNGKey(2), alive, 4)  # game 0 has only 3 plies
+    assert sorted(np.asarray(four[:3, 0]).tolist()) == [0, 1, 2]
+    assert int(four[3, 0]) == int(four[0, 0])
+
+
+def test_targets_reach_the_buffer_as_chosen():
+    """TPT / CAT and rollout / search targets of two labelled positions, settled at once."""
+    data = ex.Labelled(
+        obs=jnp.zeros((2, 3, 3, 3)),
+        tpt=jnp.array([[0.5, 0.3, 0.2] + [0.0] * 6, [0.0, 0.1, 0.9] + [0.0] * 6]),
+        cat=jnp.array([[1.0, 0, 0] + [0.0] * 6, [0, 0, 1.0] + [0.0] * 6]),
+        outcome=jnp.array([1.0, -1.0]), search_value=jnp.array([0.25, 0.5]),
+        player=jnp.array([0, 1]), ply=jnp.array([0, 3]), legal=jnp.ones((2, 9), bool),
+        apprentice_moves=jnp.int32(0))
+    for policy_target, value_target in (("tpt", "rollout"), ("cat", "search")):
+        traj = ex.as_trajectory(data, policy_target=policy_target, value_target=value_target,
+                                num_games=2)
+        buf = replay.add(replay.init(1, 2, (3, 3, 3), 9), traj)
+        assert bool(jnp.all(buf.ready))
+        want_policy = data.tpt if policy_target == "tpt" else data.cat
+        want_value = data.outcome if value_target == "rollout" else data.search_value
+        np.testing.assert_allclose(buf.policy[0], want_policy)
+        np.testing.assert_allclose(buf.value[0], want_value)  # for each position's own mover
+
+
+def test_round_labels_are_consistent_and_the_expert_finds_a_win():
+    game = games.make("tictactoe")
+    net = make_network(tiny(), game)
+    variables = init_variables(net, game, jax.random.PRNGKey(0))
+    spec = ex.ExpertSpec.vanilla(24)
+    label = jax.jit(ex.make_round(game, spec, make_apply(net), 4, 2))
+    data = label(variables, jax.random.PRNGKey(1))
+    assert data.obs.shape == (8, 3, 3, 3) and data.tpt.shape == (8, 9)
+    np.testing.assert_allclose(data.tpt.sum(-1), 1.0, rtol=1e-6)
+    assert bool(jnp.all(jnp.where(data.legal, True, data.tpt == 0)))  # no visits off the board
+    np.testing.assert_array_equal(jnp.argmax(data.cat, -1), jnp.argmax(data.tpt, -1))
+    np.testing.assert_allclose(data.cat.sum(-1), 1.0)
+    assert set(np.asarray(data.outcome).tolist()) <= {-1.0, 0.0, 1.0}
+    assert 4 * 5 <= int(data.apprentice_moves) <= 4 * 9  # tictactoe lasts 5..9 plies
+    assert float(ex.ExpertSpec.vanilla(24).network_evaluations) == 0
+    # X a1, O b2, X b1, O c3: X wins at once with c1 (action 2)
+    state = game.init()
+    for move in ("a1", "b2", "b1", "c3"):
+        state = game.step(state, game.parse_action(move, state))
+    states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (4, *x.shape)), state)
+    act = jax.jit(ex.make_expert_agent(game, ex.ExpertSpec.vanilla(60), None))
+    np.testing.assert_array_equal(act(None, jax.random.PRNGKey(2), states), [2] * 4)
+
+
+@pytest.mark.parametrize("dataset, expected", [
+    ("batch", [8, 8, 8]),  # one round of 4 games x 2 positions, replaced each iteration
+    ("online_buffer", [8, 16, 16]),  # the latest 16 positions
+    ("online_grow", [8, 16, 32]),  # growth 1.0: doubles, one round of 8 at a time
+])
+def test_dataset_sizes_over_iterations(dataset, expected):
+    config = tiny(dataset=dataset, positions_per_game=2, dataset_size=16 if dataset ==
+                  "online_buffer" else 64, dataset_growth=1.0)
+    fns = ex.make_iteration(config, parallel.make_mesh())
+    run, states, buffer = fns.init_run(), fns.init_states(), fns.init_buffer()
+    sizes, rounds = [], []
+    for _ in range(3):
+        states, buffer, stats = fns.play(run, states, buffer)
+        sizes.append(int(stats.ready))
+        rounds.append(stats.metrics()["exit/rounds"])
+        run = run.replace(iteration=fns.advance(run.iteration))
+    assert sizes == expected
+    assert rounds == ([1, 1, 2] if dataset == "online_grow" else [1, 1, 1])
+
+
+def test_retrain_from_scratch_forgets_the_current_weights():
+    config = tiny(retrain_from_scratch=True, dataset="batch")
+    fns = ex.make_iteration(config, parallel.make_mesh())
+    run, states, buffer = fns.init_run(), fns.init_states(), fns.init_buffer()
+    _, buffer, _ = fns.play(run, states, buffer)
+    scaled = jax.tree_util.tree_map(lambda x: 3.0 * x, run.train.variables)
+    a, _ = fns.learn(run, buffer)
+    b, _ = fns.learn(run.replace(train=run.train.replace(variables=scaled)), buffer)
+    for x, y in zip(jax.tree_util.tree_leaves(a.variables), jax.tree_util.tree_leaves(b.variables)):
+        np.testing.assert_allclose(x, y)
+
+
+def test_train_py_exit_trains_and_resumes(tmp_path):
+    import train
+
+    workdir = str(tmp_path / "run")
+    argv = ["--game=tictactoe", f"--workdir={workdir}", "--no_progress", "--algorithm=exit",
+            "--num_blocks=1", "--num_filters=4", "--value_hidden=4", "--batch_games=4",
+            "--num_simulations=4", "--train_steps=1", "--train_batch_size=8",
+            "--eval_interval=0", "--checkpoint_interval=1", "--policy_target=cat",
+            "--value_target=search", "--dataset=online_grow", "--exit_prior_weight=2"]
+    assert train.main(argv + ["--iterations=2"]) == 0
+    assert train.main(argv + ["--iterations=3", "--resume"]) == 0
+    assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["1", "2", "3"]
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    assert [r["iteration"] for r in rows] == [1, 2, 3]
+    # 4 positions x (4 simulations + 1) expert evaluations, plus 4 apprentice games of 5..9 moves
+    assert all(20 + 20 <= r["exit/network_evaluations"] <= 20 + 36 for r in rows)
+    assert all("loss/policy" in r for r in rows)
+    saved = azjax.read_config(workdir)
+    assert (saved.algorithm, saved.policy_target, saved.dataset) == ("exit", "cat", "online_grow")
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--algorithm=expert", "algorithm must be one of alphazero, exit"),
+    ("--policy_target=visits", "policy_target must be one of tpt, cat"),
+    ("--value_target=net", "value_target must be one of rollout, search"),
+    ("--dataset=grow", "dataset must be one of batch, online_buffer, online_grow"),
+    ("--positions_per_game=0", "positions_per_game must be >= 1"),
+    ("--dataset_growth=-1", "dataset_growth must be >= 0"),
+    ("--exit_prior_temperature=0", "exit_prior_temperature must be >= 0.001"),
+    ("--retrain_from_scratch=maybe", "expected true or false"),
+])
+def test_bad_exit_flags_are_refused(flag, message, capsys):
+    import train
+
+    assert train.main(["--game=tictactoe", flag]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_exit_flags_in_help():
+    import train
+
+    text = train.build_parser("hex")[0].format_help()
+    for flag in ("--algorithm alphazero|exit", "--policy_target tpt|cat",
+                 "--value_target rollout|search", "--dataset batch|online_buffer|online_grow",
+                 "--positions_per_game", "--dataset_size", "--dataset_growth",
+                 "--retrain_from_scratch", "--exit_c_uct", "--exit_prior_weight",
+                 "--exit_prior_temperature"):
+        assert flag in text
+
+
+def test_experiment_targets_toy(tmp_path):
+    from experiments import exit_targets
+
+    out = str(tmp_path / "targets")
+    assert exit_targets.main(["--size=3", "--positions=32", "--test_positions=8", "--sims=4",
+                              "--batch_games=20", "--train_steps=2", "--num_blocks=1",
+                              "--num_filters=4", f"--out={out}"]) == 0
+    with open(os.path.join(out, "results.json")) as f:
+        res = json.load(f)
+    run = res["runs"][0]
+    assert 0 <= run["tpt"]["top3_error"] <= run["tpt"]["top1_error"] <= 1
+    assert run["tpt_vs_cat"]["games"] == 18  # 9 openings x 2 colours
+    assert sum(run["tpt_vs_cat"]["wdl"]) == 18
+
+
+def test_experiment_datasets_and_expert_toy(tmp_path):
+    from experiments import exit_datasets, exit_expert
+
+    out = str(tmp_path / "datasets")
+    assert exit_datasets.main([
+        "--size=3", "--iterations=1", "--seeds=1", "--methods=batch,alphazero", "--batch_games=4",
+        "--num_simulations=4", "--train_steps=1", "--train_batch_size=8", "--num_blocks=1",
+        "--num_filters=4", "--dataset_size=16", "--anchors=4", f"--out={out}"]) == 0
+    with open(os.path.join(out, "results.json")) as f:
+        res = json.load(f)
+    assert set(res["table"]) == {"batch", "alphazero"}
+    assert res["checkpoints"]["alphazero_s0@1"]["evaluations"] == 4 * 5 * 9  # 9 plies x (4 + 1)
+    assert os.path.exists(os.path.join(out, "elo.png"))
+    expert_out = str(tmp_path / "expert")
+    assert exit_expert.main([f"--workdir={out}/batch_s0", "--sims=4", f"--out={expert_out}"]) == 0
+    with open(os.path.join(expert_out, "results.json")) as f:
+        matches = json.load(f)["matches"]
+    assert [m["b"] for m in matches] == ["mcts4", "mcts8"]
+    assert all(sum(m["wdl"]) == 18 for m in matches)
