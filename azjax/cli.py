@@ -1,0 +1,60 @@
+"""What every script (train.py, evaluate.py, play.py) does with errors and signals.
+
+    def main(argv=None) -> int:
+        return cli.run("train.py", _main, sys.argv[1:] if argv is None else argv)
+
+An error the user can fix (a bad value, a file that cannot be written, a full disk, too little
+memory, a diverged run) ends as one line, `PROG: error: what and how to fix it`, and exit code 2;
+`--debug` anywhere on the command line shows its traceback instead. Anything else is a bug and
+keeps its traceback. SIGINT and SIGTERM end with `PROG: SIGINT: what was kept` and 130 or 143
+(`azjax.interrupt.Interrupted`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from azjax.checkpoint import describe_os_error
+from azjax.interrupt import Interrupted, raise_on_signals
+
+MEMORY_HINT = ("lower --batch_games, --train_batch_size, --replay_games, --num_simulations or the "
+               "network (--num_blocks, --num_filters)")
+
+
+def user_message(e: BaseException) -> str | None:
+    """The one-line explanation of an error the user can fix, or None for a bug."""
+    loop = sys.modules.get("azjax.loop")
+    if loop is not None and isinstance(e, loop.DivergenceError):
+        return str(e)
+    if isinstance(e, MemoryError):
+        return f"out of host memory; {MEMORY_HINT}"
+    if isinstance(e, OSError):
+        return describe_os_error(e)
+    text = str(e)
+    if "RESOURCE_EXHAUSTED" in text:  # XLA's out of memory, on any device
+        first = text.strip().splitlines()[0][:160]
+        return f"out of memory ({first}); {MEMORY_HINT}"
+    if isinstance(e, ValueError):
+        return text
+    return None
+
+
+def run(prog: str, body: Callable[[list[str]], int], argv: list[str]) -> int:
+    """body(argv)'s exit code, with errors and signals handled as the module doc says."""
+    debug = "--debug" in argv
+    raise_on_signals()  # SIGTERM ends like Ctrl-C, with a line and 143, not silently
+    try:
+        return body(argv)
+    except Interrupted as e:
+        print(f"{prog}: {e.name}: {e.message or 'stopped'}", file=sys.stderr, flush=True)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: SIGINT: stopped", file=sys.stderr, flush=True)
+        return 130
+    except Exception as e:
+        message = user_message(e)
+        if message is None or debug:
+            raise
+        print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+        return 2

@@ -1,0 +1,113 @@
+"""Stopping on request: SIGINT (Ctrl-C) and SIGTERM (preemption, a batch system's time limit).
+
+    with StopSignals("finishing iteration 12, then saving") as stop:
+        while not stop.requested:
+            ...                                # one unit of work
+    if stop.signum: raise Interrupted(stop.signum, "checkpoint 12 saved; continue with --resume")
+
+The first signal only sets `stop.requested` (and prints `note` once, on stderr): the work finishes
+its current unit, saves and stops. A second one raises `Interrupted` at once, wherever the program
+is, and puts the default handlers back, so a third ends the process the usual way.
+
+`Interrupted` is a KeyboardInterrupt (code that catches Ctrl-C still does) whose `exit_code` is
+128 + the signal number (130 for SIGINT, 143 for SIGTERM), the shells' convention.
+
+`run_interruptibly(fn)` runs a long call (a search compiled by XLA, which Python cannot interrupt)
+in a worker thread, so that Ctrl-C stops the waiting at once.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The program was stopped by a signal; `message` says what was kept."""
+
+    def __init__(self, signum: int, message: str = ""):
+        super().__init__(message)
+        self.signum, self.message = signum, message
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class StopSignals:
+    """SIGINT and SIGTERM ask the work to stop (see the module doc). Outside the main thread,
+    where Python cannot install handlers, it does nothing."""
+
+    def __init__(self, note: str | Callable[[], str] = "stopping after the current step"):
+        self.note = note
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    def _handle(self, signum, frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+            note = self.note() if callable(self.note) else self.note
+            print(f"\n{signal.Signals(signum).name}: {note} (send it again to stop at once)",
+                  file=sys.stderr, flush=True)
+            return
+        self._restore()
+        raise Interrupted(signum)
+
+    def _restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._restore()
+
+
+def raise_on_signals() -> None:
+    """Make SIGTERM raise `Interrupted` like Ctrl-C does (for programs whose work cannot be
+    resumed step by step: they keep what they have and stop)."""
+
+    def handle(signum, frame):
+        raise Interrupted(signum)
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+def run_interruptibly(fn: Callable[[], Any]) -> Any:
+    """fn() in a worker thread while this thread waits, so a signal (`Interrupted`, or
+    KeyboardInterrupt) reaches the caller at once instead of after the call. The interrupted
+    call goes on in its daemon thread; the caller is expected to end the process."""
+    box: dict[str, Any] = {}
+
+    def work():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # handed to the waiting thread
+            box["error"] = e
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.05)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
