@@ -3,6 +3,7 @@
     <workdir>/config.json                     the run's Config (written at start)
     <workdir>/checkpoints/<iteration>/state   the RunState pytree (network, optimizer, step, key)
     <workdir>/checkpoints/<iteration>/config  the run's Config as JSON
+    <workdir>/checkpoints/<iteration>/metrics the metrics rows since the checkpoint before
 
 An orbax CheckpointManager, one pytree per save, no pickle. Training (`azjax.loop`), evaluation,
 the experiments and the notebooks all load runs through this module:
@@ -99,7 +100,8 @@ def run_template(config: Config) -> RunState:
 def _manager(workdir: str, keep: int = 0, create: bool = True) -> ocp.CheckpointManager:
     directory = os.path.join(os.path.abspath(workdir), "checkpoints")
     options = ocp.CheckpointManagerOptions(max_to_keep=keep or None, create=create)
-    return ocp.CheckpointManager(directory, options=options, item_names=("state", "config"))
+    return ocp.CheckpointManager(directory, options=options,
+                                 item_names=("state", "config", "metrics"))
 
 
 class Checkpointer:
@@ -129,7 +131,10 @@ class Checkpointer:
         return CheckpointError(f"checkpoint {self._saving} could not be written in "
                                f"{self.manager.directory}: {reason}")
 
-    def save(self, iteration: int, state: Any, config: Config) -> None:
+    def save(self, iteration: int, state: Any, config: Config,
+             rows: list[dict] | None = None) -> None:
+        """Start saving checkpoint `iteration`; `rows` are the metrics rows metrics.jsonl does not
+        hold yet, kept with it so that a resumed run has them whatever happened to the file."""
         self.wait()
         self._saving = self.last_saved = iteration
         try:
@@ -138,6 +143,7 @@ class Checkpointer:
                 args=ocp.args.Composite(
                     state=ocp.args.StandardSave(state),
                     config=ocp.args.JsonSave(json.loads(config.to_json())),
+                    metrics=ocp.args.JsonSave({"rows": list(rows or [])}),
                 ),
             )
         except Exception as e:
@@ -189,6 +195,17 @@ class Checkpointer:
         raise CheckpointError(
             f"checkpoint {step} in {self.manager.directory} cannot be read (corrupt, or made "
             f"for another network or optimizer: {reason}); {hint}")
+
+    def saved_rows(self, step: int) -> list[dict]:
+        """The metrics rows saved with checkpoint `step` ([] for checkpoints made before they
+        were, or when they cannot be read)."""
+        try:
+            data = self.manager.restore(
+                step, args=ocp.args.Composite(metrics=ocp.args.JsonRestore()))
+            rows = data["metrics"]["rows"]
+        except Exception:
+            return []
+        return [r for r in rows if isinstance(r, dict) and isinstance(r.get("iteration"), int)]
 
     def _restore(self, template: Any, step: int) -> Any:
         abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, template)

@@ -7,16 +7,19 @@ An error the user can fix (a bad value, a file that cannot be written, a full di
 memory, a diverged run) ends as one line, `PROG: error: what and how to fix it`, and exit code 2;
 `--debug` anywhere on the command line shows its traceback instead. Anything else is a bug and
 keeps its traceback. SIGINT and SIGTERM end with `PROG: SIGINT: what was kept` and 130 or 143
-(`azjax.interrupt.Interrupted`).
+(`azjax.interrupt.Interrupted`). With `threaded=True` (evaluate.py, play.py: their work is
+long calls into XLA that Python cannot interrupt) the work runs in a worker thread, and a signal
+ends the process at once (`os._exit`), after what the work wrote so far.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
 from azjax.checkpoint import describe_os_error
-from azjax.interrupt import Interrupted, raise_on_signals
+from azjax.interrupt import Interrupted, raise_on_signals, run_interruptibly
 
 MEMORY_HINT = ("lower --batch_games, --train_batch_size, --replay_games, --num_simulations or the "
                "network (--num_blocks, --num_filters)")
@@ -40,18 +43,25 @@ def user_message(e: BaseException) -> str | None:
     return None
 
 
-def run(prog: str, body: Callable[[list[str]], int], argv: list[str]) -> int:
-    """body(argv)'s exit code, with errors and signals handled as the module doc says."""
+def run(prog: str, body: Callable[[list[str]], int], argv: list[str], *,
+        threaded: bool = False, stopped: str = "stopped") -> int:
+    """body(argv)'s exit code, with errors and signals handled as the module doc says;
+    `stopped` is what a signal's line says was kept."""
     debug = "--debug" in argv
-    raise_on_signals()  # SIGTERM ends like Ctrl-C, with a line and 143, not silently
     try:
-        return body(argv)
-    except Interrupted as e:
-        print(f"{prog}: {e.name}: {e.message or 'stopped'}", file=sys.stderr, flush=True)
-        return e.exit_code
-    except KeyboardInterrupt:
-        print(f"{prog}: SIGINT: stopped", file=sys.stderr, flush=True)
-        return 130
+        with raise_on_signals():  # SIGTERM ends like Ctrl-C, with a line and 143, not silently
+            if threaded:
+                return run_interruptibly(lambda: body(argv))
+            return body(argv)
+    except KeyboardInterrupt as e:
+        signum = e.signum if isinstance(e, Interrupted) else 2
+        name = e.name if isinstance(e, Interrupted) else "SIGINT"
+        message = (e.message if isinstance(e, Interrupted) else "") or stopped
+        print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
+        if threaded:  # the worker may be inside XLA: leave without waiting for it
+            sys.stdout.flush()
+            os._exit(128 + signum)
+        return 128 + signum
     except Exception as e:
         message = user_message(e)
         if message is None or debug:

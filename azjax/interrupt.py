@@ -18,6 +18,7 @@ in a worker thread, so that Ctrl-C stops the waiting at once.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -81,15 +82,24 @@ class StopSignals:
         self._restore()
 
 
-def raise_on_signals() -> None:
-    """Make SIGTERM raise `Interrupted` like Ctrl-C does (for programs whose work cannot be
-    resumed step by step: they keep what they have and stop)."""
+@contextlib.contextmanager
+def raise_on_signals():
+    """Within it, SIGTERM raises `Interrupted` as Ctrl-C does (SIGINT too, as `Interrupted`),
+    where the program cannot stop step by step: it keeps what it has and stops. Outside the main
+    thread it does nothing."""
 
     def handle(signum, frame):
         raise Interrupted(signum)
 
-    signal.signal(signal.SIGINT, handle)
-    signal.signal(signal.SIGTERM, handle)
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, handle) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def run_interruptibly(fn: Callable[[], Any]) -> Any:

@@ -430,7 +430,8 @@ def _train(config: Config, workdir: str, resume: bool, resume_step: int | None, 
         it = int(parallel.fetch(run.iteration))
         if primary:
             _write_text(os.path.join(workdir, "config.json"), config.to_json())
-            metrics = Metrics(workdir, it if resume else None)
+            metrics = Metrics(workdir, it if resume else None,
+                              checkpointer.saved_rows(it) if resume else None)
         health = Health(run.train.variables, _reference_loss(metrics))
         evaluate = make_evaluation(config) if config.eval_interval else None
         buffer = fns.init_buffer()
@@ -477,12 +478,13 @@ def _train(config: Config, workdir: str, resume: bool, resume_step: int | None, 
                     metrics.commit(upto=checkpointer.last_saved)  # that checkpoint is on disk
                 if it % config.checkpoint_interval == 0:
                     _finish_saves(checkpointer, metrics)  # one save at a time
-                    checkpointer.save(it, run, config)
+                    checkpointer.save(it, run, config, metrics and metrics.held())
                 last = values
                 bar.update(values)
             stop_reason = stop_reason or "iterations"
             if it not in checkpointer.steps():
-                checkpointer.save(it, run, config)
+                _finish_saves(checkpointer, metrics)
+                checkpointer.save(it, run, config, metrics and metrics.held())
             _finish_saves(checkpointer, metrics)
     except Interrupted as e:  # a second signal: stop at once, keep what is on disk
         _abandon(bar, checkpointer, metrics)

@@ -56,9 +56,11 @@ class Metrics:
     """JSON lines and TensorBoard events in the workdir (TensorBoard if tensorboardX is present).
 
     `resume_from`: None for a new run (an old metrics.jsonl and tb/ are replaced), else the
-    iteration the run resumes from (later rows are cut off). `rows` are the rows kept."""
+    iteration the run resumes from (later rows are cut off, and `saved_rows`, those its
+    checkpoint holds, fill in what the file lacks). `rows` are the rows kept."""
 
-    def __init__(self, workdir: str, resume_from: int | None = None):
+    def __init__(self, workdir: str, resume_from: int | None = None,
+                 saved_rows: list[dict] | None = None):
         self.path = os.path.join(workdir, FILE)
         tb_dir = os.path.join(workdir, "tb")
         if resume_from is None:
@@ -66,6 +68,10 @@ class Metrics:
             shutil.rmtree(tb_dir, ignore_errors=True)
         else:
             self.rows = [r for r in read_rows(self.path) if r["iteration"] <= resume_from]
+            have = {r["iteration"] for r in self.rows}
+            self.rows += [r for r in saved_rows or []
+                          if r["iteration"] not in have and r["iteration"] <= resume_from]
+            self.rows.sort(key=lambda r: r["iteration"])
         tmp = self.path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r) + "\n" for r in self.rows)
@@ -100,6 +106,10 @@ class Metrics:
                         self.tb.add_scalar(k, v, iteration)
         self.file.flush()
         os.fsync(self.file.fileno())
+
+    def held(self) -> list[dict]:
+        """The rows held, as they will be written."""
+        return [{"iteration": i, **v} for i, v in self.pending]
 
     def total(self, name: str) -> int:
         """The sum of `name` over the rows written (all sessions of the run)."""
