@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable
 
 from azjax.checkpoint import describe_os_error
@@ -67,4 +69,20 @@ def run(prog: str, body: Callable[[list[str]], int], argv: list[str], *,
         if message is None or debug:
             raise
         print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+        _leave_if_stuck(prog, 2)
         return 2
+
+
+def _leave_if_stuck(prog: str, code: int, wait: float = 10.0) -> None:
+    """In a script, end the process now when threads it cannot finish without are still busy
+    `wait` seconds after an error (orbax's, after a failed save), rather than hang at exit."""
+    if os.path.basename(sys.argv[0]) != prog:
+        return  # called as a function (tests, notebooks): the caller decides
+    busy = [t for t in threading.enumerate()
+            if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    deadline = time.monotonic() + wait
+    for thread in busy:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in busy):
+        sys.stdout.flush()
+        os._exit(code)

@@ -52,6 +52,8 @@ class StopSignals:
         self.note = note
         self.signum: int | None = None
         self._previous: dict[int, Any] = {}
+        self._shielded = False
+        self._deferred: int | None = None
 
     @property
     def requested(self) -> bool:
@@ -64,8 +66,26 @@ class StopSignals:
             print(f"\n{signal.Signals(signum).name}: {note} (send it again to stop at once)",
                   file=sys.stderr, flush=True)
             return
+        if self._shielded and self._deferred is None:
+            self._deferred = signum
+            print(f"\n{signal.Signals(signum).name}: finishing the checkpoint being written "
+                  "(send it again to stop at once)", file=sys.stderr, flush=True)
+            return
         self._restore()
         raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def shield(self):
+        """Within it (a checkpoint being written), a second signal waits until the end of the
+        block, so that the checkpoint is finished; a third one still stops at once."""
+        self._shielded = True
+        try:
+            yield
+        finally:
+            self._shielded = False
+        if self._deferred is not None:
+            self._restore()
+            raise Interrupted(self._deferred)
 
     def _restore(self) -> None:
         for signum, handler in self._previous.items():

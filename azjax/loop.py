@@ -477,20 +477,22 @@ def _train(config: Config, workdir: str, resume: bool, resume_step: int | None, 
                 if metrics is not None and checkpointer.committed():
                     metrics.commit(upto=checkpointer.last_saved)  # that checkpoint is on disk
                 if it % config.checkpoint_interval == 0:
-                    _finish_saves(checkpointer, metrics)  # one save at a time
-                    checkpointer.save(it, run, config, metrics and metrics.held())
+                    with stop.shield():
+                        _finish_saves(checkpointer, metrics)  # one save at a time
+                        checkpointer.save(it, run, config, metrics and metrics.held())
                 last = values
                 bar.update(values)
             stop_reason = stop_reason or "iterations"
-            if it not in checkpointer.steps():
+            with stop.shield():
+                if it not in checkpointer.steps():
+                    _finish_saves(checkpointer, metrics)
+                    checkpointer.save(it, run, config, metrics and metrics.held())
                 _finish_saves(checkpointer, metrics)
-                checkpointer.save(it, run, config, metrics and metrics.held())
-            _finish_saves(checkpointer, metrics)
     except Interrupted as e:  # a second signal: stop at once, keep what is on disk
         _abandon(bar, checkpointer, metrics)
         if e.message:
             raise
-        saved = checkpointer.steps()
+        saved = _steps_on_disk(workdir)
         kept = (f"checkpoint {saved[-1]} (the last saved) is intact; continue with --resume"
                 if saved else "no checkpoint was saved")
         raise Interrupted(e.signum, f"stopped at once; {kept}") from None
@@ -540,6 +542,13 @@ def _abandon(bar: Progress | None, checkpointer: Checkpointer, metrics: Metrics 
     with contextlib.suppress(Exception):
         _finish_saves(checkpointer, metrics)
     _close(checkpointer, metrics)
+
+
+def _steps_on_disk(workdir: str) -> list[int]:
+    """The finished checkpoints of `workdir`, ascending (orbax's temporary folders left out)."""
+    folder = os.path.join(workdir, "checkpoints")
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    return sorted(int(n) for n in names if n.isdigit())
 
 
 def _close(checkpointer: Checkpointer, metrics: Metrics | None) -> None:

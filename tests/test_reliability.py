@@ -5,6 +5,7 @@ Training runs in subprocesses (signals need a process of their own) at Tic-Tac-T
 sharing one persistent compilation cache so that only the first one compiles.
 """
 
+import errno
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import evaluate
 import games
 import train
 from azjax import checkpoint
+from azjax import config as cfg
 from azjax.checkpoint import CheckpointError, WorkdirLock
 from azjax.eval.curve import training_games
 from azjax.eval.gtp import GTPEngine
@@ -210,6 +212,21 @@ def test_the_lock_refuses_a_second_holder_and_takes_over_a_dead_ones(tmp_path):
             WorkdirLock(str(tmp_path)).__enter__()
     with WorkdirLock(str(tmp_path)):  # released
         pass
+
+
+def test_a_failed_save_is_one_line_and_does_not_hang(tmp_path, monkeypatch):
+    from azjax import cli
+    from azjax.checkpoint import Checkpointer
+
+    saver = Checkpointer(str(tmp_path))
+    full = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "checkpoints"))
+    monkeypatch.setattr(saver.manager, "save", lambda *a, **k: (_ for _ in ()).throw(full))
+    with pytest.raises(CheckpointError, match="checkpoint 3 could not be written.*disk is full"):
+        saver.save(3, {"x": np.zeros(2)}, cfg.load("tictactoe"))
+    t0 = time.time()
+    saver.close()
+    assert time.time() - t0 < Checkpointer.CLOSE_TIMEOUT
+    assert "disk is full" in cli.user_message(full)
 
 
 def test_metrics_resume_cuts_back_and_a_new_run_starts_afresh(tmp_path):
