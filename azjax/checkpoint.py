@@ -19,11 +19,13 @@ checkpoint can be read instead. The workdir is held by one run at a time (`Workd
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
 import os
 import shutil
+import sys
 import threading
 import time
 from typing import Any
@@ -209,8 +211,9 @@ class Checkpointer:
 
     def _restore(self, template: Any, step: int) -> Any:
         abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, template)
-        restored = self.manager.restore(
-            step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
+        with _quiet_closed_loops():
+            restored = self.manager.restore(
+                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
         return restored["state"]
 
     def _readable(self, template: Any, below: int) -> int | None:
@@ -252,6 +255,26 @@ class Checkpointer:
             self.manager.close()
         except Exception:
             pass
+
+
+@contextlib.contextmanager
+def _quiet_closed_loops():
+    """Within it, "RuntimeError: Event loop is closed" is not printed: when orbax fails to
+    restore a corrupt checkpoint, tensorstore's reads still in flight call back into the event
+    loop orbax has closed, and each reports that through sys.unraisablehook (dozens of
+    tracebacks). The failure itself is raised, and reported as a CheckpointError."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        value = unraisable.exc_value
+        if not (isinstance(value, RuntimeError) and str(value) == "Event loop is closed"):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 def _first_line(e: BaseException, limit: int = 200) -> str:

@@ -191,9 +191,9 @@ def test_a_poisoned_checkpoint_names_the_readable_one(stopped_run, tmp_path, env
     shutil.copytree(stopped_run[0], workdir)
     steps = _steps(workdir)
     for root, _, files in os.walk(os.path.join(workdir, "checkpoints", str(steps[-1]), "state")):
-        for name in files:
-            with open(os.path.join(root, name), "wb") as f:
-                f.write(b"poison")
+        for name in files:  # cut the arrays' data short: orbax's reads fail half-way
+            if os.path.basename(root) == "d":
+                os.truncate(os.path.join(root, name), 10)
     done = _python("train.py", [f"--workdir={workdir}", "--resume", "--no_progress"], env,
                    text=True)
     assert done.returncode == 2
