@@ -22,8 +22,12 @@ even-numbered games.
   network; both epsilon-greedy) and against pure MCTS with twice the simulations, as in the
   training loop's evaluation; plotted like seed 000 Figures 5.1 and 5.2.
 
-Writes JSON and PNGs to --out (default runs/eval/<command>-<time>). Exit code 2 for bad input
-(unknown agents or options, missing checkpoints, a checkpoint of another game).
+Writes JSON and PNGs to --out (default runs/eval/<command>-<time>), checked before any game is
+played. Exit code 2 for bad input (unknown agents or options, missing checkpoints, a checkpoint of
+another game, an --out that cannot be written), one line each (`--debug` shows tracebacks); 1 for
+a GTP engine that fails. Ctrl-C or SIGTERM stops at once (130 or 143): `curve` keeps curve.json
+with the checkpoints played so far (it is rewritten after each); a match or tournament is written
+only when it is complete.
 """
 
 from __future__ import annotations
@@ -36,6 +40,16 @@ import time
 import games
 from azjax import flags
 
+SEED_LIMIT = 2**32 - 1  # JAX keys keep 32 bits of a seed
+
+
+def seed(text: str) -> int:
+    """--seed: an integer in [0, SEED_LIMIT]."""
+    value = int(text)
+    if not 0 <= value <= SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be in [0, {SEED_LIMIT}], got {text}")
+    return value
+
 
 def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     """The parser, and the names of its game option flags (every option of every game)."""
@@ -43,7 +57,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    common.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
+    common.add_argument("--debug", action="store_true",
+                        help="show tracebacks of errors instead of one line")
     common.add_argument("--out", default=None, help="output folder (default runs/eval/...)")
     game = common.add_argument_group("game (default: from the first ckpt agent)")
     game.add_argument("--game", default=None, help=f"one of {', '.join(games.names())}")
@@ -87,9 +103,40 @@ def out_folder(args) -> str:
         "runs", "eval", f"{args.command}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
+def check_out(folder: str) -> None:
+    """ValueError unless results can be written into `folder` (made later, by the first file):
+    checked before the games, whose results would otherwise be lost."""
+    if os.path.exists(folder):
+        if not os.path.isdir(folder):
+            raise ValueError(f"--out {folder!r} is a file, not a folder; choose another --out")
+        existing = folder
+    else:
+        existing = os.path.dirname(os.path.abspath(folder))
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            raise ValueError(f"--out {folder!r} cannot be made: {existing!r} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {folder!r} cannot be written ({existing!r} is not writable); "
+                         "choose another --out")
+
+
+def check_args(args) -> None:
+    """What can be checked before any game: the agents' numbers, the curve's options, --out."""
+    from azjax.eval.curve import check_curve_options
+    from azjax.eval.player import reject_non_finite
+
+    for spec in getattr(args, "agents", []):
+        reject_non_finite(spec)
+    if args.command == "curve":
+        check_curve_options(sims=args.sims, mcts_sims=args.mcts_sims, epsilon=args.epsilon)
+    check_out(out_folder(args))
+
+
 def run(args, option_flags: list[str]) -> None:
     from azjax import eval as ev
 
+    check_args(args)
     no_game = args.command == "curve" and args.game is None  # the run's game
     game = None if no_game else resolve_game(args, option_flags)
     folder = out_folder(args)
@@ -111,17 +158,26 @@ def run(args, option_flags: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from azjax import cli
+
+    argv = sys.argv[1:] if argv is None else argv
+    return cli.run("evaluate.py", _main, argv, threaded=True,
+                   stopped="stopped (curve.json keeps the checkpoints played so far; a match or "
+                           "tournament is written only when complete)")
+
+
+def _main(argv: list[str]) -> int:
     parser, option_flags = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    from azjax.eval.player import tolerant_stdin
+
+    tolerant_stdin()  # the human agent reads moves there
     try:
         run(args, option_flags)
-    except (ValueError, FileNotFoundError) as e:  # CheckpointError is a ValueError
-        print(f"evaluate.py: error: {e}", file=sys.stderr)
-        return 2
     except Exception as e:  # a GTP engine that fails during a match
         from azjax.eval import GTPError
 
-        if not isinstance(e, GTPError):
+        if not isinstance(e, GTPError) or args.debug:
             raise
         print(f"evaluate.py: error: GTP engine: {e}", file=sys.stderr)
         return 1

@@ -9,6 +9,10 @@ Connect Four `4`), or `undo` (takes back your last move and the agent's reply), 
 legal moves), `resign`, `help`, `quit`. Agents are the specs of azjax/eval/specs.py:
 `ckpt:WORKDIR[@STEP][,..]` (a trained network with search), `mcts[:sims=N]` (pure MCTS with random
 rollouts), `random`, `minimax[:depth=D]`, `gtp:"COMMAND"` (another GTP engine), `human`.
+
+Ctrl-C (or SIGTERM) stops at once, also in the middle of the agent's search (exit code 130 or
+143). Input bytes that are not valid in the locale's encoding are read as U+FFFD, not fatal.
+Errors are one line and exit code 2 (`--debug` shows tracebacks).
 """
 
 from __future__ import annotations
@@ -20,6 +24,13 @@ import games
 from azjax import flags
 
 DEFAULT_AGENT = "mcts:sims=100"
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"must be in [0, {2**32 - 1}], got {text}")
+    return value
 
 
 def build_parser(game: str | None, defaults: dict | None = None
@@ -38,7 +49,9 @@ def build_parser(game: str | None, defaults: dict | None = None
                         help="first/black or second/white (default: first)")
     parser.add_argument("--gtp", action="store_true",
                         help="speak GTP version 2 on stdin/stdout instead of playing a person")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the agent")
+    parser.add_argument("--seed", type=_seed, default=0, help="random seed of the agent")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks of errors instead of one line")
     option_flags = []
     if game is not None:
         option_flags = flags.add_game_flags(parser.add_argument_group(f"{game} options"), game,
@@ -83,22 +96,25 @@ def parse(argv: list[str]) -> tuple[games.Game, argparse.Namespace]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        game, args = parse(argv)
-        from azjax.eval import make_player, play_human, serve_gtp
+    from azjax import cli
 
-        if args.gtp:
-            serve_gtp(game, lambda g: make_player(args.agent, g, args.seed), args.agent)
-            return 0
-        player = make_player(args.agent, game, args.seed)
-    except ValueError as e:  # CheckpointError is one too
-        print(f"play.py: error: {e}", file=sys.stderr)
-        return 2
+    return cli.run("play.py", _main, sys.argv[1:] if argv is None else argv, threaded=True)
+
+
+def _main(argv: list[str]) -> int:
+    from azjax.eval.player import reject_non_finite, tolerant_stdin
+
+    tolerant_stdin()
+    game, args = parse(argv)
+    reject_non_finite(args.agent)
+    from azjax.eval import make_player, play_human, serve_gtp
+
+    if args.gtp:
+        serve_gtp(game, lambda g: make_player(args.agent, g, args.seed), args.agent)
+        return 0
+    player = make_player(args.agent, game, args.seed)
     try:
         play_human(game, player, args.human)
-    except KeyboardInterrupt:
-        print()
     finally:
         player.close()
     return 0

@@ -3,11 +3,16 @@
     python train.py --game=hex --batch_games=1024
     python train.py --game=tictactoe --workdir=runs/ttt --iterations=40
     python train.py --workdir=runs/hex6 --resume            # continue a run
+    python train.py --workdir=runs/hex6 --resume_step=40    # continue from an earlier checkpoint
     python train.py --game=othello --help                   # every field, its default and meaning
     python train.py --game=hex --distributed                # one process per host (docs/scaling.md)
 
 Defaults come from configs/<game>.py; every field can be overridden as --name=value, game options
 (--size, --swap, --rows, ...) included.
+
+Ctrl-C or SIGTERM finishes the iteration, saves a checkpoint and exits with 130 or 143; a second
+one stops at once. One run at a time per workdir. Errors are one line and exit code 2 (`--debug`
+shows their tracebacks); docs/reliability.md lists what is handled and how.
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ def build_parser(game: str) -> tuple[argparse.ArgumentParser, list[str], list[st
                              "(default: runs/<game>)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run in --workdir from its latest checkpoint")
+    parser.add_argument("--resume_step", type=int, default=None, metavar="N",
+                        help="continue from checkpoint N instead (later ones are set aside); "
+                             "implies --resume")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks of errors instead of one line")
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
     multi = parser.add_argument_group(
         "multi-host (docs/scaling.md); unset values come from the environment: Cloud TPU pod "
@@ -53,17 +63,17 @@ def build_parser(game: str) -> tuple[argparse.ArgumentParser, list[str], list[st
 
 
 def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
-    """The run's Config and the parsed flags. With --resume the saved config is the base."""
+    """The run's Config and the parsed flags. With --resume the saved config is the base: the
+    workdir's config.json, else (deleted) the one saved in the checkpoint."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--game", default=None)
     pre.add_argument("--workdir", default=None)
     pre.add_argument("--resume", action="store_true")
+    pre.add_argument("--resume_step", default=None)
     known, _ = pre.parse_known_args(argv)
     base: dict = {}
-    saved_path = os.path.join(known.workdir or "", "config.json")
-    if known.resume and known.workdir and os.path.exists(saved_path):
-        with open(saved_path) as f:
-            saved = cfg.Config.from_json(f.read())
+    saved = _saved_config(known.workdir) if (known.resume or known.resume_step) else None
+    if saved is not None:
         base = {n: getattr(saved, n) for n in cfg.FIELDS if n != "game"}
         base.update(saved.game_options)
         if known.game not in (None, saved.game):
@@ -74,26 +84,44 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
         raise ValueError(f"--game: unknown game {game!r}; known games: {', '.join(games.names())}")
     parser, config_flags, option_flags = build_parser(game)
     args = parser.parse_args(argv)
+    if args.resume_step is not None and args.resume_step < 0:
+        raise ValueError(f"--resume_step must be a checkpoint step (>= 0), got {args.resume_step}")
     overrides = {**base, **flags.config_overrides(args, config_flags),
                  **flags.game_options(args, game, option_flags)}
     overrides.pop("game", None)
     return cfg.load(game, overrides), args
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+def _saved_config(workdir: str | None) -> cfg.Config | None:
+    """The config a resumed run continues: <workdir>/config.json (a CheckpointError naming it
+    when it cannot be read), else the latest checkpoint's; None when neither exists."""
+    if not workdir:
+        return None
+    from azjax.checkpoint import CheckpointError, read_config, read_config_file
+
+    path = os.path.join(workdir, "config.json")
+    if os.path.lexists(path):
+        return read_config_file(path)
     try:
-        config, args = parse(argv)
-    except ValueError as e:
-        print(f"train.py: error: {e}", file=sys.stderr)
-        return 2
+        return read_config(workdir)
+    except CheckpointError:
+        return None  # no checkpoint either: train_and_evaluate says so
+
+
+def main(argv: list[str] | None = None) -> int:
+    from azjax import cli
+
+    return cli.run("train.py", _main, sys.argv[1:] if argv is None else argv)
+
+
+def _main(argv: list[str]) -> int:
+    config, args = parse(argv)
     workdir = args.workdir or os.path.join("runs", config.game)
     multi = {"--coordinator": args.coordinator, "--num_processes": args.num_processes,
              "--process_id": args.process_id}
     if not args.distributed and any(v is not None for v in multi.values()):
         given = ", ".join(k for k, v in multi.items() if v is not None)
-        print(f"train.py: error: {given} only make sense with --distributed", file=sys.stderr)
-        return 2
+        raise ValueError(f"{given} only make sense with --distributed")
     if args.distributed:  # before anything else touches JAX
         from azjax import parallel
 
@@ -101,15 +129,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import jax
 
-    from azjax.checkpoint import CheckpointError
-    from azjax.loop import NonFiniteLossError, train_and_evaluate
+    from azjax.loop import train_and_evaluate
 
-    try:
-        summary = train_and_evaluate(config, workdir, resume=args.resume,
-                                     progress=not args.no_progress)
-    except (CheckpointError, NonFiniteLossError) as e:
-        print(f"train.py: error: {e}", file=sys.stderr)
-        return 1
+    summary = train_and_evaluate(config, workdir, resume=args.resume,
+                                 progress=not args.no_progress, resume_step=args.resume_step)
     if jax.process_index() == 0:
         print(json.dumps(summary, indent=2))
     return 0

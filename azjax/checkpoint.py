@@ -3,6 +3,7 @@
     <workdir>/config.json                     the run's Config (written at start)
     <workdir>/checkpoints/<iteration>/state   the RunState pytree (network, optimizer, step, key)
     <workdir>/checkpoints/<iteration>/config  the run's Config as JSON
+    <workdir>/checkpoints/<iteration>/metrics the metrics rows since the checkpoint before
 
 An orbax CheckpointManager, one pytree per save, no pickle. Training (`azjax.loop`), evaluation,
 the experiments and the notebooks all load runs through this module:
@@ -11,13 +12,22 @@ the experiments and the notebooks all load runs through this module:
     path, step = parse_location("runs/hex6@40")                     # PATH[@STEP|@latest]
 
 A checkpoint whose structure does not match the network the config describes, or that cannot be
-read, raises a `CheckpointError` (a ValueError) that says which and where.
+read, raises a `CheckpointError` (a ValueError) that says which, where, and which older
+checkpoint can be read instead. The workdir is held by one run at a time (`WorkdirLock`), and
+`check_workdir` refuses a folder that cannot be written before any work starts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
+import shutil
+import sys
+import threading
+import time
 from typing import Any
 
 import jax
@@ -35,6 +45,18 @@ STRUCTURAL = ("game", "game_options", "num_blocks", "num_filters", "value_hidden
 
 class CheckpointError(ValueError):
     pass
+
+
+def describe_os_error(e: OSError) -> str:
+    """'PATH: reason' of an OSError, with a hint for the usual causes."""
+    where = f"{e.filename}: " if e.filename else ""
+    reason = e.strerror or str(e)
+    hint = {errno.ENOSPC: " (the disk is full: free space, or choose another --workdir)",
+            errno.EDQUOT: " (over the disk quota: free space, or choose another --workdir)",
+            errno.EROFS: " (a read-only file system: choose another --workdir)",
+            errno.EACCES: " (no permission: choose another --workdir)",
+            errno.EPERM: " (no permission: choose another --workdir)"}.get(e.errno, "")
+    return f"{where}{reason}{hint}"
 
 
 @struct.dataclass
@@ -80,36 +102,84 @@ def run_template(config: Config) -> RunState:
 def _manager(workdir: str, keep: int = 0, create: bool = True) -> ocp.CheckpointManager:
     directory = os.path.join(os.path.abspath(workdir), "checkpoints")
     options = ocp.CheckpointManagerOptions(max_to_keep=keep or None, create=create)
-    return ocp.CheckpointManager(directory, options=options, item_names=("state", "config"))
+    return ocp.CheckpointManager(directory, options=options,
+                                 item_names=("state", "config", "metrics"))
 
 
 class Checkpointer:
-    """Saves and restores the run state of one workdir."""
+    """Saves and restores the run state of one workdir.
+
+    Saves are asynchronous: `committed()` tells whether the last one is on disk. A save that
+    fails (a full disk) raises a CheckpointError at the next `save`, `committed` or `wait`, and
+    `close` then gives up on orbax's threads after `CLOSE_TIMEOUT` seconds instead of hanging.
+    """
+
+    CLOSE_TIMEOUT = 60.0
 
     def __init__(self, workdir: str, keep: int = 0):
         self.workdir = workdir
-        self.manager = _manager(workdir, keep)
+        self.failed = False
+        try:
+            self.manager = _manager(workdir, keep)
+        except OSError as e:
+            raise CheckpointError(f"cannot open the checkpoints of {workdir!r}: "
+                                  f"{describe_os_error(e)}") from None
+        self._saving: int | None = None  # the step of a save not known to be committed
+        self.last_saved: int | None = None  # the step of the last save started
 
-    def save(self, iteration: int, state: Any, config: Config) -> None:
-        self.manager.save(
-            iteration,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(state),
-                config=ocp.args.JsonSave(json.loads(config.to_json())),
-            ),
-        )
+    def _failed(self, e: Exception) -> CheckpointError:
+        self.failed = True
+        reason = describe_os_error(e) if isinstance(e, OSError) else _first_line(e)
+        return CheckpointError(f"checkpoint {self._saving} could not be written in "
+                               f"{self.manager.directory}: {reason}")
+
+    def save(self, iteration: int, state: Any, config: Config,
+             rows: list[dict] | None = None) -> None:
+        """Start saving checkpoint `iteration`; `rows` are the metrics rows metrics.jsonl does not
+        hold yet, kept with it so that a resumed run has them whatever happened to the file."""
+        self.wait()
+        self._saving = self.last_saved = iteration
+        try:
+            self.manager.save(
+                iteration,
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(state),
+                    config=ocp.args.JsonSave(json.loads(config.to_json())),
+                    metrics=ocp.args.JsonSave({"rows": list(rows or [])}),
+                ),
+            )
+        except Exception as e:
+            raise self._failed(e) from e
+
+    def committed(self) -> bool:
+        """Whether the last save is on disk (False while it is being written)."""
+        if self._saving is None:
+            return True
+        if self.manager.is_saving_in_progress():
+            return False
+        self.wait()
+        return True
 
     def wait(self) -> None:
-        self.manager.wait_until_finished()
+        """Wait for the last save; a CheckpointError if it failed."""
+        try:
+            self.manager.wait_until_finished()
+            self.manager.check_for_errors()
+        except Exception as e:
+            raise self._failed(e) from e
+        self._saving = None
 
     def steps(self) -> list[int]:
-        return list(self.manager.all_steps())
+        return sorted(self.manager.all_steps())
 
     def latest(self) -> int | None:
         return self.manager.latest_step()
 
     def restore(self, template: Any, step: int | None = None) -> tuple[Any, int]:
-        """(state, step): the checkpoint `step` (default: the latest) restored like `template`."""
+        """(state, step): the checkpoint `step` (default: the latest) restored like `template`.
+
+        A checkpoint that cannot be restored raises a CheckpointError that names the newest older
+        checkpoint that can (`--resume_step`)."""
         step = self.latest() if step is None else step
         if step is None:
             raise CheckpointError(f"no checkpoint in {self.manager.directory}")
@@ -117,20 +187,179 @@ class Checkpointer:
             raise CheckpointError(
                 f"no checkpoint {step} in {self.manager.directory}; have {self.steps()}"
             )
-        abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, template)
         try:
-            restored = self.manager.restore(
-                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract))
-            )
+            return self._restore(template, step), step
         except Exception as e:  # orbax raises many types for bad or mismatched data
-            raise CheckpointError(
-                f"checkpoint {step} in {self.manager.directory} does not match this run's "
-                f"network and optimizer (or is corrupt): {type(e).__name__}: {str(e)[:300]}"
-            ) from e
-        return restored["state"], step
+            reason = _first_line(e)
+        older = self._readable(template, below=step)
+        hint = (f"checkpoint {older} can be read: continue from it with --resume_step={older}"
+                if older is not None else "no older checkpoint can be read")
+        raise CheckpointError(
+            f"checkpoint {step} in {self.manager.directory} cannot be read (corrupt, or made "
+            f"for another network or optimizer: {reason}); {hint}")
+
+    def saved_rows(self, step: int) -> list[dict]:
+        """The metrics rows saved with checkpoint `step` ([] for checkpoints made before they
+        were, or when they cannot be read)."""
+        try:
+            data = self.manager.restore(
+                step, args=ocp.args.Composite(metrics=ocp.args.JsonRestore()))
+            rows = data["metrics"]["rows"]
+        except Exception:
+            return []
+        return [r for r in rows if isinstance(r, dict) and isinstance(r.get("iteration"), int)]
+
+    def _restore(self, template: Any, step: int) -> Any:
+        abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, template)
+        with _quiet_closed_loops():
+            restored = self.manager.restore(
+                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
+        return restored["state"]
+
+    def _readable(self, template: Any, below: int) -> int | None:
+        """The newest checkpoint before `below` that restores, or None."""
+        for step in reversed([s for s in self.steps() if s < below]):
+            try:
+                self._restore(template, step)
+                return step
+            except Exception:
+                continue
+        return None
+
+    def set_aside(self, after: int) -> str | None:
+        """Move the checkpoints after step `after` out of the run (into
+        <workdir>/set_aside-<time>/), so that it continues from `after`; the folder, or None."""
+        later = [s for s in self.steps() if s > after]
+        if not later:
+            return None
+        folder = os.path.join(self.workdir, f"set_aside-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.makedirs(folder, exist_ok=True)
+        for step in later:
+            shutil.move(os.path.join(str(self.manager.directory), str(step)),
+                        os.path.join(folder, str(step)))
+        self.manager.reload()
+        return folder
 
     def close(self) -> None:
-        self.manager.close()
+        """Close the manager; after a failed save, give up on it after CLOSE_TIMEOUT seconds
+        (orbax's threads may never finish) rather than hang the program's exit."""
+        if not self.failed:
+            self.manager.close()
+            return
+        thread = threading.Thread(target=self._close_quietly, daemon=True)
+        thread.start()
+        thread.join(self.CLOSE_TIMEOUT)
+
+    def _close_quietly(self) -> None:
+        try:
+            self.manager.close()
+        except Exception:
+            pass
+
+
+@contextlib.contextmanager
+def _quiet_closed_loops():
+    """Within it, "RuntimeError: Event loop is closed" is not printed: when orbax fails to
+    restore a corrupt checkpoint, tensorstore's reads still in flight call back into the event
+    loop orbax has closed, and each reports that through sys.unraisablehook (dozens of
+    tracebacks). The failure itself is raised, and reported as a CheckpointError."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        value = unraisable.exc_value
+        if not (isinstance(value, RuntimeError) and str(value) == "Event loop is closed"):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+def _first_line(e: BaseException, limit: int = 200) -> str:
+    """`Type: first line of the message`, cut to `limit` characters (orbax's are long)."""
+    text = (str(e).strip().splitlines() or [""])[0]
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+# ---- the workdir ---------------------------------------------------------------------------------
+def check_workdir(workdir: str) -> None:
+    """Make `workdir` and check that files can be written in it; a CheckpointError saying why
+    not (a file in the way, no permission, a read-only or full disk)."""
+    if os.path.exists(workdir) and not os.path.isdir(workdir):
+        raise CheckpointError(f"--workdir {workdir!r} is a file, not a folder; choose another "
+                              "--workdir")
+    try:
+        os.makedirs(workdir, exist_ok=True)
+        probe = os.path.join(workdir, f".write_test.{os.getpid()}")
+        with open(probe, "w") as f:
+            f.write("azjax")
+        os.remove(probe)
+    except OSError as e:
+        raise CheckpointError(f"--workdir {workdir!r} cannot be written: "
+                              f"{describe_os_error(e)}") from None
+
+
+class WorkdirLock:
+    """`<workdir>/lock`, held by one run at a time (an flock, released by the system when its
+    process dies, so a crashed run's lock is taken over); the file holds the process id.
+
+        with WorkdirLock(workdir):       # CheckpointError: "in use by process N"
+            ...
+    """
+
+    def __init__(self, workdir: str):
+        self.path = os.path.join(workdir, "lock")
+        self.fd: int | None = None
+
+    def __enter__(self) -> WorkdirLock:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise CheckpointError(f"cannot lock the workdir: {describe_os_error(e)}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise CheckpointError(f"cannot lock {self.path}: {describe_os_error(e)}") from None
+            raise CheckpointError(
+                f"{os.path.dirname(self.path)!r} is in use by process {holder} (another "
+                "training run); wait for it to end, stop it, or choose another --workdir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # releases the flock; the file stays, harmless
+            self.fd = None
+
+
+def read_config_file(path: str) -> Config:
+    """The Config in a config.json; a CheckpointError naming the file when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        reason = describe_os_error(e) if isinstance(e, OSError) else _first_line(e)
+        raise CheckpointError(f"cannot read {path}: {reason}; delete it and --resume uses the "
+                              "config saved in the checkpoint") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path} holds {type(data).__name__} {text.strip()[:40]!r}, not a "
+                              "config; delete it and --resume uses the config saved in the "
+                              "checkpoint")
+    try:
+        return Config.from_json(text)
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: {e}; fix or delete it (--resume then uses the config "
+                              "saved in the checkpoint)") from None
 
 
 def check_resumable(saved: Config, config: Config) -> None:
@@ -184,16 +413,22 @@ def read_config(workdir: str, step: int | None = None) -> Config:
     if not os.path.isdir(os.path.join(workdir, "checkpoints")):
         raise CheckpointError(f"{workdir!r} holds no checkpoints (no checkpoints/ folder)")
     manager = _manager(workdir, create=False)
-    step = manager.latest_step() if step is None else step
-    if step is None or step not in manager.all_steps():
-        raise CheckpointError(f"no checkpoint {step if step is not None else ''} in {workdir!r}; "
-                              f"have {list(manager.all_steps())}")
     try:
-        data = manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))
-    except Exception as e:
-        raise CheckpointError(
-            f"cannot read the config of checkpoint {step} in {workdir!r}: {e}") from None
-    return Config.from_json(json.dumps(data["config"]))
+        step = manager.latest_step() if step is None else step
+        if step is None or step not in manager.all_steps():
+            raise CheckpointError(f"no checkpoint {step if step is not None else ''} in "
+                                  f"{workdir!r}; have {sorted(manager.all_steps())}")
+        try:
+            data = manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))
+        except Exception as e:
+            raise CheckpointError(f"cannot read the config of checkpoint {step} in {workdir!r}: "
+                                  f"{_first_line(e)}") from None
+    finally:
+        manager.close()
+    try:
+        return Config.from_json(json.dumps(data["config"]))
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"the config of checkpoint {step} in {workdir!r}: {e}") from None
 
 
 def load_checkpoint(path: str, step: int | None = None) -> tuple[Config, Any, int]:

@@ -32,7 +32,8 @@ class Config:
     game_options: Mapping[str, Any] = dataclasses.field(
         default_factory=dict, metadata={"help": "game options (size, swap, rows, ...)"}
     )
-    seed: int = _field(0, "random seed of the run", low=0)
+    seed: int = _field(0, "random seed of the run (32 bits: JAX keys keep only the low 32)",
+                       low=0, high=2**32 - 1)
 
     # ---- network -----------------------------------------------------------------------------
     num_blocks: int = _field(3, "residual blocks in the network", low=0, high=64)

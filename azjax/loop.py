@@ -23,10 +23,13 @@ TensorBoard events, config and summary, and all processes take part in orbax's c
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import os
+import signal
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -43,21 +46,19 @@ from azjax.checkpoint import (
     Checkpointer,
     CheckpointError,
     RunState,
+    WorkdirLock,
     check_resumable,
+    check_workdir,
     init_run,
     read_config,
 )
 from azjax.config import Config
+from azjax.interrupt import Interrupted, StopSignals
 from azjax.metrics import Metrics, Progress
 from azjax.network import make_apply, make_network, num_parameters
 from azjax.search import SearchSpec
 from azjax.selfplay import init_states, make_selfplay
 from azjax.training import Losses
-
-
-class NonFiniteLossError(RuntimeError):
-    pass
-
 
 VARIETY_PLIES = (2, 4)  # self-play variety is logged at these plies
 
@@ -190,21 +191,96 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
 
 
 def _open_run(config: Config, workdir: str, fns: Iteration, checkpointer: Checkpointer,
-              resume: bool) -> RunState:
-    """The run to continue: the latest checkpoint with `resume`, else a new one (refused where
-    checkpoints already exist)."""
+              resume: bool, resume_step: int | None) -> RunState:
+    """The run to continue: the latest checkpoint (or `resume_step`) with `resume`, else a new
+    one (refused where checkpoints already exist). Resuming an earlier step sets the later
+    checkpoints aside (`Checkpointer.set_aside`)."""
     run = fns.init_run()
     if resume:
         if checkpointer.latest() is None:
             raise CheckpointError(f"--resume: no checkpoint in {workdir!r} to resume from")
-        check_resumable(read_config(workdir), config)
-        run, _ = checkpointer.restore(run)
+        if resume_step is not None and resume_step not in checkpointer.steps():
+            raise CheckpointError(f"--resume_step={resume_step}: no such checkpoint in "
+                                  f"{workdir!r}; have {checkpointer.steps()}")
+        check_resumable(read_config(workdir, resume_step), config)
+        run, step = checkpointer.restore(run, resume_step)
+        if parallel.is_primary():
+            folder = checkpointer.set_aside(after=step)
+            if folder is not None:
+                print(f"resuming from checkpoint {step}: the later checkpoints were moved to "
+                      f"{folder}", file=sys.stderr)
     elif checkpointer.latest() is not None:
         raise CheckpointError(
             f"{workdir!r} already holds checkpoints {checkpointer.steps()}; pass --resume to "
             "continue that run or choose another --workdir"
         )
     return run
+
+
+# ---- what a run needs in memory, checked before it starts ----------------------------------------
+def _nbytes(tree) -> int:
+    return sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize
+               for x in jax.tree_util.tree_leaves(tree))
+
+
+def memory_estimate(config: Config, fns: Iteration, devices: int) -> dict[str, tuple[int, str]]:
+    """{part: (bytes on each device, the flags that size it)}: a lower bound on what the run
+    allocates (XLA's temporaries come on top), from shapes alone (nothing is allocated)."""
+    game = config.make_game()
+    steps = config.selfplay_steps or game.max_game_length
+    games = -(-config.batch_games // devices)
+    batch = -(-config.train_batch_size // devices)
+    buffer = _nbytes(jax.eval_shape(fns.init_buffer))
+    position = buffer / max(1, config.batch_games * math.ceil(
+        config.replay_games * game.max_game_length / config.batch_games))
+    state = _nbytes(jax.eval_shape(game.init))
+    cells = math.prod(game.board_shape)
+    nodes = config.num_simulations + 1
+    f = config.num_filters
+    return {
+        "replay buffer": (buffer // devices, "--replay_games"),
+        "network and optimizer": (3 * _nbytes(jax.eval_shape(fns.init_run)),
+                                  "--num_blocks, --num_filters, --value_hidden"),
+        "self-play trajectories": (int(steps * games * position),
+                                   "--selfplay_steps, --batch_games"),
+        "search trees": (games * nodes * (6 * 4 * game.num_actions + state + 4 * f * cells),
+                         "--batch_games, --num_simulations"),
+        "training activations": (batch * cells * f * 4 * (2 * config.num_blocks + 2) * 3,
+                                 "--train_batch_size, --num_filters, --num_blocks"),
+    }
+
+
+def memory_limit() -> tuple[int | None, str]:
+    """(bytes each device can hold, what that is): the accelerator's own limit where JAX tells
+    it, else the host's physical memory shared by its devices; (None, ...) when unknown."""
+    device = jax.local_devices()[0]
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:  # some backends do not implement it
+        stats = {}
+    if stats.get("bytes_limit"):
+        return int(stats["bytes_limit"]), f"{device.platform} device memory"
+    try:
+        host = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None, "unknown"
+    return host // jax.local_device_count(), "host memory"
+
+
+def check_memory(config: Config, fns: Iteration, devices: int) -> None:
+    """A ValueError naming the largest part and its flags when the run cannot fit in memory."""
+    limit, what = memory_limit()
+    if limit is None:
+        return
+    parts = memory_estimate(config, fns, devices)
+    need = sum(b for b, _ in parts.values())
+    if need <= limit:
+        return
+    name, (largest, flags) = max(parts.items(), key=lambda kv: kv[1][0])
+    raise ValueError(
+        f"the run needs at least {need / 2**30:.1f} GiB on each device but has "
+        f"{limit / 2**30:.1f} GiB ({what}); the largest part is the {name} "
+        f"({largest / 2**30:.1f} GiB): lower {flags}")
 
 
 def make_evaluation(config: Config) -> Callable:
@@ -233,118 +309,288 @@ def make_evaluation(config: Config) -> Callable:
     return evaluate
 
 
-def _losses(it: int, losses: Losses, workdir: str) -> dict[str, float]:
-    """The losses as metrics; NonFiniteLossError when one is not finite."""
-    values = {f"loss/{k}": float(v) for k, v in losses._asdict().items()}
-    if not all(math.isfinite(v) for v in values.values()):
-        raise NonFiniteLossError(
-            f"iteration {it}: non-finite loss {values}; the last checkpoint in "
-            f"{workdir} is intact (try a lower learning_rate)"
-        )
-    return values
+# ---- divergence ----------------------------------------------------------------------------------
+LOSS_FACTOR = 10.0  # a loss above LOSS_FACTOR x the run's first loss is divergence
+NORM_FACTOR = 1000.0  # parameters whose norm grew this much over the session's start: divergence
 
 
+class DivergenceError(RuntimeError):
+    """The losses or the parameters stopped being sane; nothing of them was saved."""
+
+
+NonFiniteLossError = DivergenceError  # the name before divergence covered more than NaNs
+
+
+def _losses(losses: Losses) -> dict[str, float]:
+    return {f"loss/{k}": float(v) for k, v in losses._asdict().items()}
+
+
+@jax.jit
+def _square_norm(variables) -> jax.Array:
+    """float32[]: the parameters' squared norm (inf or NaN where one is not finite)."""
+    return sum(jnp.sum(jnp.square(p)) for p in jax.tree_util.tree_leaves(variables["params"]))
+
+
+class Health:
+    """Whether a run is sane: every loss finite and the total below LOSS_FACTOR x the run's
+    first loss (`reference`, from metrics.jsonl where the run has one, else the first of this
+    session), the parameters finite and their norm within NORM_FACTOR of the session's start."""
+
+    def __init__(self, variables, reference: float | None):
+        self.reference = reference
+        self.norm0 = math.sqrt(float(parallel.fetch(_square_norm(variables))))
+
+    def losses(self, values: dict[str, Any]) -> str | None:
+        """What is wrong with an iteration's losses, or None."""
+        bad = [k for k, v in values.items() if k.startswith("loss/") and not math.isfinite(v)]
+        if bad:
+            return f"non-finite {', '.join(bad)}"
+        if "loss/total" not in values:
+            return None
+        if self.reference is None:
+            self.reference = values["loss/total"]
+        bound = LOSS_FACTOR * max(self.reference, 1e-3)
+        if values["loss/total"] > bound:
+            return (f"loss/total {values['loss/total']:.3g} above {bound:.3g} ({LOSS_FACTOR:g} x "
+                    f"the run's first loss, {self.reference:.3g})")
+        return None
+
+    def parameters(self, variables) -> str | None:
+        norm = math.sqrt(max(0.0, float(parallel.fetch(_square_norm(variables)))))
+        if not math.isfinite(norm):
+            return "non-finite parameters"
+        if norm > NORM_FACTOR * max(self.norm0, 1e-3):
+            return (f"the parameters' norm {norm:.3g} is over {NORM_FACTOR:g} x the "
+                    f"{self.norm0:.3g} they started this session with")
+        return None
+
+
+def _reference_loss(metrics: Metrics | None) -> float | None:
+    """The run's first loss/total, from process 0's metrics, the same on every process."""
+    first = None
+    if metrics is not None:
+        first = next((r["loss/total"] for r in metrics.rows if "loss/total" in r), None)
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        value = multihost_utils.broadcast_one_to_all(np.float64(-1 if first is None else first))
+        first = None if value < 0 else float(value)
+    return first
+
+
+def _divergence(it: int, reason: str, checkpointer: Checkpointer, workdir: str,
+                healthy_upto: int) -> DivergenceError:
+    """The report: the last checkpoint whose parameters were checked sane (those up to
+    `healthy_upto`; a loss judges the parameters of the iteration before it)."""
+    healthy = [s for s in checkpointer.steps() if s <= healthy_upto]
+    suspect = [s for s in checkpointer.steps() if s > healthy_upto]
+    if healthy:
+        where = (f"the last healthy checkpoint is {healthy[-1]}: continue from it with --resume "
+                 f"--resume_step={healthy[-1]} and a lower --learning_rate")
+    else:
+        where = "no checkpoint is known healthy: start again with a lower --learning_rate"
+    if suspect:
+        where += f" (checkpoint {suspect[-1]} led to this iteration)"
+    return DivergenceError(f"iteration {it}: the run diverged ({reason}); not saved. In "
+                           f"{workdir}, {where}")
+
+
+# ---- the loop ------------------------------------------------------------------------------------
 def train_and_evaluate(config: Config, workdir: str, resume: bool = False,
                        progress: bool = True,
                        on_iteration: Callable[[int, dict[str, Any]], None] | None = None,
-                       ) -> dict[str, Any]:
+                       *, resume_step: int | None = None) -> dict[str, Any]:
     """Train `config` in `workdir` until `iterations` or `time_budget`; returns a summary dict.
 
     Runs on every device (`jax.devices()`). `on_iteration(iteration, metrics)` is called on
-    process 0 after each iteration's metrics are written (e.g. to redraw a plot in a notebook).
+    process 0 after each iteration (e.g. to redraw a plot in a notebook). `resume_step` resumes
+    from that checkpoint instead of the latest (and implies `resume`).
+
+    Reliability (docs/reliability.md): the workdir is locked for the run; SIGINT and SIGTERM
+    finish the iteration, save a checkpoint and raise `Interrupted` (a KeyboardInterrupt); a
+    diverging run raises `DivergenceError` without saving; metrics rows are written once their
+    checkpoint is on disk. Bad settings and unusable workdirs raise ValueError (CheckpointError)
+    before any work starts.
     """
     t_start = time.time()
     primary = parallel.is_primary()
-    os.makedirs(workdir, exist_ok=True)
+    if primary:
+        check_workdir(workdir)
+    else:
+        os.makedirs(workdir, exist_ok=True)
+    with WorkdirLock(workdir) if primary else contextlib.nullcontext():
+        return _train(config, workdir, resume or resume_step is not None, resume_step, progress,
+                      on_iteration, t_start)
+
+
+def _train(config: Config, workdir: str, resume: bool, resume_step: int | None, progress: bool,
+           on_iteration: Callable | None, t_start: float) -> dict[str, Any]:
+    primary = parallel.is_primary()
     game = config.make_game()
     mesh = parallel.make_mesh()
+    devices = parallel.num_devices(mesh)
     if config.algorithm == "exit":  # Expert Iteration; azjax/exit.py imports this module
         from azjax import exit as expert_iteration
 
         fns = expert_iteration.make_iteration(config, mesh)
     else:
         fns = make_iteration(config, mesh)
+    check_memory(config, fns, devices)
     steps = config.selfplay_steps or game.max_game_length
-    devices = parallel.num_devices(mesh)
 
     checkpointer = Checkpointer(workdir, config.keep_checkpoints)
-    run = _open_run(config, workdir, fns, checkpointer, resume)
-    if primary:
-        with open(os.path.join(workdir, "config.json"), "w") as f:
-            f.write(config.to_json())
-    evaluate = make_evaluation(config) if config.eval_interval else None
-    buffer = fns.init_buffer()
-    states = fns.init_states()
-    previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
-
-    metrics = Metrics(workdir) if primary else None
-    it = int(parallel.fetch(run.iteration))
-    bar = Progress(progress and primary, it, config.iterations)
-    totals = dict(games=0, positions=0)
-    last: dict[str, Any] = {}
-    stop_reason = "iterations"
+    metrics = bar = None
+    it = 0
     try:
-        while it < config.iterations:
-            if _out_of_time(config, t_start):
-                stop_reason = "time_budget"
-                break
-            it += 1
-            t0 = time.time()
-            states, buffer, played = fns.play(run, states, buffer)
-            played = parallel.fetch(played)  # the iteration's one copy before learning
-            t1 = time.time()
-            positions = steps * config.batch_games
-            values: dict[str, Any] = dict(
-                games=int(played.games),
-                positions=positions,
-                replay_ready=int(played.ready),
-                selfplay_seconds=t1 - t0,
-                games_per_second=int(played.games) / (t1 - t0),
-                positions_per_second=positions / (t1 - t0),
-                positions_per_second_per_device=positions / (t1 - t0) / devices,
-            )
-            for k, distinct, reached in zip(VARIETY_PLIES, played.distinct, played.reached):
-                values[f"selfplay/distinct_ply{k}"] = int(distinct)
-                values[f"selfplay/positions_ply{k}"] = int(reached)
-            if hasattr(played, "metrics"):  # ExIt's own (azjax/exit.py)
-                values.update(played.metrics())
-            train = run.train
-            if config.train_steps and played.ready >= fns.min_replay:
-                train, losses = fns.learn(run, buffer)
-                values.update(_losses(it, parallel.fetch(losses), workdir))
-                values["train_seconds"] = time.time() - t1
-            run = run.replace(train=train, iteration=fns.advance(run.iteration))
-            totals["games"] += values["games"]
-            totals["positions"] += positions
+        run = _open_run(config, workdir, fns, checkpointer, resume, resume_step)
+        it = int(parallel.fetch(run.iteration))
+        if primary:
+            _write_text(os.path.join(workdir, "config.json"), config.to_json())
+            metrics = Metrics(workdir, it if resume else None,
+                              checkpointer.saved_rows(it) if resume else None)
+        health = Health(run.train.variables, _reference_loss(metrics))
+        evaluate = make_evaluation(config) if config.eval_interval else None
+        buffer = fns.init_buffer()
+        states = fns.init_states()
+        previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
+        bar = Progress(progress and primary, it, config.iterations)
+        session = dict(games=0, positions=0)
+        last: dict[str, Any] = {}
+        stop_reason = "iterations"
+        with StopSignals(lambda: f"finishing iteration {it}, then saving a checkpoint") as stop:
+            while it < config.iterations:
+                stop_reason = _should_stop(config, t_start, stop)
+                if stop_reason:
+                    break
+                it += 1
+                t0 = time.time()
+                states, buffer, played = fns.play(run, states, buffer)
+                played = parallel.fetch(played)  # the iteration's one copy before learning
+                t1 = time.time()
+                values = _play_values(played, steps * config.batch_games, t1 - t0, devices)
+                if hasattr(played, "metrics"):  # ExIt's own (azjax/exit.py)
+                    values.update(played.metrics())
+                train = run.train
+                if config.train_steps and played.ready >= fns.min_replay:
+                    train, losses = fns.learn(run, buffer)
+                    values.update(_losses(parallel.fetch(losses)))
+                    values["train_seconds"] = time.time() - t1
+                run = run.replace(train=train, iteration=fns.advance(run.iteration))
+                loss_problem = health.losses(values)
+                problem = loss_problem or health.parameters(run.train.variables)
+                if problem:  # the losses judge the parameters before the iteration's updates
+                    _finish_saves(checkpointer, metrics)
+                    raise _divergence(it, problem, checkpointer, workdir,
+                                      healthy_upto=it - 2 if loss_problem else it - 1)
+                session["games"] += values["games"]
+                session["positions"] += values["positions"]
 
-            if evaluate is not None and it % config.eval_interval == 0:
-                t_eval = time.time()
-                values.update(evaluate(run.train.variables, previous, fns.eval_key(run)))
-                previous = fns.copy(run.train.variables)
-                values["eval_seconds"] = time.time() - t_eval
-            if it % config.checkpoint_interval == 0:
-                checkpointer.save(it, run, config)
-            if primary:
-                metrics.write(it, values)
-                if on_iteration is not None:
-                    on_iteration(it, values)
-            last = values
-            bar.update(values)
-        if it not in checkpointer.steps():
-            checkpointer.save(it, run, config)
-        checkpointer.wait()
-    finally:
+                if evaluate is not None and it % config.eval_interval == 0:
+                    t_eval = time.time()
+                    values.update(evaluate(run.train.variables, previous, fns.eval_key(run)))
+                    previous = fns.copy(run.train.variables)
+                    values["eval_seconds"] = time.time() - t_eval
+                if primary:
+                    metrics.add(it, values)
+                    if on_iteration is not None:
+                        on_iteration(it, values)
+                if metrics is not None and checkpointer.committed():
+                    metrics.commit(upto=checkpointer.last_saved)  # that checkpoint is on disk
+                if it % config.checkpoint_interval == 0:
+                    with stop.shield():
+                        _finish_saves(checkpointer, metrics)  # one save at a time
+                        checkpointer.save(it, run, config, metrics and metrics.held())
+                last = values
+                bar.update(values)
+            stop_reason = stop_reason or "iterations"
+            with stop.shield():
+                if it not in checkpointer.steps():
+                    _finish_saves(checkpointer, metrics)
+                    checkpointer.save(it, run, config, metrics and metrics.held())
+                _finish_saves(checkpointer, metrics)
+    except Interrupted as e:  # a second signal: stop at once, keep what is on disk
+        _abandon(bar, checkpointer, metrics)
+        if e.message:
+            raise
+        saved = _steps_on_disk(workdir)
+        kept = (f"checkpoint {saved[-1]} (the last saved) is intact; continue with --resume"
+                if saved else "no checkpoint was saved")
+        raise Interrupted(e.signum, f"stopped at once; {kept}") from None
+    except BaseException:
+        _abandon(bar, checkpointer, metrics)
+        raise
+    bar.close()
+    summary = _summary(config, it, stop_reason, session, metrics, t_start, run, devices, workdir,
+                       last)
+    _close(checkpointer, metrics)
+    if primary:
+        _write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=2))
+    if stop.signum is not None:
+        raise Interrupted(stop.signum, f"checkpoint {it} saved; continue with --resume")
+    return summary
+
+
+def _play_values(played: PlayStats, positions: int, seconds: float,
+                 devices: int) -> dict[str, Any]:
+    values: dict[str, Any] = dict(
+        games=int(played.games),
+        positions=positions,
+        replay_ready=int(played.ready),
+        selfplay_seconds=seconds,
+        games_per_second=int(played.games) / seconds,
+        positions_per_second=positions / seconds,
+        positions_per_second_per_device=positions / seconds / devices,
+    )
+    for k, distinct, reached in zip(VARIETY_PLIES, played.distinct, played.reached):
+        values[f"selfplay/distinct_ply{k}"] = int(distinct)
+        values[f"selfplay/positions_ply{k}"] = int(reached)
+    return values
+
+
+def _finish_saves(checkpointer: Checkpointer, metrics: Metrics | None) -> None:
+    """Wait for the save in flight, then write the rows it holds."""
+    checkpointer.wait()
+    if metrics is not None:
+        metrics.commit(upto=checkpointer.last_saved)
+
+
+def _abandon(bar: Progress | None, checkpointer: Checkpointer, metrics: Metrics | None) -> None:
+    """After an error or a second signal: keep the rows of a checkpoint that made it to disk,
+    drop the rest, and close everything (without hanging on a failed save)."""
+    if bar is not None:
         bar.close()
-        if metrics is not None:
-            metrics.close()
-        checkpointer.close()
-    summary = dict(
+    with contextlib.suppress(Exception):
+        _finish_saves(checkpointer, metrics)
+    _close(checkpointer, metrics)
+
+
+def _steps_on_disk(workdir: str) -> list[int]:
+    """The finished checkpoints of `workdir`, ascending (orbax's temporary folders left out)."""
+    folder = os.path.join(workdir, "checkpoints")
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    return sorted(int(n) for n in names if n.isdigit())
+
+
+def _close(checkpointer: Checkpointer, metrics: Metrics | None) -> None:
+    if metrics is not None:
+        metrics.close()  # rows that no checkpoint holds are dropped
+    checkpointer.close()
+
+
+def _summary(config: Config, it: int, stop_reason: str, session: dict, metrics: Metrics | None,
+             t_start: float, run: RunState, devices: int, workdir: str, last: dict) -> dict:
+    """The run's summary: games and positions of all its sessions (from metrics.jsonl on process
+    0), this session's too."""
+    total = {k: metrics.total(k) if metrics is not None else v for k, v in session.items()}
+    return dict(
         game=config.game,
         game_options=dict(config.game_options),
         iterations=it,
         stopped_by=stop_reason,
-        games=totals["games"],
-        positions=totals["positions"],
+        games=total["games"],
+        positions=total["positions"],
+        session_games=session["games"],
+        session_positions=session["positions"],
         wall_seconds=round(time.time() - t_start, 1),
         parameters=num_parameters(run.train.variables),
         devices=devices,
@@ -352,19 +598,29 @@ def train_and_evaluate(config: Config, workdir: str, resume: bool = False,
         workdir=os.path.abspath(workdir),
         last=last,
     )
-    if primary:
-        with open(os.path.join(workdir, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=2)
-    return summary
 
 
-def _out_of_time(config: Config, t_start: float) -> bool:
-    """Whether the time budget is spent; in a multi-host run, process 0's clock decides for all."""
-    if not config.time_budget:
-        return False
-    out = time.time() - t_start > 60 * config.time_budget
+def _write_text(path: str, text: str) -> None:
+    """Write a whole file at once (a temporary file, then renamed over the old one)."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _should_stop(config: Config, t_start: float, stop: StopSignals) -> str:
+    """'' to go on, else why to stop: 'time_budget' or the signal's name. In a multi-host run
+    process 0's clock decides the time budget, and a signal to any process stops all."""
+    out = bool(config.time_budget) and time.time() - t_start > 60 * config.time_budget
+    signalled = stop.requested
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 
         out = bool(multihost_utils.broadcast_one_to_all(np.bool_(out)))
-    return out
+        flags = multihost_utils.process_allgather(np.bool_(signalled))
+        signalled = bool(np.any(flags))
+        if signalled and stop.signum is None:
+            stop.signum = signal.SIGTERM  # another process was signalled
+    if out:
+        return "time_budget"
+    return signal.Signals(stop.signum).name if signalled else ""

@@ -1,9 +1,15 @@
 """What a training run shows and records: metrics.jsonl, TensorBoard events and a progress bar.
 
-    metrics = Metrics(workdir)           # <workdir>/metrics.jsonl and <workdir>/tb/
-    metrics.write(iteration, values)     # one JSON line; scalars to TensorBoard
+    metrics = Metrics(workdir, resume_from=None)   # <workdir>/metrics.jsonl and <workdir>/tb/
+    metrics.add(iteration, values)                  # held until its checkpoint is on disk
+    metrics.commit(upto=12)                         # checkpoint 12 is saved: write its rows
     bar = Progress(enabled, start, total)
     bar.update(values)
+
+metrics.jsonl agrees with the checkpoints: a row is written only once the checkpoint of its
+iteration (or a later one) is on disk, so a crash never leaves rows the run will play again. A new
+run (`resume_from=None`) starts a new file; a resumed one cuts the file back to the iteration it
+resumes (dropping a torn last line), and TensorBoard hides the events after it (`purge_step`).
 
 Progress bar fields: games/s and pos/s of self-play; `v` and `p` the value and policy losses;
 `vs_mcts` and `vs_prev` the scores of the last evaluation against pure MCTS and the previous
@@ -14,30 +20,104 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from typing import Any
+
+FILE = "metrics.jsonl"
+
+
+def read_rows(path: str) -> list[dict[str, Any]]:
+    """The rows of a metrics.jsonl ([] if it is missing). A torn last line (a crash while it was
+    written) is dropped; any other line that is not a JSON object is a ValueError naming the file
+    and line. Where a crashed run wrote an iteration twice, the later row is kept."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().split("\n")
+    rows: dict[int, dict] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict) or not isinstance(row.get("iteration"), int):
+                raise ValueError("not a row")
+        except ValueError:
+            if number == len(lines):  # no newline after it: a torn last line
+                continue
+            raise ValueError(f"{path}, line {number}: not a metrics row: {line[:60]!r}") from None
+        if row["iteration"] in rows or (rows and row["iteration"] < max(rows)):
+            rows = {k: v for k, v in rows.items() if k < row["iteration"]}  # a resumed session
+        rows[row["iteration"]] = row
+    return [rows[k] for k in sorted(rows)]
 
 
 class Metrics:
-    """JSON lines and TensorBoard events in the workdir (TensorBoard if tensorboardX is present)."""
+    """JSON lines and TensorBoard events in the workdir (TensorBoard if tensorboardX is present).
 
-    def __init__(self, workdir: str):
-        self.file = open(os.path.join(workdir, "metrics.jsonl"), "a")
+    `resume_from`: None for a new run (an old metrics.jsonl and tb/ are replaced), else the
+    iteration the run resumes from (later rows are cut off, and `saved_rows`, those its
+    checkpoint holds, fill in what the file lacks). `rows` are the rows kept."""
+
+    def __init__(self, workdir: str, resume_from: int | None = None,
+                 saved_rows: list[dict] | None = None):
+        self.path = os.path.join(workdir, FILE)
+        tb_dir = os.path.join(workdir, "tb")
+        if resume_from is None:
+            self.rows = []
+            shutil.rmtree(tb_dir, ignore_errors=True)
+        else:
+            self.rows = [r for r in read_rows(self.path) if r["iteration"] <= resume_from]
+            have = {r["iteration"] for r in self.rows}
+            self.rows += [r for r in saved_rows or []
+                          if r["iteration"] not in have and r["iteration"] <= resume_from]
+            self.rows.sort(key=lambda r: r["iteration"])
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r) + "\n" for r in self.rows)
+        os.replace(tmp, self.path)
+        self.file = open(self.path, "a", encoding="utf-8")
+        self.pending: list[tuple[int, dict[str, Any]]] = []
         try:
             from tensorboardX import SummaryWriter
 
-            self.tb = SummaryWriter(os.path.join(workdir, "tb"))
+            purge = None if resume_from is None else resume_from + 1
+            self.tb = SummaryWriter(tb_dir, purge_step=purge)
         except ImportError:  # pragma: no cover - tensorboardX is a dependency
             self.tb = None
 
-    def write(self, iteration: int, values: dict[str, Any]) -> None:
-        self.file.write(json.dumps({"iteration": iteration, **values}) + "\n")
+    def add(self, iteration: int, values: dict[str, Any]) -> None:
+        """Hold a row until `commit`."""
+        self.pending.append((iteration, values))
+
+    def commit(self, upto: int | None) -> None:
+        """Write the rows held up to iteration `upto`: its checkpoint is on disk."""
+        if upto is None:
+            return
+        rows = [(i, v) for i, v in self.pending if i <= upto]
+        self.pending = [(i, v) for i, v in self.pending if i > upto]
+        for iteration, values in rows:
+            row = {"iteration": iteration, **values}
+            self.file.write(json.dumps(row) + "\n")
+            self.rows.append(row)
+            if self.tb is not None:
+                for k, v in values.items():
+                    if isinstance(v, (int, float)) and not isinstance(v, bool):
+                        self.tb.add_scalar(k, v, iteration)
         self.file.flush()
-        if self.tb is not None:
-            for k, v in values.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    self.tb.add_scalar(k, v, iteration)
+        os.fsync(self.file.fileno())
+
+    def held(self) -> list[dict]:
+        """The rows held, as they will be written."""
+        return [{"iteration": i, **v} for i, v in self.pending]
+
+    def total(self, name: str) -> int:
+        """The sum of `name` over the rows written (all sessions of the run)."""
+        return sum(r.get(name, 0) for r in self.rows)
 
     def close(self) -> None:
+        """Close the files; rows still held (no checkpoint holds them) are dropped."""
+        self.pending.clear()
         self.file.close()
         if self.tb is not None:
             self.tb.close()

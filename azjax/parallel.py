@@ -57,9 +57,10 @@ def check_divisible(mesh: Mesh, **sizes: int) -> None:
     for name, value in sizes.items():
         if value % d:
             raise ValueError(
-                f"{name}={value} does not divide over the {d} devices "
+                f"--{name}={value} does not divide over the {d} devices "
                 f"({jax.devices()[0].platform}, {jax.process_count()} process(es)): it is the "
-                f"global size, split evenly; use a multiple of {d}"
+                f"global size, split evenly; use a multiple of {d} (e.g. --{name}="
+                f"{max(d, value - value % d)})"
             )
 
 

@@ -60,12 +60,12 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
 
 
 def test_restart_without_resume_is_refused(run, capsys):
-    assert train.main(TOY + [f"--workdir={run}", "--iterations=3"]) == 1
+    assert train.main(TOY + [f"--workdir={run}", "--iterations=3"]) == 2
     assert "--resume" in capsys.readouterr().err
 
 
 def test_resume_with_another_network_is_refused(run, capsys):
-    assert train.main([f"--workdir={run}", "--resume", "--num_filters=8", "--no_progress"]) == 1
+    assert train.main([f"--workdir={run}", "--resume", "--num_filters=8", "--no_progress"]) == 2
     assert "num_filters: saved 4 vs now 8" in capsys.readouterr().err
 
 
@@ -77,7 +77,7 @@ def test_corrupt_checkpoint_is_named(run, tmp_path, capsys):
         for name in files:
             with open(os.path.join(root, name), "wb") as f:
                 f.write(b"garbage")
-    assert train.main([f"--workdir={workdir}", "--resume", "--iterations=3", "--no_progress"]) == 1
+    assert train.main([f"--workdir={workdir}", "--resume", "--iterations=3", "--no_progress"]) == 2
     assert "checkpoint 2" in capsys.readouterr().err
 
 
@@ -100,7 +100,7 @@ def test_bad_flags_get_a_clear_error(flags, message, capsys):
 
 
 def test_resume_without_a_checkpoint_is_named(tmp_path, capsys):
-    assert train.main(TOY + [f"--workdir={tmp_path}", "--resume"]) == 1
+    assert train.main(TOY + [f"--workdir={tmp_path}", "--resume"]) == 2
     assert "no checkpoint" in capsys.readouterr().err
 
 

@@ -4,6 +4,8 @@
 
 As the training loop's evaluation and seed 000 Figures 5.1 and 5.2: the first checkpoint plays
 the untrained network, both epsilon-greedy; pure MCTS gets twice the network's simulations.
+curve.json is rewritten after every checkpoint (`"complete": false` until the last), so an
+interrupted curve keeps the checkpoints it played.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import jax
 from azjax.checkpoint import initial_variables, load_checkpoint, read_config, steps
 from azjax.eval.agent import SearchSetup, network_apply, search_agent
 from azjax.eval.match import play_games
-from azjax.eval.records import check_games, plot_curve, result_record, write_json
+from azjax.eval.records import check_games, plot_curve, result_record
+from azjax.metrics import read_rows
 from azjax.search import SearchSpec
 from games.base import Game
 
@@ -30,6 +33,7 @@ def run_curve(run_dir: str, folder: str, *, games: int, seed: int = 0, sims: int
     (default twice that) and `epsilon` (default the run's eval_epsilon) override; `game`, when
     given, must be the run's."""
     check_games(games)
+    check_curve_options(sims=sims, mcts_sims=mcts_sims, epsilon=epsilon)
     config = read_config(run_dir)  # the latest; raises for a folder without checkpoints
     if game is not None and config.make_game() != game:
         raise ValueError(f"{run_dir!r} is a {config.game} {dict(config.game_options)} run, "
@@ -46,7 +50,11 @@ def run_curve(run_dir: str, folder: str, *, games: int, seed: int = 0, sims: int
     trained = training_games(run_dir)
     previous = initial_variables(config)
     key = jax.random.PRNGKey(seed)
-    rows = []
+    rows: list[dict] = []
+    record = dict(run=os.path.abspath(run_dir), game=config.game,
+                  game_options=dict(config.game_options), games=games, seed=seed,
+                  simulations=spec.num_simulations, mcts_simulations=mcts_sims, epsilon=epsilon,
+                  complete=False, curve=rows)
     for step in steps(run_dir):
         _, variables, _ = load_checkpoint(run_dir, step)
         k_mcts, k_prev = jax.random.split(jax.random.fold_in(key, step))
@@ -56,27 +64,42 @@ def run_curve(run_dir: str, folder: str, *, games: int, seed: int = 0, sims: int
                        dataclasses.replace(greedy, variables=previous), games, k_prev).result
         rows.append(dict(step=step, training_games=trained.get(step),
                          vs_mcts=result_record(m), vs_previous=result_record(p)))
+        _write_atomically(folder, "curve.json", record)  # kept if the curve is interrupted
         log(f"checkpoint {step}: vs MCTS-{mcts_sims} {m.score:.2f} (W{m.wins} D{m.draws} "
             f"L{m.losses}), vs previous {p.score:.2f} (W{p.wins} D{p.draws} L{p.losses})")
         previous = variables
-    record = dict(run=os.path.abspath(run_dir), game=config.game,
-                  game_options=dict(config.game_options), games=games, seed=seed,
-                  simulations=spec.num_simulations, mcts_simulations=mcts_sims, epsilon=epsilon,
-                  curve=rows)
+    record["complete"] = True
     plot_curve(record, os.path.join(folder, "curve.png"))
-    write_json(folder, "curve.json", record)
+    _write_atomically(folder, "curve.json", record)
     return record
 
 
+def check_curve_options(*, sims: int | None, mcts_sims: int | None,
+                        epsilon: float | None) -> None:
+    """ValueError for --sims or --mcts_sims below 1, or --epsilon outside [0, 1]."""
+    for name, value in (("--sims", sims), ("--mcts_sims", mcts_sims)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    if epsilon is not None and not 0 <= epsilon <= 1:
+        raise ValueError(f"--epsilon is a probability, in [0, 1]; got {epsilon}")
+
+
+def _write_atomically(folder: str, name: str, data: dict) -> None:
+    """folder/name, written whole (a temporary file renamed over it): never half a file."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name)
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
 def training_games(run_dir: str) -> dict[int, int]:
-    """Cumulative self-play games by iteration, from metrics.jsonl ({} if it is missing)."""
-    path = os.path.join(run_dir, "metrics.jsonl")
-    if not os.path.exists(path):
-        return {}
+    """Cumulative self-play games by iteration, from metrics.jsonl ({} if it is missing).
+
+    `azjax.metrics.read_rows` reads it: a torn last line is dropped, and where an older version
+    wrote an iteration twice (a crash, then a resume) the later row counts, once."""
     total, out = 0, {}
-    with open(path) as f:
-        for line in f:
-            row = json.loads(line)
-            total += row.get("games", 0)
-            out[row["iteration"]] = total
+    for row in read_rows(os.path.join(run_dir, "metrics.jsonl")):
+        total += row.get("games", 0)
+        out[row["iteration"]] = total
     return out

@@ -26,7 +26,11 @@ Conventions:
   ``swap`` into ``swap-pieces`` when it sends and back when it reads, so callers use the games'
   names throughout;
 - these games alternate strictly (an Othello pass is a move of its own), so ``play`` and
-  ``genmove`` are accepted only for the colour to move; anything else is an error;
+  ``genmove`` are accepted only for the colour to move, with one exception: when the side to
+  move has nothing but a pass, a ``play`` or ``genmove`` for the other colour passes for it
+  first (Othello engines and controllers leave such passes implicit); anything else is an error;
+- input is read with undecodable bytes replaced (U+FFFD), and what is echoed back of a bad
+  argument is cut to ``ECHO_LIMIT`` characters;
 - ``boardsize N`` (or ``boardsize N N``) rebuilds the game with ``size=N`` and clears the board;
   for games without a size option only their own square size is accepted.
 """
@@ -58,6 +62,8 @@ PlayerFactory = Callable[[Game], Callable[[GameState], int]]
 
 GTP_COLOURS = {n: i for i, c in enumerate(COLOURS) for n in (c.letter, c.name)}  # b/black: 0
 SWAP_WIRE = "swap-pieces"  # HexGui's and MoHex's name of the swap move
+ECHO_LIMIT = 40  # characters of a bad argument quoted back in an error
+_NUMBER = re.compile(r"[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
 
 COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "quit",
@@ -94,6 +100,7 @@ class GTPEngine:
         self.name, self.version = name, version
         self.make_agent = make_agent
         self.finished = False  # True after `quit`
+        self._implicit_pass = False  # the last `_colour_to_move` passed for the other side
         self._agents: dict[Game, Callable] = {}
         self._jitted: dict[Game, tuple[Callable, Callable]] = {}  # step, legal_mask
         self._set_game(game)
@@ -137,7 +144,7 @@ class GTPEngine:
         if not words:
             return ""
         ident = ""
-        if words[0].isdigit():
+        if _NUMBER.fullmatch(words[0]):
             ident, words = words[0], words[1:]
         if not words:
             return f"?{ident} missing command\n\n"
@@ -187,7 +194,7 @@ class GTPEngine:
         return ""
 
     def cmd_boardsize(self, args) -> str:
-        if len(args) not in (1, 2) or not all(a.isdigit() for a in args):
+        if len(args) not in (1, 2) or not all(_NUMBER.fullmatch(a) for a in args):
             raise _Failure("syntax error: boardsize N (or N N)")
         sizes = {int(a) for a in args}
         if len(sizes) != 1:
@@ -218,10 +225,12 @@ class GTPEngine:
             action = self.game.parse_action(text)
         except ValueError:
             first, last = self.move_name(0), self.move_name(self.game.num_actions - 1)
-            raise _Failure(f"invalid vertex {vertex!r}: {self.game.name} moves look like "
+            raise _Failure(f"invalid vertex {_quote(vertex)}: {self.game.name} moves look like "
                            f"{first} .. {last}") from None
         if action not in self.legal_actions():
-            raise _Failure(f"illegal move: {COLOURS[player].name} {vertex.lower()}")
+            if self._implicit_pass:
+                self.cmd_undo([])
+            raise _Failure(f"illegal move: {COLOURS[player].name} {_quote(vertex.lower())[1:-1]}")
         self._push(action)
         return ""
 
@@ -251,19 +260,30 @@ class GTPEngine:
 
     # ---- helpers --------------------------------------------------------------------------
     def _colour_to_move(self, text: str) -> int:
-        """The player ``text`` names, which must be the one to move in a game still going on."""
+        """The player ``text`` names, which must be the one to move in a game still going on;
+        where the other side has nothing but a pass, it passes first (``_implicit_pass``)."""
+        self._implicit_pass = False
         if text.lower() not in GTP_COLOURS:
-            raise _Failure(f"invalid color {text!r}: use b, black, w or white")
+            raise _Failure(f"invalid color {_quote(text)}: use b, black, w or white")
         player = GTP_COLOURS[text.lower()]
         if bool(self.game.is_terminal(self.state)):
             raise _Failure("game is over")
         to_move = int(self.game.current_player(self.state))
         if player != to_move:
-            must_pass = [self.move_name(a) for a in self.legal_actions()] == ["pass"]
-            hint = f" ({COLOURS[to_move].name} has no move: play {COLOURS[to_move].name} pass)" \
-                if must_pass else ""
-            raise _Failure(f"it is {COLOURS[to_move].name}'s turn{hint}")
+            legal = self.legal_actions()
+            if [self.move_name(a) for a in legal] != ["pass"]:
+                raise _Failure(f"it is {COLOURS[to_move].name}'s turn")
+            self._push(legal[0])
+            self._implicit_pass = True
+            if bool(self.game.is_terminal(self.state)):
+                self.cmd_undo([])
+                raise _Failure("game is over")
         return player
+
+
+def _quote(text: str) -> str:
+    """repr(text), cut to ECHO_LIMIT characters."""
+    return repr(text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + "...")
 
 
 def _arity(args: list[str], n: int) -> list[str]:
@@ -464,6 +484,9 @@ def serve_gtp(game: Game, make_player: PlayerFactory, description: str) -> None:
         package = version("azjax")
     except PackageNotFoundError:
         package = "unknown"
+    from azjax.eval.player import tolerant_stdin
+
+    tolerant_stdin()
     out, sys.stdout = sys.stdout, sys.stderr
     try:
         engine = GTPEngine(game, make_player, name="azjax", version=f"{package} {description}")

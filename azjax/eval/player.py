@@ -11,6 +11,10 @@ as the `human` agent of a match (`make_human_agent`, without it).
 
 from __future__ import annotations
 
+import io
+import math
+import re
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -23,6 +27,26 @@ HUMAN_COLOURS = {"first": 0, "second": 1,
                  **{n: i for i, c in enumerate(COLOURS) for n in (c.name, c.stone.lower())}}
 SHOW_LEGAL_UP_TO = 40  # longer lists of legal moves are shown by the `moves` command
 HELP = ("type a move (e.g. {example}), or: {undo}moves (list the legal moves), resign, help, quit")
+LONGEST_INPUT = 64  # characters: a longer line is not a move, and is not echoed back
+
+
+def tolerant_stdin() -> None:
+    """Read standard input with undecodable bytes replaced (U+FFFD) instead of failing on them,
+    whatever the locale (a strict UTF-8 one raises UnicodeDecodeError on a stray byte)."""
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="replace")
+
+
+def reject_non_finite(spec: str) -> None:
+    """ValueError for an agent spec with a non-finite number (`mcts:seconds=inf`), which the
+    spec grammar accepts but no search can honour."""
+    for name, text in re.findall(r"(\w+)\s*=\s*([^,]*)", spec.partition(":")[2]):
+        try:
+            value = float(text)
+        except ValueError:
+            continue
+        if not math.isfinite(value):
+            raise ValueError(f"{spec!r}: {name} must be a finite number, got {text.strip()!r}")
 
 
 class Player:
@@ -102,6 +126,9 @@ def ask_move(game: Game, state, *, read: Callable = input, write: Callable = pri
             return QUIT
         command = text.strip().lower()
         if not command:
+            continue
+        if len(command) > LONGEST_INPUT:
+            write(f"that is not a move ({len(command)} characters)\n(type help for the commands)")
             continue
         if command in ("quit", "exit"):
             return QUIT

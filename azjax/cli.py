@@ -1,0 +1,88 @@
+"""What every script (train.py, evaluate.py, play.py) does with errors and signals.
+
+    def main(argv=None) -> int:
+        return cli.run("train.py", _main, sys.argv[1:] if argv is None else argv)
+
+An error the user can fix (a bad value, a file that cannot be written, a full disk, too little
+memory, a diverged run) ends as one line, `PROG: error: what and how to fix it`, and exit code 2;
+`--debug` anywhere on the command line shows its traceback instead. Anything else is a bug and
+keeps its traceback. SIGINT and SIGTERM end with `PROG: SIGINT: what was kept` and 130 or 143
+(`azjax.interrupt.Interrupted`). With `threaded=True` (evaluate.py, play.py: their work is
+long calls into XLA that Python cannot interrupt) the work runs in a worker thread, and a signal
+ends the process at once (`os._exit`), after what the work wrote so far.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from azjax.checkpoint import describe_os_error
+from azjax.interrupt import Interrupted, raise_on_signals, run_interruptibly
+
+MEMORY_HINT = ("lower --batch_games, --train_batch_size, --replay_games, --num_simulations or the "
+               "network (--num_blocks, --num_filters)")
+
+
+def user_message(e: BaseException) -> str | None:
+    """The one-line explanation of an error the user can fix, or None for a bug."""
+    loop = sys.modules.get("azjax.loop")
+    if loop is not None and isinstance(e, loop.DivergenceError):
+        return str(e)
+    if isinstance(e, MemoryError):
+        return f"out of host memory; {MEMORY_HINT}"
+    if isinstance(e, OSError):
+        return describe_os_error(e)
+    text = str(e)
+    if "RESOURCE_EXHAUSTED" in text:  # XLA's out of memory, on any device
+        first = text.strip().splitlines()[0][:160]
+        return f"out of memory ({first}); {MEMORY_HINT}"
+    if isinstance(e, ValueError):
+        return text
+    return None
+
+
+def run(prog: str, body: Callable[[list[str]], int], argv: list[str], *,
+        threaded: bool = False, stopped: str = "stopped") -> int:
+    """body(argv)'s exit code, with errors and signals handled as the module doc says;
+    `stopped` is what a signal's line says was kept."""
+    debug = "--debug" in argv
+    try:
+        with raise_on_signals():  # SIGTERM ends like Ctrl-C, with a line and 143, not silently
+            if threaded:
+                return run_interruptibly(lambda: body(argv))
+            return body(argv)
+    except KeyboardInterrupt as e:
+        signum = e.signum if isinstance(e, Interrupted) else 2
+        name = e.name if isinstance(e, Interrupted) else "SIGINT"
+        message = (e.message if isinstance(e, Interrupted) else "") or stopped
+        print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
+        if threaded:  # the worker may be inside XLA: leave without waiting for it
+            sys.stdout.flush()
+            os._exit(128 + signum)
+        return 128 + signum
+    except Exception as e:
+        message = user_message(e)
+        if message is None or debug:
+            raise
+        print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+        _leave_if_stuck(prog, 2)
+        return 2
+
+
+def _leave_if_stuck(prog: str, code: int, wait: float = 10.0) -> None:
+    """In a script, end the process now when threads it cannot finish without are still busy
+    `wait` seconds after an error (orbax's, after a failed save), rather than hang at exit."""
+    if os.path.basename(sys.argv[0]) != prog:
+        return  # called as a function (tests, notebooks): the caller decides
+    busy = [t for t in threading.enumerate()
+            if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    deadline = time.monotonic() + wait
+    for thread in busy:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in busy):
+        sys.stdout.flush()
+        os._exit(code)

@@ -1,0 +1,143 @@
+"""Stopping on request: SIGINT (Ctrl-C) and SIGTERM (preemption, a batch system's time limit).
+
+    with StopSignals("finishing iteration 12, then saving") as stop:
+        while not stop.requested:
+            ...                                # one unit of work
+    if stop.signum: raise Interrupted(stop.signum, "checkpoint 12 saved; continue with --resume")
+
+The first signal only sets `stop.requested` (and prints `note` once, on stderr): the work finishes
+its current unit, saves and stops. A second one raises `Interrupted` at once, wherever the program
+is, and puts the default handlers back, so a third ends the process the usual way.
+
+`Interrupted` is a KeyboardInterrupt (code that catches Ctrl-C still does) whose `exit_code` is
+128 + the signal number (130 for SIGINT, 143 for SIGTERM), the shells' convention.
+
+`run_interruptibly(fn)` runs a long call (a search compiled by XLA, which Python cannot interrupt)
+in a worker thread, so that Ctrl-C stops the waiting at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The program was stopped by a signal; `message` says what was kept."""
+
+    def __init__(self, signum: int, message: str = ""):
+        super().__init__(message)
+        self.signum, self.message = signum, message
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class StopSignals:
+    """SIGINT and SIGTERM ask the work to stop (see the module doc). Outside the main thread,
+    where Python cannot install handlers, it does nothing."""
+
+    def __init__(self, note: str | Callable[[], str] = "stopping after the current step"):
+        self.note = note
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+        self._shielded = False
+        self._deferred: int | None = None
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    def _handle(self, signum, frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+            note = self.note() if callable(self.note) else self.note
+            print(f"\n{signal.Signals(signum).name}: {note} (send it again to stop at once)",
+                  file=sys.stderr, flush=True)
+            return
+        if self._shielded and self._deferred is None:
+            self._deferred = signum
+            print(f"\n{signal.Signals(signum).name}: finishing the checkpoint being written "
+                  "(send it again to stop at once)", file=sys.stderr, flush=True)
+            return
+        self._restore()
+        raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def shield(self):
+        """Within it (a checkpoint being written), a second signal waits until the end of the
+        block, so that the checkpoint is finished; a third one still stops at once."""
+        self._shielded = True
+        try:
+            yield
+        finally:
+            self._shielded = False
+        if self._deferred is not None:
+            self._restore()
+            raise Interrupted(self._deferred)
+
+    def _restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._restore()
+
+
+@contextlib.contextmanager
+def raise_on_signals():
+    """Within it, SIGTERM raises `Interrupted` as Ctrl-C does (SIGINT too, as `Interrupted`),
+    where the program cannot stop step by step: it keeps what it has and stops. Outside the main
+    thread it does nothing."""
+
+    def handle(signum, frame):
+        raise Interrupted(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, handle) for signum in SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def run_interruptibly(fn: Callable[[], Any]) -> Any:
+    """fn() in a worker thread while this thread waits, so a signal (`Interrupted`, or
+    KeyboardInterrupt) reaches the caller at once instead of after the call. The interrupted
+    call goes on in its daemon thread; the caller is expected to end the process."""
+    box: dict[str, Any] = {}
+
+    def work():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # handed to the waiting thread
+            box["error"] = e
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.05)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -1,0 +1,419 @@
+"""What real runs meet (issue 12, docs/reliability.md): signals, a second process, bad paths and
+sizes, divergence, poisoned checkpoints, torn metrics, odd bytes over GTP, implicit passes.
+
+Training runs in subprocesses (signals need a process of their own) at Tic-Tac-Toe toy size,
+sharing one persistent compilation cache so that only the first one compiles.
+"""
+
+import errno
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+
+import evaluate
+import games
+import train
+from azjax import checkpoint
+from azjax import config as cfg
+from azjax.checkpoint import CheckpointError, WorkdirLock
+from azjax.eval.curve import training_games
+from azjax.eval.gtp import GTPEngine
+from azjax.loop import Health
+from azjax.metrics import Metrics, read_rows
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOY = [
+    "--game=tictactoe", "--batch_games=16", "--num_simulations=4", "--num_blocks=1",
+    "--num_filters=4", "--value_hidden=4", "--train_steps=3", "--train_batch_size=32",
+    "--eval_interval=0", "--checkpoint_interval=1", "--no_progress",
+]
+TIMEOUT = 240
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    cache = str(tmp_path_factory.getbasetemp() / "reliability_jax_cache")
+    return dict(os.environ, JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=cache,
+                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0", PYTHONUNBUFFERED="1")
+
+
+def _python(script, args, env, **kw):
+    return subprocess.run([sys.executable, script, *args], cwd=ROOT, env=env,
+                          capture_output=True, timeout=TIMEOUT, **kw)
+
+
+def _start(args, env):
+    return subprocess.Popen([sys.executable, "train.py", *TOY, *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(path, proc):
+    deadline = time.time() + TIMEOUT
+    while not os.path.exists(path):
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.time() < deadline, f"no {path} within {TIMEOUT} s"
+        time.sleep(0.2)
+
+
+def _steps(workdir):
+    return sorted(int(n) for n in os.listdir(os.path.join(workdir, "checkpoints")) if n.isdigit())
+
+
+def _iterations(workdir):
+    return [r["iteration"] for r in read_rows(os.path.join(workdir, "metrics.jsonl"))]
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory, env):
+    """A run stopped by SIGTERM, and what happened: (workdir, its stderr, its exit code, the
+    answer to a second run started into the same workdir meanwhile)."""
+    workdir = str(tmp_path_factory.mktemp("sigterm") / "run")
+    proc = _start([f"--workdir={workdir}", "--iterations=100000"], env)
+    try:
+        _wait_for(os.path.join(workdir, "checkpoints", "2"), proc)
+        second = _python("train.py", TOY + [f"--workdir={workdir}", "--iterations=3"], env,
+                         text=True)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return workdir, err, proc.returncode, second, proc.pid
+
+
+def test_sigterm_saves_a_checkpoint_and_exits_143(stopped_run):
+    workdir, err, code, _, _ = stopped_run
+    assert code == 143
+    match = re.search(r"SIGTERM: checkpoint (\d+) saved; continue with --resume", err)
+    assert match, err
+    assert "Traceback" not in err
+    step = int(match.group(1))
+    assert _steps(workdir)[-1] == step
+    assert not [n for n in os.listdir(os.path.join(workdir, "checkpoints")) if "tmp" in n]
+    assert _iterations(workdir) == list(range(1, step + 1))  # the rows agree with the checkpoint
+    summary = json.load(open(os.path.join(workdir, "summary.json")))
+    assert summary["stopped_by"] == "SIGTERM" and summary["iterations"] == step
+
+
+def test_a_second_run_into_a_busy_workdir_is_refused(stopped_run):
+    *_, second, pid = stopped_run
+    assert second.returncode == 2
+    assert f"is in use by process {pid}" in second.stderr
+    assert "Traceback" not in second.stderr
+
+
+def test_resume_counts_every_session(stopped_run, tmp_path, env):
+    workdir = str(tmp_path / "run")
+    shutil.copytree(stopped_run[0], workdir)
+    step = _steps(workdir)[-1]
+    with open(os.path.join(workdir, "metrics.jsonl"), "a") as f:
+        f.write('{"iteration": 99, "games": 10')  # a torn last line
+    done = _python("train.py", [f"--workdir={workdir}", "--resume", f"--iterations={step + 1}",
+                                "--no_progress"], env, text=True)
+    assert done.returncode == 0, done.stderr
+    rows = read_rows(os.path.join(workdir, "metrics.jsonl"))
+    assert [r["iteration"] for r in rows] == list(range(1, step + 2))
+    summary = json.load(open(os.path.join(workdir, "summary.json")))
+    assert summary["games"] == sum(r["games"] for r in rows) > summary["session_games"]
+    assert training_games(workdir)[step + 1] == summary["games"]
+
+
+def test_kill_9_then_sigint_keep_metrics_and_checkpoints_in_step(tmp_path, env):
+    workdir = str(tmp_path / "run")
+    proc = _start([f"--workdir={workdir}", "--iterations=100000"], env)
+    try:
+        _wait_for(os.path.join(workdir, "checkpoints", "3"), proc)
+    finally:
+        proc.kill()  # kill -9, at any moment
+        proc.communicate()
+    assert _iterations(workdir)[-1] <= _steps(workdir)[-1]  # no row beyond the last checkpoint
+    proc = _start([f"--workdir={workdir}", "--resume", "--iterations=100000"], env)
+    try:
+        _wait_for(os.path.join(workdir, "checkpoints", str(_steps(workdir)[-1] + 2)), proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "SIGINT: checkpoint" in err and "Traceback" not in err
+    # no iteration twice, none missing (the checkpoints hold rows the killed run had not written)
+    assert _iterations(workdir) == list(range(1, _steps(workdir)[-1] + 1))
+
+
+def test_divergence_is_not_saved_and_names_the_last_healthy_checkpoint(stopped_run, tmp_path,
+                                                                         env):
+    workdir = str(tmp_path / "run")
+    shutil.copytree(stopped_run[0], workdir)
+    last = _steps(workdir)[-1]
+    done = _python("train.py", [f"--workdir={workdir}", "--resume", "--learning_rate=1e6",
+                                f"--iterations={last + 20}", "--no_progress"], env, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "diverged" in done.stderr and "--resume_step=" in done.stderr
+    healthy = int(re.search(r"--resume_step=(\d+)", done.stderr).group(1))
+    assert _steps(workdir)[-1] == last  # the diverged iterations saved nothing
+    for step in (healthy, last):
+        _, variables, _ = checkpoint.load_checkpoint(workdir, step)
+        leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(variables)]
+        assert all(np.isfinite(x).all() and np.abs(x).max() < 1e3 for x in leaves)
+    again = _python("train.py", [f"--workdir={workdir}", f"--resume_step={healthy}",
+                                 "--learning_rate=0.01", f"--iterations={healthy + 1}",
+                                 "--no_progress"], env, text=True)
+    assert again.returncode == 0, again.stderr
+    assert _steps(workdir)[-1] == healthy + 1  # the later checkpoints were set aside
+    assert _iterations(workdir) == list(range(1, healthy + 2))
+
+
+def test_adam_sized_divergence_is_caught():
+    """With Adam at --learning_rate=1e6 the loss grew to 2e13 and the run ended with exit 0:
+    a loss far above the run's first, or parameters that grew a thousandfold, are divergence."""
+    variables = {"params": {"w": np.ones(100, np.float32)}}
+    health = Health(variables, reference=3.3)
+    assert health.losses({"loss/total": 3.0, "loss/value": 1.0}) is None
+    assert "above" in health.losses({"loss/total": 2e13, "loss/value": 1.0})
+    assert "non-finite loss/value" in health.losses({"loss/total": 3.0, "loss/value": np.nan})
+    assert health.parameters(variables) is None
+    assert "norm" in health.parameters({"params": {"w": np.full(100, 1e4, np.float32)}})
+    assert "non-finite" in health.parameters({"params": {"w": np.full(100, 1e30, np.float32)}})
+
+
+def test_a_poisoned_checkpoint_names_the_readable_one(stopped_run, tmp_path, env):
+    workdir = str(tmp_path / "run")
+    shutil.copytree(stopped_run[0], workdir)
+    steps = _steps(workdir)
+    for root, _, files in os.walk(os.path.join(workdir, "checkpoints", str(steps[-1]), "state")):
+        for name in files:  # cut the arrays' data short: orbax's reads fail half-way
+            if os.path.basename(root) == "d":
+                os.truncate(os.path.join(root, name), 10)
+    done = _python("train.py", [f"--workdir={workdir}", "--resume", "--no_progress"], env,
+                   text=True)
+    assert done.returncode == 2
+    assert f"checkpoint {steps[-1]} " in done.stderr
+    assert f"--resume_step={steps[-2]}" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+# ---- in-process: locks, metrics files, bad paths, sizes and values -------------------------------
+def test_the_lock_refuses_a_second_holder_and_takes_over_a_dead_ones(tmp_path):
+    with open(tmp_path / "lock", "w") as f:
+        f.write("999999999\n")  # a process that is gone left its lock file
+    with WorkdirLock(str(tmp_path)):
+        assert open(tmp_path / "lock").read().strip() == str(os.getpid())
+        with pytest.raises(CheckpointError, match=f"in use by process {os.getpid()}"):
+            WorkdirLock(str(tmp_path)).__enter__()
+    with WorkdirLock(str(tmp_path)):  # released
+        pass
+
+
+def test_a_failed_save_is_one_line_and_does_not_hang(tmp_path, monkeypatch):
+    from azjax import cli
+    from azjax.checkpoint import Checkpointer
+
+    saver = Checkpointer(str(tmp_path))
+    full = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "checkpoints"))
+    monkeypatch.setattr(saver.manager, "save", lambda *a, **k: (_ for _ in ()).throw(full))
+    with pytest.raises(CheckpointError, match="checkpoint 3 could not be written.*disk is full"):
+        saver.save(3, {"x": np.zeros(2)}, cfg.load("tictactoe"))
+    t0 = time.time()
+    saver.close()
+    assert time.time() - t0 < Checkpointer.CLOSE_TIMEOUT
+    assert "disk is full" in cli.user_message(full)
+
+
+def test_metrics_resume_cuts_back_and_a_new_run_starts_afresh(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    rows = [{"iteration": i, "games": 10} for i in range(1, 6)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"iteration": 6, "ga')
+    metrics = Metrics(str(tmp_path), resume_from=3, saved_rows=[{"iteration": 3, "games": 7}])
+    metrics.add(4, {"games": 1})
+    metrics.add(5, {"games": 2})
+    metrics.commit(upto=4)  # checkpoint 4 is on disk; 5 waits for its own
+    metrics.close()
+    assert [(r["iteration"], r["games"]) for r in read_rows(str(path))] == [
+        (1, 10), (2, 10), (3, 10), (4, 1)]
+    Metrics(str(tmp_path)).close()  # a new run
+    assert path.read_text() == ""
+
+
+def test_old_metrics_files_count_each_iteration_once(tmp_path):
+    rows = [1, 2, 3, 2, 3, 4]  # a crash after 3, a resume from 1
+    (tmp_path / "metrics.jsonl").write_text(
+        "".join(json.dumps({"iteration": i, "games": 10}) + "\n" for i in rows))
+    assert training_games(str(tmp_path)) == {1: 10, 2: 20, 3: 30, 4: 40}
+    (tmp_path / "metrics.jsonl").write_text('{"iteration": 1}\nnot json\n{"iteration": 2}\n')
+    with pytest.raises(ValueError, match="metrics.jsonl, line 2"):
+        training_games(str(tmp_path))
+
+
+def _fails(capsys, main, argv, *needles):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+
+
+def test_unwritable_workdirs_are_one_line(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    _fails(capsys, train.main, TOY + [f"--workdir={afile}"], "is a file")
+    _fails(capsys, train.main, TOY + [f"--workdir={afile}/run"], "cannot be written")
+    if os.geteuid() != 0:  # root writes through permissions
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        _fails(capsys, train.main, TOY + [f"--workdir={ro}/run"], "Permission denied")
+
+
+@pytest.mark.parametrize("flag, part", [
+    ("--batch_games=100000000", "search trees"),
+    ("--replay_games=100000000", "replay buffer"),
+    ("--train_batch_size=100000000", "training activations"),
+    ("--selfplay_steps=100000000", "self-play trajectories"),
+    ("--num_filters=1024", "network and optimizer"),
+])
+def test_sizes_beyond_memory_are_refused_before_work(tmp_path, capsys, monkeypatch, flag, part):
+    from azjax import loop
+
+    monkeypatch.setattr(loop, "memory_limit", lambda: (2**30, "host memory"))
+    _fails(capsys, train.main, TOY + [f"--workdir={tmp_path}", flag, "--num_blocks=8"]
+           if "filters" in flag else TOY + [f"--workdir={tmp_path}", flag], part, "GiB")
+    assert not os.path.exists(tmp_path / "checkpoints")
+
+
+def test_bad_values_are_one_line(tmp_path, capsys):
+    _fails(capsys, train.main, TOY + [f"--workdir={tmp_path}", "--seed=18446744073709551616"],
+           "--seed must be <=")
+    _fails(capsys, train.main, TOY + [f"--workdir={tmp_path}", "--resume_step=-1"],
+           "--resume_step")
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "null", "{not json", "DIR"])
+def test_a_bad_config_json_is_named(stopped_run, tmp_path, capsys, content):
+    workdir = tmp_path / "run"
+    shutil.copytree(stopped_run[0], workdir, ignore=shutil.ignore_patterns("checkpoints"))
+    config = workdir / "config.json"
+    config.unlink()
+    if content == "DIR":
+        config.mkdir()
+    else:
+        config.write_text(content)
+    _fails(capsys, train.main, [f"--workdir={workdir}", "--resume"], str(config))
+
+
+def test_a_deleted_config_json_resumes_with_the_checkpoints(stopped_run, tmp_path):
+    workdir = tmp_path / "run"
+    shutil.copytree(stopped_run[0], workdir)
+    (workdir / "config.json").unlink()
+    config, _ = train.parse([f"--workdir={workdir}", "--resume"])
+    assert config.game == "tictactoe" and config.num_filters == 4
+
+
+def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, env):
+    two = dict(env, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    done = _python("train.py", TOY + [f"--workdir={tmp_path}", "--batch_games=15"], two,
+                   text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--batch_games=15 does not divide over the 2 devices" in done.stderr
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["match", "mcts:seconds=inf", "random", "--game=tictactoe"], "finite"),
+    (["match", "random", "random", "--game=tictactoe", "--out={file}"], "is a file"),
+    (["match", "random", "random", "--game=tictactoe", "--out={file}/x"], "is a file"),
+    (["curve", "{file}", "--sims=0"], "--sims must be at least 1"),
+    (["curve", "{file}", "--epsilon=5"], "--epsilon is a probability"),
+])
+def test_evaluate_checks_before_playing(tmp_path, capsys, argv, needle):
+    (tmp_path / "f").write_text("x")
+    argv = [a.replace("{file}", str(tmp_path / "f")) for a in argv]
+    _fails(capsys, evaluate.main, argv, needle)
+
+
+def test_an_interrupted_curve_keeps_what_it_played(stopped_run, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from azjax.arena import MatchResult
+    from azjax.eval import curve
+
+    one_win = MatchResult.from_returns(np.array([1.0, 0.0]), np.array([True, False]))
+    monkeypatch.setattr(curve, "play_games", lambda *a: SimpleNamespace(result=one_win))
+
+    def log(text):
+        raise KeyboardInterrupt  # Ctrl-C right after the first checkpoint
+
+    with pytest.raises(KeyboardInterrupt):
+        curve.run_curve(stopped_run[0], str(tmp_path), games=2, log=log)
+    record = json.load(open(tmp_path / "curve.json"))
+    assert [r["step"] for r in record["curve"]] == [1] and record["complete"] is False
+
+
+# ---- input: bytes, lengths, GTP ---------------------------------------------------------------
+def test_gtp_survives_invalid_bytes_and_long_lines(env):
+    strict = dict(env, LC_ALL="C.UTF-8", PYTHONIOENCODING="utf-8:strict")
+    stdin = (b"1 name\n2 play b \xff\xfe\n3 play b " + b"z" * 1_000_000 + b"\n"
+             b"4 boardsize \xc2\xb2\n5 play b a1\nquit\n")
+    done = _python("play.py", ["--gtp", "--game=tictactoe", "--agent=random"], strict,
+                   input=stdin)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    assert "=1 azjax" in out and "?2 invalid vertex" in out and "?4 syntax error" in out
+    assert "=5" in out and len(out) < 2000 and "Traceback" not in err
+
+
+def test_human_mode_survives_invalid_bytes(env):
+    strict = dict(env, LC_ALL="C.UTF-8", PYTHONIOENCODING="utf-8:strict")
+    done = _python("play.py", ["--game=tictactoe", "--agent=random"], strict,
+                   input=b"\xff\xfe\n" + b"q" * 100_000 + b"\nquit\n")
+    err = done.stderr.decode()
+    assert done.returncode == 0 and "Traceback" not in err, err
+    assert len(done.stdout) < 5000
+
+
+def test_ctrl_c_stops_a_long_search_at_once(env):
+    proc = subprocess.Popen(
+        [sys.executable, "play.py", "--game=tictactoe", "--agent=mcts:sims=100000",
+         "--human_color=second"], cwd=ROOT, env=env, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "you are" in proc.stdout.readline()  # the agent, first to move, starts its search
+        time.sleep(1.0)
+        t0 = time.time()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert time.time() - t0 < 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "SIGINT" in err and "Traceback" not in err
+
+
+def _othello_must_pass():
+    """An Othello 4x4 engine after 11 moves, where white has nothing but a pass."""
+    engine = GTPEngine(games.make("othello", size=4), lambda g: (lambda s: -1))
+    for colour, move in zip("bwbwbwbwbwb", "c4 b4 a1 d2 d4 d3 a2 c1 a4 a3 b1".split()):
+        assert engine.handle(f"play {colour} {move}").startswith("="), (colour, move)
+    return engine
+
+
+def test_gtp_leaves_a_forced_pass_implicit():
+    engine = _othello_must_pass()
+    assert engine.handle("play w d1").startswith("? illegal")  # white's only move is the pass
+    assert len(engine.actions) == 11  # and the refusal took nothing back or forward
+    assert engine.handle("play b d1") == "= \n\n"  # white passed implicitly
+    assert [engine.move_name(a) for a in engine.actions[-2:]] == ["pass", "d1"]
+
+
+def test_gtp_still_refuses_moves_out_of_turn():
+    engine = GTPEngine(games.make("othello", size=4), lambda g: (lambda s: -1))
+    assert engine.handle("play w a1").startswith("? it is black's turn")
+    assert engine.actions == []
