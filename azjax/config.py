@@ -107,8 +107,9 @@ class Config:
                             "game (exit.py; ignores search, c_puct, dirichlet_*, sample_moves, "
                             "selfplay_steps, opening_plies, replay_games)",
                             choices=("alphazero", "exit"))
-    policy_target: str = _field("tpt", "ExIt policy target: tpt (root visit distribution "
-                                "n(s,a)/n(s)) or cat (one-hot of the expert's most visited move)",
+    policy_target: str = _field("tpt", "policy target (both algorithms): tpt (the search's "
+                                "policy; ExIt: root visits n(s,a)/n(s)) or cat (one-hot of the "
+                                "move chosen)",
                                 choices=("tpt", "cat"))
     value_target: str = _field("rollout", "ExIt value target: rollout (outcome of the "
                                "apprentice's game from the position) or search (expert root value)",

@@ -150,7 +150,8 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
 
     selfplay = make_selfplay(game, SearchSpec.from_config(config, explore=True), make_apply(net),
                              steps, config.sample_moves, mesh,
-                             opening_plies=config.opening_plies)
+                             opening_plies=config.opening_plies,
+                             policy_target=config.policy_target)
 
     def play(run, states, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]

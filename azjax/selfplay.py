@@ -59,15 +59,24 @@ def random_opening(game: Game, key, max_plies: int):
 
 def make_selfplay(
     game: Game, spec: SearchSpec, apply: Callable | None, num_steps: int, sample_moves: int,
-    mesh: Mesh | None = None, *, opening_plies: int = 0,
+    mesh: Mesh | None = None, *, opening_plies: int = 0, policy_target: str = "tpt",
 ) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
 
-    Restarted games begin after 0..`opening_plies` random moves (module doc). With `mesh`, B is
+    Restarted games begin after 0..`opening_plies` random moves (module doc). The recorded policy
+    target is the search's policy (`policy_target="tpt"`), or a one-hot of the move played
+    ("cat", Anthony et al. 2017's chosen-action target). With `mesh`, B is
     split along its "data" axis (states P("data"), trajectory P(None, "data"), variables and key
     replicated); B must divide over the devices.
     """
     search = make_search(game, spec, apply)
+    if policy_target not in ("tpt", "cat"):
+        raise ValueError(f"policy_target must be tpt or cat, got {policy_target!r}")
+
+    def target(out, action):
+        if policy_target == "cat":
+            return jax.nn.one_hot(action, game.num_actions, dtype=out.action_weights.dtype)
+        return out.action_weights
 
     def restart_states(key, batch: int):
         if opening_plies == 0:
@@ -83,7 +92,7 @@ def make_selfplay(
         done = jax.vmap(game.is_terminal)(nxt)
         record = replay.Trajectory(
             obs=jax.vmap(game.observe)(states),
-            policy=jax.vmap(game.actions_to_policy)(states, out.action_weights),
+            policy=jax.vmap(game.actions_to_policy)(states, target(out, action)),
             player=jax.vmap(game.current_player)(states),
             done=done,
             returns=jax.vmap(game.returns)(nxt),

@@ -72,3 +72,21 @@ def test_count_distinct_counts_masked_positions():
     assert int(loop.count_distinct(obs, jnp.ones(5, bool))) == 3
     assert int(loop.count_distinct(obs, jnp.array([True, True, False, False, False]))) == 1
     assert int(loop.count_distinct(obs, jnp.zeros(5, bool))) == 0
+
+
+def test_chosen_action_targets_are_the_moves_played():
+    spec = SearchSpec.pure_mcts(8, explore=True)
+    play = jax.jit(make_selfplay(TTT, spec, None, 5, 2, policy_target="cat"))
+    _, traj = jax.device_get(play(None, jax.random.PRNGKey(2), init_states(TTT, 4)))
+    assert set(np.unique(traj.policy).tolist()) == {0.0, 1.0}
+    np.testing.assert_array_equal(traj.policy.sum(-1), 1.0)
+    # the one-hot cell is the stone that appears in the next position (Tic-Tac-Toe's frame is
+    # the board itself; the mover's stones are plane 0 before the move, plane 1 after it)
+    played = traj.policy[:-1].argmax(-1)
+    before = traj.obs[:-1, ..., 0].reshape(4, 4, 9)
+    after = traj.obs[1:, ..., 1].reshape(4, 4, 9)
+    new = (after - before).argmax(-1)
+    live = ~traj.done[:-1]
+    np.testing.assert_array_equal(played[live], new[live])
+    with pytest.raises(ValueError, match="policy_target must be tpt or cat"):
+        make_selfplay(TTT, spec, None, 5, 2, policy_target="best")

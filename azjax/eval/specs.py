@@ -30,7 +30,6 @@ simulations (`azjax.eval.calibration`).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import games
@@ -47,13 +46,13 @@ from games.base import Game
 _OPTIONS: dict[str, tuple] = {
     "sims": (int, 1, 100_000, "simulations per move"),
     "search": (("puct", "gumbel"), None, None, "mctx search"),
-    "c_puct": (float, 0.0, math.inf, "PUCT exploration constant"),
+    "c_puct": (float, 0.0, 1000.0, "PUCT exploration constant"),
     "considered": (int, 1, 4096, "Gumbel search: actions considered at the root"),
     "rollout": (("none", "random", "policy"), None, None, "rollout policy"),
     "p_r": (float, 0.0, 1.0, "probability that a new leaf also rolls out"),
     "lambda": (float, 0.0, 1.0, "weight of the rollout outcome in the leaf value"),
     "eps": (float, 0.0, 1.0, "probability of a random legal move instead of the best"),
-    "seconds": (float, 1e-6, math.inf, "seconds per move per game instead of sims"),
+    "seconds": (float, 1e-6, 3600.0, "seconds per move per game instead of sims"),
     "depth": (int, 1, 10_000, "plies searched"),
     "seed": (int, 0, 2**31 - 1, "random seed of the tie-breaking"),
     "c": (float, 0.0, 100.0, "UCT exploration constant"),
