@@ -122,12 +122,10 @@ def check_out(folder: str) -> None:
 
 
 def check_args(args) -> None:
-    """What can be checked before any game: the agents' numbers, the curve's options, --out."""
+    """What can be checked before any game: the curve's options, --out (the agents' numbers are
+    checked against their bounds when the specs are parsed, also before any game)."""
     from azjax.eval.curve import check_curve_options
-    from azjax.eval.player import reject_non_finite
 
-    for spec in getattr(args, "agents", []):
-        reject_non_finite(spec)
     if args.command == "curve":
         check_curve_options(sims=args.sims, mcts_sims=args.mcts_sims, epsilon=args.epsilon)
     check_out(out_folder(args))

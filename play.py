@@ -102,11 +102,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from azjax.eval.player import reject_non_finite, tolerant_stdin
+    from azjax.eval.player import tolerant_stdin
 
     tolerant_stdin()
     game, args = parse(argv)
-    reject_non_finite(args.agent)
     from azjax.eval import make_player, play_human, serve_gtp
 
     if args.gtp:

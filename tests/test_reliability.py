@@ -327,7 +327,7 @@ def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, env):
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["match", "mcts:seconds=inf", "random", "--game=tictactoe"], "finite"),
+    (["match", "mcts:seconds=inf", "random", "--game=tictactoe"], "must be in [1e-06, 3600.0]"),
     (["match", "random", "random", "--game=tictactoe", "--out={file}"], "is a file"),
     (["match", "random", "random", "--game=tictactoe", "--out={file}/x"], "is a file"),
     (["curve", "{file}", "--sims=0"], "--sims must be at least 1"),

@@ -12,8 +12,6 @@ as the `human` agent of a match (`make_human_agent`, without it).
 from __future__ import annotations
 
 import io
-import math
-import re
 import sys
 from collections.abc import Callable
 
@@ -35,18 +33,6 @@ def tolerant_stdin() -> None:
     whatever the locale (a strict UTF-8 one raises UnicodeDecodeError on a stray byte)."""
     if isinstance(sys.stdin, io.TextIOWrapper):
         sys.stdin.reconfigure(errors="replace")
-
-
-def reject_non_finite(spec: str) -> None:
-    """ValueError for an agent spec with a non-finite number (`mcts:seconds=inf`), which the
-    spec grammar accepts but no search can honour."""
-    for name, text in re.findall(r"(\w+)\s*=\s*([^,]*)", spec.partition(":")[2]):
-        try:
-            value = float(text)
-        except ValueError:
-            continue
-        if not math.isfinite(value):
-            raise ValueError(f"{spec!r}: {name} must be a finite number, got {text.strip()!r}")
 
 
 class Player:
