@@ -284,16 +284,22 @@ def check_memory(config: Config, fns: Iteration, devices: int) -> None:
         f"({largest / 2**30:.1f} GiB): lower {flags}")
 
 
-def make_evaluation(config: Config) -> Callable:
-    """evaluate(variables, previous, key) -> {"eval/...": ...}: the in-loop matches (module doc)."""
+def evaluation_matches(config: Config, num_games: int) -> tuple[Callable, Callable]:
+    """(vs_previous, vs_mcts): the in-loop evaluation's two jitted matches of `num_games` games
+    (`azjax.arena.make_match`; module doc)."""
     game = config.make_game()
     apply = make_apply(make_network(config, game))
     spec = SearchSpec.from_config(config)
     agent = make_search_agent(game, spec, apply)
     agent_eps = make_search_agent(game, spec, apply, epsilon=config.eval_epsilon)
     mcts = make_search_agent(game, SearchSpec.pure_mcts(2 * config.num_simulations), None)
-    vs_previous = make_match(game, agent_eps, agent_eps, config.eval_games)
-    vs_mcts = make_match(game, agent, mcts, config.eval_games)
+    return (make_match(game, agent_eps, agent_eps, num_games),
+            make_match(game, agent, mcts, num_games))
+
+
+def make_evaluation(config: Config) -> Callable:
+    """evaluate(variables, previous, key) -> {"eval/...": ...}: the in-loop matches (module doc)."""
+    vs_previous, vs_mcts = evaluation_matches(config, config.eval_games)
 
     def evaluate(variables, previous, key) -> dict[str, Any]:
         k_prev, k_mcts = jax.random.split(key)

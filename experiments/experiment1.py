@@ -44,6 +44,7 @@ from azjax import (
     train_and_evaluate,
 )
 from azjax.eval import training_games
+from azjax.loop import evaluation_matches
 from experiments.common import (
     Log,
     checkpoint_steps,
@@ -97,14 +98,7 @@ def evaluate_checkpoints(workdir: str, games: int, seed: int = 0, log=print) -> 
     """Every checkpoint against pure MCTS (2x simulations) and against the one before it."""
     steps = checkpoint_steps(workdir)
     config, _, _ = restore_variables(workdir, steps[-1])
-    game = config.make_game()
-    apply = make_apply(make_network(config, game))
-    spec = SearchSpec.from_config(config)
-    agent = make_search_agent(game, spec, apply)
-    agent_eps = make_search_agent(game, spec, apply, epsilon=config.eval_epsilon)
-    mcts = make_search_agent(game, SearchSpec.pure_mcts(2 * config.num_simulations), None)
-    vs_mcts = make_match(game, agent, mcts, games)
-    vs_previous = make_match(game, agent_eps, agent_eps, games)
+    vs_previous, vs_mcts = evaluation_matches(config, games)  # as the training loop plays them
     played = training_games(workdir)
 
     rows = []
