@@ -53,13 +53,15 @@ def seed(text: str) -> int:
 
 def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     """The parser, and the names of its game option flags (every option of every game)."""
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
-    common.add_argument("--debug", action="store_true",
-                        help="show tracebacks of errors instead of one line")
+    common.add_argument(
+        "--debug", action="store_true", help="show tracebacks of errors instead of one line"
+    )
     common.add_argument("--out", default=None, help="output folder (default runs/eval/...)")
     game = common.add_argument_group("game (default: from the first ckpt agent)")
     game.add_argument("--game", default=None, help=f"one of {', '.join(games.names())}")
@@ -68,24 +70,35 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
     match = commands.add_parser("match", parents=[common], help="two agents, N games")
     match.add_argument("agents", nargs=2, metavar="AGENT")
     match.add_argument("--games", type=int, default=100, help="games (default 100)")
-    match.add_argument("--openings", default="none",
-                       help="none | all (every legal first move, each played with both colours; "
-                            "--games is then twice their number) | random:N[:PLIES] (N random "
-                            "positions after PLIES plies, default 2). Against a perfect player "
-                            "(Hex up to 5x5, Tic-Tac-Toe) the record counts the won sides won")
+    match.add_argument(
+        "--openings",
+        default="none",
+        help="none | all (every legal first move, each played with both colours; "
+        "--games is then twice their number) | random:N[:PLIES] (N random "
+        "positions after PLIES plies, default 2). Against a perfect player "
+        "(Hex up to 5x5, Tic-Tac-Toe) the record counts the won sides won",
+    )
     tour = commands.add_parser("tournament", parents=[common], help="round robin, Elo")
     tour.add_argument("agents", nargs="+", metavar="AGENT")
     tour.add_argument("--games", type=int, default=20, help="games per pair (default 20)")
     curve = commands.add_parser("curve", parents=[common], help="a run's checkpoints")
     curve.add_argument("run", metavar="RUN_DIR")
     curve.add_argument("--games", type=int, default=64, help="games per match (default 64)")
-    curve.add_argument("--sims", type=int, default=None,
-                       help="the network's simulations (default: the run's)")
-    curve.add_argument("--mcts_sims", type=int, default=None,
-                       help="pure MCTS simulations (default: twice the network's)")
-    curve.add_argument("--epsilon", type=float, default=None,
-                       help="epsilon-greedy against the previous checkpoint (default: the run's "
-                            "eval_epsilon)")
+    curve.add_argument(
+        "--sims", type=int, default=None, help="the network's simulations (default: the run's)"
+    )
+    curve.add_argument(
+        "--mcts_sims",
+        type=int,
+        default=None,
+        help="pure MCTS simulations (default: twice the network's)",
+    )
+    curve.add_argument(
+        "--epsilon",
+        type=float,
+        default=None,
+        help="epsilon-greedy against the previous checkpoint (default: the run's eval_epsilon)",
+    )
     return parser, option_flags
 
 
@@ -100,7 +113,8 @@ def resolve_game(args, option_flags: list[str]) -> games.Game:
 def out_folder(args) -> str:
     """--out, or runs/eval/<command>-<time>; made when the first file is written."""
     return args.out or os.path.join(
-        "runs", "eval", f"{args.command}-{time.strftime('%Y%m%d-%H%M%S')}")
+        "runs", "eval", f"{args.command}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
 
 
 def check_out(folder: str) -> None:
@@ -117,8 +131,10 @@ def check_out(folder: str) -> None:
         if not os.path.isdir(existing):
             raise ValueError(f"--out {folder!r} cannot be made: {existing!r} is a file")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"--out {folder!r} cannot be written ({existing!r} is not writable); "
-                         "choose another --out")
+        raise ValueError(
+            f"--out {folder!r} cannot be written ({existing!r} is not writable); "
+            "choose another --out"
+        )
 
 
 def check_args(args) -> None:
@@ -139,19 +155,34 @@ def run(args, option_flags: list[str]) -> None:
     game = None if no_game else resolve_game(args, option_flags)
     folder = out_folder(args)
     if args.command == "match":
-        record = ev.run_match(game, args.agents, folder, games=args.games, seed=args.seed,
-                              openings=args.openings)
+        record = ev.run_match(
+            game, args.agents, folder, games=args.games, seed=args.seed, openings=args.openings
+        )
         print(ev.format_match(record))
         print(f"wrote {os.path.join(folder, 'match.json')}")
     elif args.command == "tournament":
-        record = ev.run_tournament(game, args.agents, folder, games=args.games, seed=args.seed,
-                                   log=lambda text: print(text, flush=True))
+        record = ev.run_tournament(
+            game,
+            args.agents,
+            folder,
+            games=args.games,
+            seed=args.seed,
+            log=lambda text: print(text, flush=True),
+        )
         print(ev.format_tournament(record))
         print(f"wrote {os.path.join(folder, 'tournament.json')} and win_ratio.png")
     else:
-        ev.run_curve(args.run, folder, games=args.games, seed=args.seed, sims=args.sims,
-                     mcts_sims=args.mcts_sims, epsilon=args.epsilon, game=game,
-                     log=lambda text: print(text, flush=True))
+        ev.run_curve(
+            args.run,
+            folder,
+            games=args.games,
+            seed=args.seed,
+            sims=args.sims,
+            mcts_sims=args.mcts_sims,
+            epsilon=args.epsilon,
+            game=game,
+            log=lambda text: print(text, flush=True),
+        )
         print(f"wrote {os.path.join(folder, 'curve.json')} and curve.png")
 
 
@@ -159,9 +190,14 @@ def main(argv: list[str] | None = None) -> int:
     from azjax import cli
 
     argv = sys.argv[1:] if argv is None else argv
-    return cli.run("evaluate.py", _main, argv, threaded=True,
-                   stopped="stopped (curve.json keeps the checkpoints played so far; a match or "
-                           "tournament is written only when complete)")
+    return cli.run(
+        "evaluate.py",
+        _main,
+        argv,
+        threaded=True,
+        stopped="stopped (curve.json keeps the checkpoints played so far; a match or "
+        "tournament is written only when complete)",
+    )
 
 
 def _main(argv: list[str]) -> int:

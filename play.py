@@ -33,29 +33,42 @@ def _seed(text: str) -> int:
     return value
 
 
-def build_parser(game: str | None, defaults: dict | None = None
-                 ) -> tuple[argparse.ArgumentParser, list[str]]:
+def build_parser(
+    game: str | None, defaults: dict | None = None
+) -> tuple[argparse.ArgumentParser, list[str]]:
     """The parser, and the names of its game option flags (those of `game`)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--game", default=None,
-                        help=f"one of {', '.join(games.names())} (default: the ckpt agent's game)")
-    parser.add_argument("--agent", default=DEFAULT_AGENT,
-                        help="an agent spec (azjax/eval/specs.py): ckpt:WORKDIR[@STEP][,sims=N,"
-                             "...], mcts[:sims=N], random, minimax[:depth=D], gtp:\"COMMAND\", "
-                             f"human (default: {DEFAULT_AGENT})")
-    parser.add_argument("--human_color", default=None,
-                        help="first/black or second/white (default: first)")
-    parser.add_argument("--gtp", action="store_true",
-                        help="speak GTP version 2 on stdin/stdout instead of playing a person")
+    parser.add_argument(
+        "--game",
+        default=None,
+        help=f"one of {', '.join(games.names())} (default: the ckpt agent's game)",
+    )
+    parser.add_argument(
+        "--agent",
+        default=DEFAULT_AGENT,
+        help="an agent spec (azjax/eval/specs.py): ckpt:WORKDIR[@STEP][,sims=N,"
+        '...], mcts[:sims=N], random, minimax[:depth=D], gtp:"COMMAND", '
+        f"human (default: {DEFAULT_AGENT})",
+    )
+    parser.add_argument(
+        "--human_color", default=None, help="first/black or second/white (default: first)"
+    )
+    parser.add_argument(
+        "--gtp",
+        action="store_true",
+        help="speak GTP version 2 on stdin/stdout instead of playing a person",
+    )
     parser.add_argument("--seed", type=_seed, default=0, help="random seed of the agent")
-    parser.add_argument("--debug", action="store_true",
-                        help="show tracebacks of errors instead of one line")
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks of errors instead of one line"
+    )
     option_flags = []
     if game is not None:
-        option_flags = flags.add_game_flags(parser.add_argument_group(f"{game} options"), game,
-                                            defaults=defaults)
+        option_flags = flags.add_game_flags(
+            parser.add_argument_group(f"{game} options"), game, defaults=defaults
+        )
     return parser, option_flags
 
 

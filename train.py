@@ -33,32 +33,52 @@ def build_parser(game: str) -> tuple[argparse.ArgumentParser, list[str], list[st
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--workdir", default=None,
-                        help="folder for checkpoints, metrics and TensorBoard events "
-                             "(default: runs/<game>)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the run in --workdir from its latest checkpoint")
-    parser.add_argument("--resume_step", type=int, default=None, metavar="N",
-                        help="continue from checkpoint N instead (later ones are set aside); "
-                             "implies --resume")
-    parser.add_argument("--debug", action="store_true",
-                        help="show tracebacks of errors instead of one line")
+    parser.add_argument(
+        "--workdir",
+        default=None,
+        help="folder for checkpoints, metrics and TensorBoard events (default: runs/<game>)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --workdir from its latest checkpoint",
+    )
+    parser.add_argument(
+        "--resume_step",
+        type=int,
+        default=None,
+        metavar="N",
+        help="continue from checkpoint N instead (later ones are set aside); implies --resume",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks of errors instead of one line"
+    )
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
     multi = parser.add_argument_group(
         "multi-host (docs/scaling.md); unset values come from the environment: Cloud TPU pod "
-        "slices, SLURM, Open MPI, or JAX_COORDINATOR_ADDRESS")
-    multi.add_argument("--distributed", action="store_true",
-                       help="call jax.distributed.initialize(): one process per host, all devices "
-                            "of all hosts train together")
-    multi.add_argument("--coordinator", default=None, metavar="HOST:PORT",
-                       help="address of process 0, where the coordination service listens")
+        "slices, SLURM, Open MPI, or JAX_COORDINATOR_ADDRESS"
+    )
+    multi.add_argument(
+        "--distributed",
+        action="store_true",
+        help="call jax.distributed.initialize(): one process per host, all devices "
+        "of all hosts train together",
+    )
+    multi.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="HOST:PORT",
+        help="address of process 0, where the coordination service listens",
+    )
     multi.add_argument("--num_processes", type=int, default=None, help="number of processes")
     multi.add_argument("--process_id", type=int, default=None, help="this process, 0-based")
     config_flags = flags.add_config_flags(
         parser.add_argument_group(f"run settings (defaults for --game={game})"),
-        defaults={"game": game, **defaults})
-    option_flags = flags.add_game_flags(parser.add_argument_group(f"{game} options"), game,
-                                        defaults=defaults)
+        defaults={"game": game, **defaults},
+    )
+    option_flags = flags.add_game_flags(
+        parser.add_argument_group(f"{game} options"), game, defaults=defaults
+    )
     return parser, config_flags, option_flags
 
 
@@ -86,8 +106,11 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     args = parser.parse_args(argv)
     if args.resume_step is not None and args.resume_step < 0:
         raise ValueError(f"--resume_step must be a checkpoint step (>= 0), got {args.resume_step}")
-    overrides = {**base, **flags.config_overrides(args, config_flags),
-                 **flags.game_options(args, game, option_flags)}
+    overrides = {
+        **base,
+        **flags.config_overrides(args, config_flags),
+        **flags.game_options(args, game, option_flags),
+    }
     overrides.pop("game", None)
     return cfg.load(game, overrides), args
 
@@ -117,8 +140,11 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     config, args = parse(argv)
     workdir = args.workdir or os.path.join("runs", config.game)
-    multi = {"--coordinator": args.coordinator, "--num_processes": args.num_processes,
-             "--process_id": args.process_id}
+    multi = {
+        "--coordinator": args.coordinator,
+        "--num_processes": args.num_processes,
+        "--process_id": args.process_id,
+    }
     if not args.distributed and any(v is not None for v in multi.values()):
         given = ", ".join(k for k, v in multi.items() if v is not None)
         raise ValueError(f"{given} only make sense with --distributed")
@@ -131,8 +157,13 @@ def _main(argv: list[str]) -> int:
 
     from azjax.loop import train_and_evaluate
 
-    summary = train_and_evaluate(config, workdir, resume=args.resume,
-                                 progress=not args.no_progress, resume_step=args.resume_step)
+    summary = train_and_evaluate(
+        config,
+        workdir,
+        resume=args.resume,
+        progress=not args.no_progress,
+        resume_step=args.resume_step,
+    )
     if jax.process_index() == 0:
         print(json.dumps(summary, indent=2))
     return 0

@@ -54,8 +54,9 @@ def make_random_agent(game: Game) -> Act:
     return act
 
 
-def make_match(game: Game, act_a: Act, act_b: Act, num_games: int, *,
-               split: bool | None = None) -> Callable:
+def make_match(
+    game: Game, act_a: Act, act_b: Act, num_games: int, *, split: bool | None = None
+) -> Callable:
     """match(variables_a, variables_b, key, starts=None) -> (returns_a float32[N], a_first
     bool[N]), jitted.
 
@@ -81,12 +82,14 @@ def make_match(game: Game, act_a: Act, act_b: Act, num_games: int, *,
 
         def part(h):
             return jax.tree_util.tree_map(
-                lambda x: jax.lax.dynamic_slice_in_dim(x, h * half, half), states)
+                lambda x: jax.lax.dynamic_slice_in_dim(x, h * half, half), states
+            )
 
         moves_a = act_a(va, k_a, part(a_half))
         moves_b = act_b(vb, k_b, part(1 - a_half))
-        return jnp.where(a_half == 0, jnp.concatenate([moves_a, moves_b]),
-                         jnp.concatenate([moves_b, moves_a]))
+        return jnp.where(
+            a_half == 0, jnp.concatenate([moves_a, moves_b]), jnp.concatenate([moves_b, moves_a])
+        )
 
     if split is None:
         split = game.alternating and num_games % 2 == 0
@@ -107,7 +110,8 @@ def make_match(game: Game, act_a: Act, act_b: Act, num_games: int, *,
         plies = jnp.arange(game.max_game_length)
         first_mover = game.current_player(jax.tree_util.tree_map(lambda x: x[0], starts))
         (final, _, _, _), _ = jax.lax.scan(
-            ply, (starts, first_mover, variables_a, variables_b), (keys, plies))
+            ply, (starts, first_mover, variables_a, variables_b), (keys, plies)
+        )
         returns = jax.vmap(game.returns)(final)
         return jnp.where(a_first, returns[:, 0], returns[:, 1]), a_first
 

@@ -51,11 +51,13 @@ def describe_os_error(e: OSError) -> str:
     """'PATH: reason' of an OSError, with a hint for the usual causes."""
     where = f"{e.filename}: " if e.filename else ""
     reason = e.strerror or str(e)
-    hint = {errno.ENOSPC: " (the disk is full: free space, or choose another --workdir)",
-            errno.EDQUOT: " (over the disk quota: free space, or choose another --workdir)",
-            errno.EROFS: " (a read-only file system: choose another --workdir)",
-            errno.EACCES: " (no permission: choose another --workdir)",
-            errno.EPERM: " (no permission: choose another --workdir)"}.get(e.errno, "")
+    hint = {
+        errno.ENOSPC: " (the disk is full: free space, or choose another --workdir)",
+        errno.EDQUOT: " (over the disk quota: free space, or choose another --workdir)",
+        errno.EROFS: " (a read-only file system: choose another --workdir)",
+        errno.EACCES: " (no permission: choose another --workdir)",
+        errno.EPERM: " (no permission: choose another --workdir)",
+    }.get(e.errno, "")
     return f"{where}{reason}{hint}"
 
 
@@ -81,8 +83,9 @@ def init_run(config: Config) -> RunState:
     optimizer = make_optimizer(config, config.iterations * config.train_steps)
     init_key, run_key = run_keys(config)
     variables = init_variables(make_network(config, game), game, init_key)
-    return RunState(train=init_train_state(variables, optimizer), iteration=jnp.int32(0),
-                    key=run_key)
+    return RunState(
+        train=init_train_state(variables, optimizer), iteration=jnp.int32(0), key=run_key
+    )
 
 
 def initial_variables(config: Config):
@@ -94,16 +97,19 @@ def run_template(config: Config) -> RunState:
     """The shapes and dtypes (on the default device) of the RunState a run of `config` saves;
     `jax.eval_shape` traces it without initialising anything (seconds saved)."""
     device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=device),
-                                  jax.eval_shape(lambda: init_run(config)))
+    return jax.tree_util.tree_map(
+        lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=device),
+        jax.eval_shape(lambda: init_run(config)),
+    )
 
 
 # ---- saving and restoring ------------------------------------------------------------------------
 def _manager(workdir: str, keep: int = 0, create: bool = True) -> ocp.CheckpointManager:
     directory = os.path.join(os.path.abspath(workdir), "checkpoints")
     options = ocp.CheckpointManagerOptions(max_to_keep=keep or None, create=create)
-    return ocp.CheckpointManager(directory, options=options,
-                                 item_names=("state", "config", "metrics"))
+    return ocp.CheckpointManager(
+        directory, options=options, item_names=("state", "config", "metrics")
+    )
 
 
 class Checkpointer:
@@ -122,19 +128,22 @@ class Checkpointer:
         try:
             self.manager = _manager(workdir, keep)
         except OSError as e:
-            raise CheckpointError(f"cannot open the checkpoints of {workdir!r}: "
-                                  f"{describe_os_error(e)}") from None
+            raise CheckpointError(
+                f"cannot open the checkpoints of {workdir!r}: {describe_os_error(e)}"
+            ) from None
         self._saving: int | None = None  # the step of a save not known to be committed
         self.last_saved: int | None = None  # the step of the last save started
 
     def _failed(self, e: Exception) -> CheckpointError:
         self.failed = True
         reason = describe_os_error(e) if isinstance(e, OSError) else _first_line(e)
-        return CheckpointError(f"checkpoint {self._saving} could not be written in "
-                               f"{self.manager.directory}: {reason}")
+        return CheckpointError(
+            f"checkpoint {self._saving} could not be written in {self.manager.directory}: {reason}"
+        )
 
-    def save(self, iteration: int, state: Any, config: Config,
-             rows: list[dict] | None = None) -> None:
+    def save(
+        self, iteration: int, state: Any, config: Config, rows: list[dict] | None = None
+    ) -> None:
         """Start saving checkpoint `iteration`; `rows` are the metrics rows metrics.jsonl does not
         hold yet, kept with it so that a resumed run has them whatever happened to the file."""
         self.wait()
@@ -192,18 +201,23 @@ class Checkpointer:
         except Exception as e:  # orbax raises many types for bad or mismatched data
             reason = _first_line(e)
         older = self._readable(template, below=step)
-        hint = (f"checkpoint {older} can be read: continue from it with --resume_step={older}"
-                if older is not None else "no older checkpoint can be read")
+        hint = (
+            f"checkpoint {older} can be read: continue from it with --resume_step={older}"
+            if older is not None
+            else "no older checkpoint can be read"
+        )
         raise CheckpointError(
             f"checkpoint {step} in {self.manager.directory} cannot be read (corrupt, or made "
-            f"for another network or optimizer: {reason}); {hint}")
+            f"for another network or optimizer: {reason}); {hint}"
+        )
 
     def saved_rows(self, step: int) -> list[dict]:
         """The metrics rows saved with checkpoint `step` ([] for checkpoints made before they
         were, or when they cannot be read)."""
         try:
             data = self.manager.restore(
-                step, args=ocp.args.Composite(metrics=ocp.args.JsonRestore()))
+                step, args=ocp.args.Composite(metrics=ocp.args.JsonRestore())
+            )
             rows = data["metrics"]["rows"]
         except Exception:
             return []
@@ -213,7 +227,8 @@ class Checkpointer:
         abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, template)
         with _quiet_closed_loops():
             restored = self.manager.restore(
-                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract)))
+                step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract))
+            )
         return restored["state"]
 
     def _readable(self, template: Any, below: int) -> int | None:
@@ -235,8 +250,10 @@ class Checkpointer:
         folder = os.path.join(self.workdir, f"set_aside-{time.strftime('%Y%m%d-%H%M%S')}")
         os.makedirs(folder, exist_ok=True)
         for step in later:
-            shutil.move(os.path.join(str(self.manager.directory), str(step)),
-                        os.path.join(folder, str(step)))
+            shutil.move(
+                os.path.join(str(self.manager.directory), str(step)),
+                os.path.join(folder, str(step)),
+            )
         self.manager.reload()
         return folder
 
@@ -289,8 +306,9 @@ def check_workdir(workdir: str) -> None:
     """Make `workdir` and check that files can be written in it; a CheckpointError saying why
     not (a file in the way, no permission, a read-only or full disk)."""
     if os.path.exists(workdir) and not os.path.isdir(workdir):
-        raise CheckpointError(f"--workdir {workdir!r} is a file, not a folder; choose another "
-                              "--workdir")
+        raise CheckpointError(
+            f"--workdir {workdir!r} is a file, not a folder; choose another --workdir"
+        )
     try:
         os.makedirs(workdir, exist_ok=True)
         probe = os.path.join(workdir, f".write_test.{os.getpid()}")
@@ -298,8 +316,9 @@ def check_workdir(workdir: str) -> None:
             f.write("azjax")
         os.remove(probe)
     except OSError as e:
-        raise CheckpointError(f"--workdir {workdir!r} cannot be written: "
-                              f"{describe_os_error(e)}") from None
+        raise CheckpointError(
+            f"--workdir {workdir!r} cannot be written: {describe_os_error(e)}"
+        ) from None
 
 
 class WorkdirLock:
@@ -349,27 +368,34 @@ def read_config_file(path: str) -> Config:
         data = json.loads(text)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         reason = describe_os_error(e) if isinstance(e, OSError) else _first_line(e)
-        raise CheckpointError(f"cannot read {path}: {reason}; delete it and --resume uses the "
-                              "config saved in the checkpoint") from None
+        raise CheckpointError(
+            f"cannot read {path}: {reason}; delete it and --resume uses the "
+            "config saved in the checkpoint"
+        ) from None
     if not isinstance(data, dict):
-        raise CheckpointError(f"{path} holds {type(data).__name__} {text.strip()[:40]!r}, not a "
-                              "config; delete it and --resume uses the config saved in the "
-                              "checkpoint")
+        raise CheckpointError(
+            f"{path} holds {type(data).__name__} {text.strip()[:40]!r}, not a "
+            "config; delete it and --resume uses the config saved in the "
+            "checkpoint"
+        )
     try:
         return Config.from_json(text)
     except (TypeError, ValueError) as e:
-        raise CheckpointError(f"{path}: {e}; fix or delete it (--resume then uses the config "
-                              "saved in the checkpoint)") from None
+        raise CheckpointError(
+            f"{path}: {e}; fix or delete it (--resume then uses the config saved in the checkpoint)"
+        ) from None
 
 
 def check_resumable(saved: Config, config: Config) -> None:
     """CheckpointError unless `config` may continue a run saved with `saved`."""
     diffs = [f for f in STRUCTURAL if getattr(saved, f) != getattr(config, f)]
     if diffs:
-        detail = ", ".join(f"{f}: saved {getattr(saved, f)!r} vs now {getattr(config, f)!r}"
-                           for f in diffs)
+        detail = ", ".join(
+            f"{f}: saved {getattr(saved, f)!r} vs now {getattr(config, f)!r}" for f in diffs
+        )
         raise CheckpointError(
-            f"cannot resume: the checkpoint was made with other settings ({detail})")
+            f"cannot resume: the checkpoint was made with other settings ({detail})"
+        )
 
 
 # ---- runs named on the command line --------------------------------------------------------------
@@ -382,8 +408,9 @@ def parse_location(text: str) -> tuple[str, int | None]:
     step = None
     if at and step_text != "latest":
         if not step_text.isdigit():
-            raise ValueError(f"{text!r}: the step after @ must be a number or 'latest', "
-                             f"got {step_text!r}")
+            raise ValueError(
+                f"{text!r}: the step after @ must be a number or 'latest', got {step_text!r}"
+            )
         step = int(step_text)
     head, tail = os.path.split(os.path.normpath(path))
     if tail.isdigit() and os.path.basename(head) == "checkpoints":
@@ -416,13 +443,16 @@ def read_config(workdir: str, step: int | None = None) -> Config:
     try:
         step = manager.latest_step() if step is None else step
         if step is None or step not in manager.all_steps():
-            raise CheckpointError(f"no checkpoint {step if step is not None else ''} in "
-                                  f"{workdir!r}; have {sorted(manager.all_steps())}")
+            raise CheckpointError(
+                f"no checkpoint {step if step is not None else ''} in "
+                f"{workdir!r}; have {sorted(manager.all_steps())}"
+            )
         try:
             data = manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))
         except Exception as e:
-            raise CheckpointError(f"cannot read the config of checkpoint {step} in {workdir!r}: "
-                                  f"{_first_line(e)}") from None
+            raise CheckpointError(
+                f"cannot read the config of checkpoint {step} in {workdir!r}: {_first_line(e)}"
+            ) from None
     finally:
         manager.close()
     try:

@@ -23,8 +23,10 @@ from collections.abc import Callable
 from azjax.checkpoint import describe_os_error
 from azjax.interrupt import Interrupted, raise_on_signals, run_interruptibly
 
-MEMORY_HINT = ("lower --batch_games, --train_batch_size, --replay_games, --num_simulations or the "
-               "network (--num_blocks, --num_filters)")
+MEMORY_HINT = (
+    "lower --batch_games, --train_batch_size, --replay_games, --num_simulations or the "
+    "network (--num_blocks, --num_filters)"
+)
 
 
 def user_message(e: BaseException) -> str | None:
@@ -45,8 +47,14 @@ def user_message(e: BaseException) -> str | None:
     return None
 
 
-def run(prog: str, body: Callable[[list[str]], int], argv: list[str], *,
-        threaded: bool = False, stopped: str = "stopped") -> int:
+def run(
+    prog: str,
+    body: Callable[[list[str]], int],
+    argv: list[str],
+    *,
+    threaded: bool = False,
+    stopped: str = "stopped",
+) -> int:
     """body(argv)'s exit code, with errors and signals handled as the module doc says;
     `stopped` is what a signal's line says was kept."""
     debug = "--debug" in argv
@@ -78,8 +86,11 @@ def _leave_if_stuck(prog: str, code: int, wait: float = 10.0) -> None:
     `wait` seconds after an error (orbax's, after a failed save), rather than hang at exit."""
     if os.path.basename(sys.argv[0]) != prog:
         return  # called as a function (tests, notebooks): the caller decides
-    busy = [t for t in threading.enumerate()
-            if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    busy = [
+        t
+        for t in threading.enumerate()
+        if t is not threading.main_thread() and not t.daemon and t.is_alive()
+    ]
     deadline = time.monotonic() + wait
     for thread in busy:
         thread.join(max(0.0, deadline - time.monotonic()))

@@ -32,107 +32,174 @@ class Config:
     game_options: Mapping[str, Any] = dataclasses.field(
         default_factory=dict, metadata={"help": "game options (size, swap, rows, ...)"}
     )
-    seed: int = _field(0, "random seed of the run (32 bits: JAX keys keep only the low 32)",
-                       low=0, high=2**32 - 1)
+    seed: int = _field(
+        0, "random seed of the run (32 bits: JAX keys keep only the low 32)", low=0, high=2**32 - 1
+    )
 
     # ---- network -----------------------------------------------------------------------------
     num_blocks: int = _field(3, "residual blocks in the network", low=0, high=64)
     num_filters: int = _field(128, "convolution filters in every block", low=1, high=1024)
     value_hidden: int = _field(128, "hidden units of the value head", low=1, high=4096)
-    dtype: str = _field("float32", "compute dtype (parameters stay float32)",
-                        choices=("float32", "bfloat16"))
+    dtype: str = _field(
+        "float32", "compute dtype (parameters stay float32)", choices=("float32", "bfloat16")
+    )
 
     # ---- search ------------------------------------------------------------------------------
-    search: str = _field("puct",
-                         "mctx search: PUCT (muzero_policy) or Gumbel (gumbel_muzero_policy)",
-                         choices=("puct", "gumbel"))
+    search: str = _field(
+        "puct",
+        "mctx search: PUCT (muzero_policy) or Gumbel (gumbel_muzero_policy)",
+        choices=("puct", "gumbel"),
+    )
     num_simulations: int = _field(50, "search simulations per move", low=1, high=100_000)
     c_puct: float = _field(1.25, "PUCT exploration constant (mctx pb_c_init)", low=0.0)
     dirichlet_alpha: float = _field(0.33, "Dirichlet noise alpha at the self-play root", low=1e-6)
-    dirichlet_fraction: float = _field(0.25, "weight of the Dirichlet noise at the self-play root",
-                                       low=0.0, high=1.0)
-    max_considered_actions: int = _field(16, "Gumbel search: actions considered at the root",
-                                         low=1, high=4096)
-    gumbel_scale: float = _field(1.0, "Gumbel search: scale of the Gumbel noise in self-play",
-                                 low=0.0)
-    evaluator: str = _field("network", "leaf evaluator: the network, or uniform priors and value 0",
-                            choices=("network", "uniform"))
-    rollout_policy: str = _field("none", "rollouts from new leaves: none, uniformly random moves, "
-                                 "or the network's best move", choices=("none", "random", "policy"))
-    rollout_prob: float = _field(0.0, "p_r: probability that an expansion also rolls out",
-                                 low=0.0, high=1.0)
-    rollout_weight: float = _field(0.5, "lambda: leaf value = (1-lambda) v_net + lambda z_rollout",
-                                   low=0.0, high=1.0)
+    dirichlet_fraction: float = _field(
+        0.25, "weight of the Dirichlet noise at the self-play root", low=0.0, high=1.0
+    )
+    max_considered_actions: int = _field(
+        16, "Gumbel search: actions considered at the root", low=1, high=4096
+    )
+    gumbel_scale: float = _field(
+        1.0, "Gumbel search: scale of the Gumbel noise in self-play", low=0.0
+    )
+    evaluator: str = _field(
+        "network",
+        "leaf evaluator: the network, or uniform priors and value 0",
+        choices=("network", "uniform"),
+    )
+    rollout_policy: str = _field(
+        "none",
+        "rollouts from new leaves: none, uniformly random moves, or the network's best move",
+        choices=("none", "random", "policy"),
+    )
+    rollout_prob: float = _field(
+        0.0, "p_r: probability that an expansion also rolls out", low=0.0, high=1.0
+    )
+    rollout_weight: float = _field(
+        0.5, "lambda: leaf value = (1-lambda) v_net + lambda z_rollout", low=0.0, high=1.0
+    )
     rollout_sample: bool = _field(False, "policy rollouts sample from the policy instead of argmax")
 
     # ---- self-play ---------------------------------------------------------------------------
     batch_games: int = _field(1024, "games played in lock-step", low=1)
-    selfplay_steps: int = _field(0, "moves per game per iteration (0: the game's longest length)",
-                                 low=0)
-    sample_moves: int = _field(10, "plies that sample from the visit distribution; then argmax",
-                               low=0)
-    opening_plies: int = _field(0, "self-play games start after 0..N uniformly random moves "
-                                "(N drawn per game; 0: from the empty board)", low=0, high=64)
+    selfplay_steps: int = _field(
+        0, "moves per game per iteration (0: the game's longest length)", low=0
+    )
+    sample_moves: int = _field(
+        10, "plies that sample from the visit distribution; then argmax", low=0
+    )
+    opening_plies: int = _field(
+        0,
+        "self-play games start after 0..N uniformly random moves "
+        "(N drawn per game; 0: from the empty board)",
+        low=0,
+        high=64,
+    )
     replay_games: int = _field(5000, "replay capacity, in games of the longest length", low=1)
 
     # ---- training ----------------------------------------------------------------------------
     optimizer: str = _field("sgd", "optimizer", choices=("sgd", "adam"))
     learning_rate: float = _field(0.01, "peak learning rate", low=0.0)
-    lr_schedule: str = _field("constant", "learning-rate schedule over the whole run",
-                              choices=("constant", "cosine", "warmup_cosine"))
+    lr_schedule: str = _field(
+        "constant",
+        "learning-rate schedule over the whole run",
+        choices=("constant", "cosine", "warmup_cosine"),
+    )
     momentum: float = _field(0.9, "SGD momentum", low=0.0, high=1.0)
     weight_decay: float = _field(0.001, "c in the loss term c * ||theta||^2", low=0.0)
     train_batch_size: int = _field(1024, "positions per optimizer step", low=1)
-    train_steps: int = _field(100, "optimizer steps per iteration (network transfer interval)",
-                              low=0)
-    augment: bool = _field(False, "train on a random board symmetry of each sampled position "
-                           "(Hex: 180-degree rotation; Othello, Tic-Tac-Toe: the square's 8; "
-                           "Connect Four: mirror)")
-    min_replay: int = _field(0, "positions with a known outcome needed before training "
-                             "(0: one training batch)", low=0)
+    train_steps: int = _field(
+        100, "optimizer steps per iteration (network transfer interval)", low=0
+    )
+    augment: bool = _field(
+        False,
+        "train on a random board symmetry of each sampled position "
+        "(Hex: 180-degree rotation; Othello, Tic-Tac-Toe: the square's 8; "
+        "Connect Four: mirror)",
+    )
+    min_replay: int = _field(
+        0, "positions with a known outcome needed before training (0: one training batch)", low=0
+    )
 
     # ---- evaluation, checkpoints, stopping ---------------------------------------------------
     eval_interval: int = _field(10, "iterations between evaluations (0: never)", low=0)
     eval_games: int = _field(64, "games per evaluation match (even: colours alternate)", low=2)
-    eval_epsilon: float = _field(0.05, "epsilon-greedy move choice against the previous network",
-                                 low=0.0, high=1.0)
+    eval_epsilon: float = _field(
+        0.05, "epsilon-greedy move choice against the previous network", low=0.0, high=1.0
+    )
     checkpoint_interval: int = _field(10, "iterations between checkpoints", low=1)
     keep_checkpoints: int = _field(0, "checkpoints kept on disk (0: all)", low=0)
     iterations: int = _field(100, "stop after this many iterations", low=1)
     time_budget: float = _field(0.0, "stop after this many minutes (0: no limit)", low=0.0)
 
     # ---- Expert Iteration (seed 002; `--algorithm=exit`, azjax/exit.py) -----------------------
-    algorithm: str = _field("alphazero", "alphazero: search self-play (selfplay.py); exit: the "
-                            "apprentice network plays, an expert search labels one position per "
-                            "game (exit.py; ignores search, c_puct, dirichlet_*, sample_moves, "
-                            "selfplay_steps, opening_plies, replay_games)",
-                            choices=("alphazero", "exit"))
-    policy_target: str = _field("tpt", "policy target (both algorithms): tpt (the search's "
-                                "policy; ExIt: root visits n(s,a)/n(s)) or cat (one-hot of the "
-                                "move chosen)",
-                                choices=("tpt", "cat"))
-    value_target: str = _field("rollout", "ExIt value target: rollout (outcome of the "
-                               "apprentice's game from the position) or search (expert root value)",
-                               choices=("rollout", "search"))
-    positions_per_game: int = _field(1, "ExIt: positions drawn uniformly from each apprentice "
-                                     "game (without replacement)", low=1, high=64)
-    dataset: str = _field("online_buffer", "ExIt dataset: batch (train on this iteration's "
-                          "positions only), online_buffer (the latest dataset_size positions), "
-                          "online_grow (all positions; each iteration adds dataset_growth times "
-                          "the dataset, at least one batch of games)",
-                          choices=("batch", "online_buffer", "online_grow"))
-    dataset_size: int = _field(100_000, "ExIt: positions kept by online_buffer, the capacity of "
-                               "online_grow (rounded up to whole batches of batch_games)", low=1)
-    dataset_growth: float = _field(0.1, "ExIt online_grow: new positions per iteration as a "
-                                   "fraction of the dataset", low=0.0, high=10.0)
-    retrain_from_scratch: bool = _field(False, "ExIt: train a freshly initialised apprentice "
-                                        "every iteration instead of continuing")
-    exit_c_uct: float = _field(0.05, "ExIt expert: UCT exploration constant c_b (values in "
-                               "[0, 1]; seed 002 Table 1: 0.25 vanilla, 0.05 N-MCTS)", low=0.0)
-    exit_prior_weight: float = _field(100.0, "ExIt expert: w_a, weight of the bonus "
-                                      "w_a pi(a|s,tau) / (n(s,a) + 1); 0: plain UCT", low=0.0)
-    exit_prior_temperature: float = _field(0.1, "ExIt expert: tau, softmax temperature of the "
-                                           "apprentice prior in the bonus", low=1e-3, high=100.0)
+    algorithm: str = _field(
+        "alphazero",
+        "alphazero: search self-play (selfplay.py); exit: the "
+        "apprentice network plays, an expert search labels one position per "
+        "game (exit.py; ignores search, c_puct, dirichlet_*, sample_moves, "
+        "selfplay_steps, opening_plies, replay_games)",
+        choices=("alphazero", "exit"),
+    )
+    policy_target: str = _field(
+        "tpt",
+        "policy target (both algorithms): tpt (the search's "
+        "policy; ExIt: root visits n(s,a)/n(s)) or cat (one-hot of the "
+        "move chosen)",
+        choices=("tpt", "cat"),
+    )
+    value_target: str = _field(
+        "rollout",
+        "ExIt value target: rollout (outcome of the "
+        "apprentice's game from the position) or search (expert root value)",
+        choices=("rollout", "search"),
+    )
+    positions_per_game: int = _field(
+        1,
+        "ExIt: positions drawn uniformly from each apprentice game (without replacement)",
+        low=1,
+        high=64,
+    )
+    dataset: str = _field(
+        "online_buffer",
+        "ExIt dataset: batch (train on this iteration's "
+        "positions only), online_buffer (the latest dataset_size positions), "
+        "online_grow (all positions; each iteration adds dataset_growth times "
+        "the dataset, at least one batch of games)",
+        choices=("batch", "online_buffer", "online_grow"),
+    )
+    dataset_size: int = _field(
+        100_000,
+        "ExIt: positions kept by online_buffer, the capacity of "
+        "online_grow (rounded up to whole batches of batch_games)",
+        low=1,
+    )
+    dataset_growth: float = _field(
+        0.1,
+        "ExIt online_grow: new positions per iteration as a fraction of the dataset",
+        low=0.0,
+        high=10.0,
+    )
+    retrain_from_scratch: bool = _field(
+        False, "ExIt: train a freshly initialised apprentice every iteration instead of continuing"
+    )
+    exit_c_uct: float = _field(
+        0.05,
+        "ExIt expert: UCT exploration constant c_b (values in "
+        "[0, 1]; seed 002 Table 1: 0.25 vanilla, 0.05 N-MCTS)",
+        low=0.0,
+    )
+    exit_prior_weight: float = _field(
+        100.0,
+        "ExIt expert: w_a, weight of the bonus w_a pi(a|s,tau) / (n(s,a) + 1); 0: plain UCT",
+        low=0.0,
+    )
+    exit_prior_temperature: float = _field(
+        0.1,
+        "ExIt expert: tau, softmax temperature of the apprentice prior in the bonus",
+        low=1e-3,
+        high=100.0,
+    )
 
     # ---- derived -----------------------------------------------------------------------------
     def make_game(self) -> games.Game:
@@ -202,9 +269,10 @@ def validate(config: Config) -> Config:
         raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
     no_rollouts = config.rollout_policy == "none" or config.rollout_prob == 0
     if config.evaluator == "uniform" and no_rollouts:
-        raise ValueError("evaluator=uniform needs rollouts (rollout_policy=random or policy, "
-                         "rollout_prob > 0): a uniform evaluator alone has no value signal")
+        raise ValueError(
+            "evaluator=uniform needs rollouts (rollout_policy=random or policy, "
+            "rollout_prob > 0): a uniform evaluator alone has no value signal"
+        )
     if config.rollout_policy == "policy" and config.evaluator == "uniform":
         raise ValueError("rollout_policy=policy needs the network (evaluator=network)")
     return config
-

@@ -75,19 +75,31 @@ class ExpertSpec:
 
     @staticmethod
     def from_config(config: Config, **overrides) -> ExpertSpec:
-        values = dict(num_simulations=config.num_simulations, c_uct=config.exit_c_uct,
-                      prior_weight=config.exit_prior_weight,
-                      temperature=config.exit_prior_temperature, evaluator=config.evaluator,
-                      rollout_policy=config.rollout_policy, rollout_prob=config.rollout_prob,
-                      rollout_weight=config.rollout_weight, rollout_sample=config.rollout_sample)
+        values = dict(
+            num_simulations=config.num_simulations,
+            c_uct=config.exit_c_uct,
+            prior_weight=config.exit_prior_weight,
+            temperature=config.exit_prior_temperature,
+            evaluator=config.evaluator,
+            rollout_policy=config.rollout_policy,
+            rollout_prob=config.rollout_prob,
+            rollout_weight=config.rollout_weight,
+            rollout_sample=config.rollout_sample,
+        )
         return ExpertSpec(**{**values, **overrides})
 
     @staticmethod
     def vanilla(num_simulations: int, c_uct: float = 0.25) -> ExpertSpec:
         """Vanilla MCTS: plain UCT, uniform priors, a random rollout from every new leaf."""
-        return ExpertSpec(num_simulations=num_simulations, c_uct=c_uct, prior_weight=0.0,
-                          evaluator="uniform", rollout_policy="random", rollout_prob=1.0,
-                          rollout_weight=1.0)
+        return ExpertSpec(
+            num_simulations=num_simulations,
+            c_uct=c_uct,
+            prior_weight=0.0,
+            evaluator="uniform",
+            rollout_policy="random",
+            rollout_prob=1.0,
+            rollout_weight=1.0,
+        )
 
     @property
     def network_evaluations(self) -> int:
@@ -104,8 +116,11 @@ def make_expert(game: Game, spec: ExpertSpec, apply: Callable | None) -> Callabl
     evaluate = make_evaluator(game, spec.evaluator, apply)
     rollout = None
     if spec.rollout_policy != "none" and spec.rollout_prob > 0:
-        rollout = make_rollout(game, SearchSpec(rollout_policy=spec.rollout_policy,
-                                                rollout_sample=spec.rollout_sample), apply)
+        rollout = make_rollout(
+            game,
+            SearchSpec(rollout_policy=spec.rollout_policy, rollout_sample=spec.rollout_sample),
+            apply,
+        )
 
     def leaf_value(variables, key, states, value):
         if rollout is None:
@@ -118,27 +133,42 @@ def make_expert(game: Game, spec: ExpertSpec, apply: Callable | None) -> Callabl
 
     def recurrent_fn(variables, key, action, states):
         actor = jax.vmap(game.current_player)(states)
-        was_legal = jnp.take_along_axis(
-            jax.vmap(game.legal_mask)(states), action[:, None], axis=1)[:, 0]
+        was_legal = jnp.take_along_axis(jax.vmap(game.legal_mask)(states), action[:, None], axis=1)[
+            :, 0
+        ]
         nxt = jax.vmap(game.step)(states, action)
         reward = jnp.take_along_axis(jax.vmap(game.returns)(nxt), actor[:, None], axis=1)[:, 0]
         reward = jnp.where(was_legal, reward, -1.0)
         done = jax.vmap(game.is_terminal)(nxt) | ~was_legal
         logits, value = evaluate(variables, nxt)
         value = leaf_value(variables, key, nxt, value)
-        out = mctx.RecurrentFnOutput(reward=reward, discount=jnp.where(done, 0.0, -1.0),
-                                     prior_logits=logits, value=jnp.where(done, 0.0, value))
+        out = mctx.RecurrentFnOutput(
+            reward=reward,
+            discount=jnp.where(done, 0.0, -1.0),
+            prior_logits=logits,
+            value=jnp.where(done, 0.0, value),
+        )
         return out, nxt
 
     def expert(variables, key, states):
         k_root, k_search = jax.random.split(key)
         logits, value = evaluate(variables, states)
-        root = mctx.RootFnOutput(prior_logits=logits,
-                                 value=leaf_value(variables, k_root, states, value),
-                                 embedding=states)
-        return uct_policy(variables, k_search, root, recurrent_fn, spec.num_simulations,
-                          invalid_actions=~jax.vmap(game.legal_mask)(states), c_uct=spec.c_uct,
-                          prior_weight=spec.prior_weight, temperature=spec.temperature)
+        root = mctx.RootFnOutput(
+            prior_logits=logits,
+            value=leaf_value(variables, k_root, states, value),
+            embedding=states,
+        )
+        return uct_policy(
+            variables,
+            k_search,
+            root,
+            recurrent_fn,
+            spec.num_simulations,
+            invalid_actions=~jax.vmap(game.legal_mask)(states),
+            c_uct=spec.c_uct,
+            prior_weight=spec.prior_weight,
+            temperature=spec.temperature,
+        )
 
     return expert
 
@@ -205,8 +235,9 @@ class Labelled(NamedTuple):
     apprentice_moves: jax.Array  # int32[], moves the apprentice played (network evaluations)
 
 
-def make_round(game: Game, spec: ExpertSpec, apply: Callable, num_games: int,
-               positions_per_game: int) -> Callable:
+def make_round(
+    game: Game, spec: ExpertSpec, apply: Callable, num_games: int, positions_per_game: int
+) -> Callable:
     """label(variables, key) -> Labelled: steps 1-4 of the module doc for B = `num_games`."""
     play = make_apprentice_play(game, apply, num_games)
     expert = make_expert(game, spec, apply)
@@ -218,7 +249,8 @@ def make_round(game: Game, spec: ExpertSpec, apply: Callable, num_games: int,
         plies = draw_positions(k_draw, games.alive, k)  # [K, B]
         cols = jnp.arange(num_games)[None, :]
         states = jax.tree_util.tree_map(
-            lambda x: x[plies, cols].reshape((k * num_games,) + x.shape[2:]), games.states)
+            lambda x: x[plies, cols].reshape((k * num_games,) + x.shape[2:]), games.states
+        )
         out = expert(variables, k_expert, states)
         to_net = jax.vmap(game.actions_to_policy)
         player = jax.vmap(game.current_player)(states)
@@ -240,20 +272,27 @@ def make_round(game: Game, spec: ExpertSpec, apply: Callable, num_games: int,
     return label
 
 
-def as_trajectory(data: Labelled, *, policy_target: str, value_target: str,
-                  num_games: int) -> replay.Trajectory:
+def as_trajectory(
+    data: Labelled, *, policy_target: str, value_target: str, num_games: int
+) -> replay.Trajectory:
     """The positions as K rows of B one-position games that end at once, their returns set so
     that the buffer settles each position's value to the chosen target."""
     policy = {"tpt": data.tpt, "cat": data.cat}[policy_target]
     value = {"rollout": data.outcome, "search": data.search_value}[value_target]
-    returns = jnp.where(data.player[:, None] == jnp.arange(2)[None, :], value[:, None],
-                        -value[:, None])  # [N, 2]
+    returns = jnp.where(
+        data.player[:, None] == jnp.arange(2)[None, :], value[:, None], -value[:, None]
+    )  # [N, 2]
 
     def rows(x):
         return x.reshape((-1, num_games) + x.shape[1:])
 
-    return replay.Trajectory(obs=rows(data.obs), policy=rows(policy), player=rows(data.player),
-                             done=rows(jnp.ones_like(value, bool)), returns=rows(returns))
+    return replay.Trajectory(
+        obs=rows(data.obs),
+        policy=rows(policy),
+        player=rows(data.player),
+        done=rows(jnp.ones_like(value, bool)),
+        returns=rows(returns),
+    )
 
 
 class ExItStats(NamedTuple):
@@ -269,9 +308,11 @@ class ExItStats(NamedTuple):
 
     def metrics(self) -> dict[str, float]:
         """The ExIt metrics the loop logs beside its own."""
-        return {"exit/positions": int(self.positions),
-                "exit/network_evaluations": float(self.evaluations),
-                "exit/rounds": int(self.rounds)}
+        return {
+            "exit/positions": int(self.positions),
+            "exit/network_evaluations": float(self.evaluations),
+            "exit/rounds": int(self.rounds),
+        }
 
 
 def _iteration_keys(run: RunState, iteration) -> jax.Array:
@@ -302,8 +343,9 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     `states` are carried but unused (every round starts its games afresh); the mesh splits the
     games and the buffer along B through the jitted functions' shardings.
     """
-    parallel.check_divisible(mesh, batch_games=config.batch_games,
-                             train_batch_size=config.train_batch_size)
+    parallel.check_divisible(
+        mesh, batch_games=config.batch_games, train_batch_size=config.train_batch_size
+    )
     game = config.make_game()
     net = make_network(config, game)
     apply = make_apply(net)
@@ -319,20 +361,32 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     def one_round(run, buffer, index):
         key = jax.random.fold_in(_iteration_keys(run, run.iteration + 1)[0], index)
         data = label(run.train.variables, key)
-        traj = as_trajectory(data, policy_target=config.policy_target,
-                             value_target=config.value_target, num_games=b)
+        traj = as_trajectory(
+            data, policy_target=config.policy_target, value_target=config.value_target, num_games=b
+        )
         buffer = replay.add(buffer, traj)
         distinct = jnp.stack([count_distinct(data.obs, data.ply == p) for p in VARIETY_PLIES])
         reached = jnp.stack([jnp.sum(data.ply == p, dtype=jnp.int32) for p in VARIETY_PLIES])
-        evaluations = (data.apprentice_moves.astype(jnp.float32)
-                       + float(spec.network_evaluations * k * b))
-        stats = ExItStats(games=jnp.int32(b), ready=replay.num_ready(buffer), distinct=distinct,
-                          reached=reached, positions=jnp.int32(k * b), evaluations=evaluations,
-                          rounds=jnp.int32(1))
+        evaluations = data.apprentice_moves.astype(jnp.float32) + float(
+            spec.network_evaluations * k * b
+        )
+        stats = ExItStats(
+            games=jnp.int32(b),
+            ready=replay.num_ready(buffer),
+            distinct=distinct,
+            reached=reached,
+            positions=jnp.int32(k * b),
+            evaluations=evaluations,
+            rounds=jnp.int32(1),
+        )
         return buffer, stats
 
-    round_fn = jax.jit(one_round, in_shardings=(rep, buffer_sh, rep),
-                       out_shardings=(buffer_sh, rep), donate_argnums=1)
+    round_fn = jax.jit(
+        one_round,
+        in_shardings=(rep, buffer_sh, rep),
+        out_shardings=(buffer_sh, rep),
+        donate_argnums=1,
+    )
     ready_fn = jax.jit(replay.num_ready, out_shardings=rep)
 
     def play(run, states, buffer):
@@ -349,9 +403,15 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
 
     learner = training.make_learner(
         training.make_train_step(net, optimizer, config.weight_decay),
-        make_sampler(config.train_batch_size, mesh), max(config.train_steps, 1))
-    chunk = jax.jit(learner.chunk, in_shardings=(rep, buffer_sh, rep), out_shardings=(rep, rep),
-                    donate_argnums=0)
+        make_sampler(config.train_batch_size, mesh),
+        max(config.train_steps, 1),
+    )
+    chunk = jax.jit(
+        learner.chunk,
+        in_shardings=(rep, buffer_sh, rep),
+        out_shardings=(rep, rep),
+        donate_argnums=0,
+    )
 
     def start_of(run):
         """(the learner's key, the train state it starts from) of the iteration after `run`."""
@@ -369,9 +429,12 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     return Iteration(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),
         init_states=jax.jit(functools.partial(init_states, game, b), out_shardings=games_sh),
-        init_buffer=jax.jit(functools.partial(replay.init, buffer_rows(config), b,
-                                              game.observation_shape, game.num_actions),
-                            out_shardings=buffer_sh),
+        init_buffer=jax.jit(
+            functools.partial(
+                replay.init, buffer_rows(config), b, game.observation_shape, game.num_actions
+            ),
+            out_shardings=buffer_sh,
+        ),
         play=play,
         learn=learn,
         advance=jax.jit(lambda iteration: iteration + 1, out_shardings=rep),

@@ -27,8 +27,15 @@ from azjax.config import FIELDS
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
-def parse_value(name: str, text: str, kind: type, *, choices: Iterable[str] | None = None,
-                low: float | None = None, high: float | None = None) -> Any:
+def parse_value(
+    name: str,
+    text: str,
+    kind: type,
+    *,
+    choices: Iterable[str] | None = None,
+    low: float | None = None,
+    high: float | None = None,
+) -> Any:
     """A flag's text as `kind` (bool, int, float or str), checked against `choices` and
     [`low`, `high`]; a ValueError naming the flag and what it accepts otherwise."""
     if kind is bool:
@@ -54,24 +61,36 @@ def parse_value(name: str, text: str, kind: type, *, choices: Iterable[str] | No
     return value
 
 
-def add_flag(parser, name: str, kind: type, help: str, *, default: Any,
-             choices: Iterable[str] | None = None) -> None:
+def add_flag(
+    parser, name: str, kind: type, help: str, *, default: Any, choices: Iterable[str] | None = None
+) -> None:
     """--name holding text (None when not given); a bool flag may be given bare."""
     if kind is bool:
         default = str(default).lower() if isinstance(default, bool) else default
-        parser.add_argument(f"--{name}", default=None, nargs="?", const="true",
-                            metavar="true|false",
-                            help=f"{help} (default: {default}; bare --{name}: true)")
+        parser.add_argument(
+            f"--{name}",
+            default=None,
+            nargs="?",
+            const="true",
+            metavar="true|false",
+            help=f"{help} (default: {default}; bare --{name}: true)",
+        )
     else:
         metavar = "|".join(choices) if choices else kind.__name__.upper()
-        parser.add_argument(f"--{name}", default=None, metavar=metavar,
-                            help=f"{help} (default: {default})")
+        parser.add_argument(
+            f"--{name}", default=None, metavar=metavar, help=f"{help} (default: {default})"
+        )
 
 
 # ---- Config fields -------------------------------------------------------------------------------
-def add_config_flags(parser, *, names: Iterable[str] | None = None, skip: Iterable[str] = (),
-                     defaults: Mapping[str, Any] | None = None,
-                     default_text: str | None = None) -> list[str]:
+def add_config_flags(
+    parser,
+    *,
+    names: Iterable[str] | None = None,
+    skip: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    default_text: str | None = None,
+) -> list[str]:
     """A flag per Config field (`names`, default all but `skip`) with its help and accepted
     values; each help ends with `defaults[name]` (default: the field's own default) or with
     `default_text`. Returns the names added, for `config_overrides`."""
@@ -81,8 +100,14 @@ def add_config_flags(parser, *, names: Iterable[str] | None = None, skip: Iterab
             continue
         field, meta = FIELDS[name], FIELDS[name].metadata
         default = default_text or (defaults or {}).get(name, field.default)
-        add_flag(parser, name, type(field.default), meta["help"], default=default,
-                 choices=meta["choices"])
+        add_flag(
+            parser,
+            name,
+            type(field.default),
+            meta["help"],
+            default=default,
+            choices=meta["choices"],
+        )
         added.append(name)
     return added
 
@@ -94,8 +119,14 @@ def config_overrides(args: argparse.Namespace, names: Iterable[str]) -> dict[str
         text = getattr(args, name)
         if text is not None:
             meta = FIELDS[name].metadata
-            out[name] = parse_value(name, text, type(FIELDS[name].default),
-                                    choices=meta["choices"], low=meta["low"], high=meta["high"])
+            out[name] = parse_value(
+                name,
+                text,
+                type(FIELDS[name].default),
+                choices=meta["choices"],
+                low=meta["low"],
+                high=meta["high"],
+            )
     return out
 
 
@@ -109,8 +140,9 @@ def option_fields(game: str | None) -> dict[str, dataclasses.Field]:
     return fields
 
 
-def add_game_flags(parser, game: str | None, *,
-                   defaults: Mapping[str, Any] | None = None) -> list[str]:
+def add_game_flags(
+    parser, game: str | None, *, defaults: Mapping[str, Any] | None = None
+) -> list[str]:
     """A flag per option of `game` (None: of every game, each help naming the games that take
     it); help ends with `defaults[name]`, else the game's default. Returns the names added."""
     takers: dict[str, list[str]] = {}
@@ -128,8 +160,9 @@ def add_game_flags(parser, game: str | None, *,
     return added
 
 
-def game_options(args: argparse.Namespace, game: str | None,
-                 names: Iterable[str]) -> dict[str, Any]:
+def game_options(
+    args: argparse.Namespace, game: str | None, names: Iterable[str]
+) -> dict[str, Any]:
     """{option: value} of the game flags `names` that were given, for `game`; a ValueError for
     an option `game` does not take. With None (the game is not known yet) any game's options
     are accepted, and `games.make` checks them later."""
@@ -140,7 +173,8 @@ def game_options(args: argparse.Namespace, game: str | None,
         if text is None:
             continue
         if name not in fields:
-            raise ValueError(f"--{name} is not an option of {game}; its options: "
-                             f"{', '.join(fields) or 'none'}")
+            raise ValueError(
+                f"--{name} is not an option of {game}; its options: {', '.join(fields) or 'none'}"
+            )
         out[name] = parse_value(name, text, type(fields[name].default))
     return out

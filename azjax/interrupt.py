@@ -63,13 +63,20 @@ class StopSignals:
         if self.signum is None:
             self.signum = signum
             note = self.note() if callable(self.note) else self.note
-            print(f"\n{signal.Signals(signum).name}: {note} (send it again to stop at once)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"\n{signal.Signals(signum).name}: {note} (send it again to stop at once)",
+                file=sys.stderr,
+                flush=True,
+            )
             return
         if self._shielded and self._deferred is None:
             self._deferred = signum
-            print(f"\n{signal.Signals(signum).name}: finishing the checkpoint being written "
-                  "(send it again to stop at once)", file=sys.stderr, flush=True)
+            print(
+                f"\n{signal.Signals(signum).name}: finishing the checkpoint being written "
+                "(send it again to stop at once)",
+                file=sys.stderr,
+                flush=True,
+            )
             return
         self._restore()
         raise Interrupted(signum)

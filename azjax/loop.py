@@ -109,16 +109,19 @@ def _iteration_keys(run: RunState, iteration) -> jax.Array:
     return jax.random.split(jax.random.fold_in(run.key, iteration), 3)
 
 
-def make_sampler(batch_size: int, mesh: Mesh | None = None, *,
-                 augment: symmetry.Symmetries | None = None) -> Callable:
+def make_sampler(
+    batch_size: int, mesh: Mesh | None = None, *, augment: symmetry.Symmetries | None = None
+) -> Callable:
     """sample(buffer, key) -> a training Batch; with `mesh` the buffer is split along B over its
     devices and the batch along its N positions (see `replay.sample`). With `augment` each
     position goes through one of those symmetries at random (`azjax.symmetry`)."""
     sample = functools.partial(replay.sample, batch_size=batch_size)
     if mesh is not None:
         sample = jax.shard_map(
-            functools.partial(sample, axis_name=parallel.AXIS), mesh=mesh,
-            in_specs=(replay.partition_specs(parallel.AXIS), P()), out_specs=P(parallel.AXIS),
+            functools.partial(sample, axis_name=parallel.AXIS),
+            mesh=mesh,
+            in_specs=(replay.partition_specs(parallel.AXIS), P()),
+            out_specs=P(parallel.AXIS),
         )
     if augment is None:
         return sample
@@ -136,8 +139,9 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
     `batch_games` and `train_batch_size` are global: each must divide over the mesh's devices.
     `steps_per_call` overrides the learner's rule (`training.steps_per_call`).
     """
-    parallel.check_divisible(mesh, batch_games=config.batch_games,
-                             train_batch_size=config.train_batch_size)
+    parallel.check_divisible(
+        mesh, batch_games=config.batch_games, train_batch_size=config.train_batch_size
+    )
     game = config.make_game()
     net = make_network(config, game)
     steps = config.selfplay_steps or game.max_game_length
@@ -148,27 +152,46 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
     games_sh = parallel.sharding(mesh, P(parallel.AXIS))
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
 
-    selfplay = make_selfplay(game, SearchSpec.from_config(config, explore=True), make_apply(net),
-                             steps, config.sample_moves, mesh,
-                             opening_plies=config.opening_plies,
-                             policy_target=config.policy_target)
+    selfplay = make_selfplay(
+        game,
+        SearchSpec.from_config(config, explore=True),
+        make_apply(net),
+        steps,
+        config.sample_moves,
+        mesh,
+        opening_plies=config.opening_plies,
+        policy_target=config.policy_target,
+    )
 
     def play(run, states, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]
         states, traj = selfplay(run.train.variables, k_play, states)
         buffer = replay.add(buffer, traj)
-        return states, buffer, PlayStats(jnp.sum(traj.done, dtype=jnp.int32),
-                                         replay.num_ready(buffer), *_variety(traj))
+        return (
+            states,
+            buffer,
+            PlayStats(
+                jnp.sum(traj.done, dtype=jnp.int32), replay.num_ready(buffer), *_variety(traj)
+            ),
+        )
 
     learner = training.make_learner(
         training.make_train_step(net, optimizer, config.weight_decay),
-        make_sampler(config.train_batch_size, mesh,
-                     augment=symmetry.symmetries(game) if config.augment else None),
+        make_sampler(
+            config.train_batch_size,
+            mesh,
+            augment=symmetry.symmetries(game) if config.augment else None,
+        ),
         max(config.train_steps, 1),
-        per_call=steps_per_call)
+        per_call=steps_per_call,
+    )
 
-    chunk = jax.jit(learner.chunk, in_shardings=(rep, buffer_sh, rep), out_shardings=(rep, rep),
-                    donate_argnums=0)
+    chunk = jax.jit(
+        learner.chunk,
+        in_shardings=(rep, buffer_sh, rep),
+        out_shardings=(rep, rep),
+        donate_argnums=0,
+    )
     train_key = jax.jit(lambda run: _iteration_keys(run, run.iteration + 1)[1], out_shardings=rep)
 
     def learn(run, buffer):
@@ -176,13 +199,21 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
 
     return Iteration(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),
-        init_states=jax.jit(functools.partial(init_states, game, config.batch_games),
-                            out_shardings=games_sh),
-        init_buffer=jax.jit(functools.partial(replay.init, rows, config.batch_games,
-                                              game.observation_shape, game.num_actions),
-                            out_shardings=buffer_sh),
-        play=jax.jit(play, in_shardings=(rep, games_sh, buffer_sh),
-                     out_shardings=(games_sh, buffer_sh, rep), donate_argnums=(1, 2)),
+        init_states=jax.jit(
+            functools.partial(init_states, game, config.batch_games), out_shardings=games_sh
+        ),
+        init_buffer=jax.jit(
+            functools.partial(
+                replay.init, rows, config.batch_games, game.observation_shape, game.num_actions
+            ),
+            out_shardings=buffer_sh,
+        ),
+        play=jax.jit(
+            play,
+            in_shardings=(rep, games_sh, buffer_sh),
+            out_shardings=(games_sh, buffer_sh, rep),
+            donate_argnums=(1, 2),
+        ),
         learn=learn,
         advance=jax.jit(lambda iteration: iteration + 1, out_shardings=rep),
         eval_key=jax.jit(lambda run: _iteration_keys(run, run.iteration)[2], out_shardings=rep),
@@ -191,8 +222,14 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
     )
 
 
-def _open_run(config: Config, workdir: str, fns: Iteration, checkpointer: Checkpointer,
-              resume: bool, resume_step: int | None) -> RunState:
+def _open_run(
+    config: Config,
+    workdir: str,
+    fns: Iteration,
+    checkpointer: Checkpointer,
+    resume: bool,
+    resume_step: int | None,
+) -> RunState:
     """The run to continue: the latest checkpoint (or `resume_step`) with `resume`, else a new
     one (refused where checkpoints already exist). Resuming an earlier step sets the later
     checkpoints aside (`Checkpointer.set_aside`)."""
@@ -201,15 +238,20 @@ def _open_run(config: Config, workdir: str, fns: Iteration, checkpointer: Checkp
         if checkpointer.latest() is None:
             raise CheckpointError(f"--resume: no checkpoint in {workdir!r} to resume from")
         if resume_step is not None and resume_step not in checkpointer.steps():
-            raise CheckpointError(f"--resume_step={resume_step}: no such checkpoint in "
-                                  f"{workdir!r}; have {checkpointer.steps()}")
+            raise CheckpointError(
+                f"--resume_step={resume_step}: no such checkpoint in "
+                f"{workdir!r}; have {checkpointer.steps()}"
+            )
         check_resumable(read_config(workdir, resume_step), config)
         run, step = checkpointer.restore(run, resume_step)
         if parallel.is_primary():
             folder = checkpointer.set_aside(after=step)
             if folder is not None:
-                print(f"resuming from checkpoint {step}: the later checkpoints were moved to "
-                      f"{folder}", file=sys.stderr)
+                print(
+                    f"resuming from checkpoint {step}: the later checkpoints were moved to "
+                    f"{folder}",
+                    file=sys.stderr,
+                )
     elif checkpointer.latest() is not None:
         raise CheckpointError(
             f"{workdir!r} already holds checkpoints {checkpointer.steps()}; pass --resume to "
@@ -220,8 +262,9 @@ def _open_run(config: Config, workdir: str, fns: Iteration, checkpointer: Checkp
 
 # ---- what a run needs in memory, checked before it starts ----------------------------------------
 def _nbytes(tree) -> int:
-    return sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize
-               for x in jax.tree_util.tree_leaves(tree))
+    return sum(
+        math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree_util.tree_leaves(tree)
+    )
 
 
 def memory_estimate(config: Config, fns: Iteration, devices: int) -> dict[str, tuple[int, str]]:
@@ -232,22 +275,33 @@ def memory_estimate(config: Config, fns: Iteration, devices: int) -> dict[str, t
     games = -(-config.batch_games // devices)
     batch = -(-config.train_batch_size // devices)
     buffer = _nbytes(jax.eval_shape(fns.init_buffer))
-    position = buffer / max(1, config.batch_games * math.ceil(
-        config.replay_games * game.max_game_length / config.batch_games))
+    position = buffer / max(
+        1,
+        config.batch_games
+        * math.ceil(config.replay_games * game.max_game_length / config.batch_games),
+    )
     state = _nbytes(jax.eval_shape(game.init))
     cells = math.prod(game.board_shape)
     nodes = config.num_simulations + 1
     f = config.num_filters
     return {
         "replay buffer": (buffer // devices, "--replay_games"),
-        "network and optimizer": (3 * _nbytes(jax.eval_shape(fns.init_run)),
-                                  "--num_blocks, --num_filters, --value_hidden"),
-        "self-play trajectories": (int(steps * games * position),
-                                   "--selfplay_steps, --batch_games"),
-        "search trees": (games * nodes * (6 * 4 * game.num_actions + state + 4 * f * cells),
-                         "--batch_games, --num_simulations"),
-        "training activations": (batch * cells * f * 4 * (2 * config.num_blocks + 2) * 3,
-                                 "--train_batch_size, --num_filters, --num_blocks"),
+        "network and optimizer": (
+            3 * _nbytes(jax.eval_shape(fns.init_run)),
+            "--num_blocks, --num_filters, --value_hidden",
+        ),
+        "self-play trajectories": (
+            int(steps * games * position),
+            "--selfplay_steps, --batch_games",
+        ),
+        "search trees": (
+            games * nodes * (6 * 4 * game.num_actions + state + 4 * f * cells),
+            "--batch_games, --num_simulations",
+        ),
+        "training activations": (
+            batch * cells * f * 4 * (2 * config.num_blocks + 2) * 3,
+            "--train_batch_size, --num_filters, --num_blocks",
+        ),
     }
 
 
@@ -281,7 +335,8 @@ def check_memory(config: Config, fns: Iteration, devices: int) -> None:
     raise ValueError(
         f"the run needs at least {need / 2**30:.1f} GiB on each device but has "
         f"{limit / 2**30:.1f} GiB ({what}); the largest part is the {name} "
-        f"({largest / 2**30:.1f} GiB): lower {flags}")
+        f"({largest / 2**30:.1f} GiB): lower {flags}"
+    )
 
 
 def evaluation_matches(config: Config, num_games: int) -> tuple[Callable, Callable]:
@@ -293,8 +348,10 @@ def evaluation_matches(config: Config, num_games: int) -> tuple[Callable, Callab
     agent = make_search_agent(game, spec, apply)
     agent_eps = make_search_agent(game, spec, apply, epsilon=config.eval_epsilon)
     mcts = make_search_agent(game, SearchSpec.pure_mcts(2 * config.num_simulations), None)
-    return (make_match(game, agent_eps, agent_eps, num_games),
-            make_match(game, agent, mcts, num_games))
+    return (
+        make_match(game, agent_eps, agent_eps, num_games),
+        make_match(game, agent, mcts, num_games),
+    )
 
 
 def make_evaluation(config: Config) -> Callable:
@@ -358,8 +415,10 @@ class Health:
             self.reference = values["loss/total"]
         bound = LOSS_FACTOR * max(self.reference, 1e-3)
         if values["loss/total"] > bound:
-            return (f"loss/total {values['loss/total']:.3g} above {bound:.3g} ({LOSS_FACTOR:g} x "
-                    f"the run's first loss, {self.reference:.3g})")
+            return (
+                f"loss/total {values['loss/total']:.3g} above {bound:.3g} ({LOSS_FACTOR:g} x "
+                f"the run's first loss, {self.reference:.3g})"
+            )
         return None
 
     def parameters(self, variables) -> str | None:
@@ -367,8 +426,10 @@ class Health:
         if not math.isfinite(norm):
             return "non-finite parameters"
         if norm > NORM_FACTOR * max(self.norm0, 1e-3):
-            return (f"the parameters' norm {norm:.3g} is over {NORM_FACTOR:g} x the "
-                    f"{self.norm0:.3g} they started this session with")
+            return (
+                f"the parameters' norm {norm:.3g} is over {NORM_FACTOR:g} x the "
+                f"{self.norm0:.3g} they started this session with"
+            )
         return None
 
 
@@ -385,28 +446,37 @@ def _reference_loss(metrics: Metrics | None) -> float | None:
     return first
 
 
-def _divergence(it: int, reason: str, checkpointer: Checkpointer, workdir: str,
-                healthy_upto: int) -> DivergenceError:
+def _divergence(
+    it: int, reason: str, checkpointer: Checkpointer, workdir: str, healthy_upto: int
+) -> DivergenceError:
     """The report: the last checkpoint whose parameters were checked sane (those up to
     `healthy_upto`; a loss judges the parameters of the iteration before it)."""
     healthy = [s for s in checkpointer.steps() if s <= healthy_upto]
     suspect = [s for s in checkpointer.steps() if s > healthy_upto]
     if healthy:
-        where = (f"the last healthy checkpoint is {healthy[-1]}: continue from it with --resume "
-                 f"--resume_step={healthy[-1]} and a lower --learning_rate")
+        where = (
+            f"the last healthy checkpoint is {healthy[-1]}: continue from it with --resume "
+            f"--resume_step={healthy[-1]} and a lower --learning_rate"
+        )
     else:
         where = "no checkpoint is known healthy: start again with a lower --learning_rate"
     if suspect:
         where += f" (checkpoint {suspect[-1]} led to this iteration)"
-    return DivergenceError(f"iteration {it}: the run diverged ({reason}); not saved. In "
-                           f"{workdir}, {where}")
+    return DivergenceError(
+        f"iteration {it}: the run diverged ({reason}); not saved. In {workdir}, {where}"
+    )
 
 
 # ---- the loop ------------------------------------------------------------------------------------
-def train_and_evaluate(config: Config, workdir: str, resume: bool = False,
-                       progress: bool = True,
-                       on_iteration: Callable[[int, dict[str, Any]], None] | None = None,
-                       *, resume_step: int | None = None) -> dict[str, Any]:
+def train_and_evaluate(
+    config: Config,
+    workdir: str,
+    resume: bool = False,
+    progress: bool = True,
+    on_iteration: Callable[[int, dict[str, Any]], None] | None = None,
+    *,
+    resume_step: int | None = None,
+) -> dict[str, Any]:
     """Train `config` in `workdir` until `iterations` or `time_budget`; returns a summary dict.
 
     Runs on every device (`jax.devices()`). `on_iteration(iteration, metrics)` is called on
@@ -426,12 +496,26 @@ def train_and_evaluate(config: Config, workdir: str, resume: bool = False,
     else:
         os.makedirs(workdir, exist_ok=True)
     with WorkdirLock(workdir) if primary else contextlib.nullcontext():
-        return _train(config, workdir, resume or resume_step is not None, resume_step, progress,
-                      on_iteration, t_start)
+        return _train(
+            config,
+            workdir,
+            resume or resume_step is not None,
+            resume_step,
+            progress,
+            on_iteration,
+            t_start,
+        )
 
 
-def _train(config: Config, workdir: str, resume: bool, resume_step: int | None, progress: bool,
-           on_iteration: Callable | None, t_start: float) -> dict[str, Any]:
+def _train(
+    config: Config,
+    workdir: str,
+    resume: bool,
+    resume_step: int | None,
+    progress: bool,
+    on_iteration: Callable | None,
+    t_start: float,
+) -> dict[str, Any]:
     primary = parallel.is_primary()
     game = config.make_game()
     mesh = parallel.make_mesh()
@@ -453,8 +537,9 @@ def _train(config: Config, workdir: str, resume: bool, resume_step: int | None, 
         it = int(parallel.fetch(run.iteration))
         if primary:
             _write_text(os.path.join(workdir, "config.json"), config.to_json())
-            metrics = Metrics(workdir, it if resume else None,
-                              checkpointer.saved_rows(it) if resume else None)
+            metrics = Metrics(
+                workdir, it if resume else None, checkpointer.saved_rows(it) if resume else None
+            )
         health = Health(run.train.variables, _reference_loss(metrics))
         evaluate = make_evaluation(config) if config.eval_interval else None
         buffer = fns.init_buffer()
@@ -487,8 +572,13 @@ def _train(config: Config, workdir: str, resume: bool, resume_step: int | None, 
                 problem = loss_problem or health.parameters(run.train.variables)
                 if problem:  # the losses judge the parameters before the iteration's updates
                     _finish_saves(checkpointer, metrics)
-                    raise _divergence(it, problem, checkpointer, workdir,
-                                      healthy_upto=it - 2 if loss_problem else it - 1)
+                    raise _divergence(
+                        it,
+                        problem,
+                        checkpointer,
+                        workdir,
+                        healthy_upto=it - 2 if loss_problem else it - 1,
+                    )
                 session["games"] += values["games"]
                 session["positions"] += values["positions"]
 
@@ -520,15 +610,19 @@ def _train(config: Config, workdir: str, resume: bool, resume_step: int | None, 
         if e.message:
             raise
         saved = _steps_on_disk(workdir)
-        kept = (f"checkpoint {saved[-1]} (the last saved) is intact; continue with --resume"
-                if saved else "no checkpoint was saved")
+        kept = (
+            f"checkpoint {saved[-1]} (the last saved) is intact; continue with --resume"
+            if saved
+            else "no checkpoint was saved"
+        )
         raise Interrupted(e.signum, f"stopped at once; {kept}") from None
     except BaseException:
         _abandon(bar, checkpointer, metrics)
         raise
     bar.close()
-    summary = _summary(config, it, stop_reason, session, metrics, t_start, run, devices, workdir,
-                       last)
+    summary = _summary(
+        config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last
+    )
     _close(checkpointer, metrics)
     if primary:
         _write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=2))
@@ -537,8 +631,7 @@ def _train(config: Config, workdir: str, resume: bool, resume_step: int | None, 
     return summary
 
 
-def _play_values(played: PlayStats, positions: int, seconds: float,
-                 devices: int) -> dict[str, Any]:
+def _play_values(played: PlayStats, positions: int, seconds: float, devices: int) -> dict[str, Any]:
     values: dict[str, Any] = dict(
         games=int(played.games),
         positions=positions,
@@ -584,8 +677,18 @@ def _close(checkpointer: Checkpointer, metrics: Metrics | None) -> None:
     checkpointer.close()
 
 
-def _summary(config: Config, it: int, stop_reason: str, session: dict, metrics: Metrics | None,
-             t_start: float, run: RunState, devices: int, workdir: str, last: dict) -> dict:
+def _summary(
+    config: Config,
+    it: int,
+    stop_reason: str,
+    session: dict,
+    metrics: Metrics | None,
+    t_start: float,
+    run: RunState,
+    devices: int,
+    workdir: str,
+    last: dict,
+) -> dict:
     """The run's summary: games and positions of all its sessions (from metrics.jsonl on process
     0), this session's too."""
     total = {k: metrics.total(k) if metrics is not None else v for k, v in session.items()}

@@ -59,8 +59,9 @@ class Metrics:
     iteration the run resumes from (later rows are cut off, and `saved_rows`, those its
     checkpoint holds, fill in what the file lacks). `rows` are the rows kept."""
 
-    def __init__(self, workdir: str, resume_from: int | None = None,
-                 saved_rows: list[dict] | None = None):
+    def __init__(
+        self, workdir: str, resume_from: int | None = None, saved_rows: list[dict] | None = None
+    ):
         self.path = os.path.join(workdir, FILE)
         tb_dir = os.path.join(workdir, "tb")
         if resume_from is None:
@@ -69,8 +70,11 @@ class Metrics:
         else:
             self.rows = [r for r in read_rows(self.path) if r["iteration"] <= resume_from]
             have = {r["iteration"] for r in self.rows}
-            self.rows += [r for r in saved_rows or []
-                          if r["iteration"] not in have and r["iteration"] <= resume_from]
+            self.rows += [
+                r
+                for r in saved_rows or []
+                if r["iteration"] not in have and r["iteration"] <= resume_from
+            ]
             self.rows.sort(key=lambda r: r["iteration"])
         tmp = self.path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -136,13 +140,17 @@ class Progress:
     def update(self, values: dict[str, Any]) -> None:
         if self.bar is None:
             return
-        post = {"games/s": f"{values['games_per_second']:.1f}",
-                "pos/s": f"{values['positions_per_second']:.0f}"}
+        post = {
+            "games/s": f"{values['games_per_second']:.1f}",
+            "pos/s": f"{values['positions_per_second']:.0f}",
+        }
         if "loss/total" in values:
             post.update(v=f"{values['loss/value']:.3f}", p=f"{values['loss/policy']:.3f}")
         if "eval/mcts_score" in values:
-            post.update(vs_mcts=f"{values['eval/mcts_score']:.2f}",
-                        vs_prev=f"{values['eval/previous_score']:.2f}")
+            post.update(
+                vs_mcts=f"{values['eval/mcts_score']:.2f}",
+                vs_prev=f"{values['eval/previous_score']:.2f}",
+            )
         self.bar.set_postfix(post)
         self.bar.update(1)
 

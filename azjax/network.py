@@ -29,8 +29,13 @@ class ConvBlock(nn.Module):
 
     @nn.compact
     def __call__(self, x, train: bool):
-        x = nn.Conv(self.filters, (self.kernel, self.kernel), padding="SAME", use_bias=False,
-                    dtype=self.dtype)(x)
+        x = nn.Conv(
+            self.filters,
+            (self.kernel, self.kernel),
+            padding="SAME",
+            use_bias=False,
+            dtype=self.dtype,
+        )(x)
         x = nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(x)
         return nn.relu(x)
 

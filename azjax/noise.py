@@ -60,8 +60,9 @@ def log_gamma(key, shape: tuple[int, ...], *, alpha, proposals: int = PROPOSALS)
 def dirichlet_over_legal(key, legal, *, alpha, proposals: int = PROPOSALS):
     """float32[..., A]: per row of `legal` (bool[..., A]), a Dir(alpha, ..., alpha) sample over its
     legal moves; exactly 0 on illegal moves, and all 0 in a row without a legal move."""
-    log_g = jnp.where(legal, log_gamma(key, legal.shape, alpha=alpha, proposals=proposals),
-                      -jnp.inf)
+    log_g = jnp.where(
+        legal, log_gamma(key, legal.shape, alpha=alpha, proposals=proposals), -jnp.inf
+    )
     top = jnp.max(log_g, axis=-1, keepdims=True)
     weights = jnp.exp(log_g - jnp.where(jnp.isfinite(top), top, 0.0))  # illegal: exp(-inf) = 0
     total = jnp.sum(weights, axis=-1, keepdims=True)

@@ -98,8 +98,9 @@ def is_primary() -> bool:
     return jax.process_index() == 0
 
 
-def initialize(coordinator: str | None = None, num_processes: int | None = None,
-               process_id: int | None = None) -> None:
+def initialize(
+    coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None
+) -> None:
     """`jax.distributed.initialize`, before any other JAX call.
 
     Arguments left as None come from the environment: JAX detects Cloud TPU pod slices, SLURM,

@@ -75,8 +75,16 @@ def init(rows: int, batch_games: int, obs_shape, num_actions: int) -> Buffer:
 def partition_specs(axis: str) -> Buffer:
     """How a buffer is split over the mesh axis `axis`: along B, row bookkeeping replicated."""
     column = P(None, axis)
-    return Buffer(obs=column, policy=column, player=column, value=column, ready=column,
-                  row_step=P(), episode_start=P(axis), step=P())
+    return Buffer(
+        obs=column,
+        policy=column,
+        player=column,
+        value=column,
+        ready=column,
+        row_step=P(),
+        episode_start=P(axis),
+        step=P(),
+    )
 
 
 def add_step(buffer: Buffer, obs, policy, player, done, returns) -> Buffer:

@@ -167,9 +167,9 @@ def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> 
 
     def recurrent_fn(variables, key, action, states):
         actor = jax.vmap(game.current_player)(states)
-        was_legal = jnp.take_along_axis(
-            jax.vmap(game.legal_mask)(states), action[:, None], axis=1
-        )[:, 0]
+        was_legal = jnp.take_along_axis(jax.vmap(game.legal_mask)(states), action[:, None], axis=1)[
+            :, 0
+        ]
         nxt = jax.vmap(game.step)(states, action)
         terminal = jax.vmap(game.is_terminal)(nxt)
         reward = jnp.take_along_axis(jax.vmap(game.returns)(nxt), actor[:, None], axis=1)[:, 0]
@@ -220,8 +220,16 @@ def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> 
 
 
 def _puct_policy(
-    params, key, root: mctx.RootFnOutput, recurrent_fn, *, num_simulations: int,
-    invalid_actions, c_puct: float, dirichlet_fraction: float, dirichlet_alpha: float,
+    params,
+    key,
+    root: mctx.RootFnOutput,
+    recurrent_fn,
+    *,
+    num_simulations: int,
+    invalid_actions,
+    c_puct: float,
+    dirichlet_fraction: float,
+    dirichlet_alpha: float,
 ) -> mctx.PolicyOutput:
     """`mctx.muzero_policy` (temperature 1), but for its root noise and its tie-breaks.
 
@@ -239,8 +247,9 @@ def _puct_policy(
         probs = (1.0 - dirichlet_fraction) * probs + dirichlet_fraction * noise
     tiny = jnp.finfo(probs.dtype).tiny
     prior = jnp.log(jnp.maximum(probs, tiny))
-    prior = jnp.where(invalid_actions, jnp.finfo(prior.dtype).min,
-                      prior - jnp.max(prior, axis=-1, keepdims=True))
+    prior = jnp.where(
+        invalid_actions, jnp.finfo(prior.dtype).min, prior - jnp.max(prior, axis=-1, keepdims=True)
+    )
     select = functools.partial(_puct_select, pb_c_init=c_puct)
     tree = mctx.search(
         params=params,
@@ -258,8 +267,9 @@ def _puct_policy(
     return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=tree)
 
 
-def _puct_select(key, tree: mctx.Tree, node_index, depth, *, pb_c_init: float,
-                 pb_c_base: float = 19652.0):
+def _puct_select(
+    key, tree: mctx.Tree, node_index, depth, *, pb_c_init: float, pb_c_base: float = 19652.0
+):
     """`mctx.muzero_action_selection` for one node of one tree, its tie-break from `_tie_break`."""
     visit_counts = tree.children_visits[node_index]  # [A]
     node_visit = tree.node_visits[node_index]
@@ -298,9 +308,7 @@ def _fmix32(x):
     return x ^ (x >> 16)
 
 
-def select_action(
-    key, spec: SearchSpec, output: mctx.PolicyOutput, sample: jax.Array
-) -> jax.Array:
+def select_action(key, spec: SearchSpec, output: mctx.PolicyOutput, sample: jax.Array) -> jax.Array:
     """int32[B] moves: sampled from the search policy where `sample` (bool[B]), else the best.
 
     The best move is the most visited one for PUCT and the search's own choice for Gumbel

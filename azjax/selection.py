@@ -35,9 +35,16 @@ import mctx
 ILLEGAL_LOGIT = -1e8
 
 
-def exit_action_selection(rng_key: chex.PRNGKey, tree: mctx.Tree, node_index: chex.Numeric,
-                          depth: chex.Numeric, *, c_uct: float, prior_weight: float,
-                          temperature: float = 1.0) -> chex.Array:
+def exit_action_selection(
+    rng_key: chex.PRNGKey,
+    tree: mctx.Tree,
+    node_index: chex.Numeric,
+    depth: chex.Numeric,
+    *,
+    c_uct: float,
+    prior_weight: float,
+    temperature: float = 1.0,
+) -> chex.Array:
     """The action UCT_NN picks at `node_index` of an unbatched tree (module doc). int32[]."""
     visits = tree.children_visits[node_index]  # [A]
     logits = tree.children_prior_logits[node_index]  # [A]
@@ -57,32 +64,56 @@ def exit_action_selection(rng_key: chex.PRNGKey, tree: mctx.Tree, node_index: ch
     return jnp.where(jnp.any(untried), jnp.argmax(first), jnp.argmax(best)).astype(jnp.int32)
 
 
-def uct_action_selection(rng_key: chex.PRNGKey, tree: mctx.Tree, node_index: chex.Numeric,
-                         depth: chex.Numeric, *, c_uct: float) -> chex.Array:
+def uct_action_selection(
+    rng_key: chex.PRNGKey,
+    tree: mctx.Tree,
+    node_index: chex.Numeric,
+    depth: chex.Numeric,
+    *,
+    c_uct: float,
+) -> chex.Array:
     """Plain UCT: every legal child once (in random order), then q + c_b sqrt(ln n(s) / n(s, a))."""
     return exit_action_selection(rng_key, tree, node_index, depth, c_uct=c_uct, prior_weight=0.0)
 
 
-def uct_policy(params, rng_key: chex.PRNGKey, root: mctx.RootFnOutput,
-               recurrent_fn: mctx.RecurrentFn, num_simulations: int, *,
-               invalid_actions: chex.Array | None = None, c_uct: float,
-               prior_weight: float = 0.0, temperature: float = 1.0,
-               max_depth: int | None = None) -> mctx.PolicyOutput:
+def uct_policy(
+    params,
+    rng_key: chex.PRNGKey,
+    root: mctx.RootFnOutput,
+    recurrent_fn: mctx.RecurrentFn,
+    num_simulations: int,
+    *,
+    invalid_actions: chex.Array | None = None,
+    c_uct: float,
+    prior_weight: float = 0.0,
+    temperature: float = 1.0,
+    max_depth: int | None = None,
+) -> mctx.PolicyOutput:
     """`mctx.search` with UCT_NN at every node (plain UCT where `prior_weight` = 0).
 
     Returns mctx.PolicyOutput over the B roots: `action` the most visited move (ties: the first),
     `action_weights` [B, A] the root visit distribution n(s, a) / n(s), `search_tree` the tree.
     """
-    select = functools.partial(exit_action_selection, c_uct=c_uct, prior_weight=prior_weight,
-                               temperature=temperature)
+    select = functools.partial(
+        exit_action_selection, c_uct=c_uct, prior_weight=prior_weight, temperature=temperature
+    )
     if invalid_actions is not None:
         root = root.replace(prior_logits=jnp.where(invalid_actions, -1e9, root.prior_logits))
     tree = mctx.search(
-        params=params, rng_key=rng_key, root=root, recurrent_fn=recurrent_fn,
+        params=params,
+        rng_key=rng_key,
+        root=root,
+        recurrent_fn=recurrent_fn,
         root_action_selection_fn=lambda k, t, i: select(k, t, i, 0),
-        interior_action_selection_fn=select, num_simulations=num_simulations,
-        max_depth=max_depth, invalid_actions=invalid_actions)
+        interior_action_selection_fn=select,
+        num_simulations=num_simulations,
+        max_depth=max_depth,
+        invalid_actions=invalid_actions,
+    )
     visits = tree.summary().visit_counts  # [B, A]
     weights = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1)
-    return mctx.PolicyOutput(action=jnp.argmax(visits, axis=-1).astype(jnp.int32),
-                             action_weights=weights, search_tree=tree)
+    return mctx.PolicyOutput(
+        action=jnp.argmax(visits, axis=-1).astype(jnp.int32),
+        action_weights=weights,
+        search_tree=tree,
+    )

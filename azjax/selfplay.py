@@ -58,8 +58,15 @@ def random_opening(game: Game, key, max_plies: int):
 
 
 def make_selfplay(
-    game: Game, spec: SearchSpec, apply: Callable | None, num_steps: int, sample_moves: int,
-    mesh: Mesh | None = None, *, opening_plies: int = 0, policy_target: str = "tpt",
+    game: Game,
+    spec: SearchSpec,
+    apply: Callable | None,
+    num_steps: int,
+    sample_moves: int,
+    mesh: Mesh | None = None,
+    *,
+    opening_plies: int = 0,
+    policy_target: str = "tpt",
 ) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
 
@@ -82,7 +89,8 @@ def make_selfplay(
         if opening_plies == 0:
             return init_states(game, batch)
         return jax.vmap(lambda k: random_opening(game, k, opening_plies))(
-            jax.random.split(key, batch))
+            jax.random.split(key, batch)
+        )
 
     def one_move(variables, states, key):
         k_search, k_act, k_open = jax.random.split(key, 3)
@@ -101,8 +109,11 @@ def make_selfplay(
         # a random opening that happens to be over already starts its game again
         fresh = restart_states(k_open, done.shape[0])
         over = jax.vmap(game.is_terminal)(fresh)
-        fresh = jax.tree_util.tree_map(lambda f, s0: jnp.where(_expand(over, f), s0, f),
-                                       fresh, init_states(game, done.shape[0]))
+        fresh = jax.tree_util.tree_map(
+            lambda f, s0: jnp.where(_expand(over, f), s0, f),
+            fresh,
+            init_states(game, done.shape[0]),
+        )
         restarted = jax.tree_util.tree_map(
             lambda s, s0: jnp.where(_expand(done, s), s0, s), nxt, fresh
         )
@@ -121,8 +132,13 @@ def make_selfplay(
         return selfplay(variables, jax.random.fold_in(key, jax.lax.axis_index(AXIS)), states)
 
     # check_vma=False: mctx's loops mix per-device and replicated values in one carry.
-    return jax.shard_map(shard, mesh=mesh, in_specs=(P(), P(), P(AXIS)),
-                         out_specs=(P(AXIS), P(None, AXIS)), check_vma=False)
+    return jax.shard_map(
+        shard,
+        mesh=mesh,
+        in_specs=(P(), P(), P(AXIS)),
+        out_specs=(P(AXIS), P(None, AXIS)),
+        check_vma=False,
+    )
 
 
 def _expand(mask, x):

@@ -126,8 +126,9 @@ def steps_per_call(train_steps: int, backend: str | None = None) -> int:
     return 1 if backend == "cpu" else max(train_steps, 1)
 
 
-def make_learner(train_step: Callable, sample: Callable, train_steps: int,
-                 *, per_call: int | None = None) -> Learner:
+def make_learner(
+    train_step: Callable, sample: Callable, train_steps: int, *, per_call: int | None = None
+) -> Learner:
     """The learner of `train_step` over batches `sample(buffer, key)`; see `Learner`.
 
     `per_call` defaults to `steps_per_call(train_steps)` and must divide `train_steps`.

@@ -23,10 +23,24 @@ from azjax.arena import make_match, make_search_agent
 from azjax.network import make_apply, make_network
 from azjax.search import SearchSpec
 
-RECIPE = dict(size=6, search="gumbel", num_blocks=2, num_filters=32, value_hidden=32,
-              num_simulations=32, batch_games=128, replay_games=1000, train_batch_size=256,
-              train_steps=30, optimizer="adam", learning_rate=0.003, weight_decay=0.0001,
-              eval_games=64, eval_interval=10, min_replay=1)
+RECIPE = dict(
+    size=6,
+    search="gumbel",
+    num_blocks=2,
+    num_filters=32,
+    value_hidden=32,
+    num_simulations=32,
+    batch_games=128,
+    replay_games=1000,
+    train_batch_size=256,
+    train_steps=30,
+    optimizer="adam",
+    learning_rate=0.003,
+    weight_decay=0.0001,
+    eval_games=64,
+    eval_interval=10,
+    min_replay=1,
+)
 
 
 def _best(fn, repeats: int) -> float:
@@ -52,8 +66,9 @@ def evaluation_seconds(config: cfg.Config, split: bool, repeats: int) -> float:
     vs_previous = make_match(game, greedy, greedy, config.eval_games, split=split)
     vs_mcts = make_match(game, agent, mcts, config.eval_games, split=split)
     key = jax.random.PRNGKey(0)
-    return _best(lambda: (vs_previous(variables, variables, key), vs_mcts(variables, None, key)),
-                 repeats)
+    return _best(
+        lambda: (vs_previous(variables, variables, key), vs_mcts(variables, None, key)), repeats
+    )
 
 
 def iteration_seconds(config: cfg.Config, repeats: int) -> float:
@@ -62,8 +77,9 @@ def iteration_seconds(config: cfg.Config, repeats: int) -> float:
     state = dict(run=fns.init_run(), states=fns.init_states(), buffer=fns.init_buffer())
 
     def one():
-        state["states"], state["buffer"], _ = fns.play(state["run"], state["states"],
-                                                      state["buffer"])
+        state["states"], state["buffer"], _ = fns.play(
+            state["run"], state["states"], state["buffer"]
+        )
         train, losses = fns.learn(state["run"], state["buffer"])
         state["run"] = state["run"].replace(train=train)
         return losses
@@ -72,8 +88,9 @@ def iteration_seconds(config: cfg.Config, repeats: int) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--game", default="hex")
     parser.add_argument("--size", type=int, default=RECIPE["size"])
     parser.add_argument("--eval_games", type=int, default=RECIPE["eval_games"])
@@ -81,14 +98,23 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
     try:
-        config = cfg.load(args.game, {**RECIPE, "size": args.size, "eval_games": args.eval_games,
-                                      "eval_interval": args.eval_interval})
+        config = cfg.load(
+            args.game,
+            {
+                **RECIPE,
+                "size": args.size,
+                "eval_games": args.eval_games,
+                "eval_interval": args.eval_interval,
+            },
+        )
     except ValueError as e:
         parser.exit(2, f"benchmarks.evaluation: error: {e}\n")
     iteration = iteration_seconds(config, args.repeats)
-    print(f"# {config.game} {dict(config.game_options)}, {config.num_blocks}x{config.num_filters} "
-          f"{config.search} {config.num_simulations} sims, {config.eval_games} games per match, "
-          f"evaluation every {config.eval_interval} iterations; backend {jax.default_backend()}")
+    print(
+        f"# {config.game} {dict(config.game_options)}, {config.num_blocks}x{config.num_filters} "
+        f"{config.search} {config.num_simulations} sims, {config.eval_games} games per match, "
+        f"evaluation every {config.eval_interval} iterations; backend {jax.default_backend()}"
+    )
     print(f"one iteration (self-play + learning): {iteration:.2f} s")
     print("| evaluation | seconds | share of wall time |")
     print("|---|--:|--:|")

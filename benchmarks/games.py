@@ -128,24 +128,30 @@ def format_table(rows: list[Row]) -> str:
 
 
 def markdown_table(rows: list[Row]) -> str:
-    lines = ["| game | batch | ours playouts/s | pgx playouts/s | ours / pgx |",
-             "|---|--:|--:|--:|--:|"]
+    lines = [
+        "| game | batch | ours playouts/s | pgx playouts/s | ours / pgx |",
+        "|---|--:|--:|--:|--:|",
+    ]
     for r in rows:
         lines.append(f"| {r.game} | {r.batch} | {r.ours:,.0f} | {r.pgx:,.0f} | {r.ratio:.2f}x |")
     return "\n".join(lines)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.games",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.games", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--games", nargs="+", choices=list(GAMES), default=list(GAMES))
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=list(BATCH_SIZES))
-    parser.add_argument("--min-seconds", type=float, default=1.0,
-                        help="timed seconds per measurement")
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="measurements per cell; the best is kept")
-    parser.add_argument("--markdown", metavar="PATH",
-                        help="also write the table as markdown ('-': stdout)")
+    parser.add_argument(
+        "--min-seconds", type=float, default=1.0, help="timed seconds per measurement"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="measurements per cell; the best is kept"
+    )
+    parser.add_argument(
+        "--markdown", metavar="PATH", help="also write the table as markdown ('-': stdout)"
+    )
     return parser.parse_args(argv)
 
 

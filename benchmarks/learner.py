@@ -26,9 +26,18 @@ from azjax import config as cfg
 from azjax import loop, network, replay, training
 
 # The CPU recipe of docs/experiments.md (experiments.experiment1's CPU_SCALE), 6x6 Hex.
-RECIPE = dict(size=6, search="gumbel", num_blocks=2, num_filters=32, value_hidden=32,
-              train_batch_size=256, train_steps=30, optimizer="adam", learning_rate=0.003,
-              weight_decay=0.0001)
+RECIPE = dict(
+    size=6,
+    search="gumbel",
+    num_blocks=2,
+    num_filters=32,
+    value_hidden=32,
+    train_batch_size=256,
+    train_steps=30,
+    optimizer="adam",
+    learning_rate=0.003,
+    weight_decay=0.0001,
+)
 
 
 def filled_buffer(game, key, games: int = 64):
@@ -36,12 +45,17 @@ def filled_buffer(game, key, games: int = 64):
     rows = game.max_game_length
     buffer = replay.init(rows, games, game.observation_shape, game.num_actions)
     k_obs, k_pol = jax.random.split(key)
-    obs = (jax.random.uniform(k_obs, (rows, games) + game.observation_shape) < 0.3)
+    obs = jax.random.uniform(k_obs, (rows, games) + game.observation_shape) < 0.3
     policy = jax.nn.softmax(jax.random.normal(k_pol, (rows, games, game.num_actions)))
     for t in range(rows):
-        buffer = replay.add_step(buffer, obs[t].astype(jnp.float32), policy[t],
-                                 jnp.full((games,), t % 2), jnp.full((games,), t == rows - 1),
-                                 jnp.tile(jnp.array([1.0, -1.0]), (games, 1)))
+        buffer = replay.add_step(
+            buffer,
+            obs[t].astype(jnp.float32),
+            policy[t],
+            jnp.full((games,), t % 2),
+            jnp.full((games,), t == rows - 1),
+            jnp.tile(jnp.array([1.0, -1.0]), (games, 1)),
+        )
     return buffer
 
 
@@ -65,8 +79,7 @@ def run(config: cfg.Config, repeats: int) -> list[tuple[str, float, float]]:
     opt = training.make_optimizer(config, 1000)
     step = training.make_train_step(net, opt, config.weight_decay)
     sample = loop.make_sampler(config.train_batch_size)
-    state = training.init_train_state(network.init_variables(net, game, jax.random.PRNGKey(0)),
-                                      opt)
+    state = training.init_train_state(network.init_variables(net, game, jax.random.PRNGKey(0)), opt)
     buffer = filled_buffer(game, jax.random.PRNGKey(1))
     key = jax.random.PRNGKey(2)
     n = config.train_steps
@@ -93,32 +106,42 @@ def run(config: cfg.Config, repeats: int) -> list[tuple[str, float, float]]:
         return jax.lax.cond(go, scanned, lambda s: s, s)
 
     rows = []
-    for name, fn in (("step alone", alone), ("learner", chunked),
-                     ("scan in cond", lambda: in_cond(state, buffer, key, jnp.bool_(True)))):
+    for name, fn in (
+        ("step alone", alone),
+        ("learner", chunked),
+        ("scan in cond", lambda: in_cond(state, buffer, key, jnp.bool_(True))),
+    ):
         rows.append((name, *_time(fn, repeats)))
     return rows
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--game", default="hex")
     parser.add_argument("--size", type=int, default=RECIPE["size"])
     parser.add_argument("--train_steps", type=int, default=RECIPE["train_steps"])
     parser.add_argument("--train_batch_size", type=int, default=RECIPE["train_batch_size"])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    overrides = {**RECIPE, "size": args.size, "train_steps": args.train_steps,
-                 "train_batch_size": args.train_batch_size}
+    overrides = {
+        **RECIPE,
+        "size": args.size,
+        "train_steps": args.train_steps,
+        "train_batch_size": args.train_batch_size,
+    }
     try:
         config = cfg.load(args.game, overrides)
     except ValueError as e:
         parser.exit(2, f"benchmarks.learner: error: {e}\n")
     n = config.train_steps
-    print(f"# {config.game} {dict(config.game_options)}: {config.num_blocks}x{config.num_filters} "
-          f"ResNet, batch {config.train_batch_size}, {n} steps; backend {jax.default_backend()} "
-          f"({platform.processor() or platform.machine()}), steps per learner call "
-          f"{training.steps_per_call(n)}")
+    print(
+        f"# {config.game} {dict(config.game_options)}: {config.num_blocks}x{config.num_filters} "
+        f"ResNet, batch {config.train_batch_size}, {n} steps; backend {jax.default_backend()} "
+        f"({platform.processor() or platform.machine()}), steps per learner call "
+        f"{training.steps_per_call(n)}"
+    )
     rows = run(config, args.repeats)
     reference = rows[0][2]
     print("| learner | first call s (compile) | s per iteration | steps/s | vs step alone |")

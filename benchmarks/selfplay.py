@@ -115,8 +115,9 @@ class RecipeOutput(NamedTuple):
     discount: jax.Array  # float32[T, B]
 
 
-def make_recipe_selfplay(env, apply: Callable, num_simulations: int, num_steps: int,
-                         max_considered_actions: int = 16) -> Callable:
+def make_recipe_selfplay(
+    env, apply: Callable, num_simulations: int, num_steps: int, max_considered_actions: int = 16
+) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], RecipeOutput [num_steps, B]).
 
     pgx's AlphaZero example, its Haiku network swapped for `apply(variables, obs)`; the states
@@ -195,8 +196,9 @@ class StubNet(NamedTuple):
         del train
         mean = obs.reshape(obs.shape[0], -1).astype(jnp.float32).mean(-1)  # [B]
         scale = variables["params"]["scale"]
-        logits = (jnp.zeros((obs.shape[0], self.num_actions), jnp.float32)
-                  + 1e-3 * scale * mean[:, None])
+        logits = (
+            jnp.zeros((obs.shape[0], self.num_actions), jnp.float32) + 1e-3 * scale * mean[:, None]
+        )
         return logits, jnp.tanh(scale * mean)
 
 
@@ -238,8 +240,11 @@ def azjax_openings(game, batch: int, key):
     """B azjax games spread over their first max_game_length / 2 plies."""
     start = init_states(game, batch)
     spread = functools.partial(
-        spread_openings, step=jax.vmap(game.step), legal=jax.vmap(game.legal_mask),
-        terminal=jax.vmap(game.is_terminal), max_plies=game.max_game_length // 2,
+        spread_openings,
+        step=jax.vmap(game.step),
+        legal=jax.vmap(game.legal_mask),
+        terminal=jax.vmap(game.is_terminal),
+        max_plies=game.max_game_length // 2,
     )
     return jax.jit(spread)(key, start, start)
 
@@ -249,15 +254,18 @@ def recipe_openings(env, batch: int, max_plies: int, key):
     k_init, k_open = jax.random.split(key)
     start = jax.vmap(env.init)(jax.random.split(k_init, batch))
     spread = functools.partial(
-        spread_openings, step=jax.vmap(env.step), legal=lambda s: s.legal_action_mask,
-        terminal=lambda s: s.terminated, max_plies=max_plies,
+        spread_openings,
+        step=jax.vmap(env.step),
+        legal=lambda s: s.legal_action_mask,
+        terminal=lambda s: s.terminated,
+        max_plies=max_plies,
     )
     return jax.jit(spread)(k_open, start, start)
 
 
 def _mesh(setting: Setting):
     """The mesh over the first `setting.devices` devices, or None for one device."""
-    return parallel.make_mesh(jax.devices()[:setting.devices]) if setting.devices > 1 else None
+    return parallel.make_mesh(jax.devices()[: setting.devices]) if setting.devices > 1 else None
 
 
 def _split(mesh, fn: Callable) -> Callable:
@@ -270,8 +278,13 @@ def _split(mesh, fn: Callable) -> Callable:
     def shard(variables, key, states):
         return fn(variables, jax.random.fold_in(key, jax.lax.axis_index(parallel.AXIS)), states)
 
-    return jax.shard_map(shard, mesh=mesh, in_specs=(P(), P(), P(parallel.AXIS)),
-                         out_specs=(P(parallel.AXIS), P(None, parallel.AXIS)), check_vma=False)
+    return jax.shard_map(
+        shard,
+        mesh=mesh,
+        in_specs=(P(), P(), P(parallel.AXIS)),
+        out_specs=(P(parallel.AXIS), P(None, parallel.AXIS)),
+        check_vma=False,
+    )
 
 
 def _place(mesh, variables, states):
@@ -279,8 +292,10 @@ def _place(mesh, variables, states):
     if mesh is None:
         return variables, states
     P = jax.sharding.PartitionSpec
-    return (jax.device_put(variables, parallel.replicated(mesh)),
-            jax.device_put(states, parallel.sharding(mesh, P(parallel.AXIS))))
+    return (
+        jax.device_put(variables, parallel.replicated(mesh)),
+        jax.device_put(states, parallel.sharding(mesh, P(parallel.AXIS))),
+    )
 
 
 def _azjax_variant(game, setting: Setting, search: str, rollouts: str, states, key) -> _Variant:
@@ -336,8 +351,10 @@ def benchmark_game(name: str, setting: Setting, key, log=print) -> list[Row]:
     with ThreadPoolExecutor(max_workers=2) as pool:  # XLA compiles outside the GIL
         compiled = list(pool.map(lambda v: _compile(v, keys[4]), variants))
     runs = [c for c, _ in compiled]
-    log(f"{name}: compiled in {', '.join(f'{s:.0f}s' for _, s in compiled)} (2 at a time); "
-        "warming up")
+    log(
+        f"{name}: compiled in {', '.join(f'{s:.0f}s' for _, s in compiled)} (2 at a time); "
+        "warming up"
+    )
     states = []
     for v, run in zip(variants, runs):  # warm-up: one untimed chunk each
         s, out = run(v.variables, keys[4], v.states)
@@ -351,14 +368,25 @@ def benchmark_game(name: str, setting: Setting, key, log=print) -> list[Row]:
             states[i], out = run(v.variables, k, states[i])
             jax.block_until_ready((states[i], out))
             seconds[i] += time.perf_counter() - start
-        log(f"{name}: round {r + 1}/{setting.repeats}, seconds so far "
-            + ", ".join(f"{s:.1f}" for s in seconds))
+        log(
+            f"{name}: round {r + 1}/{setting.repeats}, seconds so far "
+            + ", ".join(f"{s:.1f}" for s in seconds)
+        )
     positions = setting.batch * setting.steps * setting.repeats
     moves = setting.steps * setting.repeats
     recipe_rate = positions / seconds[0]
     return [
-        Row(name, v.name, v.search, v.rollouts, positions / s, 1000 * s / moves, c_s,
-            positions / s / recipe_rate, setting.devices)
+        Row(
+            name,
+            v.name,
+            v.search,
+            v.rollouts,
+            positions / s,
+            1000 * s / moves,
+            c_s,
+            positions / s / recipe_rate,
+            setting.devices,
+        )
         for v, s, (_, c_s) in zip(variants, seconds, compiled)
     ]
 
@@ -372,8 +400,16 @@ def _cells(row: Row, per_device: bool) -> tuple[str, ...]:
     rate = (f"{row.positions_per_s:.1f}",)
     if per_device:
         rate += (f"{row.positions_per_s / row.devices:.1f}",)
-    return (row.game, row.variant, row.search, row.rollouts, *rate,
-            f"{row.ms_per_move:.1f}", f"{row.compile_s:.0f}", f"{row.vs_recipe:.2f}x")
+    return (
+        row.game,
+        row.variant,
+        row.search,
+        row.rollouts,
+        *rate,
+        f"{row.ms_per_move:.1f}",
+        f"{row.compile_s:.0f}",
+        f"{row.vs_recipe:.2f}x",
+    )
 
 
 def format_table(rows: Sequence[Row], markdown: bool) -> str:
@@ -383,8 +419,10 @@ def format_table(rows: Sequence[Row], markdown: bool) -> str:
     header = HEADER[:5] + ("per device",) * per_device + HEADER[5:]
     lines = [header, *(_cells(r, per_device) for r in rows)]
     if markdown:
-        out = ["| " + " | ".join(header) + " |",
-               "|" + "|".join("---" if i < 4 else "---:" for i in range(len(header))) + "|"]
+        out = [
+            "| " + " | ".join(header) + " |",
+            "|" + "|".join("---" if i < 4 else "---:" for i in range(len(header))) + "|",
+        ]
         out += ["| " + " | ".join(c) + " |" for c in lines[1:]]
         return "\n".join(out)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -405,17 +443,23 @@ def summary(rows: Sequence[Row], target: float, puct_target: float = 0.9) -> lis
         rolled = of[("azjax", "gumbel", "random")]
         for r in (gumbel, puct):
             verdict = "met" if r.vs_recipe >= target else "NOT met"
-            lines.append(f"{name}: azjax {r.search} / recipe = {r.vs_recipe:.2f}x "
-                         f"(target >= {target}x: {verdict})")
+            lines.append(
+                f"{name}: azjax {r.search} / recipe = {r.vs_recipe:.2f}x "
+                f"(target >= {target}x: {verdict})"
+            )
         ratio = puct.positions_per_s / gumbel.positions_per_s
         verdict = "met" if ratio >= puct_target else "NOT met"
-        lines.append(f"{name}: azjax puct / azjax gumbel = {ratio:.2f}x "
-                     f"({puct.positions_per_s:.1f} "
-                     f"against {gumbel.positions_per_s:.1f} positions/s; "
-                     f"target >= {puct_target}x: {verdict})")
-        lines.append(f"{name}: random rollouts (p=1, weight 0.5) run at "
-                     f"{rolled.positions_per_s / gumbel.positions_per_s:.2f}x the positions/s of "
-                     f"no rollouts ({rolled.ms_per_move - gumbel.ms_per_move:+.1f} ms per move)")
+        lines.append(
+            f"{name}: azjax puct / azjax gumbel = {ratio:.2f}x "
+            f"({puct.positions_per_s:.1f} "
+            f"against {gumbel.positions_per_s:.1f} positions/s; "
+            f"target >= {puct_target}x: {verdict})"
+        )
+        lines.append(
+            f"{name}: random rollouts (p=1, weight 0.5) run at "
+            f"{rolled.positions_per_s / gumbel.positions_per_s:.2f}x the positions/s of "
+            f"no rollouts ({rolled.ms_per_move - gumbel.ms_per_move:+.1f} ms per move)"
+        )
     return lines
 
 
@@ -430,10 +474,12 @@ def machine() -> str:
 
     device = jax.devices()[0]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    return (f"machine: {os.cpu_count()} CPUs ({model}); jax {jax.__version__}, backend "
-            f"{jax.default_backend()}, device {device.device_kind} x{jax.device_count()}; "
-            f"pgx {pgx.__version__}, mctx {getattr(mctx, '__version__', '?')}; "
-            f"load average {load}")
+    return (
+        f"machine: {os.cpu_count()} CPUs ({model}); jax {jax.__version__}, backend "
+        f"{jax.default_backend()}, device {device.device_kind} x{jax.device_count()}; "
+        f"pgx {pgx.__version__}, mctx {getattr(mctx, '__version__', '?')}; "
+        f"load average {load}"
+    )
 
 
 # ---- command line ------------------------------------------------------------------------
@@ -452,31 +498,51 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--games", default="hex,othello", help="comma-separated: hex, othello")
     p.add_argument("--batch", type=int, help=f"games in lock-step (default {DEFAULTS['batch']})")
-    p.add_argument("--simulations", type=int,
-                   help=f"search simulations per move (default {DEFAULTS['simulations']})")
+    p.add_argument(
+        "--simulations",
+        type=int,
+        help=f"search simulations per move (default {DEFAULTS['simulations']})",
+    )
     p.add_argument("--blocks", type=int, help=f"residual blocks (default {DEFAULTS['blocks']})")
     p.add_argument("--filters", type=int, help=f"filters per block (default {DEFAULTS['filters']})")
     p.add_argument("--steps", type=int, help=f"moves per timed chunk (default {DEFAULTS['steps']})")
-    p.add_argument("--repeats", type=int,
-                   help=f"timed chunks per variant (default {DEFAULTS['repeats']})")
-    p.add_argument("--devices", default="1",
-                   help="devices to split the batch over: a number, or all (default 1)")
-    p.add_argument("--quick", action="store_true",
-                   help="unset sizes from " + ", ".join(f"{k}={v}" for k, v in QUICK.items()))
-    p.add_argument("--network", default="resnet", choices=("resnet", "stub"),
-                   help="resnet; or stub, a stand-in reading the observation (plumbing alone)")
+    p.add_argument(
+        "--repeats", type=int, help=f"timed chunks per variant (default {DEFAULTS['repeats']})"
+    )
+    p.add_argument(
+        "--devices",
+        default="1",
+        help="devices to split the batch over: a number, or all (default 1)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="unset sizes from " + ", ".join(f"{k}={v}" for k, v in QUICK.items()),
+    )
+    p.add_argument(
+        "--network",
+        default="resnet",
+        choices=("resnet", "stub"),
+        help="resnet; or stub, a stand-in reading the observation (plumbing alone)",
+    )
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
     p.add_argument("--target", type=float, default=1.2, help="azjax/recipe ratio to reach")
-    p.add_argument("--puct-target", type=float, default=0.9,
-                   help="azjax PUCT / azjax Gumbel positions/s ratio to reach (default 0.9)")
+    p.add_argument(
+        "--puct-target",
+        type=float,
+        default=0.9,
+        help="azjax PUCT / azjax Gumbel positions/s ratio to reach (default 0.9)",
+    )
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
     names = [g.strip() for g in args.games.split(",") if g.strip()]
     unknown = [g for g in names if g not in GAMES]
     if unknown or not names:
-        p.error(f"--games: unknown {', '.join(unknown) or '(none given)'}; "
-                f"choose from {', '.join(GAMES)}")
+        p.error(
+            f"--games: unknown {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(GAMES)}"
+        )
     args.games = names
     try:
         args.device_count = resolve_devices(args.devices)
@@ -499,8 +565,9 @@ def resolve_devices(text: str) -> int:
     if text == "all":
         return available
     if not text.isdigit() or not 1 <= int(text) <= available:
-        raise ValueError(f"expected all or a number from 1 to {available} (the devices here), "
-                         f"got {text!r}")
+        raise ValueError(
+            f"expected all or a number from 1 to {available} (the devices here), got {text!r}"
+        )
     return int(text)
 
 
@@ -512,16 +579,25 @@ def _describe_network(setting: Setting) -> str:
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
     args = parse_args(argv)
-    setting = Setting(batch=args.batch, simulations=args.simulations, blocks=args.blocks,
-                      filters=args.filters, steps=args.steps, repeats=args.repeats,
-                      network=args.network, devices=args.device_count)
+    setting = Setting(
+        batch=args.batch,
+        simulations=args.simulations,
+        blocks=args.blocks,
+        filters=args.filters,
+        steps=args.steps,
+        repeats=args.repeats,
+        network=args.network,
+        devices=args.device_count,
+    )
     log = lambda text: print(text, file=sys.stderr, flush=True)
     start = time.perf_counter()
     print(machine())
-    print(f"setting: batch {setting.batch}, {setting.simulations} simulations, "
-          f"{_describe_network(setting)}, {setting.steps} moves per chunk, "
-          f"{setting.repeats} timed chunks per variant, "
-          f"{setting.devices} device(s) ({jax.devices()[0].platform})")
+    print(
+        f"setting: batch {setting.batch}, {setting.simulations} simulations, "
+        f"{_describe_network(setting)}, {setting.steps} moves per chunk, "
+        f"{setting.repeats} timed chunks per variant, "
+        f"{setting.devices} device(s) ({jax.devices()[0].platform})"
+    )
     rows = []
     key = jax.random.PRNGKey(args.seed)
     for i, name in enumerate(args.games):

@@ -33,8 +33,9 @@ def latest_config(workdir: str):
     """(config, step) of a run folder's latest checkpoint; CheckpointError (a ValueError) when it
     has none."""
     if not os.path.isdir(workdir):
-        raise FileNotFoundError(f"no run folder {workdir!r}: run experiments.experiment1 first "
-                                "or give --workdir")
+        raise FileNotFoundError(
+            f"no run folder {workdir!r}: run experiments.experiment1 first or give --workdir"
+        )
     return read_config(workdir), checkpoint_steps(workdir)[-1]
 
 
@@ -67,10 +68,16 @@ class Log:
 def add_run_flags(parser, name: str) -> None:
     """--game, --full, --workdir, --out, --search, --seed of an experiment on Experiment 1's run."""
     parser.add_argument("--game", default="hex", help="for the default --workdir (default hex)")
-    parser.add_argument("--full", action="store_true",
-                        help="full scale, on Experiment 1's --full run (runs/exp1_<game>_full)")
-    parser.add_argument("--workdir", default=None,
-                        help="Experiment 1's run folder (default runs/exp1_<game>[_full])")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="full scale, on Experiment 1's --full run (runs/exp1_<game>_full)",
+    )
+    parser.add_argument(
+        "--workdir",
+        default=None,
+        help="Experiment 1's run folder (default runs/exp1_<game>[_full])",
+    )
     parser.add_argument("--out", default=None, help=f"default <workdir>/{name}")
     flags.add_config_flags(parser, names=("search",), default_text="the checkpoint's")
     parser.add_argument("--seed", type=int, default=0)

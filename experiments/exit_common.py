@@ -50,11 +50,17 @@ def opening_match(game, a: Agent, b: Agent, key) -> dict:
     outcome = play_games(game, a, b, len(moves), key, openings=moves)
     r = outcome.result
     score, half = score_ci(r.wins, r.draws, r.losses)
-    return dict(a=a.name, b=b.name, games=len(moves), wdl=[r.wins, r.draws, r.losses],
-                score=score, ci95=half, elo=elo_difference(score),
-                elo_ci95=[elo_difference(max(score - half, 0.0)),
-                          elo_difference(min(score + half, 1.0))],
-                seconds=round(outcome.wall_seconds, 1))
+    return dict(
+        a=a.name,
+        b=b.name,
+        games=len(moves),
+        wdl=[r.wins, r.draws, r.losses],
+        score=score,
+        ci95=half,
+        elo=elo_difference(score),
+        elo_ci95=[elo_difference(max(score - half, 0.0)), elo_difference(min(score + half, 1.0))],
+        seconds=round(outcome.wall_seconds, 1),
+    )
 
 
 def elo_difference(score: float, games_floor: float = 1e-3) -> float:

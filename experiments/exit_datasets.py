@@ -46,22 +46,45 @@ METHODS = {  # name: config overrides (on top of the scale's)
     "alphazero": dict(algorithm="alphazero", search="gumbel", replay_games=2000),
 }
 SCALES = {
-    False: dict(size=5, iterations=8, batch_games=32, num_simulations=64, train_steps=20,
-                train_batch_size=128, num_blocks=2, num_filters=32, dataset_size=2000,
-                anchors="4,16,64"),
-    True: dict(size=9, iterations=200, batch_games=1024, num_simulations=2000, train_steps=200,
-               train_batch_size=256, num_blocks=6, num_filters=64, dataset_size=243_000,
-               anchors="100,1000,10000"),
+    False: dict(
+        size=5,
+        iterations=8,
+        batch_games=32,
+        num_simulations=64,
+        train_steps=20,
+        train_batch_size=128,
+        num_blocks=2,
+        num_filters=32,
+        dataset_size=2000,
+        anchors="4,16,64",
+    ),
+    True: dict(
+        size=9,
+        iterations=200,
+        batch_games=1024,
+        num_simulations=2000,
+        train_steps=200,
+        train_batch_size=256,
+        num_blocks=6,
+        num_filters=64,
+        dataset_size=243_000,
+        anchors="100,1000,10000",
+    ),
 }
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--full", action="store_true", help="accelerator scale")
     for name, value in SCALES[False].items():
-        parser.add_argument(f"--{name}", type=type(value), default=None,
-                            help=f"default {value} (--full: {SCALES[True][name]})")
+        parser.add_argument(
+            f"--{name}",
+            type=type(value),
+            default=None,
+            help=f"default {value} (--full: {SCALES[True][name]})",
+        )
     parser.add_argument("--methods", default=",".join(METHODS), help=", ".join(METHODS))
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--out", default=os.path.join("runs", "exit_datasets"))
@@ -84,14 +107,30 @@ def parse(argv):
 def config_for(method: str, seed: int, args):
     extra = dict(METHODS[method])
     factor = extra.pop("batch_games_factor", 1)  # batch ExIt: 4x the games, 1/4 the iterations
-    return azjax.load_config("hex", dict(
-        size=args.size, swap=False, num_blocks=args.num_blocks, num_filters=args.num_filters,
-        value_hidden=args.num_filters, batch_games=args.batch_games * factor,
-        num_simulations=args.num_simulations, train_steps=args.train_steps,
-        train_batch_size=args.train_batch_size, dataset_size=args.dataset_size,
-        exit_prior_weight=args.num_simulations / args.size**2, optimizer="adam",
-        learning_rate=1e-3, weight_decay=1e-4, iterations=max(1, args.iterations // factor),
-        checkpoint_interval=1, eval_interval=0, seed=seed, **extra))
+    return azjax.load_config(
+        "hex",
+        dict(
+            size=args.size,
+            swap=False,
+            num_blocks=args.num_blocks,
+            num_filters=args.num_filters,
+            value_hidden=args.num_filters,
+            batch_games=args.batch_games * factor,
+            num_simulations=args.num_simulations,
+            train_steps=args.train_steps,
+            train_batch_size=args.train_batch_size,
+            dataset_size=args.dataset_size,
+            exit_prior_weight=args.num_simulations / args.size**2,
+            optimizer="adam",
+            learning_rate=1e-3,
+            weight_decay=1e-4,
+            iterations=max(1, args.iterations // factor),
+            checkpoint_interval=1,
+            eval_interval=0,
+            seed=seed,
+            **extra,
+        ),
+    )
 
 
 def evaluations(workdir: str, config) -> dict[int, float]:
@@ -113,8 +152,10 @@ def main(argv=None) -> int:
     args = parse(argv)
     log = Log(os.path.join(args.out, "log.txt"))
     t0 = time.time()
-    log(f"{args.size}x{args.size} Hex, methods {args.methods}, {args.seeds} seed(s), "
-        f"{args.iterations} iterations per run (batch: a quarter, with 4x the games)")
+    log(
+        f"{args.size}x{args.size} Hex, methods {args.methods}, {args.seeds} seed(s), "
+        f"{args.iterations} iterations per run (batch: a quarter, with 4x the games)"
+    )
     log(f"uptime: {os.getloadavg()}")
     points: dict[str, dict] = {}
     for method in args.methods:
@@ -123,17 +164,20 @@ def main(argv=None) -> int:
             workdir = os.path.join(args.out, f"{method}_s{seed}")
             if not os.path.exists(os.path.join(workdir, "summary.json")):
                 summary = azjax.train_and_evaluate(config, workdir, progress=False)
-                log(f"{method} seed {seed}: {summary['iterations']} iterations, "
-                    f"{summary['wall_seconds']} s")
+                log(
+                    f"{method} seed {seed}: {summary['iterations']} iterations, "
+                    f"{summary['wall_seconds']} s"
+                )
             evals = evaluations(workdir, config)
             for step in [s for s in steps(workdir) if s in evals]:
-                points[f"{method}_s{seed}@{step}"] = dict(method=method, seed=seed, step=step,
-                                                          evaluations=evals[step],
-                                                          workdir=workdir)
+                points[f"{method}_s{seed}@{step}"] = dict(
+                    method=method, seed=seed, step=step, evaluations=evals[step], workdir=workdir
+                )
     game = config.make_game()
     apply = network_apply(config)
     anchors = [random_agent("random", game)] + [
-        expert_agent(f"mcts{n}", game, ExpertSpec.vanilla(n), None, None) for n in args.anchors]
+        expert_agent(f"mcts{n}", game, ExpertSpec.vanilla(n), None, None) for n in args.anchors
+    ]
     names = [a.name for a in anchors] + list(points)
     index = {n: i for i, n in enumerate(names)}
     won = np.zeros((len(names), len(names)))
@@ -163,13 +207,28 @@ def main(argv=None) -> int:
     log(f"anchors: {anchor_elo}")
     table = summarise(points, args.methods)
     for method, rows in table.items():
-        log(f"{method}: " + "; ".join(f"it {r['step']}: {r['evaluations']:.3g} evals, Elo "
-                                      f"{r['elo']:.0f} +- {r['spread']:.0f}" for r in rows))
+        log(
+            f"{method}: "
+            + "; ".join(
+                f"it {r['step']}: {r['evaluations']:.3g} evals, Elo "
+                f"{r['elo']:.0f} +- {r['spread']:.0f}"
+                for r in rows
+            )
+        )
     plot(table, os.path.join(args.out, "elo.png"), anchor_elo)
     with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(dict(command="python -m experiments.exit_datasets " + " ".join(argv),
-                       args=vars(args), anchors=anchor_elo, checkpoints=points, table=table,
-                       seconds=round(time.time() - t0, 1)), f, indent=2)
+        json.dump(
+            dict(
+                command="python -m experiments.exit_datasets " + " ".join(argv),
+                args=vars(args),
+                anchors=anchor_elo,
+                checkpoints=points,
+                table=table,
+                seconds=round(time.time() - t0, 1),
+            ),
+            f,
+            indent=2,
+        )
     log(f"wall time {time.time() - t0:.0f} s; results in {args.out}")
     return 0
 
@@ -186,10 +245,18 @@ def summarise(points: dict, methods) -> dict[str, list]:
         rows = []
         for step, ps in sorted(by_step.items()):
             e = np.array([p["elo"] for p in ps])
-            spread = (1.96 * e.std(ddof=1) / np.sqrt(len(e)) if len(e) > 1
-                      else 1.96 * ps[0]["stderr"])
-            rows.append(dict(step=step, seeds=len(ps), elo=float(e.mean()), spread=float(spread),
-                             evaluations=float(np.mean([p["evaluations"] for p in ps]))))
+            spread = (
+                1.96 * e.std(ddof=1) / np.sqrt(len(e)) if len(e) > 1 else 1.96 * ps[0]["stderr"]
+            )
+            rows.append(
+                dict(
+                    step=step,
+                    seeds=len(ps),
+                    elo=float(e.mean()),
+                    spread=float(spread),
+                    evaluations=float(np.mean([p["evaluations"] for p in ps])),
+                )
+            )
         table[method] = rows
     return table
 

@@ -30,16 +30,26 @@ from experiments.exit_common import expert_agent, opening_match
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workdir", required=True, help="an ExIt run folder")
     parser.add_argument("--step", type=int, default=None, help="checkpoint (default latest)")
-    parser.add_argument("--sims", type=int, default=None,
-                        help="simulations of both (default the run's num_simulations)")
-    parser.add_argument("--prior_weight", type=float, default=None,
-                        help="w_a of the expert (default the run's exit_prior_weight)")
-    parser.add_argument("--full_rounds", type=int, default=1,
-                        help="repeat every match this many times (new keys)")
+    parser.add_argument(
+        "--sims",
+        type=int,
+        default=None,
+        help="simulations of both (default the run's num_simulations)",
+    )
+    parser.add_argument(
+        "--prior_weight",
+        type=float,
+        default=None,
+        help="w_a of the expert (default the run's exit_prior_weight)",
+    )
+    parser.add_argument(
+        "--full_rounds", type=int, default=1, help="repeat every match this many times (new keys)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
@@ -71,18 +81,29 @@ def main(argv=None) -> int:
     log(f"expert of {args.workdir}@{step} ({spec}) against vanilla MCTS; load {os.getloadavg()}")
     rows = []
     for factor in (1, 2):
-        vanilla = expert_agent(f"mcts{factor * sims}", game, ExpertSpec.vanilla(factor * sims),
-                               None, None)
+        vanilla = expert_agent(
+            f"mcts{factor * sims}", game, ExpertSpec.vanilla(factor * sims), None, None
+        )
         for r in range(args.full_rounds):
             key = jax.random.fold_in(jax.random.PRNGKey(args.seed), 2 * r + factor)
             m = opening_match(game, expert, vanilla, key)
             rows.append(dict(factor=factor, round=r, **m))
-            log(f"{expert.name} vs {vanilla.name}: W/D/L {m['wdl']}, score {m['score']:.3f} +- "
-                f"{m['ci95']:.3f} ({m['games']} games, {m['seconds']} s)")
+            log(
+                f"{expert.name} vs {vanilla.name}: W/D/L {m['wdl']}, score {m['score']:.3f} +- "
+                f"{m['ci95']:.3f} ({m['games']} games, {m['seconds']} s)"
+            )
     with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(dict(command="python -m experiments.exit_expert " + " ".join(argv),
-                       checkpoint=step, spec=str(spec), matches=rows,
-                       seconds=round(time.time() - t0, 1)), f, indent=2)
+        json.dump(
+            dict(
+                command="python -m experiments.exit_expert " + " ".join(argv),
+                checkpoint=step,
+                spec=str(spec),
+                matches=rows,
+                seconds=round(time.time() - t0, 1),
+            ),
+            f,
+            indent=2,
+        )
     log(f"wall time {time.time() - t0:.0f} s; results in {args.out}")
     return 0
 

@@ -39,20 +39,41 @@ from experiments.common import Log
 from experiments.exit_common import elo_difference, greedy_agent, opening_match
 
 SCALES = {  # CPU scale / the paper's (9x9 Hex, 100,000 positions, 10,000 simulations)
-    False: dict(size=5, positions=2000, test_positions=500, sims=200, batch_games=250,
-                train_steps=800, num_blocks=2, num_filters=32),
-    True: dict(size=9, positions=100_000, test_positions=10_000, sims=10_000, batch_games=1000,
-               train_steps=20_000, num_blocks=6, num_filters=64),
+    False: dict(
+        size=5,
+        positions=2000,
+        test_positions=500,
+        sims=200,
+        batch_games=250,
+        train_steps=800,
+        num_blocks=2,
+        num_filters=32,
+    ),
+    True: dict(
+        size=9,
+        positions=100_000,
+        test_positions=10_000,
+        sims=10_000,
+        batch_games=1000,
+        train_steps=20_000,
+        num_blocks=6,
+        num_filters=64,
+    ),
 }
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--full", action="store_true", help="the paper's scale")
     for name in SCALES[False]:
-        parser.add_argument(f"--{name}", type=int, default=None,
-                            help=f"default {SCALES[False][name]} (--full: {SCALES[True][name]})")
+        parser.add_argument(
+            f"--{name}",
+            type=int,
+            default=None,
+            help=f"default {SCALES[False][name]} (--full: {SCALES[True][name]})",
+        )
     parser.add_argument("--batch_size", type=int, default=250, help="positions per step (250)")
     parser.add_argument("--learning_rate", type=float, default=1e-3, help="Adam (1e-3)")
     parser.add_argument("--seeds", type=int, default=1, help="repetitions (new data each)")
@@ -89,8 +110,11 @@ def train(net, config, variables, data: dict, target: str, args, key):
     n = args.positions
     for k in jax.random.split(key, args.train_steps):
         idx = np.asarray(jax.random.randint(k, (args.batch_size,), 0, n))
-        batch = Batch(obs=jnp.asarray(data["obs"][idx]), policy=jnp.asarray(data[target][idx]),
-                      value=jnp.asarray(data["outcome"][idx]))
+        batch = Batch(
+            obs=jnp.asarray(data["obs"][idx]),
+            policy=jnp.asarray(data[target][idx]),
+            value=jnp.asarray(data["outcome"][idx]),
+        )
         state, _ = step(state, batch)
     return state.variables
 
@@ -109,16 +133,27 @@ def main(argv=None) -> int:
     args = parse(argv)
     log = Log(os.path.join(args.out, "log.txt"))
     t0 = time.time()
-    config = azjax.load_config("hex", dict(
-        size=args.size, swap=False, num_blocks=args.num_blocks, num_filters=args.num_filters,
-        value_hidden=args.num_filters, optimizer="adam", learning_rate=args.learning_rate,
-        weight_decay=1e-4))
+    config = azjax.load_config(
+        "hex",
+        dict(
+            size=args.size,
+            swap=False,
+            num_blocks=args.num_blocks,
+            num_filters=args.num_filters,
+            value_hidden=args.num_filters,
+            optimizer="adam",
+            learning_rate=args.learning_rate,
+            weight_decay=1e-4,
+        ),
+    )
     game = config.make_game()
     net = make_network(config, game)
     apply = make_apply(net)
-    log(f"TPT vs CAT on {args.size}x{args.size} Hex: {args.positions} + {args.test_positions} "
+    log(
+        f"TPT vs CAT on {args.size}x{args.size} Hex: {args.positions} + {args.test_positions} "
         f"positions labelled by vanilla MCTS-{args.sims}, {args.train_steps} steps of "
-        f"{args.batch_size}, {args.seeds} seed(s)")
+        f"{args.batch_size}, {args.seeds} seed(s)"
+    )
     runs = []
     for seed in range(args.seeds):
         k_init, k_data, k_train, k_match = jax.random.split(jax.random.PRNGKey(seed), 4)
@@ -132,13 +167,19 @@ def main(argv=None) -> int:
             top1, top3 = prediction_errors(apply, trained[target], data, args.positions)
             row[target] = dict(top1_error=top1, top3_error=top3)
             log(f"seed {seed} {target.upper()}: top-1 error {top1:.1%}, top-3 error {top3:.1%}")
-        match = opening_match(game, greedy_agent("tpt", game, apply, trained["tpt"]),
-                              greedy_agent("cat", game, apply, trained["cat"]), k_match)
+        match = opening_match(
+            game,
+            greedy_agent("tpt", game, apply, trained["tpt"]),
+            greedy_agent("cat", game, apply, trained["cat"]),
+            k_match,
+        )
         row["tpt_vs_cat"] = match
         row["seconds"] = dict(data=round(t_data - t0, 1), all=round(time.time() - t0, 1))
-        log(f"seed {seed} TPT vs CAT (greedy, every opening, both colours): W/D/L "
+        log(
+            f"seed {seed} TPT vs CAT (greedy, every opening, both colours): W/D/L "
             f"{match['wdl']}, score {match['score']:.3f} +- {match['ci95']:.3f}, Elo "
-            f"{match['elo']:+.0f}")
+            f"{match['elo']:+.0f}"
+        )
         runs.append(row)
     scores = [r["tpt_vs_cat"]["score"] for r in runs]
     summary = dict(
@@ -146,15 +187,27 @@ def main(argv=None) -> int:
         cat_top1=float(np.mean([r["cat"]["top1_error"] for r in runs])),
         tpt_top3=float(np.mean([r["tpt"]["top3_error"] for r in runs])),
         cat_top3=float(np.mean([r["cat"]["top3_error"] for r in runs])),
-        tpt_score=float(np.mean(scores)), tpt_elo=elo_difference(float(np.mean(scores))))
-    log(f"mean over seeds: top-1 error TPT {summary['tpt_top1']:.1%} CAT "
+        tpt_score=float(np.mean(scores)),
+        tpt_elo=elo_difference(float(np.mean(scores))),
+    )
+    log(
+        f"mean over seeds: top-1 error TPT {summary['tpt_top1']:.1%} CAT "
         f"{summary['cat_top1']:.1%} (paper 47.7% / 47.0%); top-3 TPT {summary['tpt_top3']:.1%} "
         f"CAT {summary['cat_top3']:.1%} (paper 65.7% / 65.4%); TPT score {summary['tpt_score']:.3f}"
-        f", Elo {summary['tpt_elo']:+.0f} (paper +50 +- 13)")
+        f", Elo {summary['tpt_elo']:+.0f} (paper +50 +- 13)"
+    )
     with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(dict(command="python -m experiments.exit_targets " + " ".join(argv),
-                       args=vars(args), runs=runs, summary=summary,
-                       seconds=round(time.time() - t0, 1)), f, indent=2)
+        json.dump(
+            dict(
+                command="python -m experiments.exit_targets " + " ".join(argv),
+                args=vars(args),
+                runs=runs,
+                summary=summary,
+                seconds=round(time.time() - t0, 1),
+            ),
+            f,
+            indent=2,
+        )
     log(f"wall time {time.time() - t0:.0f} s; results in {args.out}")
     return 0
 

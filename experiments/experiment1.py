@@ -88,9 +88,14 @@ def make_config(game: str, full: bool, minutes: float, overrides: dict):
 def _record(result: MatchResult) -> dict:
     low, high = wilson(result.wins + 0.5 * result.draws, result.games)
     return dict(
-        games=result.games, wins=result.wins, draws=result.draws, losses=result.losses,
-        score=result.score, score_ci95=[low, high],
-        first=dict(zip("wdl", result.first)), second=dict(zip("wdl", result.second)),
+        games=result.games,
+        wins=result.wins,
+        draws=result.draws,
+        losses=result.losses,
+        score=result.score,
+        score_ci95=[low, high],
+        first=dict(zip("wdl", result.first)),
+        second=dict(zip("wdl", result.second)),
     )
 
 
@@ -110,37 +115,60 @@ def evaluate_checkpoints(workdir: str, games: int, seed: int = 0, log=print) -> 
         t0 = time.time()
         m = MatchResult.from_returns(*vs_mcts(variables, None, k_mcts))
         p = MatchResult.from_returns(*vs_previous(variables, previous, k_prev))
-        rows.append(dict(iteration=step, training_games=played.get(step),
-                         vs_mcts=_record(m), vs_previous=_record(p)))
-        log(f"checkpoint {step:4d} ({played.get(step)} games): vs MCTS-{2 * config.num_simulations}"
+        rows.append(
+            dict(
+                iteration=step,
+                training_games=played.get(step),
+                vs_mcts=_record(m),
+                vs_previous=_record(p),
+            )
+        )
+        log(
+            f"checkpoint {step:4d} ({played.get(step)} games): vs MCTS-{2 * config.num_simulations}"
             f" {m.score:.2f} (W{m.wins} D{m.draws} L{m.losses}), vs previous {p.score:.2f} "
-            f"[{time.time() - t0:.0f}s]")
+            f"[{time.time() - t0:.0f}s]"
+        )
         previous = variables
     return rows
 
 
-def final_matches(workdir: str, simulations: int, mcts_simulations: list[int], games: list[int],
-                  seed: int = 1, log=print) -> list[dict]:
+def final_matches(
+    workdir: str,
+    simulations: int,
+    mcts_simulations: list[int],
+    games: list[int],
+    seed: int = 1,
+    log=print,
+) -> list[dict]:
     """The latest network with `simulations` against pure MCTS at each of `mcts_simulations`,
     `games[i]` games against the i-th."""
     config, variables, step = restore_variables(workdir)
     game = config.make_game()
     apply = make_apply(make_network(config, game))
     agent = make_search_agent(
-        game, dataclasses.replace(SearchSpec.from_config(config), num_simulations=simulations),
-        apply)
+        game,
+        dataclasses.replace(SearchSpec.from_config(config), num_simulations=simulations),
+        apply,
+    )
     out = []
     for i, n in enumerate(mcts_simulations):
         t0 = time.time()
         mcts = make_search_agent(game, SearchSpec.pure_mcts(n), None)
         match = make_match(game, agent, mcts, games[i])
         res = MatchResult.from_returns(*match(variables, None, jax.random.PRNGKey(seed + i)))
-        rec = dict(checkpoint=step, simulations=simulations, mcts_simulations=n,
-                   seconds=round(time.time() - t0, 1), **_record(res))
+        rec = dict(
+            checkpoint=step,
+            simulations=simulations,
+            mcts_simulations=n,
+            seconds=round(time.time() - t0, 1),
+            **_record(res),
+        )
         lo, hi = rec["score_ci95"]
-        log(f"final (checkpoint {step}, {simulations} sims) vs MCTS-{n}: W{res.wins} D{res.draws} "
+        log(
+            f"final (checkpoint {step}, {simulations} sims) vs MCTS-{n}: W{res.wins} D{res.draws} "
             f"L{res.losses} of {res.games}, score {res.score:.3f} (95% CI {lo:.3f}-{hi:.3f}) "
-            f"[{rec['seconds']:.0f}s]")
+            f"[{rec['seconds']:.0f}s]"
+        )
         out.append(rec)
     return out
 
@@ -153,8 +181,10 @@ def plot(rows: list[dict], title: str, mcts_label: str, path: str) -> None:
 
     x = [r["training_games"] or 0 for r in rows]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    for ax, name, label in ((axes[0], "vs_mcts", f"vs {mcts_label}"),
-                            (axes[1], "vs_previous", "vs previous checkpoint (eps 0.05)")):
+    for ax, name, label in (
+        (axes[0], "vs_mcts", f"vs {mcts_label}"),
+        (axes[1], "vs_previous", "vs previous checkpoint (eps 0.05)"),
+    ):
         score = np.array([r[name]["score"] for r in rows])
         ci = np.array([r[name]["score_ci95"] for r in rows])
         ax.plot(x, score, "o-", ms=3)
@@ -171,29 +201,40 @@ def plot(rows: list[dict], title: str, mcts_label: str, path: str) -> None:
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--game", default="hex")
     parser.add_argument("--workdir", default=None, help="default runs/exp1_<game>[_full]")
     parser.add_argument("--out", default=None, help="default <workdir>/results")
     parser.add_argument("--full", action="store_true", help="configs/<game>.py as is (Table 5.1)")
-    parser.add_argument("--minutes", type=float, default=22.0,
-                        help="training time budget (0: none)")
+    parser.add_argument(
+        "--minutes", type=float, default=22.0, help="training time budget (0: none)"
+    )
     parser.add_argument("--eval_only", action="store_true", help="skip training")
     parser.add_argument("--eval_games", type=int, default=64, help="games per checkpoint match")
-    parser.add_argument("--final_games", default="200,200",
-                        help="games against each --mcts_simulations opponent (one number: all)")
+    parser.add_argument(
+        "--final_games",
+        default="200,200",
+        help="games against each --mcts_simulations opponent (one number: all)",
+    )
     parser.add_argument("--final_simulations", type=int, default=50)
     parser.add_argument("--mcts_simulations", default="100,1000")
     parser.add_argument("--no_progress", action="store_true")
     config_flags = flags.add_config_flags(
-        parser.add_argument_group("run settings (default: CPU scale, or configs/<game>.py with "
-                                  "--full)"), skip=("game", "eval_games"), default_text="see above")
+        parser.add_argument_group(
+            "run settings (default: CPU scale, or configs/<game>.py with --full)"
+        ),
+        skip=("game", "eval_games"),
+        default_text="see above",
+    )
     option_flags = flags.add_game_flags(parser.add_argument_group("game options"), None)
     args = parser.parse_args(argv)
     try:
-        overrides = {**flags.config_overrides(args, config_flags),
-                     **flags.game_options(args, args.game, option_flags)}
+        overrides = {
+            **flags.config_overrides(args, config_flags),
+            **flags.game_options(args, args.game, option_flags),
+        }
     except ValueError as e:
         parser.error(str(e))
     args.workdir = args.workdir or default_workdir(args.game, args.full)
@@ -211,8 +252,10 @@ def main(argv=None) -> int:
         config = make_config(args.game, args.full, args.minutes, overrides)
         log(f"training {args.game} in {args.workdir}: {config.to_json()}")
         summary = train_and_evaluate(config, args.workdir, progress=not args.no_progress)
-        log(f"trained: {summary['iterations']} iterations, {summary['games']} games, "
-            f"{summary['wall_seconds']} s")
+        log(
+            f"trained: {summary['iterations']} iterations, {summary['games']} games, "
+            f"{summary['wall_seconds']} s"
+        )
     t_train = time.time() - t_start
     rows = evaluate_checkpoints(args.workdir, args.eval_games, log=log)
     t_curve = time.time() - t_start - t_train
@@ -225,17 +268,27 @@ def main(argv=None) -> int:
     final = final_matches(args.workdir, args.final_simulations, opponents, final_games, log=log)
     t_final = time.time() - t_start - t_train - t_curve
     config, _, _ = restore_variables(args.workdir)
-    title = (f"{config.game} {dict(config.game_options)}: {config.num_blocks}x{config.num_filters} "
-             f"net, {config.num_simulations} sims")
-    plot(rows, title, f"pure MCTS-{2 * config.num_simulations}",
-         os.path.join(args.out, "learning_curve.png"))
+    title = (
+        f"{config.game} {dict(config.game_options)}: {config.num_blocks}x{config.num_filters} "
+        f"net, {config.num_simulations} sims"
+    )
+    plot(
+        rows,
+        title,
+        f"pure MCTS-{2 * config.num_simulations}",
+        os.path.join(args.out, "learning_curve.png"),
+    )
     results = dict(
         command="python -m experiments.experiment1 "
-                + " ".join(sys.argv[1:] if argv is None else argv),
+        + " ".join(sys.argv[1:] if argv is None else argv),
         config=json.loads(config.to_json()),
         training=summary,
-        seconds=dict(train=round(t_train, 1), checkpoint_evals=round(t_curve, 1),
-                     final_matches=round(t_final, 1), total=round(time.time() - t_start, 1)),
+        seconds=dict(
+            train=round(t_train, 1),
+            checkpoint_evals=round(t_curve, 1),
+            final_matches=round(t_final, 1),
+            total=round(time.time() - t_start, 1),
+        ),
         curve=rows,
         final=final,
     )

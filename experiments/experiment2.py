@@ -37,8 +37,9 @@ from azjax.eval.stats import score_ci
 from experiments.common import add_run_flags, check_run_flags, open_run, parse_floats, write_results
 
 
-def agent_spec(workdir: str, p_r: float, lam: float, sims: int, eps: float,
-               search: str | None) -> str:
+def agent_spec(
+    workdir: str, p_r: float, lam: float, sims: int, eps: float, search: str | None
+) -> str:
     spec = f"ckpt:{workdir},sims={sims},eps={eps}"
     if search:
         spec += f",search={search}"
@@ -60,8 +61,18 @@ def pooled_scores(record: dict) -> list[dict]:
     for n in names:
         wins, draws, losses = (int(x) for x in wdl[n])
         score, half = score_ci(wins, draws, losses)
-        out.append(dict(agent=n, wins=wins, draws=draws, losses=losses, score=score, ci95=half,
-                        elo=record["elo"][n]["elo"], elo_ci95=record["elo"][n]["ci95"]))
+        out.append(
+            dict(
+                agent=n,
+                wins=wins,
+                draws=draws,
+                losses=losses,
+                score=score,
+                ci95=half,
+                elo=record["elo"][n]["elo"],
+                elo_ci95=record["elo"][n]["ci95"],
+            )
+        )
     return out
 
 
@@ -85,12 +96,16 @@ def plot_scores(rounds: list[dict], probs: list[float], path: str, title: str) -
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_run_flags(parser, "experiment2")
     parser.add_argument("--probs", default="0,0.2,0.4,0.6,0.8,1", help="rollout probabilities")
-    parser.add_argument("--lambdas", default="0.5,0.25,0.75",
-                        help="rollout weights, one round robin each (the thesis: 0.5)")
+    parser.add_argument(
+        "--lambdas",
+        default="0.5,0.25,0.75",
+        help="rollout weights, one round robin each (the thesis: 0.5)",
+    )
     parser.add_argument("--games", type=int, default=40, help="games per pair (Table 5.2: 40)")
     parser.add_argument("--sims", type=int, default=50, help="simulations (Table 5.2: 50)")
     parser.add_argument("--eps", type=float, default=0.05, help="epsilon-greedy moves (0.05)")
@@ -118,41 +133,62 @@ def main(argv=None) -> int:
         return 2
     config, game, step, log = run
     t_start = time.time()
-    log(f"experiment 2 on {args.workdir} (checkpoint {step}, {game.name} {game.options}): "
-        f"p_r {args.probs}, lambda {args.lambdas}, {args.sims} sims, {args.games} games per pair")
+    log(
+        f"experiment 2 on {args.workdir} (checkpoint {step}, {game.name} {game.options}): "
+        f"p_r {args.probs}, lambda {args.lambdas}, {args.sims} sims, {args.games} games per pair"
+    )
     names = [f"p_r={p:g}" for p in args.probs]
     key = jax.random.PRNGKey(args.seed)
     rounds = []
     for i, lam in enumerate(args.lambdas):
         t0 = time.time()
-        specs = [agent_spec(args.workdir, p, lam, args.sims, args.eps, args.search)
-                 for p in args.probs]
+        specs = [
+            agent_spec(args.workdir, p, lam, args.sims, args.eps, args.search) for p in args.probs
+        ]
         agents = [parse_agent(s, game) for s in specs]
         log(f"lambda = {lam}:")
-        record = round_robin(game, names, agents, args.games, jax.random.fold_in(key, i),
-                             log=log)
+        record = round_robin(game, names, agents, args.games, jax.random.fold_in(key, i), log=log)
         record.update(specs=specs, seconds=round(time.time() - t0, 1))
         record["pooled"] = pooled_scores(record)
         label = f"{lam:g}"
         log(format_tournament(record))
         plot_heatmap(
-            record, os.path.join(args.out, f"win_ratio_lambda{label}.png"),
+            record,
+            os.path.join(args.out, f"win_ratio_lambda{label}.png"),
             title=f"{game.name} {game.options}, λ = {label}\nrow agent against column agent, "
-                  f"{args.games} games per pair")
+            f"{args.games} games per pair",
+        )
         rounds.append(dict(record, **{"lambda": lam}))
         log(f"lambda = {lam}: {record['seconds']:.0f} s")
     search = args.search or config.search
-    plot_scores(rounds, args.probs, os.path.join(args.out, "rollout_probability.png"),
-                f"{game.name} {game.options}, checkpoint {step}\n{args.sims} sims ({search}), "
-                f"{args.games} games per pair, pooled over each agent's matches")
-    results = dict(command="python -m experiments.experiment2 " + " ".join(argv),
-                   workdir=args.workdir, checkpoint=step, game=game.name,
-                   game_options=game.options, probs=args.probs, lambdas=args.lambdas,
-                   sims=args.sims, search=args.search, eps=args.eps, games_per_pair=args.games,
-                   seed=args.seed, rounds=rounds, seconds=round(time.time() - t_start, 1))
+    plot_scores(
+        rounds,
+        args.probs,
+        os.path.join(args.out, "rollout_probability.png"),
+        f"{game.name} {game.options}, checkpoint {step}\n{args.sims} sims ({search}), "
+        f"{args.games} games per pair, pooled over each agent's matches",
+    )
+    results = dict(
+        command="python -m experiments.experiment2 " + " ".join(argv),
+        workdir=args.workdir,
+        checkpoint=step,
+        game=game.name,
+        game_options=game.options,
+        probs=args.probs,
+        lambdas=args.lambdas,
+        sims=args.sims,
+        search=args.search,
+        eps=args.eps,
+        games_per_pair=args.games,
+        seed=args.seed,
+        rounds=rounds,
+        seconds=round(time.time() - t_start, 1),
+    )
     for r in rounds:
-        log(f"lambda = {r['lambda']}: score against the others "
-            + ", ".join(f"{s['agent']} {s['score']:.3f}±{s['ci95']:.3f}" for s in r["pooled"]))
+        log(
+            f"lambda = {r['lambda']}: score against the others "
+            + ", ".join(f"{s['agent']} {s['score']:.3f}±{s['ci95']:.3f}" for s in r["pooled"])
+        )
     write_results(args, results, log)
     return 0
 

@@ -36,12 +36,21 @@ from azjax.eval import format_match, outcome_record, parse_agent, play_games
 from experiments.common import add_run_flags, check_run_flags, open_run, write_results
 
 CONFIGS = {  # name: (description, first agent's options, second agent's options)
-    "evaluator": ("policy-network rollouts vs random rollouts, network as state evaluator",
-                  "rollout=policy,p_r=1,lambda=0.5", "rollout=random,p_r=1,lambda=0.5"),
-    "rollouts_only": ("policy-network rollouts vs random rollouts, no state evaluator",
-                      "rollout=policy,p_r=1,lambda=1", "rollout=random,p_r=1,lambda=1"),
-    "no_rollouts": ("no rollouts (network only) vs random rollouts, network as state evaluator",
-                    "rollout=none,p_r=0", "rollout=random,p_r=1,lambda=0.5"),
+    "evaluator": (
+        "policy-network rollouts vs random rollouts, network as state evaluator",
+        "rollout=policy,p_r=1,lambda=0.5",
+        "rollout=random,p_r=1,lambda=0.5",
+    ),
+    "rollouts_only": (
+        "policy-network rollouts vs random rollouts, no state evaluator",
+        "rollout=policy,p_r=1,lambda=1",
+        "rollout=random,p_r=1,lambda=1",
+    ),
+    "no_rollouts": (
+        "no rollouts (network only) vs random rollouts, network as state evaluator",
+        "rollout=none,p_r=0",
+        "rollout=random,p_r=1,lambda=0.5",
+    ),
 }
 SCALES = {False: dict(seconds=0.05, games=100), True: dict(seconds=1.0, games=240)}
 
@@ -50,20 +59,32 @@ def table_row(name: str, record: dict) -> str:
     r = record["result"]["overall"]
     a, b = record["per_move"]["A"], record["per_move"]["B"]
     cells = "  ".join(f"{k} {r[k][0]:.2f}±{r[k][1]:.2f}" for k in ("win", "draw", "loss"))
-    return (f"{name:<14} {cells}  sims {a['simulations']} vs {b['simulations']}, rollouts "
-            f"{a['rollouts']:.0f} vs {b['rollouts']:.0f}")
+    return (
+        f"{name:<14} {cells}  sims {a['simulations']} vs {b['simulations']}, rollouts "
+        f"{a['rollouts']:.0f} vs {b['rollouts']:.0f}"
+    )
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_run_flags(parser, "experiment3")
-    parser.add_argument("--configs", default=",".join(CONFIGS),
-                        help=f"comma-separated, of {', '.join(CONFIGS)}")
-    parser.add_argument("--seconds", type=float, default=None,
-                        help="seconds per move per game (CPU scale 0.05; --full 1)")
-    parser.add_argument("--games", type=int, default=None,
-                        help="games per configuration (CPU scale 100; --full 240)")
+    parser.add_argument(
+        "--configs", default=",".join(CONFIGS), help=f"comma-separated, of {', '.join(CONFIGS)}"
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="seconds per move per game (CPU scale 0.05; --full 1)",
+    )
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=None,
+        help="games per configuration (CPU scale 100; --full 240)",
+    )
     args = parser.parse_args(argv)
     scale = SCALES[args.full]
     args.seconds = scale["seconds"] if args.seconds is None else args.seconds
@@ -86,8 +107,10 @@ def main(argv=None) -> int:
         return 2
     _, game, step, log = run
     t_start = time.time()
-    log(f"experiment 3 on {args.workdir} (checkpoint {step}, {game.name} {game.options}): "
-        f"{args.seconds} s per move, {args.games} games per configuration")
+    log(
+        f"experiment 3 on {args.workdir} (checkpoint {step}, {game.name} {game.options}): "
+        f"{args.seconds} s per move, {args.games} games per configuration"
+    )
     base = f"ckpt:{args.workdir},seconds={args.seconds}"
     if args.search:
         base += f",search={args.search}"
@@ -106,11 +129,19 @@ def main(argv=None) -> int:
     log("summary (first agent's ratios, 95% CI; simulations and rollouts per move):")
     for name, record in rows.items():
         log(table_row(name, record))
-    results = dict(command="python -m experiments.experiment3 " + " ".join(argv),
-                   workdir=args.workdir, checkpoint=step, game=game.name,
-                   game_options=game.options, seconds_per_move=args.seconds, games=args.games,
-                   search=args.search, seed=args.seed, configs=rows,
-                   seconds=round(time.time() - t_start, 1))
+    results = dict(
+        command="python -m experiments.experiment3 " + " ".join(argv),
+        workdir=args.workdir,
+        checkpoint=step,
+        game=game.name,
+        game_options=game.options,
+        seconds_per_move=args.seconds,
+        games=args.games,
+        search=args.search,
+        seed=args.seed,
+        configs=rows,
+        seconds=round(time.time() - t_start, 1),
+    )
     write_results(args, results, log)
     return 0
 

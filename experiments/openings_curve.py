@@ -31,15 +31,20 @@ from experiments.common import Log, wilson
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workdir", required=True, help="the run folder")
     parser.add_argument("--opponent", required=True, help="an agent spec (evaluate.py's)")
     parser.add_argument("--sims", type=int, default=50, help="the checkpoints' simulations")
     parser.add_argument("--openings", default="all", help=f"{op.KINDS} (default all)")
     parser.add_argument("--every", type=int, default=1, help="every k-th checkpoint (and the last)")
-    parser.add_argument("--empty_games", type=int, default=20,
-                        help="games from the empty board for the last checkpoint (even)")
+    parser.add_argument(
+        "--empty_games",
+        type=int,
+        default=20,
+        help="games from the empty board for the last checkpoint (even)",
+    )
     parser.add_argument("--out", default=None, help="default <workdir>/openings_curve")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -61,7 +66,7 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"openings_curve: error: {e}", file=sys.stderr)
         return 2
-    chosen = steps[::args.every] + ([steps[-1]] if (len(steps) - 1) % args.every else [])
+    chosen = steps[:: args.every] + ([steps[-1]] if (len(steps) - 1) % args.every else [])
     log = Log(os.path.join(args.out, "log.txt"))
     key = jax.random.PRNGKey(args.seed)
     moves = op.openings(game, args.openings, key)
@@ -69,36 +74,66 @@ def main(argv=None) -> int:
     values = op.perfect_values(game, moves) if args.opponent.startswith("perfect") else None
     trained = training_games(args.workdir)
     t0, rows = time.time(), []
-    log(f"{game.name} {game.options}: {len(chosen)} checkpoints x {len(both)} games against "
-        f"{args.opponent} ({args.openings} openings)")
+    log(
+        f"{game.name} {game.options}: {len(chosen)} checkpoints x {len(both)} games against "
+        f"{args.opponent} ({args.openings} openings)"
+    )
     for step in chosen:
         agent = parse_agent(f"ckpt:{args.workdir}@{step},sims={args.sims}", game)
-        out = play_games(game, agent, opponent, len(both), jax.random.fold_in(key, step),
-                         openings=both)
+        out = play_games(
+            game, agent, opponent, len(both), jax.random.fold_in(key, step), openings=both
+        )
         r = out.result
-        row = dict(step=step, training_games=trained.get(step), wins=r.wins, draws=r.draws,
-                   losses=r.losses, score=r.score,
-                   score_ci95=wilson(r.wins + 0.5 * r.draws, r.games))
+        row = dict(
+            step=step,
+            training_games=trained.get(step),
+            wins=r.wins,
+            draws=r.draws,
+            losses=r.losses,
+            score=r.score,
+            score_ci95=wilson(r.wins + 0.5 * r.draws, r.games),
+        )
         if values is not None:
             row["won_sides"] = op.won_sides(values, out.returns)
         rows.append(row)
-        extra = (f", won sides {row['won_sides']['won_sides']}/"
-                 f"{row['won_sides']['decisive_openings']}" if values is not None else "")
-        log(f"checkpoint {step}: {r.wins}-{r.draws}-{r.losses} of {r.games}, score "
-            f"{r.score:.3f}{extra}")
+        extra = (
+            f", won sides {row['won_sides']['won_sides']}/{row['won_sides']['decisive_openings']}"
+            if values is not None
+            else ""
+        )
+        log(
+            f"checkpoint {step}: {r.wins}-{r.draws}-{r.losses} of {r.games}, score "
+            f"{r.score:.3f}{extra}"
+        )
     empty = None
     if args.empty_games:
         agent = parse_agent(f"ckpt:{args.workdir}@{chosen[-1]},sims={args.sims}", game)
         k_empty = jax.random.fold_in(key, 2**31 - 1)
         r = play_games(game, agent, opponent, args.empty_games, k_empty).result
-        empty = dict(step=chosen[-1], wins=r.wins, draws=r.draws, losses=r.losses,
-                     score=r.score, score_ci95=wilson(r.wins + 0.5 * r.draws, r.games))
-        log(f"checkpoint {chosen[-1]} from the empty board: {r.wins}-{r.draws}-{r.losses}, "
-            f"score {r.score:.3f}")
-    results = dict(workdir=os.path.abspath(args.workdir), game=game.name,
-                   game_options=game.options, opponent=args.opponent, sims=args.sims,
-                   openings=args.openings, games_per_checkpoint=len(both), curve=rows,
-                   empty_board=empty, seconds=time.time() - t0)
+        empty = dict(
+            step=chosen[-1],
+            wins=r.wins,
+            draws=r.draws,
+            losses=r.losses,
+            score=r.score,
+            score_ci95=wilson(r.wins + 0.5 * r.draws, r.games),
+        )
+        log(
+            f"checkpoint {chosen[-1]} from the empty board: {r.wins}-{r.draws}-{r.losses}, "
+            f"score {r.score:.3f}"
+        )
+    results = dict(
+        workdir=os.path.abspath(args.workdir),
+        game=game.name,
+        game_options=game.options,
+        opponent=args.opponent,
+        sims=args.sims,
+        openings=args.openings,
+        games_per_checkpoint=len(both),
+        curve=rows,
+        empty_board=empty,
+        seconds=time.time() - t0,
+    )
     write_json(args.out, "results.json", results)
     plot(results, os.path.join(args.out, "curve.png"))
     log(f"wall time {results['seconds']:.0f} s; results in {args.out}")
@@ -116,13 +151,21 @@ def plot(results: dict, path: str) -> None:
     ax.plot(x, score, "o-", ms=3, label=f"every opening ({results['games_per_checkpoint']} games)")
     ax.fill_between(x, low, high, alpha=0.15)
     if results["empty_board"] is not None:
-        ax.plot([x[-1]], [results["empty_board"]["score"]], "s", color="tab:red",
-                label="last checkpoint, from the empty board")
+        ax.plot(
+            [x[-1]],
+            [results["empty_board"]["score"]],
+            "s",
+            color="tab:red",
+            label="last checkpoint, from the empty board",
+        )
     ax.set_ylim(0, 1)
     ax.set_xlabel("self-play games" if use_games else "iteration")
     ax.set_ylabel("score (wins + draws/2)")
-    ax.set_title(f"{results['game']} {results['game_options']}: {results['sims']} sims against "
-                 f"{results['opponent']}", fontsize=8)
+    ax.set_title(
+        f"{results['game']} {results['game_options']}: {results['sims']} sims against "
+        f"{results['opponent']}",
+        fontsize=8,
+    )
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=90)

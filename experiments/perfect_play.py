@@ -50,7 +50,7 @@ def negamax(board: tuple[int, ...]) -> int:
     if 0 not in board:
         return 0
     stone = to_move(board)
-    return max(-negamax(board[:i] + (stone,) + board[i + 1:]) for i in range(9) if board[i] == 0)
+    return max(-negamax(board[:i] + (stone,) + board[i + 1 :]) for i in range(9) if board[i] == 0)
 
 
 def optimal_moves(board: tuple[int, ...]) -> list[int]:
@@ -58,7 +58,7 @@ def optimal_moves(board: tuple[int, ...]) -> list[int]:
     if winner(board) or 0 not in board:
         return []
     stone = to_move(board)
-    scores = {i: -negamax(board[:i] + (stone,) + board[i + 1:]) for i in range(9) if board[i] == 0}
+    scores = {i: -negamax(board[:i] + (stone,) + board[i + 1 :]) for i in range(9) if board[i] == 0}
     best = max(scores.values())
     return [i for i, s in scores.items() if s == best]
 
@@ -74,7 +74,7 @@ def reachable_boards() -> list[tuple[int, ...]]:
         stone = to_move(board)
         for i in range(9):
             if board[i] == 0:
-                child = board[:i] + (stone,) + board[i + 1:]
+                child = board[:i] + (stone,) + board[i + 1 :]
                 if child not in seen:
                     seen.add(child)
                     frontier.append(child)

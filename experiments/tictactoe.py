@@ -46,16 +46,22 @@ def play_perfect(config, variables, games_per_colour: int, seed: int = 1) -> Mat
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workdir", default="runs/exp_tictactoe")
-    parser.add_argument("--eval_only", action="store_true",
-                        help="skip training; evaluate the latest checkpoint in --workdir")
+    parser.add_argument(
+        "--eval_only",
+        action="store_true",
+        help="skip training; evaluate the latest checkpoint in --workdir",
+    )
     parser.add_argument("--games", type=int, default=400, help="games with each colour")
     parser.add_argument("--no_progress", action="store_true")
     config_flags = flags.add_config_flags(
-        parser.add_argument_group("run settings"), skip=("game",),
-        defaults=game_defaults("tictactoe"))
+        parser.add_argument_group("run settings"),
+        skip=("game",),
+        defaults=game_defaults("tictactoe"),
+    )
     args = parser.parse_args(argv)
     try:
         overrides = flags.config_overrides(args, config_flags)
@@ -88,8 +94,10 @@ def main(argv=None) -> int:
         losses=result.losses,
         success=result.losses == 0,
     )
-    print(f"vs perfect play, {args.games} games per colour, checkpoint {step}, "
-          f"{config.num_simulations} simulations:")
+    print(
+        f"vs perfect play, {args.games} games per colour, checkpoint {step}, "
+        f"{config.num_simulations} simulations:"
+    )
     print(f"  as X (first):  W {result.first[0]}  D {result.first[1]}  L {result.first[2]}")
     print(f"  as O (second): W {result.second[0]}  D {result.second[1]}  L {result.second[2]}")
     print(json.dumps(report, indent=2))

@@ -1,9 +1,9 @@
 """Board games as pure, jittable state-transition functions.
 
-    import games
-    game = games.make("hex", size=6)
-    state = game.init()
-    state = game.step(state, game.parse_action("c3", state))
+import games
+game = games.make("hex", size=6)
+state = game.init()
+state = game.step(state, game.parse_action("c3", state))
 """
 
 from __future__ import annotations

@@ -109,4 +109,3 @@ class TicTacToe(Game):
         marks = np.array([".", "X", "O"])[np.asarray(state.board)].reshape(3, 3)
         rows = ["  a b c"] + [f"{r + 1} " + " ".join(marks[r]) for r in range(3)]
         return "\n".join(rows)
-

@@ -15,9 +15,21 @@ def tiny_run(tmp_path_factory) -> str:
     workdir = str(tmp_path_factory.getbasetemp() / "tiny_ttt_run")
     if not os.path.exists(os.path.join(workdir, "summary.json")):
         shutil.rmtree(workdir, ignore_errors=True)
-        config = azjax.load_config("tictactoe", dict(
-            num_blocks=1, num_filters=4, value_hidden=4, batch_games=8, num_simulations=4,
-            train_steps=2, train_batch_size=16, replay_games=50, iterations=2,
-            checkpoint_interval=1, eval_interval=0))
+        config = azjax.load_config(
+            "tictactoe",
+            dict(
+                num_blocks=1,
+                num_filters=4,
+                value_hidden=4,
+                batch_games=8,
+                num_simulations=4,
+                train_steps=2,
+                train_batch_size=16,
+                replay_games=50,
+                iterations=2,
+                checkpoint_interval=1,
+                eval_interval=0,
+            ),
+        )
         azjax.train_and_evaluate(config, workdir, progress=False)
     return workdir

@@ -68,7 +68,8 @@ def compare_with_openspiel(
             ours = sorted(to_spiel(int(a)) for a in np.flatnonzero(traj["legal"][t, b]))
             theirs = sorted(state.legal_actions())
             assert ours == theirs, (
-                f"{where}: legal moves differ\nours   {ours}\ntheirs {theirs}\n{state}")
+                f"{where}: legal moves differ\nours   {ours}\ntheirs {theirs}\n{state}"
+            )
             assert state.current_player() == traj["player"][t, b], f"{where}: mover differs"
             state.apply_action(to_spiel(int(traj["action"][t, b])))
         else:

@@ -46,7 +46,8 @@ def test_colours_follow_a_first():
     # and O the highest, X completes the top row (0, 1, 2) at its third move; the other way round
     # X (highest) completes the bottom row (8, 7, 6).
     returns, a_first = make_match(TTT, first_legal(TTT), last_legal(TTT), 2)(
-        None, None, jax.random.PRNGKey(0))
+        None, None, jax.random.PRNGKey(0)
+    )
     assert a_first.tolist() == [True, False]
     assert returns.tolist() == [1.0, -1.0]  # the first mover wins both games
 
@@ -56,12 +57,15 @@ def test_matches_start_from_given_positions():
     starts = jax.vmap(lambda _: TTT.init())(jnp.arange(4))
     starts = step(starts, jnp.array([4, 4, 0, 0], jnp.int32))  # X in the centre or a corner
     returns, _ = make_match(TTT, first_legal(TTT), last_legal(TTT), 4)(
-        None, None, jax.random.PRNGKey(0), starts)
+        None, None, jax.random.PRNGKey(0), starts
+    )
     unsplit, _ = make_match(TTT, first_legal(TTT), last_legal(TTT), 4, split=False)(
-        None, None, jax.random.PRNGKey(0), starts)
+        None, None, jax.random.PRNGKey(0), starts
+    )
     np.testing.assert_array_equal(returns, unsplit)
     plain, _ = make_match(TTT, first_legal(TTT), last_legal(TTT), 4)(
-        None, None, jax.random.PRNGKey(0))
+        None, None, jax.random.PRNGKey(0)
+    )
     assert not np.array_equal(returns, plain)  # the openings changed the games
 
 

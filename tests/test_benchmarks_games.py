@@ -7,8 +7,17 @@ from benchmarks import games as bench
 
 def test_benchmark_prints_a_table_with_the_ratio(capsys):
     rows = bench.main(
-        ["--games", "tictactoe", "--batch-sizes", "1", "4", "--min-seconds", "0.01",
-         "--repeats", "1"]
+        [
+            "--games",
+            "tictactoe",
+            "--batch-sizes",
+            "1",
+            "4",
+            "--min-seconds",
+            "0.01",
+            "--repeats",
+            "1",
+        ]
     )
     out = capsys.readouterr().out
     assert "cores" in out.splitlines()[0] and "jax" in out.splitlines()[0]  # the machine line

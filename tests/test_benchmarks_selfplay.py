@@ -4,8 +4,22 @@ import pytest
 
 from benchmarks import selfplay
 
-TINY = ["--games", "hex", "--batch", "2", "--simulations", "2", "--blocks", "1", "--filters", "8",
-        "--steps", "2", "--repeats", "1"]
+TINY = [
+    "--games",
+    "hex",
+    "--batch",
+    "2",
+    "--simulations",
+    "2",
+    "--blocks",
+    "1",
+    "--filters",
+    "8",
+    "--steps",
+    "2",
+    "--repeats",
+    "1",
+]
 
 
 def test_prints_a_table_of_positive_rates_and_ratios(capsys):
@@ -14,7 +28,7 @@ def test_prints_a_table_of_positive_rates_and_ratios(capsys):
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["game", "impl"])
     assert lines[header].endswith("vs recipe")
-    table = [line.split() for line in lines[header + 1:header + 5]]
+    table = [line.split() for line in lines[header + 1 : header + 5]]
     assert [(r[0], r[1], r[2], r[3]) for r in table] == [
         ("hex", "recipe", "gumbel", "none"),
         ("hex", "azjax", "gumbel", "none"),
@@ -36,13 +50,15 @@ def test_prints_a_table_of_positive_rates_and_ratios(capsys):
 def test_markdown_table():
     row = selfplay.Row("othello", "azjax", "gumbel", "none", 123.45, 6.7, 8.0, 1.25)
     lines = selfplay.format_table([row], markdown=True).splitlines()
-    assert lines[0] == ("| game | impl | search | rollouts | positions/s | ms/move | compile s "
-                        "| vs recipe |")
+    assert lines[0] == (
+        "| game | impl | search | rollouts | positions/s | ms/move | compile s | vs recipe |"
+    )
     assert lines[2] == "| othello | azjax | gumbel | none | 123.5 | 6.7 | 8 | 1.25x |"
 
 
-@pytest.mark.parametrize("flags", [["--devices", "none"], ["--devices", "0"], ["--games", "chess"],
-                                   ["--batch", "0"]])
+@pytest.mark.parametrize(
+    "flags", [["--devices", "none"], ["--devices", "0"], ["--games", "chess"], ["--batch", "0"]]
+)
 def test_rejects_unsupported_flags(flags, capsys):
     with pytest.raises(SystemExit):
         selfplay.parse_args(flags)

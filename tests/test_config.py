@@ -25,15 +25,18 @@ def test_a_config_is_frozen():
         cfg.load("tictactoe").num_simulations = 3
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"num_simulations": 0}, "num_simulations must be >= 1"),
-    ({"optimizer": "rmsprop"}, "optimizer must be one of sgd, adam"),
-    ({"learning_rate": float("nan")}, "learning_rate must be finite"),
-    ({"batch_games": 2.5}, "batch_games must be a int"),
-    ({"swap": True, "rows": 3}, "unknown setting(s) rows"),
-    ({"opening_plies": 65}, "opening_plies must be <= 64"),
-    ({"size": 1}, "size must be an integer in 2..19"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"num_simulations": 0}, "num_simulations must be >= 1"),
+        ({"optimizer": "rmsprop"}, "optimizer must be one of sgd, adam"),
+        ({"learning_rate": float("nan")}, "learning_rate must be finite"),
+        ({"batch_games": 2.5}, "batch_games must be a int"),
+        ({"swap": True, "rows": 3}, "unknown setting(s) rows"),
+        ({"opening_plies": 65}, "opening_plies must be <= 64"),
+        ({"size": 1}, "size must be an integer in 2..19"),
+    ],
+)
 def test_bad_values_are_named(overrides, message):
     with pytest.raises(ValueError) as e:
         cfg.load("hex", overrides)

@@ -180,8 +180,9 @@ def test_fast_playout_is_the_step_by_step_game(c4, seed):
 def test_random_action_is_uniform_over_the_legal_ones():
     legal = jnp.array([True, False, True, True, False])
     picks = jax.vmap(random_action, (0, None))(jnp.linspace(0, 1, 300, endpoint=False), legal)
-    np.testing.assert_array_equal(np.bincount(np.asarray(picks), minlength=5),
-                                  [100, 0, 100, 100, 0])
+    np.testing.assert_array_equal(
+        np.bincount(np.asarray(picks), minlength=5), [100, 0, 100, 100, 0]
+    )
     assert int(random_action(jnp.float32(1 - 2**-24), legal)) == 3  # rounding cannot overshoot
 
 

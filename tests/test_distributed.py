@@ -18,10 +18,22 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY = [
-    "--game=tictactoe", "--batch_games=4", "--num_simulations=4", "--num_blocks=1",
-    "--num_filters=4", "--value_hidden=4", "--selfplay_steps=9", "--replay_games=8",
-    "--train_batch_size=4", "--train_steps=2", "--min_replay=1", "--eval_interval=1",
-    "--eval_games=2", "--checkpoint_interval=1", "--iterations=1", "--no_progress",
+    "--game=tictactoe",
+    "--batch_games=4",
+    "--num_simulations=4",
+    "--num_blocks=1",
+    "--num_filters=4",
+    "--value_hidden=4",
+    "--selfplay_steps=9",
+    "--replay_games=8",
+    "--train_batch_size=4",
+    "--train_steps=2",
+    "--min_replay=1",
+    "--eval_interval=1",
+    "--eval_games=2",
+    "--checkpoint_interval=1",
+    "--iterations=1",
+    "--no_progress",
 ]
 TIMEOUT = 300  # seconds; two compiles on a shared 2-core machine
 
@@ -39,9 +51,21 @@ def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
     env["JAX_PLATFORMS"] = "cpu"
     procs = [
         subprocess.Popen(
-            [sys.executable, "train.py", "--distributed", f"--coordinator=127.0.0.1:{port}",
-             "--num_processes=2", f"--process_id={i}", f"--workdir={workdir}", *TOY],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "train.py",
+                "--distributed",
+                f"--coordinator=127.0.0.1:{port}",
+                "--num_processes=2",
+                f"--process_id={i}",
+                f"--workdir={workdir}",
+                *TOY,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for i in range(2)
     ]
@@ -56,7 +80,7 @@ def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
     for i, (p, (_, err)) in enumerate(zip(procs, outputs)):
         assert p.returncode == 0, f"process {i} exited {p.returncode}:\n{err[-3000:]}"
 
-    summary = json.loads(outputs[0][0][outputs[0][0].index("{"):])  # process 0 prints it
+    summary = json.loads(outputs[0][0][outputs[0][0].index("{") :])  # process 0 prints it
     assert summary["processes"] == 2 and summary["devices"] == 2 and summary["iterations"] == 1
     assert '"iterations"' not in outputs[1][0]  # process 1 prints no summary (gloo says hello)
     with open(os.path.join(workdir, "metrics.jsonl")) as f:

@@ -18,8 +18,12 @@ def _json(folder, name):
 
 def test_match_of_a_checkpoint_takes_the_game_from_it(tiny_run, tmp_path, capsys):
     out = str(tmp_path / "m")
-    assert evaluate.main(["match", f"ckpt:{tiny_run},sims=2", "minimax:depth=1", "--games=4",
-                          f"--out={out}"]) == 0
+    assert (
+        evaluate.main(
+            ["match", f"ckpt:{tiny_run},sims=2", "minimax:depth=1", "--games=4", f"--out={out}"]
+        )
+        == 0
+    )
     record = _json(out, "match.json")
     assert record["game"] == "tictactoe" and record["games"] == 4
     res = record["result"]
@@ -38,8 +42,19 @@ def test_equal_time_match_reports_simulations_per_move(tmp_path, capsys, monkeyp
     # whose search it has compiled already (two compiles in all, not three).
     monkeypatch.setattr(calibration, "PROBE_SIMULATIONS", (1, 3))
     out = str(tmp_path / "t")
-    assert evaluate.main(["match", "mcts:seconds=0.000001", "random", "--game=tictactoe",
-                          "--games=2", f"--out={out}"]) == 0
+    assert (
+        evaluate.main(
+            [
+                "match",
+                "mcts:seconds=0.000001",
+                "random",
+                "--game=tictactoe",
+                "--games=2",
+                f"--out={out}",
+            ]
+        )
+        == 0
+    )
     a = _json(out, "match.json")["per_move"]["A"]
     assert a["budget"] == 0.000001 and a["simulations"] == 1 and a["seconds"] > 0
     assert a["rollouts"] == a["simulations"] + 1  # pure MCTS rolls out every leaf
@@ -49,8 +64,9 @@ def test_equal_time_match_reports_simulations_per_move(tmp_path, capsys, monkeyp
 def test_tournament_writes_matrix_heatmap_and_elo(tmp_path, capsys):
     out = str(tmp_path / "r")
     specs = ["random", "minimax:depth=1", "minimax:depth=9"]
-    assert evaluate.main(["tournament", *specs, "--game=tictactoe", "--games=4",
-                          f"--out={out}"]) == 0
+    assert (
+        evaluate.main(["tournament", *specs, "--game=tictactoe", "--games=4", f"--out={out}"]) == 0
+    )
     record = _json(out, "tournament.json")
     ratio = np.array([[np.nan if v is None else v for v in row] for row in record["win_ratio"]])
     assert np.isnan(np.diag(ratio)).all()
@@ -66,8 +82,10 @@ def test_tournament_writes_matrix_heatmap_and_elo(tmp_path, capsys):
 
 def test_curve_plots_every_checkpoint(tiny_run, tmp_path):
     out = str(tmp_path / "c")
-    assert evaluate.main(["curve", tiny_run, "--games=2", "--sims=2", "--mcts_sims=2",
-                          f"--out={out}"]) == 0
+    assert (
+        evaluate.main(["curve", tiny_run, "--games=2", "--sims=2", "--mcts_sims=2", f"--out={out}"])
+        == 0
+    )
     record = _json(out, "curve.json")
     assert [row["step"] for row in record["curve"]] == [1, 2]
     assert all(row["training_games"] > 0 for row in record["curve"])
@@ -75,17 +93,26 @@ def test_curve_plots_every_checkpoint(tiny_run, tmp_path):
     assert os.path.getsize(os.path.join(out, "curve.png")) > 1000
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["match", "ckpt:{tmp}/missing", "random"], "no run folder"),
-    (["match", "alphabeta", "random", "--game=tictactoe"], "unknown agent 'alphabeta'"),
-    (["match", "ckpt:{run}", "random", "--game=hex", "--size=3"], "is for tictactoe"),
-    (["match", "random", "random"], "give --game=NAME"),
-    (["match", "random", "random", "--game=chess"], "unknown game 'chess'"),
-    (["match", "random", "random", "--game=hex", "--size=1"], "size must be an integer in 2..19"),
-    (["match", "random", "random", "--game=tictactoe", "--games=0"], "--games must be at least 1"),
-    (["curve", "{tmp}/missing"], "holds no checkpoints"),
-    (["curve", "{run}", "--game=hex"], "is a tictactoe {} run, not hex"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["match", "ckpt:{tmp}/missing", "random"], "no run folder"),
+        (["match", "alphabeta", "random", "--game=tictactoe"], "unknown agent 'alphabeta'"),
+        (["match", "ckpt:{run}", "random", "--game=hex", "--size=3"], "is for tictactoe"),
+        (["match", "random", "random"], "give --game=NAME"),
+        (["match", "random", "random", "--game=chess"], "unknown game 'chess'"),
+        (
+            ["match", "random", "random", "--game=hex", "--size=1"],
+            "size must be an integer in 2..19",
+        ),
+        (
+            ["match", "random", "random", "--game=tictactoe", "--games=0"],
+            "--games must be at least 1",
+        ),
+        (["curve", "{tmp}/missing"], "holds no checkpoints"),
+        (["curve", "{run}", "--game=hex"], "is a tictactoe {} run, not hex"),
+    ],
+)
 def test_bad_input_exits_with_code_2(argv, message, tiny_run, tmp_path, capsys):
     argv = [a.format(tmp=tmp_path, run=tiny_run) for a in argv] + [f"--out={tmp_path / 'o'}"]
     assert evaluate.main(argv) == 2

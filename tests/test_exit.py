@@ -14,9 +14,18 @@ from azjax import exit as ex
 from azjax import parallel, replay
 from azjax.network import init_variables, make_apply, make_network
 
-TINY = dict(algorithm="exit", num_blocks=1, num_filters=4, value_hidden=4, batch_games=4,
-            num_simulations=4, train_steps=1, train_batch_size=8, exit_prior_weight=2.0,
-            eval_interval=0)
+TINY = dict(
+    algorithm="exit",
+    num_blocks=1,
+    num_filters=4,
+    value_hidden=4,
+    batch_games=4,
+    num_simulations=4,
+    train_steps=1,
+    train_batch_size=8,
+    exit_prior_weight=2.0,
+    eval_interval=0,
+)
 
 
 def tiny(**overrides):
@@ -27,13 +36,15 @@ def test_draw_positions_uniform_distinct_and_alive():
     lengths = np.array([3, 5])  # game 0 ends after 3 plies, game 1 after 5
     alive = jnp.asarray(np.arange(6)[:, None] < lengths[None, :])  # [T=6, B=2]
     draws = jax.vmap(lambda k: ex.draw_positions(k, alive, 1))(
-        jax.random.split(jax.random.PRNGKey(0), 3000))  # [3000, 1, 2]
+        jax.random.split(jax.random.PRNGKey(0), 3000)
+    )  # [3000, 1, 2]
     for b, n in enumerate(lengths):
         freq = np.bincount(np.asarray(draws[:, 0, b]), minlength=6) / 3000
         np.testing.assert_allclose(freq[:n], 1 / n, atol=0.035)
         assert freq[n:].sum() == 0  # never a ply after the end
     two = jax.vmap(lambda k: ex.draw_positions(k, alive, 2))(
-        jax.random.split(jax.random.PRNGKey(1), 200))  # [200, 2, 2]
+        jax.random.split(jax.random.PRNGKey(1), 200)
+    )  # [200, 2, 2]
     assert bool(jnp.all(two[:, 0] != two[:, 1]))  # without replacement
     four = ex.draw_positions(jax.random.PRNGKey(2), alive, 4)  # game 0 has only 3 plies
     assert sorted(np.asarray(four[:3, 0]).tolist()) == [0, 1, 2]
@@ -46,12 +57,17 @@ def test_targets_reach_the_buffer_as_chosen():
         obs=jnp.zeros((2, 3, 3, 3)),
         tpt=jnp.array([[0.5, 0.3, 0.2] + [0.0] * 6, [0.0, 0.1, 0.9] + [0.0] * 6]),
         cat=jnp.array([[1.0, 0, 0] + [0.0] * 6, [0, 0, 1.0] + [0.0] * 6]),
-        outcome=jnp.array([1.0, -1.0]), search_value=jnp.array([0.25, 0.5]),
-        player=jnp.array([0, 1]), ply=jnp.array([0, 3]), legal=jnp.ones((2, 9), bool),
-        apprentice_moves=jnp.int32(0))
+        outcome=jnp.array([1.0, -1.0]),
+        search_value=jnp.array([0.25, 0.5]),
+        player=jnp.array([0, 1]),
+        ply=jnp.array([0, 3]),
+        legal=jnp.ones((2, 9), bool),
+        apprentice_moves=jnp.int32(0),
+    )
     for policy_target, value_target in (("tpt", "rollout"), ("cat", "search")):
-        traj = ex.as_trajectory(data, policy_target=policy_target, value_target=value_target,
-                                num_games=2)
+        traj = ex.as_trajectory(
+            data, policy_target=policy_target, value_target=value_target, num_games=2
+        )
         buf = replay.add(replay.init(1, 2, (3, 3, 3), 9), traj)
         assert bool(jnp.all(buf.ready))
         want_policy = data.tpt if policy_target == "tpt" else data.cat
@@ -84,14 +100,21 @@ def test_round_labels_are_consistent_and_the_expert_finds_a_win():
     np.testing.assert_array_equal(act(None, jax.random.PRNGKey(2), states), [2] * 4)
 
 
-@pytest.mark.parametrize("dataset, expected", [
-    ("batch", [8, 8, 8]),  # one round of 4 games x 2 positions, replaced each iteration
-    ("online_buffer", [8, 16, 16]),  # the latest 16 positions
-    ("online_grow", [8, 16, 32]),  # growth 1.0: doubles, one round of 8 at a time
-])
+@pytest.mark.parametrize(
+    "dataset, expected",
+    [
+        ("batch", [8, 8, 8]),  # one round of 4 games x 2 positions, replaced each iteration
+        ("online_buffer", [8, 16, 16]),  # the latest 16 positions
+        ("online_grow", [8, 16, 32]),  # growth 1.0: doubles, one round of 8 at a time
+    ],
+)
 def test_dataset_sizes_over_iterations(dataset, expected):
-    config = tiny(dataset=dataset, positions_per_game=2, dataset_size=16 if dataset ==
-                  "online_buffer" else 64, dataset_growth=1.0)
+    config = tiny(
+        dataset=dataset,
+        positions_per_game=2,
+        dataset_size=16 if dataset == "online_buffer" else 64,
+        dataset_growth=1.0,
+    )
     fns = ex.make_iteration(config, parallel.make_mesh())
     run, states, buffer = fns.init_run(), fns.init_states(), fns.init_buffer()
     sizes, rounds = [], []
@@ -120,11 +143,25 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
     import train
 
     workdir = str(tmp_path / "run")
-    argv = ["--game=tictactoe", f"--workdir={workdir}", "--no_progress", "--algorithm=exit",
-            "--num_blocks=1", "--num_filters=4", "--value_hidden=4", "--batch_games=4",
-            "--num_simulations=4", "--train_steps=1", "--train_batch_size=8",
-            "--eval_interval=0", "--checkpoint_interval=1", "--policy_target=cat",
-            "--value_target=search", "--dataset=online_grow", "--exit_prior_weight=2"]
+    argv = [
+        "--game=tictactoe",
+        f"--workdir={workdir}",
+        "--no_progress",
+        "--algorithm=exit",
+        "--num_blocks=1",
+        "--num_filters=4",
+        "--value_hidden=4",
+        "--batch_games=4",
+        "--num_simulations=4",
+        "--train_steps=1",
+        "--train_batch_size=8",
+        "--eval_interval=0",
+        "--checkpoint_interval=1",
+        "--policy_target=cat",
+        "--value_target=search",
+        "--dataset=online_grow",
+        "--exit_prior_weight=2",
+    ]
     assert train.main(argv + ["--iterations=2"]) == 0
     assert train.main(argv + ["--iterations=3", "--resume"]) == 0
     assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["1", "2", "3"]
@@ -138,16 +175,19 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
     assert (saved.algorithm, saved.policy_target, saved.dataset) == ("exit", "cat", "online_grow")
 
 
-@pytest.mark.parametrize("flag, message", [
-    ("--algorithm=expert", "algorithm must be one of alphazero, exit"),
-    ("--policy_target=visits", "policy_target must be one of tpt, cat"),
-    ("--value_target=net", "value_target must be one of rollout, search"),
-    ("--dataset=grow", "dataset must be one of batch, online_buffer, online_grow"),
-    ("--positions_per_game=0", "positions_per_game must be >= 1"),
-    ("--dataset_growth=-1", "dataset_growth must be >= 0"),
-    ("--exit_prior_temperature=0", "exit_prior_temperature must be >= 0.001"),
-    ("--retrain_from_scratch=maybe", "expected true or false"),
-])
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        ("--algorithm=expert", "algorithm must be one of alphazero, exit"),
+        ("--policy_target=visits", "policy_target must be one of tpt, cat"),
+        ("--value_target=net", "value_target must be one of rollout, search"),
+        ("--dataset=grow", "dataset must be one of batch, online_buffer, online_grow"),
+        ("--positions_per_game=0", "positions_per_game must be >= 1"),
+        ("--dataset_growth=-1", "dataset_growth must be >= 0"),
+        ("--exit_prior_temperature=0", "exit_prior_temperature must be >= 0.001"),
+        ("--retrain_from_scratch=maybe", "expected true or false"),
+    ],
+)
 def test_bad_exit_flags_are_refused(flag, message, capsys):
     import train
 
@@ -159,11 +199,19 @@ def test_exit_flags_in_help():
     import train
 
     text = train.build_parser("hex")[0].format_help()
-    for flag in ("--algorithm alphazero|exit", "--policy_target tpt|cat",
-                 "--value_target rollout|search", "--dataset batch|online_buffer|online_grow",
-                 "--positions_per_game", "--dataset_size", "--dataset_growth",
-                 "--retrain_from_scratch", "--exit_c_uct", "--exit_prior_weight",
-                 "--exit_prior_temperature"):
+    for flag in (
+        "--algorithm alphazero|exit",
+        "--policy_target tpt|cat",
+        "--value_target rollout|search",
+        "--dataset batch|online_buffer|online_grow",
+        "--positions_per_game",
+        "--dataset_size",
+        "--dataset_growth",
+        "--retrain_from_scratch",
+        "--exit_c_uct",
+        "--exit_prior_weight",
+        "--exit_prior_temperature",
+    ):
         assert flag in text
 
 
@@ -171,9 +219,22 @@ def test_experiment_targets_toy(tmp_path):
     from experiments import exit_targets
 
     out = str(tmp_path / "targets")
-    assert exit_targets.main(["--size=3", "--positions=32", "--test_positions=8", "--sims=4",
-                              "--batch_games=20", "--train_steps=2", "--num_blocks=1",
-                              "--num_filters=4", f"--out={out}"]) == 0
+    assert (
+        exit_targets.main(
+            [
+                "--size=3",
+                "--positions=32",
+                "--test_positions=8",
+                "--sims=4",
+                "--batch_games=20",
+                "--train_steps=2",
+                "--num_blocks=1",
+                "--num_filters=4",
+                f"--out={out}",
+            ]
+        )
+        == 0
+    )
     with open(os.path.join(out, "results.json")) as f:
         res = json.load(f)
     run = res["runs"][0]
@@ -186,10 +247,26 @@ def test_experiment_datasets_and_expert_toy(tmp_path):
     from experiments import exit_datasets, exit_expert
 
     out = str(tmp_path / "datasets")
-    assert exit_datasets.main([
-        "--size=3", "--iterations=1", "--seeds=1", "--methods=batch,alphazero", "--batch_games=4",
-        "--num_simulations=4", "--train_steps=1", "--train_batch_size=8", "--num_blocks=1",
-        "--num_filters=4", "--dataset_size=16", "--anchors=4", f"--out={out}"]) == 0
+    assert (
+        exit_datasets.main(
+            [
+                "--size=3",
+                "--iterations=1",
+                "--seeds=1",
+                "--methods=batch,alphazero",
+                "--batch_games=4",
+                "--num_simulations=4",
+                "--train_steps=1",
+                "--train_batch_size=8",
+                "--num_blocks=1",
+                "--num_filters=4",
+                "--dataset_size=16",
+                "--anchors=4",
+                f"--out={out}",
+            ]
+        )
+        == 0
+    )
     with open(os.path.join(out, "results.json")) as f:
         res = json.load(f)
     assert set(res["table"]) == {"batch", "alphazero"}

@@ -72,20 +72,31 @@ def test_wilson():
 def test_experiment1_takes_every_config_field_and_game_option():
     from experiments import experiment1
 
-    args, overrides = experiment1.parse(["--game=hex", "--swap", "--size=5", "--num_filters=8",
-                                         "--rollout_sample", "--eval_games=6"])
+    args, overrides = experiment1.parse(
+        [
+            "--game=hex",
+            "--swap",
+            "--size=5",
+            "--num_filters=8",
+            "--rollout_sample",
+            "--eval_games=6",
+        ]
+    )
     assert overrides == dict(swap=True, size=5, num_filters=8, rollout_sample=True)
     assert args.eval_games == 6 and args.workdir == os.path.join("runs", "exp1_hex")
     _, overrides = experiment1.parse(["--game=connect_four", "--rows=5"])
     assert overrides == dict(rows=5)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--game=othello", "--swap"], "--swap is not an option of othello; its options: size"),
-    (["--game=hex", "--swap=maybe"], "--swap: expected true or false, got 'maybe'"),
-    (["--game=hex", "--search=alphabeta"], "--search must be one of puct, gumbel"),
-    (["--game=hex", "--frobnicate=1"], "unrecognized arguments: --frobnicate=1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--game=othello", "--swap"], "--swap is not an option of othello; its options: size"),
+        (["--game=hex", "--swap=maybe"], "--swap: expected true or false, got 'maybe'"),
+        (["--game=hex", "--search=alphabeta"], "--search must be one of puct, gumbel"),
+        (["--game=hex", "--frobnicate=1"], "unrecognized arguments: --frobnicate=1"),
+    ],
+)
 def test_experiment1_refuses_bad_flags(argv, message, capsys):
     from experiments import experiment1
 
@@ -98,13 +109,30 @@ def test_experiment1_toy_run(tmp_path):
     from experiments import experiment1
 
     workdir, out = str(tmp_path / "run"), str(tmp_path / "out")
-    code = experiment1.main([
-        "--game=hex", f"--workdir={workdir}", f"--out={out}", "--minutes=0", "--eval_games=4",
-        "--final_games=4", "--final_simulations=4", "--mcts_simulations=4,8", "--no_progress",
-        "--size=3", "--iterations=2", "--checkpoint_interval=1", "--batch_games=8",
-        "--num_simulations=4", "--num_filters=4", "--value_hidden=4", "--num_blocks=1",
-        "--train_batch_size=16", "--train_steps=2", "--replay_games=20",
-    ])
+    code = experiment1.main(
+        [
+            "--game=hex",
+            f"--workdir={workdir}",
+            f"--out={out}",
+            "--minutes=0",
+            "--eval_games=4",
+            "--final_games=4",
+            "--final_simulations=4",
+            "--mcts_simulations=4,8",
+            "--no_progress",
+            "--size=3",
+            "--iterations=2",
+            "--checkpoint_interval=1",
+            "--batch_games=8",
+            "--num_simulations=4",
+            "--num_filters=4",
+            "--value_hidden=4",
+            "--num_blocks=1",
+            "--train_batch_size=16",
+            "--train_steps=2",
+            "--replay_games=20",
+        ]
+    )
     assert code == 0
     results = json.load(open(os.path.join(out, "results.json")))
     assert [r["iteration"] for r in results["curve"]] == [1, 2]
@@ -119,8 +147,19 @@ def test_experiment2_round_robin_per_lambda(tiny_run, tmp_path):
     from experiments import experiment2
 
     out = str(tmp_path / "e2")
-    assert experiment2.main([f"--workdir={tiny_run}", f"--out={out}", "--probs=0,1",
-                             "--lambdas=0.5,0.25", "--games=2", "--sims=2"]) == 0
+    assert (
+        experiment2.main(
+            [
+                f"--workdir={tiny_run}",
+                f"--out={out}",
+                "--probs=0,1",
+                "--lambdas=0.5,0.25",
+                "--games=2",
+                "--sims=2",
+            ]
+        )
+        == 0
+    )
     results = json.load(open(os.path.join(out, "results.json")))
     assert [r["lambda"] for r in results["rounds"]] == [0.5, 0.25]
     for r in results["rounds"]:
@@ -133,8 +172,7 @@ def test_experiment2_round_robin_per_lambda(tiny_run, tmp_path):
         assert pooled["p_r=0"]["score"] == pytest.approx(ab)
         assert pooled["p_r=0"]["wins"] == pooled["p_r=1"]["losses"]
         assert sum(pooled["p_r=0"][k] for k in ("wins", "draws", "losses")) == 2
-    for name in ("win_ratio_lambda0.5.png", "win_ratio_lambda0.25.png",
-                 "rollout_probability.png"):
+    for name in ("win_ratio_lambda0.5.png", "win_ratio_lambda0.25.png", "rollout_probability.png"):
         assert os.path.getsize(os.path.join(out, name)) > 1000
 
 
@@ -145,8 +183,18 @@ def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
     # A budget below one simulation: calibration settles on 1 simulation after two compiles.
     monkeypatch.setattr(calibration, "PROBE_SIMULATIONS", (1, 3))
     out = str(tmp_path / "e3")
-    assert experiment3.main([f"--workdir={tiny_run}", f"--out={out}", "--games=2",
-                             "--seconds=0.000001", "--configs=evaluator,no_rollouts"]) == 0
+    assert (
+        experiment3.main(
+            [
+                f"--workdir={tiny_run}",
+                f"--out={out}",
+                "--games=2",
+                "--seconds=0.000001",
+                "--configs=evaluator,no_rollouts",
+            ]
+        )
+        == 0
+    )
     results = json.load(open(os.path.join(out, "results.json")))
     assert list(results["configs"]) == ["evaluator", "no_rollouts"]
     evaluator, baseline = results["configs"]["evaluator"], results["configs"]["no_rollouts"]
@@ -159,12 +207,15 @@ def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
     assert baseline["per_move"]["A"]["rollouts"] == 0.0
 
 
-@pytest.mark.parametrize("module, argv, message", [
-    ("experiment2", ["--probs=0,1.5"], "every value must be in [0, 1]"),
-    ("experiment2", ["--games=3"], "--games must be even"),
-    ("experiment3", ["--configs=evaluator,bogus"], "accepted: evaluator, rollouts_only"),
-    ("experiment3", ["--seconds=0"], "--seconds must be positive"),
-])
+@pytest.mark.parametrize(
+    "module, argv, message",
+    [
+        ("experiment2", ["--probs=0,1.5"], "every value must be in [0, 1]"),
+        ("experiment2", ["--games=3"], "--games must be even"),
+        ("experiment3", ["--configs=evaluator,bogus"], "accepted: evaluator, rollouts_only"),
+        ("experiment3", ["--seconds=0"], "--seconds must be positive"),
+    ],
+)
 def test_experiment_flags_are_checked(module, argv, message, capsys):
     import importlib
 
@@ -185,16 +236,30 @@ def test_openings_curve_against_perfect_play(tiny_run, tmp_path, capsys):
     from experiments import openings_curve
 
     out = tmp_path / "oc"
-    assert openings_curve.main([f"--workdir={tiny_run}", "--opponent=perfect", "--sims=4",
-                                "--empty_games=2", f"--out={out}"]) == 0
+    assert (
+        openings_curve.main(
+            [
+                f"--workdir={tiny_run}",
+                "--opponent=perfect",
+                "--sims=4",
+                "--empty_games=2",
+                f"--out={out}",
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "results.json").read_text())
     assert [r["step"] for r in results["curve"]] == [1, 2]
     assert results["games_per_checkpoint"] == 18  # 9 first moves, both colours
     for row in results["curve"]:  # perfect play never loses a drawn opening: A never wins
         assert row["wins"] == 0 and row["wins"] + row["draws"] + row["losses"] == 18
         assert row["won_sides"]["decisive_openings"] == 0
-    assert results["empty_board"]["wins"] + results["empty_board"]["draws"] \
-        + results["empty_board"]["losses"] == 2
+    assert (
+        results["empty_board"]["wins"]
+        + results["empty_board"]["draws"]
+        + results["empty_board"]["losses"]
+        == 2
+    )
     assert (out / "curve.png").exists()
     assert "checkpoint 2: 0-" in capsys.readouterr().out
 

@@ -33,15 +33,18 @@ def test_help_names_the_accepted_values_and_defaults():
     assert "search simulations per move (default: 800)" in " ".join(text.split())
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--swap=maybe"], "--swap: expected true or false, got 'maybe'"),
-    (["--size=big"], "--size: expected int, got 'big'"),
-    (["--search=alphabeta"], "--search must be one of puct, gumbel; got 'alphabeta'"),
-    (["--rollout_prob=1.5"], "--rollout_prob must be <= 1.0, got '1.5'"),
-    (["--num_blocks=-1"], "--num_blocks must be >= 0, got '-1'"),
-    (["--c_puct=nan"], "--c_puct must be finite"),
-    (["--rows=5"], "--rows is not an option of hex; its options: size, swap"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--swap=maybe"], "--swap: expected true or false, got 'maybe'"),
+        (["--size=big"], "--size: expected int, got 'big'"),
+        (["--search=alphabeta"], "--search must be one of puct, gumbel; got 'alphabeta'"),
+        (["--rollout_prob=1.5"], "--rollout_prob must be <= 1.0, got '1.5'"),
+        (["--num_blocks=-1"], "--num_blocks must be >= 0, got '-1'"),
+        (["--c_puct=nan"], "--c_puct must be finite"),
+        (["--rows=5"], "--rows is not an option of hex; its options: size, swap"),
+    ],
+)
 def test_bad_values_name_the_flag_and_what_it_accepts(argv, message):
     parser, config_flags, option_flags = parser_with(None)
     args = parser.parse_args(argv)

@@ -105,8 +105,9 @@ def test_invariants(played):
     assert set(np.unique(obs)) <= {0.0, 1.0}
     assert not (obs[..., 0] * obs[..., 1]).any()
     colour = (traj["player"] == 0).astype(np.float32)
-    np.testing.assert_array_equal(obs[..., 2],
-                                  np.broadcast_to(colour[..., None, None], obs[..., 2].shape))
+    np.testing.assert_array_equal(
+        obs[..., 2], np.broadcast_to(colour[..., None, None], obs[..., 2].shape)
+    )
     assert bool(np.asarray(game.is_terminal(jax.tree_util.tree_map(lambda x: x[0], final))))
 
 

@@ -41,7 +41,7 @@ def test_protocol_commands_and_ids():
     assert engine.handle("3 frobnicate") == "?3 unknown command\n\n"
     assert engine.handle("   # a comment") == "" and engine.handle("") == ""
     assert engine.handle("play b a1 # the corner") == ok()
-    assert engine.handle("known_command") .startswith("? syntax error")
+    assert engine.handle("known_command").startswith("? syntax error")
     assert engine.handle("9 quit") == "=9 \n\n" and engine.finished
 
 
@@ -88,7 +88,8 @@ def test_boardsize_rebuilds_the_game_and_reports_bad_sizes():
 
     othello = engine_for("othello", size=4)
     assert othello.handle("boardsize 5").startswith(
-        "? unacceptable size: othello: size must be an even")
+        "? unacceptable size: othello: size must be an even"
+    )
     assert othello.handle("boardsize 6") == ok() and othello.game.size == 6
     fixed = engine_for("tictactoe")
     assert fixed.handle("boardsize 3") == ok() and fixed.handle("boardsize 4").startswith("? unacc")
@@ -134,10 +135,14 @@ def test_two_engine_subprocesses_play_a_game_over_gtp():
     """
     game = games.make("hex", size=3, swap=True)
     step = jax.jit(game.step)  # an eager Hex step costs seconds of op-by-op compiling
-    black = GTPClient(play_command("--game=hex --size=3 --swap=true --agent=random --seed=1"),
-                      timeout=60, cwd=ROOT)
-    white = GTPClient(play_command("--game=hex --swap=true --agent=random --seed=2"),
-                      timeout=60, cwd=ROOT)
+    black = GTPClient(
+        play_command("--game=hex --size=3 --swap=true --agent=random --seed=1"),
+        timeout=60,
+        cwd=ROOT,
+    )
+    white = GTPClient(
+        play_command("--game=hex --swap=true --agent=random --seed=2"), timeout=60, cwd=ROOT
+    )
     with black, white:
         assert black.protocol_version() == "2" and white.name() == "azjax"
         for engine in (black, white):
@@ -214,8 +219,14 @@ def test_gtp_agent_speaks_the_client_interface():
     agent.observe_move(state, 0)  # white played a1
     assert agent.choose(game.step(state, 0)) == RESIGN
     agent.close()
-    assert client.log == ["boardsize 3", "clear_board", "genmove b", "play w a1", "genmove b",
-                          "quit"]
+    assert client.log == [
+        "boardsize 3",
+        "clear_board",
+        "genmove b",
+        "play w a1",
+        "genmove b",
+        "quit",
+    ]
     bad = make_gtp_agent("gtp", game, FakeGTP(["z9"]))
     with pytest.raises(ValueError, match="the engine played 'z9'"):
         bad.choose(game.init())

@@ -26,8 +26,9 @@ class _Resigner:
         def reset():
             self.resets += 1
 
-        return Agent(name="resigner", batched=False, stateful=True, reset=reset,
-                     choose=lambda state: RESIGN)
+        return Agent(
+            name="resigner", batched=False, stateful=True, reset=reset, choose=lambda state: RESIGN
+        )
 
 
 def test_match_results_add_up_and_colours_alternate():
@@ -55,8 +56,9 @@ def test_minimax_never_loses_to_random():
 
 @pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "play.py")), reason="no play.py yet")
 def test_gtp_agent_plays_our_own_engine():
-    command = f'"{sys.executable} {os.path.join(ROOT, "play.py")} --gtp --game=tictactoe ' \
-              f'--agent=random"'
+    command = (
+        f'"{sys.executable} {os.path.join(ROOT, "play.py")} --gtp --game=tictactoe --agent=random"'
+    )
     engine = parse_agent(f"gtp:{command}", TTT)
     try:
         out = play_games(TTT, parse_agent("minimax", TTT), engine, 2, jax.random.PRNGKey(0))

@@ -13,8 +13,9 @@ HEX = games.make("hex", size=5)
 
 
 def _net(**overrides):
-    config = cfg.load("hex", {"size": 5, "num_blocks": 2, "num_filters": 8, "value_hidden": 8,
-                              **overrides})
+    config = cfg.load(
+        "hex", {"size": 5, "num_blocks": 2, "num_filters": 8, "value_hidden": 8, **overrides}
+    )
     net = network.make_network(config, HEX)
     return net, network.init_variables(net, HEX, jax.random.PRNGKey(0))
 

@@ -18,8 +18,7 @@ from azjax.noise import dirichlet_over_legal, log_gamma
 ALPHAS = [0.03, 0.1, 0.3, 1.0]
 N = 20_000  # rows per sample: a KS critical value of 0.014 at level 0.001
 # A = 10 actions, K = 6 legal in row pattern 0 and 3 in pattern 1; rows alternate patterns.
-PATTERNS = np.array([[1, 0, 1, 1, 0, 1, 1, 0, 0, 1],
-                     [0, 0, 0, 1, 0, 0, 1, 0, 1, 0]], bool)
+PATTERNS = np.array([[1, 0, 1, 1, 0, 1, 1, 0, 0, 1], [0, 0, 0, 1, 0, 0, 1, 0, 1, 0]], bool)
 
 
 def ks_statistic(samples, cdf, lower=-np.inf, upper=np.inf):

@@ -26,13 +26,19 @@ def _read(name):
 
 def _execute(name, cwd, workdir):
     notebook = _read(name)
-    env = dict(os.environ, AZJAX_NOTEBOOK_TOY="1", AZJAX_NOTEBOOK_WORKDIR=workdir,
-               JAX_PLATFORMS="cpu", MPLBACKEND="module://matplotlib_inline.backend_inline")
+    env = dict(
+        os.environ,
+        AZJAX_NOTEBOOK_TOY="1",
+        AZJAX_NOTEBOOK_WORKDIR=workdir,
+        JAX_PLATFORMS="cpu",
+        MPLBACKEND="module://matplotlib_inline.backend_inline",
+    )
     env.pop("XLA_FLAGS", None)
     # the checkout's code, whatever is installed (an old editable install can shadow packages)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
-    client = nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": cwd}})
+    client = nbclient.NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": cwd}}
+    )
     client.execute(env=env)  # raises CellExecutionError, naming the cell, if any cell fails
     return notebook
 

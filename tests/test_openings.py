@@ -13,10 +13,16 @@ from azjax.eval.specs import parse_agent
 TTT = games.make("tictactoe")
 
 
-@pytest.mark.parametrize("game, n", [
-    (TTT, 9), (games.make("hex", size=5), 25), (games.make("othello", size=6), 4),
-    (games.make("connect_four"), 7), (games.make("hex", size=3, swap=True), 9),
-])
+@pytest.mark.parametrize(
+    "game, n",
+    [
+        (TTT, 9),
+        (games.make("hex", size=5), 25),
+        (games.make("othello", size=6), 4),
+        (games.make("connect_four"), 7),
+        (games.make("hex", size=3, swap=True), 9),
+    ],
+)
 def test_every_legal_first_move_is_one_opening(game, n):
     moves = op.openings(game, "all")
     assert len(moves) == n and len(set(moves)) == n and all(len(m) == 1 for m in moves)
@@ -29,8 +35,9 @@ def test_random_openings_are_distinct_positions_of_the_given_length():
     assert op.openings(TTT, "random:20:3", jax.random.PRNGKey(0)) == moves  # seeded
 
 
-@pytest.mark.parametrize("text", ["every", "random", "random:0", "random:x", "all:3",
-                                  "random:2:3:4"])
+@pytest.mark.parametrize(
+    "text", ["every", "random", "random:0", "random:x", "all:3", "random:2:3:4"]
+)
 def test_bad_opening_specs_name_the_forms(text):
     with pytest.raises(ValueError, match="none | all | random:N"):
         op.parse(text)
@@ -47,16 +54,23 @@ def test_both_colours_and_won_sides():
     # opening 0 is won for black, 1 for white, 2 a draw; A won as black in 0, lost as white in 1
     returns = np.array([1, 1, 0, -1, -1, -1])  # A black in 0..2, then A white in 0..2
     score = op.won_sides([1, -1, 0], returns)
-    assert score == dict(won_sides=1, decisive_openings=2, drawn_openings=1,
-                         losses_in_drawn_openings=1, score=0.5)
+    assert score == dict(
+        won_sides=1, decisive_openings=2, drawn_openings=1, losses_in_drawn_openings=1, score=0.5
+    )
 
 
 def test_perfect_tictactoe_draws_every_opening_and_beats_random():
     values = op.perfect_values(TTT, op.openings(TTT, "all"))
     assert values == [0] * 9  # Tic-Tac-Toe: every first move draws with perfect play
     moves = op.both_colours(op.openings(TTT, "all"))
-    outcome = play_games(TTT, parse_agent("perfect", TTT), parse_agent("random", TTT),
-                         len(moves), jax.random.PRNGKey(0), openings=moves)
+    outcome = play_games(
+        TTT,
+        parse_agent("perfect", TTT),
+        parse_agent("random", TTT),
+        len(moves),
+        jax.random.PRNGKey(0),
+        openings=moves,
+    )
     assert outcome.result.losses == 0 and outcome.result.wins > 0
     assert outcome.a_first.tolist() == [True] * 9 + [False] * 9
 
@@ -69,8 +83,19 @@ def test_no_perfect_player_for_big_games():
 
 def test_evaluate_match_every_opening(tmp_path, capsys):
     out = tmp_path / "m"
-    assert evaluate.main(["match", "perfect", "minimax:depth=2", "--game=tictactoe",
-                          "--openings=all", f"--out={out}"]) == 0
+    assert (
+        evaluate.main(
+            [
+                "match",
+                "perfect",
+                "minimax:depth=2",
+                "--game=tictactoe",
+                "--openings=all",
+                f"--out={out}",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "openings: all, 9 of them" in text and "A won 0 of the 0" in text
     import json
@@ -88,12 +113,24 @@ def test_hex_openings_are_scored_against_the_solver():
     # the solver's (and a plain negamax's, tests/test_hex_solver.py) winning first moves on 3x3
     assert [m[0] for m, v in zip(moves, values) if v > 0] == [2, 3, 4, 5, 6]
     both = op.both_colours(moves)
-    perfect = play_games(hex3, parse_agent("perfect", hex3), parse_agent("perfect:seed=1", hex3),
-                         len(both), jax.random.PRNGKey(0), openings=both)
+    perfect = play_games(
+        hex3,
+        parse_agent("perfect", hex3),
+        parse_agent("perfect:seed=1", hex3),
+        len(both),
+        jax.random.PRNGKey(0),
+        openings=both,
+    )
     score = op.won_sides(values, perfect.returns)
     assert score["won_sides"] == 9 and score["score"] == 1.0  # perfect wins every won side
-    weak = play_games(hex3, parse_agent("random", hex3), parse_agent("perfect", hex3),
-                      len(both), jax.random.PRNGKey(0), openings=both)
+    weak = play_games(
+        hex3,
+        parse_agent("random", hex3),
+        parse_agent("perfect", hex3),
+        len(both),
+        jax.random.PRNGKey(0),
+        openings=both,
+    )
     assert op.won_sides(values, weak.returns)["won_sides"] < 9  # random throws some away
 
 
@@ -101,8 +138,14 @@ def test_openspiel_mcts_plays_every_opening_of_tictactoe(tmp_path):
     """spiel: OpenSpiel's C++ MCTS bot keeps its own state in step with the games, openings
     included; against perfect play it never wins, and perfect play never loses."""
     moves = op.both_colours(op.openings(TTT, "all"))
-    outcome = play_games(TTT, parse_agent("spiel:sims=200", TTT), parse_agent("perfect", TTT),
-                         len(moves), jax.random.PRNGKey(0), openings=moves)
+    outcome = play_games(
+        TTT,
+        parse_agent("spiel:sims=200", TTT),
+        parse_agent("perfect", TTT),
+        len(moves),
+        jax.random.PRNGKey(0),
+        openings=moves,
+    )
     assert outcome.result.wins == 0 and outcome.result.games == 18
     with pytest.raises(ValueError, match="OpenSpiel has no othello"):
         parse_agent("spiel", games.make("othello", size=6))

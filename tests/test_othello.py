@@ -226,8 +226,12 @@ def perft():
         outs = []
         for start in range(0, size, CHUNK):
             idx = np.minimum(np.arange(start, start + CHUNK), size - 1)
-            out = fn(*[jax.tree_util.tree_map(lambda x: x[idx], t)  # noqa: B023
-                       for t in (tree, *args)])
+            out = fn(
+                *[
+                    jax.tree_util.tree_map(lambda x: x[idx], t)  # noqa: B023
+                    for t in (tree, *args)
+                ]
+            )
             outs.append(jax.device_get(out))
         return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[:size], *outs)
 

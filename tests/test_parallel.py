@@ -16,19 +16,40 @@ import tempfile
 import pytest
 
 DEVICES = 4
-TOY = dict(batch_games=8, num_simulations=4, num_blocks=1, num_filters=4, value_hidden=4,
-           selfplay_steps=4, replay_games=8, train_batch_size=8, train_steps=2, min_replay=1,
-           eval_interval=0, checkpoint_interval=1, iterations=2)
+TOY = dict(
+    batch_games=8,
+    num_simulations=4,
+    num_blocks=1,
+    num_filters=4,
+    value_hidden=4,
+    selfplay_steps=4,
+    replay_games=8,
+    train_batch_size=8,
+    train_steps=2,
+    min_replay=1,
+    eval_interval=0,
+    checkpoint_interval=1,
+    iterations=2,
+)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
 def found():
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS=f"--xla_force_host_platform_device_count={DEVICES}")
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={DEVICES}",
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), tmp], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=900)
+        out = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), tmp],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     assert out.returncode == 0, out.stderr[-4000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -75,11 +96,15 @@ def test_bfloat16_run_end_to_end_keeps_float32_parameters_and_statistics(found):
 def test_selfplay_benchmark_reports_positions_per_device_and_in_total():
     from benchmarks import selfplay as bench
 
-    rows = [bench.Row("hex", "recipe", "gumbel", "none", 800.0, 2.0, 9.0, 1.0, 4),
-            bench.Row("hex", "azjax", "puct", "none", 1000.0, 1.6, 9.0, 1.25, 4)]
+    rows = [
+        bench.Row("hex", "recipe", "gumbel", "none", 800.0, 2.0, 9.0, 1.0, 4),
+        bench.Row("hex", "azjax", "puct", "none", 1000.0, 1.6, 9.0, 1.25, 4),
+    ]
     lines = bench.format_table(rows, markdown=True).splitlines()
-    assert lines[0] == ("| game | impl | search | rollouts | positions/s | per device | ms/move "
-                        "| compile s | vs recipe |")
+    assert lines[0] == (
+        "| game | impl | search | rollouts | positions/s | per device | ms/move "
+        "| compile s | vs recipe |"
+    )
     assert lines[3] == "| hex | azjax | puct | none | 1000.0 | 250.0 | 1.6 | 9 | 1.25x |"
     assert bench.resolve_devices("all") >= 1 and bench.resolve_devices("1") == 1
     with pytest.raises(ValueError, match="from 1 to"):
@@ -112,7 +137,8 @@ def _checks(tmp: str) -> dict:
     spec_of = lambda x: list(x.sharding.spec)  # noqa: E731
     max_diff = lambda a, b: max(  # noqa: E731
         float(jnp.max(jnp.abs(jnp.asarray(x, jnp.float32) - jnp.asarray(y, jnp.float32))))
-        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
+        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b))
+    )
 
     config = cfg.load("tictactoe", dict(TOY, rollout_policy="random", rollout_prob=0.5))
     game = config.make_game()
@@ -127,8 +153,9 @@ def _checks(tmp: str) -> dict:
     alone = jax.jit(make_selfplay(game, spec, make_apply(net), T, 3))
     states = jax.device_put(init_states(game, B), parallel.sharding(mesh, jax.P("data")))
     s_states, s_traj = sharded(variables, key, states)
-    pieces = [alone(variables, jax.random.fold_in(key, i), init_states(game, B // d))
-              for i in range(d)]
+    pieces = [
+        alone(variables, jax.random.fold_in(key, i), init_states(game, B // d)) for i in range(d)
+    ]
     cat = lambda axis, *xs: jnp.concatenate(xs, axis=axis)  # noqa: E731
     one_states = jax.tree_util.tree_map(lambda *x: cat(0, *x), *[p[0] for p in pieces])
     one_traj = jax.tree_util.tree_map(lambda *x: cat(1, *x), *[p[1] for p in pieces])
@@ -140,9 +167,14 @@ def _checks(tmp: str) -> dict:
     buffer = replay.add(replay.init(6, B, game.observation_shape, game.num_actions), one_traj)
     buffer = replay.add(buffer, one_traj)
     split = jax.device_put(buffer, parallel.shardings(mesh, replay.partition_specs("data")))
-    sample_sharded = jax.jit(jax.shard_map(
-        lambda b, k: replay.sample(b, k, 16, axis_name="data"), mesh=mesh,
-        in_specs=(replay.partition_specs("data"), jax.P()), out_specs=jax.P("data")))
+    sample_sharded = jax.jit(
+        jax.shard_map(
+            lambda b, k: replay.sample(b, k, 16, axis_name="data"),
+            mesh=mesh,
+            in_specs=(replay.partition_specs("data"), jax.P()),
+            out_specs=jax.P("data"),
+        )
+    )
     got = sample_sharded(split, key)
     want = jax.jit(replay.sample, static_argnums=2)(buffer, key, 16)
     out["sample_equal"] = all(np.array_equal(x, y) for x, y in zip(got, want))
@@ -157,13 +189,15 @@ def _checks(tmp: str) -> dict:
     s_state, s_loss = jax.jit(step, in_shardings=(rep, batch_sh))(state, want)
     u_state, u_loss = jax.jit(step)(state, want)
     out["train_step_max_diff"] = max(max_diff(s_state, u_state), max_diff(s_loss, u_loss))
-    out["params_replicated"] = all(x.sharding.is_fully_replicated
-                                   for x in jax.tree_util.tree_leaves(s_state))
+    out["params_replicated"] = all(
+        x.sharding.is_fully_replicated for x in jax.tree_util.tree_leaves(s_state)
+    )
     learn_sh = training.make_learner(step, loop.make_sampler(8, mesh), 2, per_call=2)
     learn_one = training.make_learner(step, loop.make_sampler(8), 2, per_call=2)
     out["train_iteration_max_diff"] = max_diff(
         training.learn(learn_sh, jax.jit(learn_sh.chunk), state, split, key),
-        training.learn(learn_one, jax.jit(learn_one.chunk), state, buffer, key))
+        training.learn(learn_one, jax.jit(learn_one.chunk), state, buffer, key),
+    )
 
     # The jitted iteration under a transfer guard: no copy to or from the host inside it.
     bf16 = cfg.load("tictactoe", dict(TOY, dtype="bfloat16"))
@@ -205,9 +239,12 @@ def _checks(tmp: str) -> dict:
     variables = restored.train.variables
     rows = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl"))]
     out["bf16_run"] = dict(
-        devices=summary["devices"], iterations=summary["iterations"],
-        dtypes={k: ",".join(sorted({str(x.dtype) for x in jax.tree_util.tree_leaves(variables[k])}))
-                for k in ("params", "batch_stats")},
+        devices=summary["devices"],
+        iterations=summary["iterations"],
+        dtypes={
+            k: ",".join(sorted({str(x.dtype) for x in jax.tree_util.tree_leaves(variables[k])}))
+            for k in ("params", "batch_stats")
+        },
         trained=any("loss/total" in r for r in rows),
         losses_finite=all(np.isfinite(r["loss/total"]) for r in rows if "loss/total" in r),
     )

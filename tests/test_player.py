@@ -114,19 +114,39 @@ def test_a_stateful_agent_is_kept_in_step_through_undo():
         events.append(("choose", int(state.num_moves)))
         return pick(state)
 
-    agent = Agent(name="fake", batched=False, choose=choose, stateful=True,
-                  reset=lambda: events.append(("reset",)),
-                  observe_move=lambda state, action: events.append(("observe", action)),
-                  close=lambda: events.append(("close",)))
+    agent = Agent(
+        name="fake",
+        batched=False,
+        choose=choose,
+        stateful=True,
+        reset=lambda: events.append(("reset",)),
+        observe_move=lambda state, action: events.append(("observe", action)),
+        close=lambda: events.append(("close",)),
+    )
     engine = GTPEngine(TTT, lambda g: Player(agent))
-    for command in ("play b a1", "genmove w", "play b c1", "genmove w", "undo", "undo",
-                    "play b b2", "genmove w"):
+    for command in (
+        "play b a1",
+        "genmove w",
+        "play b c1",
+        "genmove w",
+        "undo",
+        "undo",
+        "play b b2",
+        "genmove w",
+    ):
         assert engine.handle(command).startswith("=")
     engine.close()
     assert events == [
-        ("reset",), ("observe", 0), ("choose", 1),  # b1 = 1
-        ("observe", 2), ("choose", 3),  # a2 = 3; its own b1 is not told again
-        ("reset",), ("observe", 0), ("observe", 1), ("observe", 4), ("choose", 3),  # after undo
+        ("reset",),
+        ("observe", 0),
+        ("choose", 1),  # b1 = 1
+        ("observe", 2),
+        ("choose", 3),  # a2 = 3; its own b1 is not told again
+        ("reset",),
+        ("observe", 0),
+        ("observe", 1),
+        ("observe", 4),
+        ("choose", 3),  # after undo
         ("close",),
     ]
 
@@ -148,8 +168,9 @@ def test_a_person_against_our_engine_through_the_gtp_agent():
     the game ends whatever the random engine plays. After the undo the engine must be reset and
     told the moves again: a stale board would refuse `play b a1`.
     """
-    command = f"{sys.executable} {os.path.join(ROOT, 'play.py')} --gtp --game=tictactoe " \
-              "--agent=random"
+    command = (
+        f"{sys.executable} {os.path.join(ROOT, 'play.py')} --gtp --game=tictactoe --agent=random"
+    )
     player = Player(parse_agent(f'gtp:"{command}"', TTT))
     script, out = Script("a1", "undo", *"a1 b1 c1 a2 b2 c2 a3 b3 c3".split()), []
     try:

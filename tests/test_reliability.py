@@ -32,9 +32,17 @@ from azjax.metrics import Metrics, read_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY = [
-    "--game=tictactoe", "--batch_games=16", "--num_simulations=4", "--num_blocks=1",
-    "--num_filters=4", "--value_hidden=4", "--train_steps=3", "--train_batch_size=32",
-    "--eval_interval=0", "--checkpoint_interval=1", "--no_progress",
+    "--game=tictactoe",
+    "--batch_games=16",
+    "--num_simulations=4",
+    "--num_blocks=1",
+    "--num_filters=4",
+    "--value_hidden=4",
+    "--train_steps=3",
+    "--train_batch_size=32",
+    "--eval_interval=0",
+    "--checkpoint_interval=1",
+    "--no_progress",
 ]
 TIMEOUT = 240
 
@@ -42,19 +50,36 @@ TIMEOUT = 240
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     cache = str(tmp_path_factory.getbasetemp() / "reliability_jax_cache")
-    return dict(os.environ, JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=cache,
-                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-                JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0", PYTHONUNBUFFERED="1")
+    return dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        JAX_COMPILATION_CACHE_DIR=cache,
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+        PYTHONUNBUFFERED="1",
+    )
 
 
 def _python(script, args, env, **kw):
-    return subprocess.run([sys.executable, script, *args], cwd=ROOT, env=env,
-                          capture_output=True, timeout=TIMEOUT, **kw)
+    return subprocess.run(
+        [sys.executable, script, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=TIMEOUT,
+        **kw,
+    )
 
 
 def _start(args, env):
-    return subprocess.Popen([sys.executable, "train.py", *TOY, *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "train.py", *TOY, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for(path, proc):
@@ -81,8 +106,9 @@ def stopped_run(tmp_path_factory, env):
     proc = _start([f"--workdir={workdir}", "--iterations=100000"], env)
     try:
         _wait_for(os.path.join(workdir, "checkpoints", "2"), proc)
-        second = _python("train.py", TOY + [f"--workdir={workdir}", "--iterations=3"], env,
-                         text=True)
+        second = _python(
+            "train.py", TOY + [f"--workdir={workdir}", "--iterations=3"], env, text=True
+        )
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=TIMEOUT)
     finally:
@@ -118,8 +144,12 @@ def test_resume_counts_every_session(stopped_run, tmp_path, env):
     step = _steps(workdir)[-1]
     with open(os.path.join(workdir, "metrics.jsonl"), "a") as f:
         f.write('{"iteration": 99, "games": 10')  # a torn last line
-    done = _python("train.py", [f"--workdir={workdir}", "--resume", f"--iterations={step + 1}",
-                                "--no_progress"], env, text=True)
+    done = _python(
+        "train.py",
+        [f"--workdir={workdir}", "--resume", f"--iterations={step + 1}", "--no_progress"],
+        env,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     rows = read_rows(os.path.join(workdir, "metrics.jsonl"))
     assert [r["iteration"] for r in rows] == list(range(1, step + 2))
@@ -150,13 +180,22 @@ def test_kill_9_then_sigint_keep_metrics_and_checkpoints_in_step(tmp_path, env):
     assert _iterations(workdir) == list(range(1, _steps(workdir)[-1] + 1))
 
 
-def test_divergence_is_not_saved_and_names_the_last_healthy_checkpoint(stopped_run, tmp_path,
-                                                                         env):
+def test_divergence_is_not_saved_and_names_the_last_healthy_checkpoint(stopped_run, tmp_path, env):
     workdir = str(tmp_path / "run")
     shutil.copytree(stopped_run[0], workdir)
     last = _steps(workdir)[-1]
-    done = _python("train.py", [f"--workdir={workdir}", "--resume", "--learning_rate=1e6",
-                                f"--iterations={last + 20}", "--no_progress"], env, text=True)
+    done = _python(
+        "train.py",
+        [
+            f"--workdir={workdir}",
+            "--resume",
+            "--learning_rate=1e6",
+            f"--iterations={last + 20}",
+            "--no_progress",
+        ],
+        env,
+        text=True,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "diverged" in done.stderr and "--resume_step=" in done.stderr
     healthy = int(re.search(r"--resume_step=(\d+)", done.stderr).group(1))
@@ -165,9 +204,18 @@ def test_divergence_is_not_saved_and_names_the_last_healthy_checkpoint(stopped_r
         _, variables, _ = checkpoint.load_checkpoint(workdir, step)
         leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(variables)]
         assert all(np.isfinite(x).all() and np.abs(x).max() < 1e3 for x in leaves)
-    again = _python("train.py", [f"--workdir={workdir}", f"--resume_step={healthy}",
-                                 "--learning_rate=0.01", f"--iterations={healthy + 1}",
-                                 "--no_progress"], env, text=True)
+    again = _python(
+        "train.py",
+        [
+            f"--workdir={workdir}",
+            f"--resume_step={healthy}",
+            "--learning_rate=0.01",
+            f"--iterations={healthy + 1}",
+            "--no_progress",
+        ],
+        env,
+        text=True,
+    )
     assert again.returncode == 0, again.stderr
     assert _steps(workdir)[-1] == healthy + 1  # the later checkpoints were set aside
     assert _iterations(workdir) == list(range(1, healthy + 2))
@@ -194,8 +242,9 @@ def test_a_poisoned_checkpoint_names_the_readable_one(stopped_run, tmp_path, env
         for name in files:  # cut the arrays' data short: orbax's reads fail half-way
             if os.path.basename(root) == "d":
                 os.truncate(os.path.join(root, name), 10)
-    done = _python("train.py", [f"--workdir={workdir}", "--resume", "--no_progress"], env,
-                   text=True)
+    done = _python(
+        "train.py", [f"--workdir={workdir}", "--resume", "--no_progress"], env, text=True
+    )
     assert done.returncode == 2
     assert f"checkpoint {steps[-1]} " in done.stderr
     assert f"--resume_step={steps[-2]}" in done.stderr
@@ -239,7 +288,11 @@ def test_metrics_resume_cuts_back_and_a_new_run_starts_afresh(tmp_path):
     metrics.commit(upto=4)  # checkpoint 4 is on disk; 5 waits for its own
     metrics.close()
     assert [(r["iteration"], r["games"]) for r in read_rows(str(path))] == [
-        (1, 10), (2, 10), (3, 10), (4, 1)]
+        (1, 10),
+        (2, 10),
+        (3, 10),
+        (4, 1),
+    ]
     Metrics(str(tmp_path)).close()  # a new run
     assert path.read_text() == ""
 
@@ -247,7 +300,8 @@ def test_metrics_resume_cuts_back_and_a_new_run_starts_afresh(tmp_path):
 def test_old_metrics_files_count_each_iteration_once(tmp_path):
     rows = [1, 2, 3, 2, 3, 4]  # a crash after 3, a resume from 1
     (tmp_path / "metrics.jsonl").write_text(
-        "".join(json.dumps({"iteration": i, "games": 10}) + "\n" for i in rows))
+        "".join(json.dumps({"iteration": i, "games": 10}) + "\n" for i in rows)
+    )
     assert training_games(str(tmp_path)) == {1: 10, 2: 20, 3: 30, 4: 40}
     (tmp_path / "metrics.jsonl").write_text('{"iteration": 1}\nnot json\n{"iteration": 2}\n')
     with pytest.raises(ValueError, match="metrics.jsonl, line 2"):
@@ -274,27 +328,40 @@ def test_unwritable_workdirs_are_one_line(tmp_path, capsys):
         _fails(capsys, train.main, TOY + [f"--workdir={ro}/run"], "Permission denied")
 
 
-@pytest.mark.parametrize("flag, part", [
-    ("--batch_games=100000000", "search trees"),
-    ("--replay_games=100000000", "replay buffer"),
-    ("--train_batch_size=100000000", "training activations"),
-    ("--selfplay_steps=100000000", "self-play trajectories"),
-    ("--num_filters=1024", "network and optimizer"),
-])
+@pytest.mark.parametrize(
+    "flag, part",
+    [
+        ("--batch_games=100000000", "search trees"),
+        ("--replay_games=100000000", "replay buffer"),
+        ("--train_batch_size=100000000", "training activations"),
+        ("--selfplay_steps=100000000", "self-play trajectories"),
+        ("--num_filters=1024", "network and optimizer"),
+    ],
+)
 def test_sizes_beyond_memory_are_refused_before_work(tmp_path, capsys, monkeypatch, flag, part):
     from azjax import loop
 
     monkeypatch.setattr(loop, "memory_limit", lambda: (2**30, "host memory"))
-    _fails(capsys, train.main, TOY + [f"--workdir={tmp_path}", flag, "--num_blocks=8"]
-           if "filters" in flag else TOY + [f"--workdir={tmp_path}", flag], part, "GiB")
+    _fails(
+        capsys,
+        train.main,
+        TOY + [f"--workdir={tmp_path}", flag, "--num_blocks=8"]
+        if "filters" in flag
+        else TOY + [f"--workdir={tmp_path}", flag],
+        part,
+        "GiB",
+    )
     assert not os.path.exists(tmp_path / "checkpoints")
 
 
 def test_bad_values_are_one_line(tmp_path, capsys):
-    _fails(capsys, train.main, TOY + [f"--workdir={tmp_path}", "--seed=18446744073709551616"],
-           "--seed must be <=")
-    _fails(capsys, train.main, TOY + [f"--workdir={tmp_path}", "--resume_step=-1"],
-           "--resume_step")
+    _fails(
+        capsys,
+        train.main,
+        TOY + [f"--workdir={tmp_path}", "--seed=18446744073709551616"],
+        "--seed must be <=",
+    )
+    _fails(capsys, train.main, TOY + [f"--workdir={tmp_path}", "--resume_step=-1"], "--resume_step")
 
 
 @pytest.mark.parametrize("content", ["[1, 2]", "null", "{not json", "DIR"])
@@ -320,19 +387,21 @@ def test_a_deleted_config_json_resumes_with_the_checkpoints(stopped_run, tmp_pat
 
 def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, env):
     two = dict(env, XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    done = _python("train.py", TOY + [f"--workdir={tmp_path}", "--batch_games=15"], two,
-                   text=True)
+    done = _python("train.py", TOY + [f"--workdir={tmp_path}", "--batch_games=15"], two, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--batch_games=15 does not divide over the 2 devices" in done.stderr
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["match", "mcts:seconds=inf", "random", "--game=tictactoe"], "must be in [1e-06, 3600.0]"),
-    (["match", "random", "random", "--game=tictactoe", "--out={file}"], "is a file"),
-    (["match", "random", "random", "--game=tictactoe", "--out={file}/x"], "is a file"),
-    (["curve", "{file}", "--sims=0"], "--sims must be at least 1"),
-    (["curve", "{file}", "--epsilon=5"], "--epsilon is a probability"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["match", "mcts:seconds=inf", "random", "--game=tictactoe"], "must be in [1e-06, 3600.0]"),
+        (["match", "random", "random", "--game=tictactoe", "--out={file}"], "is a file"),
+        (["match", "random", "random", "--game=tictactoe", "--out={file}/x"], "is a file"),
+        (["curve", "{file}", "--sims=0"], "--sims must be at least 1"),
+        (["curve", "{file}", "--epsilon=5"], "--epsilon is a probability"),
+    ],
+)
 def test_evaluate_checks_before_playing(tmp_path, capsys, argv, needle):
     (tmp_path / "f").write_text("x")
     argv = [a.replace("{file}", str(tmp_path / "f")) for a in argv]
@@ -360,10 +429,11 @@ def test_an_interrupted_curve_keeps_what_it_played(stopped_run, tmp_path, monkey
 # ---- input: bytes, lengths, GTP ---------------------------------------------------------------
 def test_gtp_survives_invalid_bytes_and_long_lines(env):
     strict = dict(env, LC_ALL="C.UTF-8", PYTHONIOENCODING="utf-8:strict")
-    stdin = (b"1 name\n2 play b \xff\xfe\n3 play b " + b"z" * 1_000_000 + b"\n"
-             b"4 boardsize \xc2\xb2\n5 play b a1\nquit\n")
-    done = _python("play.py", ["--gtp", "--game=tictactoe", "--agent=random"], strict,
-                   input=stdin)
+    stdin = (
+        b"1 name\n2 play b \xff\xfe\n3 play b " + b"z" * 1_000_000 + b"\n"
+        b"4 boardsize \xc2\xb2\n5 play b a1\nquit\n"
+    )
+    done = _python("play.py", ["--gtp", "--game=tictactoe", "--agent=random"], strict, input=stdin)
     out, err = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 0, err
     assert "=1 azjax" in out and "?2 invalid vertex" in out and "?4 syntax error" in out
@@ -372,8 +442,12 @@ def test_gtp_survives_invalid_bytes_and_long_lines(env):
 
 def test_human_mode_survives_invalid_bytes(env):
     strict = dict(env, LC_ALL="C.UTF-8", PYTHONIOENCODING="utf-8:strict")
-    done = _python("play.py", ["--game=tictactoe", "--agent=random"], strict,
-                   input=b"\xff\xfe\n" + b"q" * 100_000 + b"\nquit\n")
+    done = _python(
+        "play.py",
+        ["--game=tictactoe", "--agent=random"],
+        strict,
+        input=b"\xff\xfe\n" + b"q" * 100_000 + b"\nquit\n",
+    )
     err = done.stderr.decode()
     assert done.returncode == 0 and "Traceback" not in err, err
     assert len(done.stdout) < 5000
@@ -381,9 +455,20 @@ def test_human_mode_survives_invalid_bytes(env):
 
 def test_ctrl_c_stops_a_long_search_at_once(env):
     proc = subprocess.Popen(
-        [sys.executable, "play.py", "--game=tictactoe", "--agent=mcts:sims=100000",
-         "--human_color=second"], cwd=ROOT, env=env, stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "play.py",
+            "--game=tictactoe",
+            "--agent=mcts:sims=100000",
+            "--human_color=second",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "you are" in proc.stdout.readline()  # the agent, first to move, starts its search
         time.sleep(1.0)
@@ -399,7 +484,7 @@ def test_ctrl_c_stops_a_long_search_at_once(env):
 
 def _othello_must_pass():
     """An Othello 4x4 engine after 11 moves, where white has nothing but a pass."""
-    engine = GTPEngine(games.make("othello", size=4), lambda g: (lambda s: -1))
+    engine = GTPEngine(games.make("othello", size=4), lambda g: lambda s: -1)
     for colour, move in zip("bwbwbwbwbwb", "c4 b4 a1 d2 d4 d3 a2 c1 a4 a3 b1".split()):
         assert engine.handle(f"play {colour} {move}").startswith("="), (colour, move)
     return engine
@@ -414,6 +499,6 @@ def test_gtp_leaves_a_forced_pass_implicit():
 
 
 def test_gtp_still_refuses_moves_out_of_turn():
-    engine = GTPEngine(games.make("othello", size=4), lambda g: (lambda s: -1))
+    engine = GTPEngine(games.make("othello", size=4), lambda g: lambda s: -1)
     assert engine.handle("play w a1").startswith("? it is black's turn")
     assert engine.actions == []

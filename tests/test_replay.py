@@ -15,8 +15,11 @@ def _traj(done, returns, players, num_actions=3):
     policy[..., 0] = np.arange(T)[:, None]
     policy[..., 1] = np.arange(B)[None, :]
     return replay.Trajectory(
-        obs=jnp.asarray(obs), policy=jnp.asarray(policy), player=jnp.asarray(players),
-        done=jnp.asarray(done), returns=jnp.asarray(returns, jnp.float32),
+        obs=jnp.asarray(obs),
+        policy=jnp.asarray(policy),
+        player=jnp.asarray(players),
+        done=jnp.asarray(done),
+        returns=jnp.asarray(returns, jnp.float32),
     )
 
 

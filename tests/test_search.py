@@ -58,11 +58,13 @@ def test_rollout_probability_sets_how_often_leaves_roll_out():
 def test_policy_rollouts_blend_with_the_network_value(net):
     apply, variables = net
     states = batch(ONE_LEFT, 2)
-    spec = SearchSpec(num_simulations=1, rollout_policy="policy", rollout_prob=1.0,
-                      rollout_weight=0.25)
+    spec = SearchSpec(
+        num_simulations=1, rollout_policy="policy", rollout_prob=1.0, rollout_weight=0.25
+    )
     _, v = apply(variables, jax.vmap(GAME.observe)(states))
-    np.testing.assert_allclose(root_value(spec, states, apply, variables), 0.75 * v + 0.25,
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        root_value(spec, states, apply, variables), 0.75 * v + 0.25, rtol=1e-5
+    )
 
 
 @pytest.mark.parametrize("kind", ["puct", "gumbel"])
@@ -114,8 +116,9 @@ def test_select_action_samples_early_and_is_greedy_late():
     import mctx
 
     weights = jnp.array([[0.1, 0.6, 0.3]] * 4000)
-    out = mctx.PolicyOutput(action=jnp.zeros(4000, jnp.int32), action_weights=weights,
-                            search_tree=None)
+    out = mctx.PolicyOutput(
+        action=jnp.zeros(4000, jnp.int32), action_weights=weights, search_tree=None
+    )
     spec = SearchSpec()
     greedy = select_action(jax.random.PRNGKey(0), spec, out, jnp.zeros(4000, bool))
     np.testing.assert_array_equal(greedy, 1)
@@ -146,8 +149,12 @@ def reference_search(game, spec, apply):
         reward = jnp.where(was_legal, reward, -1.0)
         done = jax.vmap(game.is_terminal)(nxt) | ~was_legal
         logits, value = evaluate(variables, nxt)
-        out = mctx.RecurrentFnOutput(reward=reward, discount=jnp.where(done, 0.0, -1.0),
-                                     prior_logits=logits, value=jnp.where(done, 0.0, value))
+        out = mctx.RecurrentFnOutput(
+            reward=reward,
+            discount=jnp.where(done, 0.0, -1.0),
+            prior_logits=logits,
+            value=jnp.where(done, 0.0, value),
+        )
         return out, nxt
 
     def search(variables, key, states):
@@ -157,14 +164,26 @@ def reference_search(game, spec, apply):
         invalid = ~jax.vmap(game.legal_mask)(states)
         if spec.search == "puct":
             return mctx.muzero_policy(
-                variables, k_search, root, recurrent_fn, spec.num_simulations,
+                variables,
+                k_search,
+                root,
+                recurrent_fn,
+                spec.num_simulations,
                 invalid_actions=invalid,
                 dirichlet_fraction=spec.dirichlet_fraction if spec.explore else 0.0,
-                dirichlet_alpha=spec.dirichlet_alpha, pb_c_init=spec.c_puct)
+                dirichlet_alpha=spec.dirichlet_alpha,
+                pb_c_init=spec.c_puct,
+            )
         return mctx.gumbel_muzero_policy(
-            variables, k_search, root, recurrent_fn, spec.num_simulations,
-            invalid_actions=invalid, max_num_considered_actions=spec.max_considered_actions,
-            gumbel_scale=spec.gumbel_scale if spec.explore else 0.0)
+            variables,
+            k_search,
+            root,
+            recurrent_fn,
+            spec.num_simulations,
+            invalid_actions=invalid,
+            max_num_considered_actions=spec.max_considered_actions,
+            gumbel_scale=spec.gumbel_scale if spec.explore else 0.0,
+        )
 
     return search
 
@@ -174,6 +193,7 @@ HEX = games.make("hex", size=5)
 
 def spread(game, n, plies, seed):
     """n positions of `game` after 0 .. plies - 1 random moves each."""
+
     def play(key, count):
         def body(s, k):
             legal = game.legal_mask(s)
@@ -192,16 +212,24 @@ def root_summary(out):
     """What a search returns about its root: the move, its weights, visits and values."""
     tree = out.search_tree
     root = jnp.zeros(tree.node_values.shape[0], jnp.int32)
-    return dict(action=out.action, weights=out.action_weights,
-                visits=tree.summary().visit_counts, value=tree.node_values[:, 0],
-                qvalues=tree.qvalues(root))
+    return dict(
+        action=out.action,
+        weights=out.action_weights,
+        visits=tree.summary().visit_counts,
+        value=tree.node_values[:, 0],
+        qvalues=tree.qvalues(root),
+    )
 
 
 def tree_summary(out):
     """The root summary and every node's visits and values."""
     tree = out.search_tree
-    return dict(**root_summary(out), node_visits=tree.node_visits, node_values=tree.node_values,
-                children_values=tree.children_values)
+    return dict(
+        **root_summary(out),
+        node_visits=tree.node_visits,
+        node_values=tree.node_values,
+        children_values=tree.children_values,
+    )
 
 
 def linear_net(game, seed):
@@ -209,8 +237,10 @@ def linear_net(game, seed):
     and to a tanh value. Its priors differ from move to move, and it compiles fast."""
     size = int(np.prod(game.observation_shape))
     k_policy, k_value = jax.random.split(jax.random.PRNGKey(seed))
-    variables = {"policy": jax.random.normal(k_policy, (size, game.num_actions)),
-                 "value": 0.3 * jax.random.normal(k_value, (size,))}
+    variables = {
+        "policy": jax.random.normal(k_policy, (size, game.num_actions)),
+        "value": 0.3 * jax.random.normal(k_value, (size,)),
+    }
 
     def apply(variables, obs):
         x = obs.reshape(obs.shape[0], -1)
@@ -229,8 +259,9 @@ def test_search_equals_the_plain_mctx_search(game, kind):
     # nowhere else here. The uniform-prior case is the next test.
     apply, variables = linear_net(game, seed=5)
     states = spread(game, 16, 6, seed=6)
-    spec = SearchSpec(search=kind, num_simulations=24, explore=kind == "gumbel",
-                      max_considered_actions=4)
+    spec = SearchSpec(
+        search=kind, num_simulations=24, explore=kind == "gumbel", max_considered_actions=4
+    )
     key = jax.random.PRNGKey(7)
     new = jax.jit(make_search(game, spec, apply))(variables, key, states)
     old = jax.jit(reference_search(game, spec, apply))(variables, key, states)
@@ -273,8 +304,9 @@ def test_puct_root_noise_is_dirichlet_over_the_legal_moves(alpha):
     apply, variables = linear_net(GAME, seed=11)
     n, fraction = 4000, 0.25
     states = batch(["b2"], n)
-    spec = SearchSpec(num_simulations=1, explore=True, dirichlet_alpha=alpha,
-                      dirichlet_fraction=fraction)
+    spec = SearchSpec(
+        num_simulations=1, explore=True, dirichlet_alpha=alpha, dirichlet_fraction=fraction
+    )
     out = jax.jit(make_search(GAME, spec, apply))(variables, jax.random.PRNGKey(10), states)
     noisy = np.asarray(jax.nn.softmax(out.search_tree.children_prior_logits[:, 0]), np.float64)
     logits, _ = apply(variables, jax.vmap(GAME.observe)(states))

@@ -17,19 +17,25 @@ def root_tree(visits, q, prior, invalid=(0, 0, 0)):
     a = len(visits)
     n = 8
     f32 = jnp.float32
-    logits = jnp.where(jnp.asarray(prior) > 0, jnp.log(jnp.maximum(jnp.asarray(prior, f32), 1e-30)),
-                       -1e9)
+    logits = jnp.where(
+        jnp.asarray(prior) > 0, jnp.log(jnp.maximum(jnp.asarray(prior, f32), 1e-30)), -1e9
+    )
     return mctx.Tree(
         node_visits=jnp.zeros(n, jnp.int32).at[0].set(1 + sum(visits)),
-        raw_values=jnp.zeros(n, f32), node_values=jnp.zeros(n, f32),
-        parents=jnp.full(n, -1, jnp.int32), action_from_parent=jnp.full(n, -1, jnp.int32),
+        raw_values=jnp.zeros(n, f32),
+        node_values=jnp.zeros(n, f32),
+        parents=jnp.full(n, -1, jnp.int32),
+        action_from_parent=jnp.full(n, -1, jnp.int32),
         children_index=jnp.full((n, a), -1, jnp.int32),
         children_prior_logits=jnp.zeros((n, a), f32).at[0].set(logits),
         children_visits=jnp.zeros((n, a), jnp.int32).at[0].set(jnp.asarray(visits)),
         children_rewards=jnp.zeros((n, a), f32),
         children_discounts=jnp.ones((n, a), f32),
         children_values=jnp.zeros((n, a), f32).at[0].set(jnp.asarray(q, f32)),
-        embeddings=jnp.zeros(n), root_invalid_actions=jnp.asarray(invalid, f32), extra_data=None)
+        embeddings=jnp.zeros(n),
+        root_invalid_actions=jnp.asarray(invalid, f32),
+        extra_data=None,
+    )
 
 
 # n = (2, 1, 1), n(s) = 4; q = (Q + 1) / 2 = (0.5, 0.8, 0.4); c_b = 1:
@@ -42,12 +48,14 @@ def root_tree(visits, q, prior, invalid=(0, 0, 0)):
 TREE = dict(visits=(2, 1, 1), q=(0.0, 0.6, -0.2), prior=(0.7, 0.1, 0.2))
 
 
-@pytest.mark.parametrize("weight, temperature, expected", [
-    (0.0, 1.0, 1), (3.0, 1.0, 1), (4.0, 1.0, 0), (3.0, 0.5, 0)])
+@pytest.mark.parametrize(
+    "weight, temperature, expected", [(0.0, 1.0, 1), (3.0, 1.0, 1), (4.0, 1.0, 0), (3.0, 0.5, 0)]
+)
 def test_exit_selection_by_hand(weight, temperature, expected):
     tree = root_tree(**TREE)
-    got = exit_action_selection(KEY, tree, 0, 1, c_uct=1.0, prior_weight=weight,
-                                temperature=temperature)
+    got = exit_action_selection(
+        KEY, tree, 0, 1, c_uct=1.0, prior_weight=weight, temperature=temperature
+    )
     assert int(got) == expected
 
 
@@ -65,12 +73,14 @@ def test_untried_children_first_in_prior_order_illegal_never():
     # action 1 is far ahead on q and bonus, but 0 and 2 were never tried: one of them comes first
     tree = root_tree(visits=(0, 3, 0), q=(0.0, 1.0, 0.0), prior=(0.2, 0.5, 0.3))
     assert int(exit_action_selection(KEY, tree, 0, 1, c_uct=0.05, prior_weight=1.0)) == 2
-    picks = {int(uct_action_selection(k, tree, 0, 1, c_uct=0.05))
-             for k in jax.random.split(KEY, 20)}
+    picks = {
+        int(uct_action_selection(k, tree, 0, 1, c_uct=0.05)) for k in jax.random.split(KEY, 20)
+    }
     assert picks == {0, 2}  # w_a = 0: a random untried one
     illegal = root_tree(visits=(0, 3, 0), q=(0.0, 1.0, 0.0), prior=(0.0, 0.5, 0.5))
-    picks = {int(uct_action_selection(k, illegal, 0, 1, c_uct=0.05))
-             for k in jax.random.split(KEY, 20)}
+    picks = {
+        int(uct_action_selection(k, illegal, 0, 1, c_uct=0.05)) for k in jax.random.split(KEY, 20)
+    }
     assert picks == {2}  # logit -1e9: illegal, never tried
 
 
@@ -88,17 +98,28 @@ def test_uct_policy_visit_distribution_on_a_bandit():
     def recurrent_fn(params, key, action, embedding):
         del params, key
         reward = rewards[action]
-        out = mctx.RecurrentFnOutput(reward=reward, discount=jnp.zeros_like(reward),
-                                     prior_logits=jnp.zeros((action.shape[0], 3)),
-                                     value=jnp.zeros(action.shape[0]))
+        out = mctx.RecurrentFnOutput(
+            reward=reward,
+            discount=jnp.zeros_like(reward),
+            prior_logits=jnp.zeros((action.shape[0], 3)),
+            value=jnp.zeros(action.shape[0]),
+        )
         return out, embedding
 
-    root = mctx.RootFnOutput(prior_logits=jnp.zeros((2, 3)), value=jnp.zeros(2),
-                             embedding=jnp.zeros(2))
+    root = mctx.RootFnOutput(
+        prior_logits=jnp.zeros((2, 3)), value=jnp.zeros(2), embedding=jnp.zeros(2)
+    )
     out = uct_policy(None, KEY, root, recurrent_fn, 10, c_uct=0.0)
     np.testing.assert_allclose(out.action_weights, [[0.8, 0.1, 0.1]] * 2)
     np.testing.assert_array_equal(out.action, [0, 0])
     # invalid_actions keeps the search off move 0 entirely
-    out = uct_policy(None, KEY, root, recurrent_fn, 10, c_uct=0.0,
-                     invalid_actions=jnp.array([[1, 0, 0]] * 2, bool))
+    out = uct_policy(
+        None,
+        KEY,
+        root,
+        recurrent_fn,
+        10,
+        c_uct=0.0,
+        invalid_actions=jnp.array([[1, 0, 0]] * 2, bool),
+    )
     assert float(out.action_weights[0, 0]) == 0.0

@@ -31,8 +31,9 @@ def test_random_openings_have_0_to_n_legal_plies(openings):
 
 
 def test_random_openings_cover_the_first_moves(openings):
-    first = {tuple(np.flatnonzero(b == 1)) for b, n in zip(openings.board, openings.num_moves)
-             if n == 1}
+    first = {
+        tuple(np.flatnonzero(b == 1)) for b, n in zip(openings.board, openings.num_moves) if n == 1
+    }
     assert len(first) >= 10  # about 50 one-ply openings over 16 cells
 
 

@@ -29,21 +29,24 @@ def test_specs_build_the_named_agents():
     assert human.stateful and not human.batched
 
 
-@pytest.mark.parametrize("text, message", [
-    ("alphabeta", "unknown agent 'alphabeta'; agents: ckpt:PATH"),
-    ("mcts:simz=5", "mcts: unknown option 'simz'; options: sims, search, c_puct"),
-    ("mcts:sims=lots", "mcts: sims (simulations per move) must be int, got 'lots'"),
-    ("mcts:sims=0", "sims (simulations per move) must be in [1, 100000]"),
-    ("mcts:sims", "option 'sims' needs a value"),
-    ("mcts:search=alphazero", "search must be one of puct, gumbel"),
-    ("mcts:sims=5,seconds=1", "give sims or seconds, not both"),
-    ("random:sims=3", "random: unknown option 'sims'; options: none"),
-    ("minimax:depth=-1", "depth (plies searched) must be in [1, 10000]"),
-    ("human:x=1", "human: unknown option 'x'"),
-    ("gtp:", "gtp: give the engine's command line"),
-    ("ckpt:", "ckpt: give a run folder"),
-    ("ckpt:runs/x@first", "the step after @ must be a number or 'latest', got 'first'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("alphabeta", "unknown agent 'alphabeta'; agents: ckpt:PATH"),
+        ("mcts:simz=5", "mcts: unknown option 'simz'; options: sims, search, c_puct"),
+        ("mcts:sims=lots", "mcts: sims (simulations per move) must be int, got 'lots'"),
+        ("mcts:sims=0", "sims (simulations per move) must be in [1, 100000]"),
+        ("mcts:sims", "option 'sims' needs a value"),
+        ("mcts:search=alphazero", "search must be one of puct, gumbel"),
+        ("mcts:sims=5,seconds=1", "give sims or seconds, not both"),
+        ("random:sims=3", "random: unknown option 'sims'; options: none"),
+        ("minimax:depth=-1", "depth (plies searched) must be in [1, 10000]"),
+        ("human:x=1", "human: unknown option 'x'"),
+        ("gtp:", "gtp: give the engine's command line"),
+        ("ckpt:", "ckpt: give a run folder"),
+        ("ckpt:runs/x@first", "the step after @ must be a number or 'latest', got 'first'"),
+    ],
+)
 def test_bad_specs_say_what_is_accepted(text, message):
     with pytest.raises(ValueError) as e:
         parse_agent(text, TTT)
@@ -78,19 +81,20 @@ def test_the_game_comes_from_the_flags_or_the_first_checkpoint(tiny_run):
 
 # ---- checkpoints ---------------------------------------------------------------------------------
 def test_checkpoint_agent_takes_search_settings(tiny_run):
-    agent = parse_agent(f"ckpt:{tiny_run}@1,sims=3,eps=0.2,rollout=random,p_r=0.5,lambda=0.25",
-                        TTT)
+    agent = parse_agent(f"ckpt:{tiny_run}@1,sims=3,eps=0.2,rollout=random,p_r=0.5,lambda=0.25", TTT)
     assert agent.batched
     assert jax.tree_util.tree_structure(agent.variables) == jax.tree_util.tree_structure(
-        load_checkpoint(tiny_run, 1)[1])
+        load_checkpoint(tiny_run, 1)[1]
+    )
     spec = agent.search.spec
     assert (spec.num_simulations, spec.evaluator) == (3, "network")
     assert (spec.rollout_policy, spec.rollout_prob, spec.rollout_weight) == ("random", 0.5, 0.25)
     assert agent.search.epsilon == 0.2 and agent.search.rollouts_per_move == 2.0
     latest = parse_agent(f"ckpt:{tiny_run}@latest", TTT)
     assert latest.search.spec.num_simulations == 4  # the run's own setting
-    changed = jax.tree_util.tree_map(lambda a, b: not np.array_equal(a, b), agent.variables,
-                                     latest.variables)
+    changed = jax.tree_util.tree_map(
+        lambda a, b: not np.array_equal(a, b), agent.variables, latest.variables
+    )
     assert any(jax.tree_util.tree_leaves(changed["params"]))  # @1 and @latest (2) differ
     config, variables, step = load_checkpoint(tiny_run)
     assert step == 2 and config.num_filters == 4

@@ -29,8 +29,9 @@ def positions(game, n=40, seed=0):
         plies = jax.random.randint(k_plies, (), 0, game.max_game_length // 2)
 
         def body(i, s):
-            a = jax.random.categorical(jax.random.fold_in(k_play, i),
-                                       jnp.where(game.legal_mask(s), 0.0, -jnp.inf))
+            a = jax.random.categorical(
+                jax.random.fold_in(k_play, i), jnp.where(game.legal_mask(s), 0.0, -jnp.inf)
+            )
             nxt = game.step(s, a.astype(jnp.int32))
             stop = (i >= plies) | game.is_terminal(nxt)
             return jax.tree_util.tree_map(lambda x, y: jnp.where(stop, x, y), s, nxt)
@@ -121,8 +122,9 @@ def test_augment_keeps_each_position_with_its_own_policy():
     obs[:, 0, 0, 0] = 1  # the mover's stone in the corner a1
     policy = np.zeros((64, 9), np.float32)
     policy[:, 0] = 1  # ...and the policy on that same corner
-    batch = symmetry.augment(sym, jax.random.PRNGKey(0),
-                             Batch(jnp.asarray(obs), jnp.asarray(policy), jnp.zeros(64)))
+    batch = symmetry.augment(
+        sym, jax.random.PRNGKey(0), Batch(jnp.asarray(obs), jnp.asarray(policy), jnp.zeros(64))
+    )
     stone = np.asarray(batch.obs)[..., 0].reshape(64, 9).argmax(-1)
     target = np.asarray(batch.policy).argmax(-1)
     np.testing.assert_array_equal(stone, target)  # the policy followed the stone

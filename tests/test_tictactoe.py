@@ -63,8 +63,6 @@ def test_occupied_cell_is_rejected(ttt):
         game.parse_action("b2", s)
 
 
-
-
 def test_tictactoe_matches_openspiel():
     # Same action numbering: row * 3 + col, X (player 0) first.
     stats = compare_with_openspiel(

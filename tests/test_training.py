@@ -17,9 +17,18 @@ from azjax.checkpoint import Checkpointer
 from azjax.replay import Batch
 
 TOY = [
-    "--game=tictactoe", "--batch_games=16", "--num_simulations=4", "--num_blocks=1",
-    "--num_filters=4", "--value_hidden=4", "--train_steps=3", "--train_batch_size=32",
-    "--eval_interval=2", "--eval_games=4", "--checkpoint_interval=2", "--no_progress",
+    "--game=tictactoe",
+    "--batch_games=16",
+    "--num_simulations=4",
+    "--num_blocks=1",
+    "--num_filters=4",
+    "--value_hidden=4",
+    "--train_steps=3",
+    "--train_batch_size=32",
+    "--eval_interval=2",
+    "--eval_games=4",
+    "--checkpoint_interval=2",
+    "--no_progress",
 ]
 
 
@@ -105,8 +114,9 @@ def test_resume_without_a_checkpoint_is_named(tmp_path, capsys):
 
 
 def test_train_step_fits_a_fixed_batch():
-    config = cfg.load("tictactoe",
-                      {"optimizer": "adam", "learning_rate": 0.01, "weight_decay": 0.0})
+    config = cfg.load(
+        "tictactoe", {"optimizer": "adam", "learning_rate": 0.01, "weight_decay": 0.0}
+    )
     game = config.make_game()
     net = network.make_network(config, game)
     variables = network.init_variables(net, game, jax.random.PRNGKey(0))
@@ -129,13 +139,20 @@ def learner_setup():
     """A tiny Tic-Tac-Toe network, its optimizer state, train step and replay sampler."""
     from azjax import loop
 
-    config = cfg.load("tictactoe", {"num_blocks": 1, "num_filters": 4, "value_hidden": 4,
-                                    "optimizer": "adam", "learning_rate": 0.01})
+    config = cfg.load(
+        "tictactoe",
+        {
+            "num_blocks": 1,
+            "num_filters": 4,
+            "value_hidden": 4,
+            "optimizer": "adam",
+            "learning_rate": 0.01,
+        },
+    )
     game = config.make_game()
     net = network.make_network(config, game)
     opt = training.make_optimizer(config, 100)
-    state = training.init_train_state(
-        network.init_variables(net, game, jax.random.PRNGKey(0)), opt)
+    state = training.init_train_state(network.init_variables(net, game, jax.random.PRNGKey(0)), opt)
     step = training.make_train_step(net, opt, config.weight_decay)
     return dict(step=step, state=state, sample=loop.make_sampler(8), game=game)
 
@@ -162,18 +179,24 @@ def test_the_learner_computes_what_one_rolled_scan_computes(learner_setup, per_c
     s = learner_setup
     game = s["game"]
     buffer = replay.init(12, 4, game.observation_shape, game.num_actions)
-    obs = (jax.random.uniform(jax.random.PRNGKey(5), (4,) + game.observation_shape) < 0.3)
+    obs = jax.random.uniform(jax.random.PRNGKey(5), (4,) + game.observation_shape) < 0.3
     for t in range(9):  # nine plies of four games, finished at the last
         buffer = replay.add_step(
-            buffer, obs.astype(jnp.float32), jnp.full((4, game.num_actions), 1 / 9),
-            jnp.full((4,), t % 2), jnp.full((4,), t == 8), jnp.tile(jnp.array([1.0, -1.0]), (4, 1)))
+            buffer,
+            obs.astype(jnp.float32),
+            jnp.full((4, game.num_actions), 1 / 9),
+            jnp.full((4,), t % 2),
+            jnp.full((4,), t == 8),
+            jnp.tile(jnp.array([1.0, -1.0]), (4, 1)),
+        )
     assert int(replay.num_ready(buffer)) == 36
     key = jax.random.PRNGKey(11)
     want_state, want_losses = _old_learner(s["step"], s["sample"], 12)(s["state"], buffer, key)
     learner = training.make_learner(s["step"], s["sample"], 12, per_call=per_call)
     state = jax.tree_util.tree_map(jnp.copy, s["state"])  # the chunk donates it
-    got_state, got_losses = training.learn(learner, jax.jit(learner.chunk, donate_argnums=0),
-                                           state, buffer, key)
+    got_state, got_losses = training.learn(
+        learner, jax.jit(learner.chunk, donate_argnums=0), state, buffer, key
+    )
     chex.assert_trees_all_close(got_state, want_state, rtol=1e-5, atol=1e-6)
     chex.assert_trees_all_close(got_losses, want_losses, rtol=1e-5, atol=1e-6)
     assert int(got_state.step) == 12
@@ -192,9 +215,21 @@ def test_training_waits_for_min_replay(tmp_path):
     workdir = str(tmp_path / "wait")
     flags = [f for f in TOY if not f.startswith("--eval_interval")]
     # 16 games x 9 plies = 144 positions a chunk at most: 200 needs two iterations
-    assert train.main(flags + [f"--workdir={workdir}", "--iterations=3", "--eval_interval=0",
-                               "--min_replay=200", "--selfplay_steps=9", "--augment",
-                               "--opening_plies=2"]) == 0
+    assert (
+        train.main(
+            flags
+            + [
+                f"--workdir={workdir}",
+                "--iterations=3",
+                "--eval_interval=0",
+                "--min_replay=200",
+                "--selfplay_steps=9",
+                "--augment",
+                "--opening_plies=2",
+            ]
+        )
+        == 0
+    )
     rows = _metrics(workdir)
     trained = ["loss/total" in r for r in rows]
     ready = [r["replay_ready"] for r in rows]

@@ -94,7 +94,8 @@ def search_agent(name: str, setup: SearchSetup, variables=None) -> Agent:
 def with_simulations(agent: Agent, simulations: int) -> Agent:
     """The same search agent with another number of simulations per move."""
     setup = dataclasses.replace(
-        agent.search, spec=dataclasses.replace(agent.search.spec, num_simulations=simulations))
+        agent.search, spec=dataclasses.replace(agent.search.spec, num_simulations=simulations)
+    )
     return dataclasses.replace(agent, search=setup, act=setup.make_act())
 
 
@@ -106,8 +107,9 @@ def random_agent(name: str, game: Game) -> Agent:
 def network_apply(config: Config) -> Callable:
     """The network's apply for a run's config; one function per architecture and game, so the
     checkpoints of one run share their compiled searches."""
-    return _apply_for(config.make_game(), config.num_blocks, config.num_filters,
-                      config.value_hidden, config.dtype)
+    return _apply_for(
+        config.make_game(), config.num_blocks, config.num_filters, config.value_hidden, config.dtype
+    )
 
 
 # ---- jit caches ----------------------------------------------------------------------------------
@@ -118,8 +120,9 @@ def _search_act(game: Game, spec: SearchSpec, apply: Callable | None, epsilon: f
 
 @functools.cache
 def _apply_for(game: Game, num_blocks: int, num_filters: int, value_hidden: int, dtype: str):
-    config = Config(num_blocks=num_blocks, num_filters=num_filters, value_hidden=value_hidden,
-                    dtype=dtype)
+    config = Config(
+        num_blocks=num_blocks, num_filters=num_filters, value_hidden=value_hidden, dtype=dtype
+    )
     return make_apply(make_network(config, game))
 
 
@@ -143,8 +146,12 @@ def batch_functions(game: Game) -> BatchFunctions:
 
     @jax.jit
     def status(states):
-        return (jax.vmap(game.is_terminal)(states), jax.vmap(game.current_player)(states),
-                jax.vmap(game.returns)(states))
+        return (
+            jax.vmap(game.is_terminal)(states),
+            jax.vmap(game.current_player)(states),
+            jax.vmap(game.returns)(states),
+        )
 
-    return BatchFunctions(init, jax.jit(jax.vmap(game.step)), status,
-                          jax.jit(jax.vmap(game.legal_mask)))
+    return BatchFunctions(
+        init, jax.jit(jax.vmap(game.step)), status, jax.jit(jax.vmap(game.legal_mask))
+    )

@@ -19,8 +19,16 @@ from games.base import Game
 PROBE_SIMULATIONS = (16, 64)
 
 
-def calibrate(agent: Agent, game: Game, batch: int, key, *, probes=None, tolerance: float = 0.2,
-              refinements: int = 3) -> Agent:
+def calibrate(
+    agent: Agent,
+    game: Game,
+    batch: int,
+    key,
+    *,
+    probes=None,
+    tolerance: float = 0.2,
+    refinements: int = 3,
+) -> Agent:
     """`agent` (with `seconds`) given the simulations whose search of `batch` games at once takes
     about seconds x batch.
 
@@ -36,8 +44,10 @@ def calibrate(agent: Agent, game: Game, batch: int, key, *, probes=None, toleran
         return agent
     budget = setup.seconds * batch
     states = jax.device_get(batch_functions(game).init(batch))  # host arrays, as `play_games` has
-    times = {n: _time_search(with_simulations(agent, n), states, key)
-             for n in probes or PROBE_SIMULATIONS}
+    times = {
+        n: _time_search(with_simulations(agent, n), states, key)
+        for n in probes or PROBE_SIMULATIONS
+    }
     sims = _predict(times, budget)
     for _ in range(refinements):
         if sims in times:
@@ -47,8 +57,9 @@ def calibrate(agent: Agent, game: Game, batch: int, key, *, probes=None, toleran
             break
         sims = _predict(times, budget)
     calibrated = with_simulations(agent, sims)
-    return dataclasses.replace(calibrated,
-                               search=dataclasses.replace(calibrated.search, calibrated=True))
+    return dataclasses.replace(
+        calibrated, search=dataclasses.replace(calibrated.search, calibrated=True)
+    )
 
 
 def _predict(times: dict[int, float], budget: float) -> int:

@@ -25,9 +25,18 @@ from azjax.search import SearchSpec
 from games.base import Game
 
 
-def run_curve(run_dir: str, folder: str, *, games: int, seed: int = 0, sims: int | None = None,
-              mcts_sims: int | None = None, epsilon: float | None = None,
-              game: Game | None = None, log=print) -> dict:
+def run_curve(
+    run_dir: str,
+    folder: str,
+    *,
+    games: int,
+    seed: int = 0,
+    sims: int | None = None,
+    mcts_sims: int | None = None,
+    epsilon: float | None = None,
+    game: Game | None = None,
+    log=print,
+) -> dict:
     """Plays every checkpoint of `run_dir` (`games` games a match); writes curve.json and
     curve.png into `folder` and returns the record. `sims` (default the run's), `mcts_sims`
     (default twice that) and `epsilon` (default the run's eval_epsilon) override; `game`, when
@@ -36,8 +45,10 @@ def run_curve(run_dir: str, folder: str, *, games: int, seed: int = 0, sims: int
     check_curve_options(sims=sims, mcts_sims=mcts_sims, epsilon=epsilon)
     config = read_config(run_dir)  # the latest; raises for a folder without checkpoints
     if game is not None and config.make_game() != game:
-        raise ValueError(f"{run_dir!r} is a {config.game} {dict(config.game_options)} run, "
-                         f"not {game.name} {game.options}")
+        raise ValueError(
+            f"{run_dir!r} is a {config.game} {dict(config.game_options)} run, "
+            f"not {game.name} {game.options}"
+        )
     game = config.make_game()
     apply = network_apply(config)
     spec = SearchSpec.from_config(config, num_simulations=sims or config.num_simulations)
@@ -51,22 +62,44 @@ def run_curve(run_dir: str, folder: str, *, games: int, seed: int = 0, sims: int
     previous = initial_variables(config)
     key = jax.random.PRNGKey(seed)
     rows: list[dict] = []
-    record = dict(run=os.path.abspath(run_dir), game=config.game,
-                  game_options=dict(config.game_options), games=games, seed=seed,
-                  simulations=spec.num_simulations, mcts_simulations=mcts_sims, epsilon=epsilon,
-                  complete=False, curve=rows)
+    record = dict(
+        run=os.path.abspath(run_dir),
+        game=config.game,
+        game_options=dict(config.game_options),
+        games=games,
+        seed=seed,
+        simulations=spec.num_simulations,
+        mcts_simulations=mcts_sims,
+        epsilon=epsilon,
+        complete=False,
+        curve=rows,
+    )
     for step in steps(run_dir):
         _, variables, _ = load_checkpoint(run_dir, step)
         k_mcts, k_prev = jax.random.split(jax.random.fold_in(key, step))
-        m = play_games(game, dataclasses.replace(net, variables=variables), mcts, games,
-                       k_mcts).result
-        p = play_games(game, dataclasses.replace(greedy, variables=variables),
-                       dataclasses.replace(greedy, variables=previous), games, k_prev).result
-        rows.append(dict(step=step, training_games=trained.get(step),
-                         vs_mcts=result_record(m), vs_previous=result_record(p)))
+        m = play_games(
+            game, dataclasses.replace(net, variables=variables), mcts, games, k_mcts
+        ).result
+        p = play_games(
+            game,
+            dataclasses.replace(greedy, variables=variables),
+            dataclasses.replace(greedy, variables=previous),
+            games,
+            k_prev,
+        ).result
+        rows.append(
+            dict(
+                step=step,
+                training_games=trained.get(step),
+                vs_mcts=result_record(m),
+                vs_previous=result_record(p),
+            )
+        )
         _write_atomically(folder, "curve.json", record)  # kept if the curve is interrupted
-        log(f"checkpoint {step}: vs MCTS-{mcts_sims} {m.score:.2f} (W{m.wins} D{m.draws} "
-            f"L{m.losses}), vs previous {p.score:.2f} (W{p.wins} D{p.draws} L{p.losses})")
+        log(
+            f"checkpoint {step}: vs MCTS-{mcts_sims} {m.score:.2f} (W{m.wins} D{m.draws} "
+            f"L{m.losses}), vs previous {p.score:.2f} (W{p.wins} D{p.draws} L{p.losses})"
+        )
         previous = variables
     record["complete"] = True
     plot_curve(record, os.path.join(folder, "curve.png"))
@@ -74,8 +107,7 @@ def run_curve(run_dir: str, folder: str, *, games: int, seed: int = 0, sims: int
     return record
 
 
-def check_curve_options(*, sims: int | None, mcts_sims: int | None,
-                        epsilon: float | None) -> None:
+def check_curve_options(*, sims: int | None, mcts_sims: int | None, epsilon: float | None) -> None:
     """ValueError for --sims or --mcts_sims below 1, or --epsilon outside [0, 1]."""
     for name, value in (("--sims", sims), ("--mcts_sims", mcts_sims)):
         if value is not None and value < 1:

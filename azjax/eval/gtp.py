@@ -66,8 +66,18 @@ ECHO_LIMIT = 40  # characters of a bad argument quoted back in an error
 _NUMBER = re.compile(r"[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
 
 COMMANDS = (
-    "protocol_version", "name", "version", "known_command", "list_commands", "quit",
-    "boardsize", "clear_board", "play", "genmove", "undo", "showboard",
+    "protocol_version",
+    "name",
+    "version",
+    "known_command",
+    "list_commands",
+    "quit",
+    "boardsize",
+    "clear_board",
+    "play",
+    "genmove",
+    "undo",
+    "showboard",
 )
 
 
@@ -95,8 +105,9 @@ class GTPEngine:
     has one, is called by `close`. A negative action resigns: ``genmove`` answers ``resign``.
     """
 
-    def __init__(self, game: Game, make_agent: PlayerFactory, name: str = "azjax",
-                 version: str = "0.1.0"):
+    def __init__(
+        self, game: Game, make_agent: PlayerFactory, name: str = "azjax", version: str = "0.1.0"
+    ):
         self.name, self.version = name, version
         self.make_agent = make_agent
         self.finished = False  # True after `quit`
@@ -203,8 +214,9 @@ class GTPEngine:
         if "size" not in self.game.options:
             if self.game.board_shape != (size, size):
                 shape = "x".join(map(str, self.game.board_shape))
-                raise _Failure(f"unacceptable size: {self.game.name} has no size option "
-                               f"(its board is {shape})")
+                raise _Failure(
+                    f"unacceptable size: {self.game.name} has no size option (its board is {shape})"
+                )
             self._set_game(self.game)
             return ""
         try:
@@ -225,8 +237,10 @@ class GTPEngine:
             action = self.game.parse_action(text)
         except ValueError:
             first, last = self.move_name(0), self.move_name(self.game.num_actions - 1)
-            raise _Failure(f"invalid vertex {_quote(vertex)}: {self.game.name} moves look like "
-                           f"{first} .. {last}") from None
+            raise _Failure(
+                f"invalid vertex {_quote(vertex)}: {self.game.name} moves look like "
+                f"{first} .. {last}"
+            ) from None
         if action not in self.legal_actions():
             if self._implicit_pass:
                 self.cmd_undo([])
@@ -304,19 +318,34 @@ class GTPClient:
     The engine's stderr is kept (the last lines, in ``stderr_tail``) and quoted when it dies.
     """
 
-    def __init__(self, command: str, timeout: float | None = 300.0, cwd: str | None = None,
-                 env: dict | None = None):
+    def __init__(
+        self,
+        command: str,
+        timeout: float | None = 300.0,
+        cwd: str | None = None,
+        env: dict | None = None,
+    ):
         self.command, self.timeout = command, timeout
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._lines: queue.Queue = queue.Queue()
         self.process = subprocess.Popen(
-            shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, bufsize=1, cwd=cwd, env=env,
+            shlex.split(command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            cwd=cwd,
+            env=env,
         )
-        threading.Thread(target=self._pump, args=(self.process.stdout, self._lines.put),
-                         daemon=True).start()
-        threading.Thread(target=self._pump, args=(self.process.stderr, self.stderr_tail.append,
-                                                  False), daemon=True).start()
+        threading.Thread(
+            target=self._pump, args=(self.process.stdout, self._lines.put), daemon=True
+        ).start()
+        threading.Thread(
+            target=self._pump,
+            args=(self.process.stderr, self.stderr_tail.append, False),
+            daemon=True,
+        ).start()
 
     @staticmethod
     def _pump(stream, put, mark_end: bool = True) -> None:
@@ -362,8 +391,10 @@ class GTPClient:
         except queue.Empty:
             self.process.kill()
             self.process.wait()
-            raise GTPTimeout(f"{command!r}: no answer from {self.command!r} within "
-                             f"{self.timeout} s; the engine was killed") from None
+            raise GTPTimeout(
+                f"{command!r}: no answer from {self.command!r} within "
+                f"{self.timeout} s; the engine was killed"
+            ) from None
         if line is None:
             raise self._died(command)
         return line
@@ -374,8 +405,10 @@ class GTPClient:
         except subprocess.TimeoutExpired:
             code = "(still running)"
         tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
-        return GTPError(f"{command!r}: the engine {self.command!r} exited with code {code}; "
-                        f"its stderr ends:\n{tail}")
+        return GTPError(
+            f"{command!r}: the engine {self.command!r} exited with code {code}; "
+            f"its stderr ends:\n{tail}"
+        )
 
     # ---- commands -------------------------------------------------------------------------
     def name(self) -> str:
@@ -469,8 +502,15 @@ def make_gtp_agent(name: str, game: Game, client) -> Agent:
     def observe_move(state, action):
         client.play(colour(state), game.action_to_str(int(action)))
 
-    return Agent(name=name, batched=False, choose=choose, reset=reset, observe_move=observe_move,
-                 close=client.quit, stateful=True)
+    return Agent(
+        name=name,
+        batched=False,
+        choose=choose,
+        reset=reset,
+        observe_move=observe_move,
+        close=client.quit,
+        stateful=True,
+    )
 
 
 # ---- an engine on stdin and stdout ---------------------------------------------------------------

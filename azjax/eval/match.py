@@ -53,8 +53,15 @@ class MatchOutcome:
     a_first: np.ndarray  # bool[N], A played player 0 (black): the first half of the games
 
 
-def play_games(game: Game, a: Agent, b: Agent, num_games: int, key, *,
-               openings: list[tuple[int, ...]] | None = None) -> MatchOutcome:
+def play_games(
+    game: Game,
+    a: Agent,
+    b: Agent,
+    num_games: int,
+    key,
+    *,
+    openings: list[tuple[int, ...]] | None = None,
+) -> MatchOutcome:
     """`num_games` games of A against B; A plays player 0 (black, the first mover from the
     initial position) in the first half of them and player 1 in the second.
 
@@ -80,11 +87,15 @@ def play_games(game: Game, a: Agent, b: Agent, num_games: int, key, *,
         returns, a_first = jax.device_get(match(a.variables, b.variables, k_play, starts))
         seconds = (None, None)
     else:
-        returns, a_first, seconds = _play_loop(game, (a, b), starts, openings, k_play,
-                                               lockstep)
+        returns, a_first, seconds = _play_loop(game, (a, b), starts, openings, k_play, lockstep)
     stats = tuple(_move_stats(x, s) for x, s in zip((a, b), seconds))
-    return MatchOutcome(MatchResult.from_returns(returns, a_first), stats,
-                        time.perf_counter() - t0, np.asarray(returns), np.asarray(a_first))
+    return MatchOutcome(
+        MatchResult.from_returns(returns, a_first),
+        stats,
+        time.perf_counter() - t0,
+        np.asarray(returns),
+        np.asarray(a_first),
+    )
 
 
 def _move_stats(agent: Agent, seconds: float | None) -> MoveStats:
@@ -113,8 +124,9 @@ class _Side:
         if self.act is None:
             out = np.array([self.agent.choose(_take(states, i)) for i in idx], np.int64)
         else:
-            out = np.concatenate([self._batched(states, idx[i:i + self.pad])
-                                  for i in range(0, len(idx), self.pad)])
+            out = np.concatenate(
+                [self._batched(states, idx[i : i + self.pad]) for i in range(0, len(idx), self.pad)]
+            )
         self.seconds += time.perf_counter() - t0
         self.moves += len(idx)
         return out
@@ -156,8 +168,9 @@ def _play_loop(game: Game, agents, starts, openings, key, lockstep: bool):
     returns_a = np.zeros(num_games, np.float32)
     for wave in waves:
         wave_starts = jax.tree_util.tree_map(lambda x, w=wave: x[w], starts)
-        returns_a[wave] = _play_wave(game, players, a_first[wave], wave_starts,
-                                     [openings[i] for i in wave])
+        returns_a[wave] = _play_wave(
+            game, players, a_first[wave], wave_starts, [openings[i] for i in wave]
+        )
     return returns_a, a_first, tuple(p.seconds_per_move for p in players)
 
 
@@ -201,8 +214,9 @@ def _play_wave(game: Game, players, a_first: np.ndarray, states, openings) -> np
 
 
 # ---- evaluate.py match ---------------------------------------------------------------------------
-def run_match(game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0,
-              openings: str = "none") -> dict:
+def run_match(
+    game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0, openings: str = "none"
+) -> dict:
     """The two agents `specs` name play `games` games; writes match.json into `folder` and
     returns the record (`azjax.eval.records.format_match` prints it).
 
@@ -219,13 +233,24 @@ def run_match(game: Game, specs: list[str], folder: str, *, games: int, seed: in
     check_games(games)
     agents = [parse_agent(s, game) for s in specs]
     try:
-        outcome = play_games(game, *agents, games, k_play,
-                             openings=op.both_colours(moves) if openings != "none" else None)
+        outcome = play_games(
+            game,
+            *agents,
+            games,
+            k_play,
+            openings=op.both_colours(moves) if openings != "none" else None,
+        )
     finally:
         for agent in agents:
             agent.close()
-    record = dict(game=game.name, game_options=game.options, games=games, seed=seed,
-                  openings=openings, **outcome_record(specs, outcome))
+    record = dict(
+        game=game.name,
+        game_options=game.options,
+        games=games,
+        seed=seed,
+        openings=openings,
+        **outcome_record(specs, outcome),
+    )
     if openings != "none":
         record["by_opening"] = op.opening_records(game, moves, outcome.returns)
         values = op.perfect_values(game, moves)

@@ -1,7 +1,7 @@
 """Alpha-beta negamax in Python over a game's jitted functions: the `minimax` agent.
 
-    search = Minimax(game, depth=9)
-    search.best_moves(state), search.value(state), search.choose(state)
+search = Minimax(game, depth=9)
+search.best_moves(state), search.value(state), search.choose(state)
 """
 
 from __future__ import annotations
@@ -105,8 +105,9 @@ class Minimax:
         if depth <= 1:
             return 0.0
         child = node.child(action)
-        return -_GAMMA * self._search(_state_key(child), child, depth - 1, -beta / _GAMMA,
-                                      -alpha / _GAMMA)
+        return -_GAMMA * self._search(
+            _state_key(child), child, depth - 1, -beta / _GAMMA, -alpha / _GAMMA
+        )
 
     def _search(self, key: bytes, state, depth: int, alpha: float, beta: float) -> float:
         entry = self.table.get(key)

@@ -47,8 +47,9 @@ def openings(game: Game, text: str, key=None) -> list[tuple[int, ...]]:
     if kind == "all":
         legal = np.asarray(jax.device_get(fns.legal(fns.init(1))))[0]
         return [(int(a),) for a in np.flatnonzero(legal)]
-    rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel()
-                                if key is not None else 0)
+    rng = np.random.default_rng(
+        np.asarray(jax.random.key_data(key)).ravel() if key is not None else 0
+    )
     found: dict[tuple[int, ...], None] = {}
     for _ in range(50 * n):
         if len(found) == n:
@@ -61,8 +62,10 @@ def openings(game: Game, text: str, key=None) -> list[tuple[int, ...]]:
         if not bool(np.asarray(fns.status(state)[0])[0]):  # not already over
             found[tuple(moves)] = None
     if len(found) < n:
-        raise ValueError(f"--openings=random:{n}:{plies}: only {len(found)} distinct positions "
-                         f"of {plies} plies found in {game.name} {game.options}")
+        raise ValueError(
+            f"--openings=random:{n}:{plies}: only {len(found)} distinct positions "
+            f"of {plies} plies found in {game.name} {game.options}"
+        )
     return list(found)
 
 
@@ -94,9 +97,14 @@ def opening_records(game: Game, moves: list[tuple[int, ...]], returns: np.ndarra
     """[{opening: move names, a_as_black: return, a_as_white: return}] of `both_colours`
     games."""
     k = len(moves)
-    return [dict(opening=" ".join(game.action_to_str(a) for a in seq),
-                 a_as_black=float(returns[i]), a_as_white=float(returns[k + i]))
-            for i, seq in enumerate(moves)]
+    return [
+        dict(
+            opening=" ".join(game.action_to_str(a) for a in seq),
+            a_as_black=float(returns[i]),
+            a_as_white=float(returns[k + i]),
+        )
+        for i, seq in enumerate(moves)
+    ]
 
 
 def won_sides(values: list[int], returns: np.ndarray) -> dict:
@@ -115,6 +123,10 @@ def won_sides(values: list[int], returns: np.ndarray) -> dict:
             won += int(w > 0)
         else:  # a drawn opening: the agent should not lose either side
             lost_draws += int(b < 0) + int(w < 0)
-    return dict(won_sides=won, decisive_openings=decisive, drawn_openings=k - decisive,
-                losses_in_drawn_openings=lost_draws,
-                score=won / decisive if decisive else None)
+    return dict(
+        won_sides=won,
+        decisive_openings=decisive,
+        drawn_openings=k - decisive,
+        losses_in_drawn_openings=lost_draws,
+        score=won / decisive if decisive else None,
+    )

@@ -68,10 +68,12 @@ def perfect_agent(game: Game, name: str = "perfect", seed: int = 0) -> Agent:
     if solver is not None:
         from azjax.eval.hex_solver import board_of
 
-        return Agent(name=name, batched=False,
-                     choose=lambda state: solver.choose(board_of(state), rng))
+        return Agent(
+            name=name, batched=False, choose=lambda state: solver.choose(board_of(state), rng)
+        )
     search = _minimax(game, seed)
     if search is None:
-        raise ValueError(f"perfect: no perfect player for {game.name} {game.options}; "
-                         f"supported: {SUPPORTED}")
+        raise ValueError(
+            f"perfect: no perfect player for {game.name} {game.options}; supported: {SUPPORTED}"
+        )
     return Agent(name=name, batched=False, choose=search.choose)

@@ -21,10 +21,13 @@ from azjax.eval.agent import COLOURS, RESIGN, Agent
 from games.base import Game
 
 UNDO, QUIT = -2, -3  # what `ask_move` returns besides an action and RESIGN
-HUMAN_COLOURS = {"first": 0, "second": 1,
-                 **{n: i for i, c in enumerate(COLOURS) for n in (c.name, c.stone.lower())}}
+HUMAN_COLOURS = {
+    "first": 0,
+    "second": 1,
+    **{n: i for i, c in enumerate(COLOURS) for n in (c.name, c.stone.lower())},
+}
 SHOW_LEGAL_UP_TO = 40  # longer lists of legal moves are shown by the `moves` command
-HELP = ("type a move (e.g. {example}), or: {undo}moves (list the legal moves), resign, help, quit")
+HELP = "type a move (e.g. {example}), or: {undo}moves (list the legal moves), resign, help, quit"
 LONGEST_INPUT = 64  # characters: a longer line is not a move, and is not echoed back
 
 
@@ -94,12 +97,14 @@ def show(game: Game, state) -> str:
 
 
 def help_text(game: Game, undo: bool) -> str:
-    return HELP.format(example=game.action_to_str(0),
-                       undo="undo (take back your last move), " if undo else "")
+    return HELP.format(
+        example=game.action_to_str(0), undo="undo (take back your last move), " if undo else ""
+    )
 
 
-def ask_move(game: Game, state, *, read: Callable = input, write: Callable = print,
-             undo: bool = False) -> int:
+def ask_move(
+    game: Game, state, *, read: Callable = input, write: Callable = print, undo: bool = False
+) -> int:
     """Reads lines until the person to move in ``state`` types a legal move (its action),
     ``resign`` (RESIGN), ``undo`` (UNDO, where ``undo`` is allowed) or ``quit`` / the end of input
     (QUIT). ``help`` and ``moves`` are answered here; a bad move is explained and asked again."""
@@ -134,8 +139,9 @@ def ask_move(game: Game, state, *, read: Callable = input, write: Callable = pri
                 write(f"{e}\n(type help for the commands)")
 
 
-def make_human_agent(game: Game, name: str = "human", *, read: Callable = input,
-                     write: Callable = print) -> Agent:
+def make_human_agent(
+    game: Game, name: str = "human", *, read: Callable = input, write: Callable = print
+) -> Agent:
     """The `human` agent of a match: shows the board and asks for a move (`ask_move`); quitting
     resigns the game."""
 
@@ -156,8 +162,9 @@ def result_text(game: Game, state, human: int) -> str:
     return f"game over: {COLOURS[winner].label} wins; {who}"
 
 
-def play_human(game: Game, agent: Callable, human: int, read: Callable = input,
-               write: Callable = print):
+def play_human(
+    game: Game, agent: Callable, human: int, read: Callable = input, write: Callable = print
+):
     """One game between a person (player ``human``) typing at ``read`` and ``agent``.
 
     ``agent(state) -> action`` (negative: it resigns), with an optional ``agent.sync(states,
@@ -208,6 +215,6 @@ def _person_moves(game: Game, history: list, actions: list, human: int, read, wr
         if earlier:
             break
         write("nothing to undo: you have not moved yet")
-    del history[earlier[-1] + 1:], actions[earlier[-1]:]
+    del history[earlier[-1] + 1 :], actions[earlier[-1] :]
     write(f"took back to move {int(history[-1].num_moves) + 1}")
     return UNDO

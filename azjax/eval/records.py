@@ -24,24 +24,39 @@ def result_record(result) -> dict:
 
     def part(wins, draws, losses):
         n = wins + draws + losses
-        return dict(games=n, wins=wins, draws=draws, losses=losses,
-                    win=list(proportion_ci(wins, n)), draw=list(proportion_ci(draws, n)),
-                    loss=list(proportion_ci(losses, n)), score=list(score_ci(wins, draws, losses)))
+        return dict(
+            games=n,
+            wins=wins,
+            draws=draws,
+            losses=losses,
+            win=list(proportion_ci(wins, n)),
+            draw=list(proportion_ci(draws, n)),
+            loss=list(proportion_ci(losses, n)),
+            score=list(score_ci(wins, draws, losses)),
+        )
 
-    return dict(overall=part(result.wins, result.draws, result.losses),
-                first=part(*result.first), second=part(*result.second))
+    return dict(
+        overall=part(result.wins, result.draws, result.losses),
+        first=part(*result.first),
+        second=part(*result.second),
+    )
 
 
 def outcome_record(names, outcome) -> dict:
-    return dict(agents=list(names), result=result_record(outcome.result),
-                per_move={n: dataclasses.asdict(s) for n, s in zip("AB", outcome.stats)},
-                wall_seconds=round(outcome.wall_seconds, 2))
+    return dict(
+        agents=list(names),
+        result=result_record(outcome.result),
+        per_move={n: dataclasses.asdict(s) for n, s in zip("AB", outcome.stats)},
+        wall_seconds=round(outcome.wall_seconds, 2),
+    )
 
 
 def format_match(record: dict) -> str:
     a, b = record["agents"]
-    lines = [f"A = {a}\nB = {b}",
-             f"{'A moved':<10}{'games':>6}  {'win':<13}{'draw':<13}{'loss':<13}score"]
+    lines = [
+        f"A = {a}\nB = {b}",
+        f"{'A moved':<10}{'games':>6}  {'win':<13}{'draw':<13}{'loss':<13}score",
+    ]
     for part in ("first", "second", "overall"):
         r = record["result"][part]
         cells = "".join(f"{r[k][0]:.2f} ± {r[k][1]:.2f}  " for k in ("win", "draw", "loss"))
@@ -49,28 +64,38 @@ def format_match(record: dict) -> str:
     lines.append(format_per_move(record["per_move"], {"A": a, "B": b}))
     if record.get("openings", "none") != "none":
         n = len(record["by_opening"])
-        lines.append(f"openings: {record['openings']}, {n} of them, each played with both colours "
-                     "(A moved first = A played black)")
+        lines.append(
+            f"openings: {record['openings']}, {n} of them, each played with both colours "
+            "(A moved first = A played black)"
+        )
     perfect = record.get("vs_perfect_play")
     if perfect is not None:
-        lines.append(f"won sides: A won {perfect['won_sides']} of the "
-                     f"{perfect['decisive_openings']} openings' won sides (a perfect player "
-                     "wins all)"
-                     + (f"; lost {perfect['losses_in_drawn_openings']} games of "
-                        f"{perfect['drawn_openings']} drawn openings"
-                        if perfect["drawn_openings"] else ""))
+        lines.append(
+            f"won sides: A won {perfect['won_sides']} of the "
+            f"{perfect['decisive_openings']} openings' won sides (a perfect player "
+            "wins all)"
+            + (
+                f"; lost {perfect['losses_in_drawn_openings']} games of "
+                f"{perfect['drawn_openings']} drawn openings"
+                if perfect["drawn_openings"]
+                else ""
+            )
+        )
     return "\n".join(lines)
 
 
 def format_per_move(per_move: dict, names: dict) -> str:
     """Simulations, rollouts and seconds per move (seed 000 Table 5.6); '-' where not known."""
+
     def cell(v, fmt):
         return "-" if v is None else format(v, fmt)
 
     lines = [f"{'per move':<10}{'sims':>8}{'rollouts':>10}{'s/move':>10}{'budget s':>10}"]
     for key, s in per_move.items():
-        lines.append(f"{key:<10}{cell(s['simulations'], 'd'):>8}{cell(s['rollouts'], '.1f'):>10}"
-                     f"{cell(s['seconds'], '.4f'):>10}{cell(s['budget'], '.4f'):>10}  {names[key]}")
+        lines.append(
+            f"{key:<10}{cell(s['simulations'], 'd'):>8}{cell(s['rollouts'], '.1f'):>10}"
+            f"{cell(s['seconds'], '.4f'):>10}{cell(s['budget'], '.4f'):>10}  {names[key]}"
+        )
     return "\n".join(lines)
 
 
@@ -79,8 +104,11 @@ def format_tournament(record: dict) -> str:
     lines = ["win ratio (row against column, wins + draws/2):"]
     lines.append(" " * 4 + "".join(f"{j:>7}" for j in range(len(names))))
     for i, row in enumerate(record["win_ratio"]):
-        lines.append(f"{i:>3} " + "".join(f"{'-' if v is None else f'{v:.2f}':>7}" for v in row)
-                     + f"  {names[i]}")
+        lines.append(
+            f"{i:>3} "
+            + "".join(f"{'-' if v is None else f'{v:.2f}':>7}" for v in row)
+            + f"  {names[i]}"
+        )
     lines.append("Elo (maximum likelihood, mean 0, ± 95%):")
     if record["elo_prior_draws"]:
         lines.append("  (some agent won or lost every game: one virtual draw added to every pair)")
@@ -124,15 +152,23 @@ def plot_heatmap(record: dict, path: str, title: str | None = None) -> None:
     for i in range(len(names)):
         for j in range(len(names)):
             if not np.isnan(ratio[i, j]):
-                ax.text(j, i, f"{ratio[i, j]:.2f}", ha="center", va="center",
-                        color="white" if ratio[i, j] < 0.5 else "black", fontsize=9)
+                ax.text(
+                    j,
+                    i,
+                    f"{ratio[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    color="white" if ratio[i, j] < 0.5 else "black",
+                    fontsize=9,
+                )
     ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.set_xlabel("opponent")
     ax.set_ylabel("agent")
     fig.colorbar(image, ax=ax, label="(wins + draws/2) / games")
-    ax.set_title(title or f"{record['game']}: {record['games_per_pair']} games per pair",
-                 fontsize=10)
+    ax.set_title(
+        title or f"{record['game']}: {record['games_per_pair']} games per pair", fontsize=10
+    )
     fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
 
@@ -145,19 +181,24 @@ def plot_curve(record: dict, path: str) -> None:
     x = [r["training_games"] if use_games else r["step"] for r in rows]
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
     for name, colour, label in (
-            ("vs_mcts", "tab:blue", f"vs pure MCTS ({record['mcts_simulations']} sims)"),
-            ("vs_previous", "tab:red", f"vs previous checkpoint (ε = {record['epsilon']})")):
+        ("vs_mcts", "tab:blue", f"vs pure MCTS ({record['mcts_simulations']} sims)"),
+        ("vs_previous", "tab:red", f"vs previous checkpoint (ε = {record['epsilon']})"),
+    ):
         score = np.array([r[name]["overall"]["score"][0] for r in rows])
         half = np.array([r[name]["overall"]["score"][1] for r in rows])
         ax.plot(x, score, "o-", color=colour, ms=3, label=label)
-        ax.fill_between(x, np.clip(score - half, 0, 1), np.clip(score + half, 0, 1),
-                        color=colour, alpha=0.15)
+        ax.fill_between(
+            x, np.clip(score - half, 0, 1), np.clip(score + half, 0, 1), color=colour, alpha=0.15
+        )
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax.set_ylim(0, 1)
     ax.set_xlabel("self-play games" if use_games else "iteration")
     ax.set_ylabel("win ratio (wins + draws/2)")
-    ax.set_title(f"{record['game']} {record['game_options']}: {record['simulations']} sims, "
-                 f"{record['games']} games per point", fontsize=9)
+    ax.set_title(
+        f"{record['game']} {record['game_options']}: {record['simulations']} sims, "
+        f"{record['games']} games per point",
+        fontsize=9,
+    )
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=90)

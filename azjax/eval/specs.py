@@ -60,7 +60,7 @@ _OPTIONS: dict[str, tuple] = {
 
 KINDS = {
     "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel,c_puct=..,considered=..,"
-            "rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]",
+    "rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]",
     "mcts": "mcts[:sims=..,search=..,c_puct=..,considered=..,eps=..,seconds=..]",
     "random": "random",
     "minimax": "minimax[:depth=D,seed=S]",
@@ -74,8 +74,16 @@ KINDS = {
 def parse_agent(text: str, game: Game) -> Agent:
     """The agent a spec names, for `game`; ValueError naming the kinds or options on bad specs."""
     kind, _, rest = text.strip().partition(":")
-    builders = {"ckpt": _ckpt, "mcts": _mcts, "random": _random, "minimax": _minimax,
-                "perfect": _perfect, "spiel": _spiel, "human": _human, "gtp": _gtp}
+    builders = {
+        "ckpt": _ckpt,
+        "mcts": _mcts,
+        "random": _random,
+        "minimax": _minimax,
+        "perfect": _perfect,
+        "spiel": _spiel,
+        "human": _human,
+        "gtp": _gtp,
+    }
     if kind not in builders:
         raise ValueError(f"unknown agent {text!r}; agents: {'; '.join(KINDS.values())}")
     return builders[kind](game, rest, text.strip())
@@ -89,8 +97,10 @@ def parse_options(kind: str, text: str, accepted: tuple[str, ...]) -> dict[str, 
             continue
         name, eq, value = (s.strip() for s in item.partition("="))
         if name not in accepted:
-            raise ValueError(f"{kind}: unknown option {name!r}; options: "
-                             f"{', '.join(accepted) or 'none'} (spec: {KINDS[kind]})")
+            raise ValueError(
+                f"{kind}: unknown option {name!r}; options: "
+                f"{', '.join(accepted) or 'none'} (spec: {KINDS[kind]})"
+            )
         if not eq or not value:
             raise ValueError(f"{kind}: option {name!r} needs a value ({name}=...)")
         out[name] = _convert(kind, name, value)
@@ -106,8 +116,9 @@ def _convert(kind: str, name: str, text: str) -> Any:
     try:
         value = kind_of(text)
     except ValueError:
-        raise ValueError(f"{kind}: {name} ({help_}) must be {kind_of.__name__}, got {text!r}") \
-            from None
+        raise ValueError(
+            f"{kind}: {name} ({help_}) must be {kind_of.__name__}, got {text!r}"
+        ) from None
     if not low <= value <= high:
         raise ValueError(f"{kind}: {name} ({help_}) must be in [{low}, {high}], got {text!r}")
     return value
@@ -115,9 +126,15 @@ def _convert(kind: str, name: str, text: str) -> Any:
 
 def _spec_overrides(opts: dict[str, Any]) -> dict[str, Any]:
     """SearchSpec fields from agent options."""
-    names = {"sims": "num_simulations", "search": "search", "c_puct": "c_puct",
-             "considered": "max_considered_actions", "rollout": "rollout_policy",
-             "p_r": "rollout_prob", "lambda": "rollout_weight"}
+    names = {
+        "sims": "num_simulations",
+        "search": "search",
+        "c_puct": "c_puct",
+        "considered": "max_considered_actions",
+        "rollout": "rollout_policy",
+        "p_r": "rollout_prob",
+        "lambda": "rollout_weight",
+    }
     return {names[k]: v for k, v in opts.items() if k in names}
 
 
@@ -146,34 +163,41 @@ def _mcts(game: Game, rest: str, name: str) -> Agent:
 def _ckpt(game: Game, rest: str, name: str) -> Agent:
     location, _, option_text = rest.partition(",")
     path, step = parse_checkpoint_location(location)
-    opts = parse_options("ckpt", option_text,
-                         _SEARCH_OPTIONS[:-2] + ("rollout", "p_r", "lambda", "eps", "seconds"))
+    opts = parse_options(
+        "ckpt", option_text, _SEARCH_OPTIONS[:-2] + ("rollout", "p_r", "lambda", "eps", "seconds")
+    )
     _check_sims_or_seconds("ckpt", opts)
     check_run_folder(path)
     config = read_config(path, step)
     if config.make_game() != game:
-        raise ValueError(f"{name}: checkpoint {'latest' if step is None else step} of {path!r} "
-                         f"is for {config.game} {dict(config.game_options)}, but the games here "
-                         f"are {game.name} {game.options}")
+        raise ValueError(
+            f"{name}: checkpoint {'latest' if step is None else step} of {path!r} "
+            f"is for {config.game} {dict(config.game_options)}, but the games here "
+            f"are {game.name} {game.options}"
+        )
     config, variables, step = load_checkpoint(path, step)
     spec = SearchSpec.from_config(config, **_spec_overrides(opts))
     if spec.rollout_policy != "none" and spec.rollout_prob == 0:
         raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (p_r is 0)")
     if spec.rollout_policy == "none" and spec.rollout_prob > 0:
-        raise ValueError(f"{name}: p_r={spec.rollout_prob} needs rollout=random or "
-                         "rollout=policy (the rollout policy is none)")
-    setup = SearchSetup(game, spec, network_apply(config), opts.get("eps", 0.0),
-                        opts.get("seconds"))
+        raise ValueError(
+            f"{name}: p_r={spec.rollout_prob} needs rollout=random or "
+            "rollout=policy (the rollout policy is none)"
+        )
+    setup = SearchSetup(
+        game, spec, network_apply(config), opts.get("eps", 0.0), opts.get("seconds")
+    )
     return search_agent(name, setup, variables)
 
 
 def _minimax(game: Game, rest: str, name: str) -> Agent:
     opts = parse_options("minimax", rest, ("depth", "seed"))
     if "depth" not in opts and game.max_game_length > FULL_DEPTH_LIMIT:
-        raise ValueError(f"minimax: give depth=D for {game.name} {game.options}: the whole game "
-                         f"({game.max_game_length} plies) is too deep to search in Python")
-    search = Minimax(game, depth=opts.get("depth", game.max_game_length),
-                     seed=opts.get("seed", 0))
+        raise ValueError(
+            f"minimax: give depth=D for {game.name} {game.options}: the whole game "
+            f"({game.max_game_length} plies) is too deep to search in Python"
+        )
+    search = Minimax(game, depth=opts.get("depth", game.max_game_length), seed=opts.get("seed", 0))
     return Agent(name=name, batched=False, choose=search.choose)
 
 
@@ -188,8 +212,9 @@ def _spiel(game: Game, rest: str, name: str) -> Agent:
     from azjax.eval.spiel import spiel_mcts_agent
 
     opts = parse_options("spiel", rest, ("sims", "c", "seed"))
-    return spiel_mcts_agent(game, name, sims=opts.get("sims", 1000), c=opts.get("c", 1.4),
-                            seed=opts.get("seed", 0))
+    return spiel_mcts_agent(
+        game, name, sims=opts.get("sims", 1000), c=opts.get("c", 1.4), seed=opts.get("seed", 0)
+    )
 
 
 def _human(game: Game, rest: str, name: str) -> Agent:
@@ -202,8 +227,10 @@ def _gtp(game: Game, rest: str, name: str) -> Agent:
     if len(command) >= 2 and command[0] == command[-1] and command[0] in "\"'":
         command = command[1:-1].strip()
     if not command:
-        raise ValueError(f'gtp: give the engine\'s command line, e.g. gtp:"python play.py --gtp '
-                         f'--game={game.name} --agent=random"')
+        raise ValueError(
+            f"gtp: give the engine's command line, e.g. gtp:\"python play.py --gtp "
+            f'--game={game.name} --agent=random"'
+        )
     try:
         client = GTPClient(command)
     except OSError as e:

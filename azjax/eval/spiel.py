@@ -29,12 +29,15 @@ def spiel_game_string(game: Game) -> str:
         return "connect_four"
     if game.name == "tictactoe":
         return "tic_tac_toe"
-    raise ValueError(f"spiel: OpenSpiel has no {game.name} {opts} (it has Hex of any size, "
-                     "8x8 Othello, 6x7 Connect Four and Tic-Tac-Toe)")
+    raise ValueError(
+        f"spiel: OpenSpiel has no {game.name} {opts} (it has Hex of any size, "
+        "8x8 Othello, 6x7 Connect Four and Tic-Tac-Toe)"
+    )
 
 
-def spiel_mcts_agent(game: Game, name: str, *, sims: int, c: float = 1.4, seed: int = 0,
-                     rollouts: int = 1) -> Agent:
+def spiel_mcts_agent(
+    game: Game, name: str, *, sims: int, c: float = 1.4, seed: int = 0, rollouts: int = 1
+) -> Agent:
     """A stateful agent playing OpenSpiel's MCTSBot with `sims` simulations per move."""
     try:
         import pyspiel
@@ -46,8 +49,9 @@ def spiel_mcts_agent(game: Game, name: str, *, sims: int, c: float = 1.4, seed: 
 
     def reset():
         evaluator = pyspiel.RandomRolloutEvaluator(rollouts, int(rng.integers(2**31)))
-        box["bot"] = pyspiel.MCTSBot(spiel_game, evaluator, c, sims, 1000, False,
-                                     int(rng.integers(2**31)), False)
+        box["bot"] = pyspiel.MCTSBot(
+            spiel_game, evaluator, c, sims, 1000, False, int(rng.integers(2**31)), False
+        )
         box["state"] = spiel_game.new_initial_state()
 
     def observe_move(state, action):
@@ -60,5 +64,11 @@ def spiel_mcts_agent(game: Game, name: str, *, sims: int, c: float = 1.4, seed: 
         box["state"].apply_action(action)
         return int(action)
 
-    return Agent(name=name, batched=False, choose=choose, reset=reset,
-                 observe_move=observe_move, stateful=True)
+    return Agent(
+        name=name,
+        batched=False,
+        choose=choose,
+        reset=reset,
+        observe_move=observe_move,
+        stateful=True,
+    )

@@ -57,8 +57,13 @@ class Ratings:
     prior_draws: float  # virtual draws added to every pair that played
 
 
-def elo(points: np.ndarray, games: np.ndarray, prior_draws: float = 0.0,
-        max_iter: int = 100, tol: float = 1e-10) -> Ratings:
+def elo(
+    points: np.ndarray,
+    games: np.ndarray,
+    prior_draws: float = 0.0,
+    max_iter: int = 100,
+    tol: float = 1e-10,
+) -> Ratings:
     """Maximum-likelihood Elo ratings of P players.
 
     points: float[P, P], points[i, j] = wins + draws / 2 of i against j (all games between them);
@@ -72,9 +77,11 @@ def elo(points: np.ndarray, games: np.ndarray, prior_draws: float = 0.0,
     if num < 2:
         return Ratings(np.zeros(num), np.zeros(num), 0, prior_draws)
     if not is_connected(s, n):
-        raise ValueError("Elo: the maximum-likelihood ratings are infinite (some player won or "
-                         "lost every game against the others, or players form separate groups); "
-                         "add virtual draws (prior_draws > 0)")
+        raise ValueError(
+            "Elo: the maximum-likelihood ratings are infinite (some player won or "
+            "lost every game against the others, or players form separate groups); "
+            "add virtual draws (prior_draws > 0)"
+        )
     theta = np.zeros(num)  # logistic scale, theta[0] = 0
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 (`it` is reported after the loop)
@@ -89,8 +96,12 @@ def elo(points: np.ndarray, games: np.ndarray, prior_draws: float = 0.0,
     cov[1:, 1:] = np.linalg.inv(info[1:, 1:])
     centre = np.eye(num) - 1.0 / num
     cov = centre @ cov @ centre.T
-    return Ratings(ELO_PER_NAT * (theta - theta.mean()),
-                   ELO_PER_NAT * np.sqrt(np.maximum(np.diag(cov), 0.0)), it, prior_draws)
+    return Ratings(
+        ELO_PER_NAT * (theta - theta.mean()),
+        ELO_PER_NAT * np.sqrt(np.maximum(np.diag(cov), 0.0)),
+        it,
+        prior_draws,
+    )
 
 
 def _gradient_information(theta, s, n):

@@ -1,7 +1,7 @@
 """Round-robin tournaments: every pair of agents plays, then a win-ratio matrix and Elo ratings.
 
-    record = round_robin(game, names, agents, 20, key)         # experiment 2
-    record = run_tournament(game, specs, folder, games=20)     # evaluate.py tournament
+record = round_robin(game, names, agents, 20, key)         # experiment 2
+record = run_tournament(game, specs, folder, games=20)     # evaluate.py tournament
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from azjax.eval.stats import Z95, elo, is_connected
 from games.base import Game
 
 
-def run_tournament(game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0,
-                   log=print) -> dict:
+def run_tournament(
+    game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0, log=print
+) -> dict:
     """The agents `specs` name in a round robin of `games` games per pair; writes
     tournament.json and win_ratio.png into `folder` and returns the record."""
     check_games(games)
@@ -28,8 +29,9 @@ def run_tournament(game: Game, specs: list[str], folder: str, *, games: int, see
         raise ValueError("tournament: give at least two agents")
     agents = [parse_agent(s, game) for s in specs]
     try:
-        record = round_robin(game, unique_names(specs), agents, games, jax.random.PRNGKey(seed),
-                             log=log)
+        record = round_robin(
+            game, unique_names(specs), agents, games, jax.random.PRNGKey(seed), log=log
+        )
     finally:
         for agent in agents:
             agent.close()
@@ -39,8 +41,7 @@ def run_tournament(game: Game, specs: list[str], folder: str, *, games: int, see
     return record
 
 
-def round_robin(game: Game, names: list[str], agents: list, num_games: int, key,
-                log=None) -> dict:
+def round_robin(game: Game, names: list[str], agents: list, num_games: int, key, log=None) -> dict:
     """Every pair of `agents` (called `names`) plays `num_games` games, colours alternating.
 
     `seconds` agents are calibrated once, for the batch every match plays. Returns the record
@@ -59,10 +60,18 @@ def round_robin(game: Game, names: list[str], agents: list, num_games: int, key,
             points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
             played[i, j] = played[j, i] = r.games
             matches.append(outcome_record((names[i], names[j]), outcome))
-            log(f"{names[i]} vs {names[j]}: W{r.wins} D{r.draws} L{r.losses} "
-                f"({outcome.wall_seconds:.1f} s)")
-    return dict(game=game.name, game_options=game.options, games_per_pair=num_games,
-                agents=list(names), matches=matches, **tournament_summary(names, points, played))
+            log(
+                f"{names[i]} vs {names[j]}: W{r.wins} D{r.draws} L{r.losses} "
+                f"({outcome.wall_seconds:.1f} s)"
+            )
+    return dict(
+        game=game.name,
+        game_options=game.options,
+        games_per_pair=num_games,
+        agents=list(names),
+        matches=matches,
+        **tournament_summary(names, points, played),
+    )
 
 
 def unique_names(specs: list[str]) -> list[str]:
@@ -87,7 +96,9 @@ def tournament_summary(names, points: np.ndarray, played: np.ndarray) -> dict:
         ratio = np.where(played > 0, points / played, np.nan)
     return dict(
         win_ratio=[[None if np.isnan(v) else float(v) for v in row] for row in ratio],
-        elo={n: dict(elo=float(e), stderr=float(s), ci95=float(Z95 * s))
-             for n, e, s in zip(names, ratings.elo, ratings.stderr)},
+        elo={
+            n: dict(elo=float(e), stderr=float(s), ci95=float(Z95 * s))
+            for n, e, s in zip(names, ratings.elo, ratings.stderr)
+        },
         elo_prior_draws=prior,
     )
