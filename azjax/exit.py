@@ -44,7 +44,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import mctx
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
@@ -53,7 +52,7 @@ from azjax.checkpoint import RunState, init_run
 from azjax.config import Config
 from azjax.loop import VARIETY_PLIES, Iteration, count_distinct, make_sampler
 from azjax.network import init_variables, make_apply, make_network
-from azjax.search import SearchSpec, make_evaluator, make_rollout
+from azjax.search import make_evaluator, make_model
 from azjax.selection import uct_policy
 from azjax.selfplay import init_states
 from games.base import Game
@@ -113,56 +112,16 @@ def make_expert(game: Game, spec: ExpertSpec, apply: Callable | None) -> Callabl
     Follows search.py's conventions: values from the player to move, discount -1 between plies
     and 0 after the end (an illegal move, which the tree policy never picks, ends as a loss).
     """
-    evaluate = make_evaluator(game, spec.evaluator, apply)
-    rollout = None
-    if spec.rollout_policy != "none" and spec.rollout_prob > 0:
-        rollout = make_rollout(
-            game,
-            SearchSpec(rollout_policy=spec.rollout_policy, rollout_sample=spec.rollout_sample),
-            apply,
-        )
-
-    def leaf_value(variables, key, states, value):
-        if rollout is None:
-            return value
-        k_coin, k_roll = jax.random.split(key)
-        z = rollout(variables, k_roll, states)
-        rolled = jax.random.bernoulli(k_coin, spec.rollout_prob, value.shape)
-        blended = (1.0 - spec.rollout_weight) * value + spec.rollout_weight * z
-        return jnp.where(rolled, blended, value)
-
-    def recurrent_fn(variables, key, action, states):
-        actor = jax.vmap(game.current_player)(states)
-        was_legal = jnp.take_along_axis(jax.vmap(game.legal_mask)(states), action[:, None], axis=1)[
-            :, 0
-        ]
-        nxt = jax.vmap(game.step)(states, action)
-        reward = jnp.take_along_axis(jax.vmap(game.returns)(nxt), actor[:, None], axis=1)[:, 0]
-        reward = jnp.where(was_legal, reward, -1.0)
-        done = jax.vmap(game.is_terminal)(nxt) | ~was_legal
-        logits, value = evaluate(variables, nxt)
-        value = leaf_value(variables, key, nxt, value)
-        out = mctx.RecurrentFnOutput(
-            reward=reward,
-            discount=jnp.where(done, 0.0, -1.0),
-            prior_logits=logits,
-            value=jnp.where(done, 0.0, value),
-        )
-        return out, nxt
+    model = make_model(game, spec, apply)
 
     def expert(variables, key, states):
         k_root, k_search = jax.random.split(key)
-        logits, value = evaluate(variables, states)
-        root = mctx.RootFnOutput(
-            prior_logits=logits,
-            value=leaf_value(variables, k_root, states, value),
-            embedding=states,
-        )
+        root = model.root_fn(variables, k_root, states)
         return uct_policy(
             variables,
             k_search,
             root,
-            recurrent_fn,
+            model.recurrent_fn,
             spec.num_simulations,
             invalid_actions=~jax.vmap(game.legal_mask)(states),
             c_uct=spec.c_uct,

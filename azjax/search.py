@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -141,11 +142,17 @@ def make_rollout(game: Game, spec: SearchSpec, apply: Callable | None) -> Callab
     raise ValueError(f"no rollout for rollout_policy={spec.rollout_policy!r}")
 
 
-def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> Callable:
-    """search(variables, key, states[B]) -> mctx.PolicyOutput over the B states.
+class Model(NamedTuple):
+    """What mctx calls back: the root's evaluation and one step of the game below it."""
 
-    `apply(variables, obs) -> (logits, value)` is the network, needed when the spec uses it.
-    """
+    root_fn: Callable  # (variables, key, states[B]) -> mctx.RootFnOutput
+    recurrent_fn: Callable  # (variables, key, action[B], states[B]) -> (RecurrentFnOutput, states)
+
+
+def make_model(game: Game, spec, apply: Callable | None = None) -> Model:
+    """The root and recurrent functions of a search whose leaves `spec` evaluates (its
+    `evaluator`, `rollout_policy`, `rollout_prob`, `rollout_weight`, `rollout_sample`: a
+    SearchSpec, or Expert Iteration's ExpertSpec); see the module doc."""
     evaluate = make_evaluator(game, spec.evaluator, apply)
     rollout = None
     if spec.rollout_policy != "none" and spec.rollout_prob > 0:
@@ -186,6 +193,16 @@ def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> 
             value=jnp.where(done, 0.0, value),
         )
         return out, nxt
+
+    return Model(root_fn, recurrent_fn)
+
+
+def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> Callable:
+    """search(variables, key, states[B]) -> mctx.PolicyOutput over the B states.
+
+    `apply(variables, obs) -> (logits, value)` is the network, needed when the spec uses it.
+    """
+    root_fn, recurrent_fn = make_model(game, spec, apply)
 
     def search(variables, key, states):
         k_root, k_search = jax.random.split(key)

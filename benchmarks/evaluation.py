@@ -22,25 +22,10 @@ from azjax import loop, parallel
 from azjax.arena import make_match, make_search_agent
 from azjax.network import make_apply, make_network
 from azjax.search import SearchSpec
+from configs.cpu import CPU_SCALE
 
-RECIPE = dict(
-    size=6,
-    search="gumbel",
-    num_blocks=2,
-    num_filters=32,
-    value_hidden=32,
-    num_simulations=32,
-    batch_games=128,
-    replay_games=1000,
-    train_batch_size=256,
-    train_steps=30,
-    optimizer="adam",
-    learning_rate=0.003,
-    weight_decay=0.0001,
-    eval_games=64,
-    eval_interval=10,
-    min_replay=1,
-)
+# configs/cpu.py's recipe on 6x6 Hex, evaluating as the training loop does by default
+RECIPE = dict(CPU_SCALE, size=6, eval_games=64, eval_interval=10, min_replay=1)
 
 
 def _best(fn, repeats: int) -> float:

@@ -24,20 +24,9 @@ import jax.numpy as jnp
 
 from azjax import config as cfg
 from azjax import loop, network, replay, training
+from configs.cpu import CPU_SCALE
 
-# The CPU recipe of docs/experiments.md (experiments.experiment1's CPU_SCALE), 6x6 Hex.
-RECIPE = dict(
-    size=6,
-    search="gumbel",
-    num_blocks=2,
-    num_filters=32,
-    value_hidden=32,
-    train_batch_size=256,
-    train_steps=30,
-    optimizer="adam",
-    learning_rate=0.003,
-    weight_decay=0.0001,
-)
+RECIPE = dict(CPU_SCALE, size=6)  # configs/cpu.py's recipe on 6x6 Hex
 
 
 def filled_buffer(game, key, games: int = 64):

@@ -45,6 +45,7 @@ from azjax import (
 )
 from azjax.eval import training_games
 from azjax.loop import evaluation_matches
+from configs.cpu import cpu_recipe
 from experiments.common import (
     Log,
     checkpoint_steps,
@@ -54,31 +55,13 @@ from experiments.common import (
     wilson,
 )
 
-# CPU scale: a small network, 128 games in lock-step, Adam, Gumbel search (at 32 simulations
-# it learned far faster than PUCT here: docs/experiments.md); the rest from configs/<game>.
-CPU_SCALE = dict(
-    search="gumbel",
-    num_blocks=2,
-    num_filters=32,
-    value_hidden=32,
-    num_simulations=32,  # self-play and the curve; the final matches use 50 (--final_simulations)
-    batch_games=128,
-    replay_games=1000,
-    train_batch_size=256,
-    train_steps=30,
-    optimizer="adam",
-    learning_rate=0.003,
-    weight_decay=0.0001,
-    iterations=1000,  # the time budget (--minutes) stops the run
-    checkpoint_interval=5,
-)
-# Hex at CPU scale starts games from random openings of 0..2 plies: without them self-play learns
-# one line (docs/experiments.md, "Every opening"). Not measured on Othello yet, so not used there.
-CPU_SCALE_BY_GAME = {"hex": dict(opening_plies=2)}
+# CPU scale: configs/cpu.py's recipe, run by the time budget (--minutes); self-play and the
+# curve use its 32 simulations, the final matches 50 (--final_simulations).
+CPU_RUN = dict(iterations=1000, checkpoint_interval=5)
 
 
 def make_config(game: str, full: bool, minutes: float, overrides: dict):
-    base = {} if full else {**CPU_SCALE, **CPU_SCALE_BY_GAME.get(game, {})}
+    base = {} if full else {**cpu_recipe(game), **CPU_RUN}
     base.update(eval_interval=0)  # this script evaluates the checkpoints afterwards
     if minutes:
         base["time_budget"] = minutes

@@ -1,0 +1,29 @@
+"""The CPU recipe: what trains well on a 2-core CPU, over any game's defaults (docs/experiments.md).
+
+A small network, 128 games in lock-step, Adam, Gumbel search (at 32 simulations it learned far
+faster than PUCT here). Used by `experiments.experiment1` at CPU scale and by the benchmarks.
+"""
+
+CPU_SCALE = dict(
+    search="gumbel",
+    num_blocks=2,
+    num_filters=32,
+    value_hidden=32,
+    num_simulations=32,
+    batch_games=128,
+    replay_games=1000,
+    train_batch_size=256,
+    train_steps=30,
+    optimizer="adam",
+    learning_rate=0.003,
+    weight_decay=0.0001,
+)
+
+# Hex at CPU scale starts games from random openings of 0..2 plies: without them self-play learns
+# one line (docs/experiments.md, "Every opening"). Not measured on Othello yet, so not used there.
+CPU_SCALE_BY_GAME = {"hex": dict(opening_plies=2)}
+
+
+def cpu_recipe(game: str) -> dict:
+    """The CPU recipe's overrides for `game`."""
+    return {**CPU_SCALE, **CPU_SCALE_BY_GAME.get(game, {})}
