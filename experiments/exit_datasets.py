@@ -36,7 +36,7 @@ from azjax.checkpoint import load_checkpoint, steps
 from azjax.eval.agent import network_apply, random_agent
 from azjax.eval.stats import elo
 from azjax.exit import ExpertSpec
-from experiments.common import Log
+from experiments.common import Log, write_results
 from experiments.exit_common import expert_agent, greedy_agent, opening_match
 
 METHODS = {  # name: config overrides (on top of the scale's)
@@ -216,20 +216,15 @@ def main(argv=None) -> int:
             )
         )
     plot(table, os.path.join(args.out, "elo.png"), anchor_elo)
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(
-            dict(
-                command="python -m experiments.exit_datasets " + " ".join(argv),
-                args=vars(args),
-                anchors=anchor_elo,
-                checkpoints=points,
-                table=table,
-                seconds=round(time.time() - t0, 1),
-            ),
-            f,
-            indent=2,
-        )
-    log(f"wall time {time.time() - t0:.0f} s; results in {args.out}")
+    results = dict(
+        command="python -m experiments.exit_datasets " + " ".join(argv),
+        args=vars(args),
+        anchors=anchor_elo,
+        checkpoints=points,
+        table=table,
+        seconds=round(time.time() - t0, 1),
+    )
+    write_results(args, results, log)
     return 0
 
 

@@ -21,7 +21,6 @@ Writes <out>/results.json and <out>/log.txt (default runs/exit_targets).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -35,7 +34,7 @@ from azjax import training
 from azjax.exit import ExpertSpec, make_round
 from azjax.network import init_variables, make_apply, make_network
 from azjax.replay import Batch
-from experiments.common import Log
+from experiments.common import Log, write_results
 from experiments.exit_common import elo_difference, greedy_agent, opening_match
 
 SCALES = {  # CPU scale / the paper's (9x9 Hex, 100,000 positions, 10,000 simulations)
@@ -196,19 +195,14 @@ def main(argv=None) -> int:
         f"CAT {summary['cat_top3']:.1%} (paper 65.7% / 65.4%); TPT score {summary['tpt_score']:.3f}"
         f", Elo {summary['tpt_elo']:+.0f} (paper +50 +- 13)"
     )
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(
-            dict(
-                command="python -m experiments.exit_targets " + " ".join(argv),
-                args=vars(args),
-                runs=runs,
-                summary=summary,
-                seconds=round(time.time() - t0, 1),
-            ),
-            f,
-            indent=2,
-        )
-    log(f"wall time {time.time() - t0:.0f} s; results in {args.out}")
+    results = dict(
+        command="python -m experiments.exit_targets " + " ".join(argv),
+        args=vars(args),
+        runs=runs,
+        summary=summary,
+        seconds=round(time.time() - t0, 1),
+    )
+    write_results(args, results, log)
     return 0
 
 
