@@ -23,6 +23,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import logging
 import os
 import shutil
 import sys
@@ -276,10 +277,12 @@ class Checkpointer:
 
 @contextlib.contextmanager
 def _quiet_closed_loops():
-    """Within it, "RuntimeError: Event loop is closed" is not printed: when orbax fails to
-    restore a corrupt checkpoint, tensorstore's reads still in flight call back into the event
-    loop orbax has closed, and each reports that through sys.unraisablehook (dozens of
-    tracebacks). The failure itself is raised, and reported as a CheckpointError."""
+    """Within it, and for the rest of the process once a restore failed, the echoes of a failed
+    restore are not printed. When orbax fails to restore a corrupt checkpoint, tensorstore's reads
+    still in flight call back into the event loop orbax has closed ("RuntimeError: Event loop is
+    closed" through sys.unraisablehook) and asyncio logs each abandoned read's error as its task is
+    collected ("Task exception was never retrieved", with a traceback), possibly while the process
+    exits. The failure itself is raised, and reported as a CheckpointError."""
     previous = sys.unraisablehook
 
     def hook(unraisable):
@@ -290,8 +293,14 @@ def _quiet_closed_loops():
     sys.unraisablehook = hook
     try:
         yield
-    finally:
-        sys.unraisablehook = previous
+    except BaseException:
+        logging.getLogger("asyncio").addFilter(_drop_abandoned_tasks)
+        raise  # the hook stays: the abandoned reads report after the restore has failed
+    sys.unraisablehook = previous
+
+
+def _drop_abandoned_tasks(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Task exception was never retrieved")
 
 
 def _first_line(e: BaseException, limit: int = 200) -> str:
