@@ -25,9 +25,11 @@ even-numbered games.
 Writes JSON and PNGs to --out (default runs/eval/<command>-<time>), checked before any game is
 played. Exit code 2 for bad input (unknown agents or options, missing checkpoints, a checkpoint of
 another game, an --out that cannot be written), one line each (`--debug` shows tracebacks); 1 for
-a GTP engine that fails. Ctrl-C or SIGTERM stops at once (130 or 143): `curve` keeps curve.json
-with the checkpoints played so far (it is rewritten after each); a match or tournament is written
-only when it is complete.
+a GTP engine that fails. Ctrl-C or SIGTERM stops at once (130 or 143) and keeps what is finished,
+marked `"complete": false`: curve.json the checkpoints played, tournament.json the matches,
+match.json the games (a match of two batched agents ends all its games in one compiled call, so
+only a Python-loop match, against minimax, perfect, gtp, spiel, human or a `seconds` budget, has
+finished games before its end).
 """
 
 from __future__ import annotations
@@ -195,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         _main,
         argv,
         threaded=True,
-        stopped="stopped (curve.json keeps the checkpoints played so far; a match or "
-        "tournament is written only when complete)",
+        stopped="stopped (curve.json, match.json or tournament.json keeps the checkpoints, "
+        'games or matches finished so far, marked "complete": false)',
     )
 
 

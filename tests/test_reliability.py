@@ -426,6 +426,47 @@ def test_an_interrupted_curve_keeps_what_it_played(stopped_run, tmp_path, monkey
     assert [r["step"] for r in record["curve"]] == [1] and record["complete"] is False
 
 
+def test_an_interrupted_match_keeps_its_finished_games(tmp_path, monkeypatch):
+    from azjax.eval import match
+
+    game = games.make("tictactoe")
+    # Ctrl-C right after the first games ended and were written
+    monkeypatch.setattr(match, "write_json", _stopping_after_first(match.write_json))
+    with pytest.raises(KeyboardInterrupt):
+        match.run_match(game, ["minimax", "random"], str(tmp_path), games=6)
+    record = json.load(open(tmp_path / "match.json"))
+    played = record["result"]["overall"]
+    assert record["complete"] is False and record["agents"] == ["minimax", "random"]
+    assert 1 <= played["games"] < 6 and played["losses"] == 0  # minimax never loses
+
+
+def test_an_interrupted_tournament_keeps_its_matches(tmp_path):
+    from azjax.eval.tournament import run_tournament
+
+    def log(text):
+        raise KeyboardInterrupt  # Ctrl-C right after the first match
+
+    with pytest.raises(KeyboardInterrupt):
+        run_tournament(
+            games.make("tictactoe"),
+            ["random", "minimax", "random"],
+            str(tmp_path),
+            games=2,
+            log=log,
+        )
+    record = json.load(open(tmp_path / "tournament.json"))
+    assert record["complete"] is False and len(record["matches"]) == 1
+    assert record["win_ratio"][0][2] is None  # not played yet
+
+
+def _stopping_after_first(write):
+    def stop(*args):
+        write(*args)
+        raise KeyboardInterrupt
+
+    return stop
+
+
 # ---- input: bytes, lengths, GTP ---------------------------------------------------------------
 def test_gtp_survives_invalid_bytes_and_long_lines(env):
     strict = dict(env, LC_ALL="C.UTF-8", PYTHONIOENCODING="utf-8:strict")

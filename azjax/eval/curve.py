@@ -11,7 +11,6 @@ interrupted curve keeps the checkpoints it played.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import jax
@@ -19,7 +18,7 @@ import jax
 from azjax.checkpoint import initial_variables, load_checkpoint, read_config, steps
 from azjax.eval.agent import SearchSetup, network_apply, search_agent
 from azjax.eval.match import play_games
-from azjax.eval.records import check_games, plot_curve, result_record
+from azjax.eval.records import check_games, plot_curve, result_record, write_json
 from azjax.metrics import read_rows
 from azjax.search import SearchSpec
 from games.base import Game
@@ -95,7 +94,7 @@ def run_curve(
                 vs_previous=result_record(p),
             )
         )
-        _write_atomically(folder, "curve.json", record)  # kept if the curve is interrupted
+        write_json(folder, "curve.json", record)  # kept if the curve is interrupted
         log(
             f"checkpoint {step}: vs MCTS-{mcts_sims} {m.score:.2f} (W{m.wins} D{m.draws} "
             f"L{m.losses}), vs previous {p.score:.2f} (W{p.wins} D{p.draws} L{p.losses})"
@@ -103,7 +102,7 @@ def run_curve(
         previous = variables
     record["complete"] = True
     plot_curve(record, os.path.join(folder, "curve.png"))
-    _write_atomically(folder, "curve.json", record)
+    write_json(folder, "curve.json", record)
     return record
 
 
@@ -114,15 +113,6 @@ def check_curve_options(*, sims: int | None, mcts_sims: int | None, epsilon: flo
             raise ValueError(f"{name} must be at least 1, got {value}")
     if epsilon is not None and not 0 <= epsilon <= 1:
         raise ValueError(f"--epsilon is a probability, in [0, 1]; got {epsilon}")
-
-
-def _write_atomically(folder: str, name: str, data: dict) -> None:
-    """folder/name, written whole (a temporary file renamed over it): never half a file."""
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, name)
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=2)
-    os.replace(path + ".tmp", path)
 
 
 def training_games(run_dir: str) -> dict[int, int]:

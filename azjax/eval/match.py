@@ -24,7 +24,7 @@ import numpy as np
 from azjax.arena import MatchResult, make_match
 from azjax.eval.agent import RESIGN, Agent, batch_functions
 from azjax.eval.calibration import calibrate
-from azjax.eval.records import check_games, outcome_record, write_json
+from azjax.eval.records import check_games, outcome_record, result_record, write_json
 from azjax.eval.specs import parse_agent
 from games.base import Game
 
@@ -61,6 +61,7 @@ def play_games(
     key,
     *,
     openings: list[tuple[int, ...]] | None = None,
+    on_games: Callable[[np.ndarray, np.ndarray], None] | None = None,
 ) -> MatchOutcome:
     """`num_games` games of A against B; A plays player 0 (black, the first mover from the
     initial position) in the first half of them and player 1 in the second.
@@ -71,6 +72,10 @@ def play_games(
     loop over plies calls batched agents once per ply on the games where they are to move and
     Python agents game by game. Stateful agents (gtp, human) play one game at a time. `seconds`
     agents are calibrated first (batch: half the games at once).
+
+    `on_games(idx, returns)` is told A's returns float32[k] of the games int[k] `idx` as they
+    end, so that a caller can keep finished games if the match is stopped: in a Python-loop match
+    after each ply in which some ended; in a jitted match (all games in one call) once, at the end.
     """
     t0 = time.perf_counter()
     k_cal, k_play = jax.random.split(key)
@@ -86,8 +91,12 @@ def play_games(
         match = _match_fn(game, a.act, b.act, num_games)
         returns, a_first = jax.device_get(match(a.variables, b.variables, k_play, starts))
         seconds = (None, None)
+        if on_games is not None:
+            on_games(np.arange(num_games), np.asarray(returns))
     else:
-        returns, a_first, seconds = _play_loop(game, (a, b), starts, openings, k_play, lockstep)
+        returns, a_first, seconds = _play_loop(
+            game, (a, b), starts, openings, k_play, lockstep, on_games or (lambda idx, r: None)
+        )
     stats = tuple(_move_stats(x, s) for x, s in zip((a, b), seconds))
     return MatchOutcome(
         MatchResult.from_returns(returns, a_first),
@@ -156,7 +165,7 @@ def start_states(game: Game, openings: list[tuple[int, ...]]):
     return jax.device_get(states)
 
 
-def _play_loop(game: Game, agents, starts, openings, key, lockstep: bool):
+def _play_loop(game: Game, agents, starts, openings, key, lockstep: bool, on_games: Callable):
     """(A's returns[N], a_first[N], (A's, B's seconds per move)) of a Python-loop match."""
     num_games = jax.tree_util.tree_leaves(starts)[0].shape[0]
     a_first = np.arange(num_games) < (num_games + 1) // 2
@@ -169,14 +178,22 @@ def _play_loop(game: Game, agents, starts, openings, key, lockstep: bool):
     for wave in waves:
         wave_starts = jax.tree_util.tree_map(lambda x, w=wave: x[w], starts)
         returns_a[wave] = _play_wave(
-            game, players, a_first[wave], wave_starts, [openings[i] for i in wave]
+            game,
+            players,
+            a_first[wave],
+            wave_starts,
+            [openings[i] for i in wave],
+            lambda idx, r, w=wave: on_games(w[idx], r),
         )
     return returns_a, a_first, tuple(p.seconds_per_move for p in players)
 
 
-def _play_wave(game: Game, players, a_first: np.ndarray, states, openings) -> np.ndarray:
+def _play_wave(
+    game: Game, players, a_first: np.ndarray, states, openings, on_games: Callable
+) -> np.ndarray:
     """A's returns float32[n] of n games played in lock-step from `states`, reached by the
-    moves `openings` (A is player 0 where a_first)."""
+    moves `openings` (A is player 0 where a_first); `on_games(idx, returns)` hears of each game
+    as it ends."""
     fns = batch_functions(game)
     init, step, status = fns.init, fns.step, fns.status
     n = len(a_first)
@@ -189,9 +206,14 @@ def _play_wave(game: Game, players, a_first: np.ndarray, states, openings) -> np
                     p.agent.observe_move(_take(state, 0), action)
                     state = jax.device_get(step(state, jnp.asarray([action], jnp.int32)))
     resigned = np.full(n, -1)  # the side (0: A, 1: B) that resigned, else -1
+    reported = np.zeros(n, bool)
     for _ in range(game.max_game_length + 1):
         terminal, mover, returns = jax.device_get(status(states))
         live = ~terminal & (resigned < 0)
+        ended = ~live & ~reported
+        if ended.any():
+            on_games(np.flatnonzero(ended), _returns_a(returns, a_first, resigned)[ended])
+            reported |= ended
         if not live.any():
             break
         side = np.where((mover == 0) == a_first, 0, 1)
@@ -209,11 +231,40 @@ def _play_wave(game: Game, players, a_first: np.ndarray, states, openings) -> np
         actions = np.where(played, actions, 0)  # finished games: any action, it is absorbed
         states = jax.device_get(step(states, jnp.asarray(actions, jnp.int32)))
     terminal, mover, returns = jax.device_get(status(states))
+    out = _returns_a(returns, a_first, resigned)
+    if not reported.all():
+        on_games(np.flatnonzero(~reported), out[~reported])
+    return out
+
+
+def _returns_a(returns: np.ndarray, a_first: np.ndarray, resigned: np.ndarray) -> np.ndarray:
+    """A's returns float32[n] from the players' returns float32[n, 2] and resignations."""
     ret_a = np.where(a_first, returns[:, 0], returns[:, 1])
-    return np.where(resigned == 0, -1.0, np.where(resigned == 1, 1.0, ret_a))
+    return np.where(resigned == 0, -1.0, np.where(resigned == 1, 1.0, ret_a)).astype(np.float32)
 
 
 # ---- evaluate.py match ---------------------------------------------------------------------------
+def _keep_finished(folder: str, head: dict, specs: list[str], games: int) -> Callable:
+    """An `on_games` that keeps match.json up to date with the games finished so far
+    (`"complete": false`), so that a match stopped by Ctrl-C or SIGTERM keeps them."""
+    returns = np.full(games, np.nan, np.float32)
+    a_first = np.arange(games) < (games + 1) // 2
+
+    def on_games(idx: np.ndarray, returns_a: np.ndarray) -> None:
+        returns[idx] = returns_a
+        done = ~np.isnan(returns)
+        if done.all():
+            return  # the complete record follows
+        result = MatchResult.from_returns(returns[done], a_first[done])
+        write_json(
+            folder,
+            "match.json",
+            dict(head, complete=False, agents=list(specs), result=result_record(result)),
+        )
+
+    return on_games
+
+
 def run_match(
     game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0, openings: str = "none"
 ) -> dict:
@@ -231,6 +282,9 @@ def run_match(
     if openings != "none":
         games = 2 * len(moves)
     check_games(games)
+    head = dict(
+        game=game.name, game_options=game.options, games=games, seed=seed, openings=openings
+    )
     agents = [parse_agent(s, game) for s in specs]
     try:
         outcome = play_games(
@@ -239,18 +293,12 @@ def run_match(
             games,
             k_play,
             openings=op.both_colours(moves) if openings != "none" else None,
+            on_games=_keep_finished(folder, head, specs, games),
         )
     finally:
         for agent in agents:
             agent.close()
-    record = dict(
-        game=game.name,
-        game_options=game.options,
-        games=games,
-        seed=seed,
-        openings=openings,
-        **outcome_record(specs, outcome),
-    )
+    record = dict(head, complete=True, **outcome_record(specs, outcome))
     if openings != "none":
         record["by_opening"] = op.opening_records(game, moves, outcome.returns)
         values = op.perfect_values(game, moves)

@@ -118,10 +118,13 @@ def format_tournament(record: dict) -> str:
 
 
 def write_json(folder: str, name: str, data: dict) -> str:
+    """folder/name, written whole (a temporary file renamed over it): a reader, or a process
+    stopped while writing, never sees half a file."""
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, name)
-    with open(path, "w") as f:
+    with open(path + ".tmp", "w") as f:
         json.dump(data, f, indent=2)
+    os.replace(path + ".tmp", path)
     return path
 
 

@@ -28,24 +28,38 @@ def run_tournament(
     if len(specs) < 2:
         raise ValueError("tournament: give at least two agents")
     agents = [parse_agent(s, game) for s in specs]
+
+    def keep(partial: dict) -> None:  # a tournament stopped by a signal keeps its matches
+        write_json(folder, "tournament.json", dict(partial, seed=seed, complete=False))
+
     try:
         record = round_robin(
-            game, unique_names(specs), agents, games, jax.random.PRNGKey(seed), log=log
+            game,
+            unique_names(specs),
+            agents,
+            games,
+            jax.random.PRNGKey(seed),
+            log=log,
+            on_match=keep,
         )
     finally:
         for agent in agents:
             agent.close()
-    record["seed"] = seed
+    record.update(seed=seed, complete=True)
     plot_heatmap(record, os.path.join(folder, "win_ratio.png"))
     write_json(folder, "tournament.json", record)
     return record
 
 
-def round_robin(game: Game, names: list[str], agents: list, num_games: int, key, log=None) -> dict:
+def round_robin(
+    game: Game, names: list[str], agents: list, num_games: int, key, log=None, on_match=None
+) -> dict:
     """Every pair of `agents` (called `names`) plays `num_games` games, colours alternating.
 
     `seconds` agents are calibrated once, for the batch every match plays. Returns the record
-    `evaluate.py tournament` writes: the matches, the win-ratio matrix and Elo ratings."""
+    `evaluate.py tournament` writes: the matches, the win-ratio matrix and Elo ratings.
+    `on_match(record)`, if given, is told the record of the matches played so far after each
+    one (pairs not yet played have no win ratio)."""
     log = log or (lambda text: print(text, flush=True))
     batch = 1 if any(a.stateful for a in agents) else (num_games + 1) // 2
     agents = [calibrate(a, game, batch, jax.random.fold_in(key, i)) for i, a in enumerate(agents)]
@@ -60,18 +74,21 @@ def round_robin(game: Game, names: list[str], agents: list, num_games: int, key,
             points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
             played[i, j] = played[j, i] = r.games
             matches.append(outcome_record((names[i], names[j]), outcome))
+            record = dict(
+                game=game.name,
+                game_options=game.options,
+                games_per_pair=num_games,
+                agents=list(names),
+                matches=matches,
+                **tournament_summary(names, points, played),
+            )
+            if on_match is not None and len(matches) < num * (num - 1) // 2:
+                on_match(record)
             log(
                 f"{names[i]} vs {names[j]}: W{r.wins} D{r.draws} L{r.losses} "
                 f"({outcome.wall_seconds:.1f} s)"
             )
-    return dict(
-        game=game.name,
-        game_options=game.options,
-        games_per_pair=num_games,
-        agents=list(names),
-        matches=matches,
-        **tournament_summary(names, points, played),
-    )
+    return record
 
 
 def unique_names(specs: list[str]) -> list[str]:
@@ -88,17 +105,20 @@ def tournament_summary(names, points: np.ndarray, played: np.ndarray) -> dict:
     """Win-ratio matrix and Elo ratings (one virtual draw per pair if the MLE is infinite).
 
     points: float[P, P], wins + draws/2 of the row agent against the column agent;
-    played: float[P, P], games between them.
+    played: float[P, P], games between them. An agent with no games yet (a tournament stopped
+    part-way) has no rating (None).
     """
-    prior = 0.0 if is_connected(points, played) else 1.0
-    ratings = elo(points, played, prior_draws=prior)
+    rated = np.flatnonzero(played.sum(axis=1) > 0)
+    sub = np.ix_(rated, rated)
+    prior = 0.0 if is_connected(points[sub], played[sub]) else 1.0
+    ratings = elo(points[sub], played[sub], prior_draws=prior)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(played > 0, points / played, np.nan)
+    by_agent: dict = {n: None for n in names}
+    for i, e, s in zip(rated, ratings.elo, ratings.stderr):
+        by_agent[names[i]] = dict(elo=float(e), stderr=float(s), ci95=float(Z95 * s))
     return dict(
         win_ratio=[[None if np.isnan(v) else float(v) for v in row] for row in ratio],
-        elo={
-            n: dict(elo=float(e), stderr=float(s), ci95=float(Z95 * s))
-            for n, e, s in zip(names, ratings.elo, ratings.stderr)
-        },
+        elo=by_agent,
         elo_prior_draws=prior,
     )
