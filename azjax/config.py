@@ -95,6 +95,20 @@ class Config:
         low=0,
         high=64,
     )
+    full_search_prob: float = _field(
+        1.0,
+        "playout cap randomisation (KataGo): the probability that a move is searched with "
+        "num_simulations and kept as a policy target; the others get fast_simulations, no root "
+        "noise and no policy target (1: every move full)",
+        low=0.0,
+        high=1.0,
+    )
+    fast_simulations: int = _field(
+        0,
+        "playout cap randomisation: simulations of the fast searches "
+        "(1 .. num_simulations - 1; used when full_search_prob < 1)",
+        low=0,
+    )
     replay_games: int = _field(5000, "replay capacity, in games of the longest length", low=1)
 
     # ---- training ----------------------------------------------------------------------------
@@ -265,6 +279,11 @@ def validate(config: Config) -> Config:
         if meta["high"] is not None and value > meta["high"]:
             raise ValueError(f"{name} must be <= {meta['high']}, got {value!r}")
     config.make_game()  # the game names bad options and values itself
+    if config.full_search_prob < 1 and not 1 <= config.fast_simulations < config.num_simulations:
+        raise ValueError(
+            f"fast_simulations must be in 1..{config.num_simulations - 1} (below num_simulations) "
+            f"with full_search_prob={config.full_search_prob}, got {config.fast_simulations}"
+        )
     if config.eval_games % 2:
         raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
     no_rollouts = config.rollout_policy == "none" or config.rollout_prob == 0

@@ -161,6 +161,8 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
         mesh,
         opening_plies=config.opening_plies,
         policy_target=config.policy_target,
+        full_search_prob=config.full_search_prob,
+        fast_simulations=config.fast_simulations,
     )
 
     def play(run, states, buffer):

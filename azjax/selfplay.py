@@ -23,10 +23,12 @@ its device got: a run on D devices plays what D separate one-device runs with th
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import mctx
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
@@ -67,18 +69,56 @@ def make_selfplay(
     *,
     opening_plies: int = 0,
     policy_target: str = "tpt",
+    full_search_prob: float = 1.0,
+    fast_simulations: int = 0,
 ) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
 
     Restarted games begin after 0..`opening_plies` random moves (module doc). The recorded policy
     target is the search's policy (`policy_target="tpt"`), or a one-hot of the move played
-    ("cat", Anthony et al. 2017's chosen-action target). With `mesh`, B is
+    ("cat", Anthony et al. 2017's chosen-action target).
+
+    Playout cap randomisation (Wu 2019, KataGo, section 3.1) with `full_search_prob` < 1: each
+    move (of the whole batch at once) is searched with `spec.num_simulations` with that
+    probability and recorded with its policy target; the other moves are searched with
+    `fast_simulations`, without root noise, and recorded with an all-zero policy, which the
+    learner leaves out of the policy loss (their value targets are kept). More games per
+    simulation, hence more, less correlated value targets. With `mesh`, B is
     split along its "data" axis (states P("data"), trajectory P(None, "data"), variables and key
     replicated); B must divide over the devices.
     """
     search = make_search(game, spec, apply)
     if policy_target not in ("tpt", "cat"):
         raise ValueError(f"policy_target must be tpt or cat, got {policy_target!r}")
+    capped = full_search_prob < 1.0
+    if capped and not 1 <= fast_simulations < spec.num_simulations:
+        raise ValueError(
+            f"fast_simulations must be in [1, num_simulations={spec.num_simulations}) with "
+            f"full_search_prob < 1, got {fast_simulations}"
+        )
+    fast_search = (
+        make_search(
+            game,
+            dataclasses.replace(spec, num_simulations=fast_simulations, explore=False),
+            apply,
+        )
+        if capped
+        else None
+    )
+
+    def searched(variables, key, states):
+        """(search output, full: bool[] whether this move had the full budget)."""
+        if not capped:
+            return search(variables, key, states), jnp.bool_(True)
+        k_cap, k_search = jax.random.split(key)
+        full = jax.random.uniform(k_cap) < full_search_prob
+
+        def run(fn):  # the trees differ in size: keep what both searches return alike
+            out = fn(variables, k_search, states)
+            return out.action, out.action_weights
+
+        action, weights = jax.lax.cond(full, lambda: run(search), lambda: run(fast_search))
+        return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=None), full
 
     def target(out, action):
         if policy_target == "cat":
@@ -94,13 +134,13 @@ def make_selfplay(
 
     def one_move(variables, states, key):
         k_search, k_act, k_open = jax.random.split(key, 3)
-        out = search(variables, k_search, states)
+        out, full = searched(variables, k_search, states)
         action = select_action(k_act, spec, out, states.num_moves < sample_moves)
         nxt = jax.vmap(game.step)(states, action)
         done = jax.vmap(game.is_terminal)(nxt)
         record = replay.Trajectory(
             obs=jax.vmap(game.observe)(states),
-            policy=jax.vmap(game.actions_to_policy)(states, target(out, action)),
+            policy=jax.vmap(game.actions_to_policy)(states, target(out, action) * full),
             player=jax.vmap(game.current_player)(states),
             done=done,
             returns=jax.vmap(game.returns)(nxt),

@@ -3,6 +3,8 @@
     loss = (z - v)^2 - pi . log p + c * ||theta||^2        (seed 000, section 4.4)
 
 averaged over the batch; pi is the search policy, z the game's outcome for the position's mover.
+The policy term is averaged over the positions that have a policy target (all of them, except
+the fast searches of playout cap randomisation, recorded with an all-zero pi).
 """
 
 from __future__ import annotations
@@ -70,7 +72,12 @@ def make_train_step(net, optimizer, weight_decay: float):
             mutable=["batch_stats"],
         )
         value_loss = jnp.mean((batch.value - value) ** 2)
-        policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy))
+        # a position without a policy target (all zeros: a fast search under playout cap
+        # randomisation) adds nothing; the mean is over the positions that have one
+        has_target = jnp.sum(batch.policy, axis=-1) > 0
+        policy_loss = jnp.sum(optax.softmax_cross_entropy(logits, batch.policy)) / jnp.maximum(
+            jnp.sum(has_target), 1
+        )
         l2 = weight_decay * sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
         total = value_loss + policy_loss + l2
         return total, (Losses(total, value_loss, policy_loss, l2), updates["batch_stats"])

@@ -91,3 +91,16 @@ def test_chosen_action_targets_are_the_moves_played():
     np.testing.assert_array_equal(played[live], new[live])
     with pytest.raises(ValueError, match="policy_target must be tpt or cat"):
         make_selfplay(TTT, spec, None, 5, 2, policy_target="best")
+
+
+def test_playout_cap_randomisation_keeps_policy_targets_of_full_searches_only():
+    spec = SearchSpec.pure_mcts(8, explore=True)
+    play = jax.jit(make_selfplay(TTT, spec, None, 40, 2, full_search_prob=0.25, fast_simulations=2))
+    _, traj = jax.device_get(play(None, jax.random.PRNGKey(3), init_states(TTT, 4)))
+    total = traj.policy.sum(-1)  # [T, B]: 1 for a full search, 0 for a fast one
+    full = total[:, 0] > 0.5
+    assert set(np.round(total, 5).ravel().tolist()) == {0.0, 1.0}
+    assert (total == total[:, :1]).all()  # one coin per move for the whole batch
+    assert 0 < full.sum() < 20  # about a quarter of 40 moves
+    with pytest.raises(ValueError, match="fast_simulations must be in"):
+        make_selfplay(TTT, spec, None, 5, 2, full_search_prob=0.5, fast_simulations=8)

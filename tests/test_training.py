@@ -134,6 +134,25 @@ def test_train_step_fits_a_fixed_batch():
     assert int(state.step) == 61
 
 
+def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
+    config = cfg.load("tictactoe", {"weight_decay": 0.0})
+    game = config.make_game()
+    net = network.make_network(config, game)
+    variables = network.init_variables(net, game, jax.random.PRNGKey(0))
+    opt = training.make_optimizer(config, 100)
+    state = training.init_train_state(variables, opt)
+    two = (jax.random.uniform(jax.random.PRNGKey(1), (2, 3, 3, 3)) < 0.3).astype(jnp.float32)
+    obs = jnp.concatenate([two, two])  # the same two positions twice: the same BatchNorm stats
+    policy = jax.nn.one_hot(jnp.array([0, 4, 0, 4]), 9)
+    step = jax.jit(training.make_train_step(net, opt, 0.0))
+    _, all_targets = step(state, Batch(obs, policy, jnp.zeros(4)))
+    capped = policy.at[2:].set(0.0)  # the second copies came from fast searches
+    _, mixed = step(state, Batch(obs, capped, jnp.zeros(4)))
+    np.testing.assert_allclose(float(mixed.policy), float(all_targets.policy), rtol=1e-5)
+    _, none = step(state, Batch(obs, jnp.zeros_like(policy), jnp.zeros(4)))
+    assert float(none.policy) == 0.0
+
+
 @pytest.fixture(scope="module")
 def learner_setup():
     """A tiny Tic-Tac-Toe network, its optimizer state, train step and replay sampler."""
