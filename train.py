@@ -54,6 +54,11 @@ def build_parser(game: str) -> tuple[argparse.ArgumentParser, list[str], list[st
         "--debug", action="store_true", help="show tracebacks of errors instead of one line"
     )
     parser.add_argument("--no_progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="at the end, print the run's summary (summary.json) as JSON instead of a message",
+    )
     multi = parser.add_argument_group(
         "multi-host (docs/scaling.md); unset values come from the environment: Cloud TPU pod "
         "slices, SLURM, Open MPI, or JAX_COORDINATOR_ADDRESS"
@@ -165,8 +170,39 @@ def _main(argv: list[str]) -> int:
         resume_step=args.resume_step,
     )
     if jax.process_index() == 0:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(summary, indent=2) if args.json else closing_message(summary, workdir))
     return 0
+
+
+def closing_message(summary: dict, workdir: str) -> str:
+    """What a run that ended did, where it is, and what to run next."""
+    last = summary.get("last", {})
+    minutes = summary["wall_seconds"] / 60
+    lines = [
+        f"trained {summary['game']} {_options(summary['game_options'])}for "
+        f"{summary['iterations']} iterations: {summary['games']:,} self-play games, "
+        f"{summary['positions']:,} positions ({minutes:.1f} min this session; stopped by "
+        f"{summary['stopped_by']})"
+    ]
+    if "loss/total" in last:
+        lines.append(
+            f"last iteration: loss {last['loss/total']:.3f} (value {last['loss/value']:.3f}, "
+            f"policy {last['loss/policy']:.3f})"
+        )
+    lines.append(f"saved in {workdir}: checkpoints/, metrics.jsonl, config.json, summary.json")
+    lines.append("next:")
+    for command, why in (
+        (f"python play.py --agent=ckpt:{workdir}", "play against it"),
+        (f"python evaluate.py curve {workdir}", "its learning curve, checkpoint by checkpoint"),
+        (f"python train.py --workdir={workdir} --resume --iterations=N", "train on, to N"),
+        (f"tensorboard --logdir {workdir}", "its metrics (pip install tensorboard)"),
+    ):
+        lines.append(f"  {command:<60}  # {why}")
+    return "\n".join(lines)
+
+
+def _options(options: dict) -> str:
+    return "".join(f"{k}={v} " for k, v in options.items())
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
                 "--num_processes=2",
                 f"--process_id={i}",
                 f"--workdir={workdir}",
+                "--json",
                 *TOY,
             ],
             cwd=ROOT,
