@@ -36,7 +36,8 @@ def build_parser(game: str) -> tuple[argparse.ArgumentParser, list[str], list[st
     parser.add_argument(
         "--workdir",
         default=None,
-        help="folder for checkpoints, metrics and TensorBoard events (default: runs/<game>)",
+        help="folder for checkpoints, metrics and TensorBoard events (default: runs/<game>, or "
+        "runs/<game>-N for a new run when that holds one)",
     )
     parser.add_argument(
         "--resume",
@@ -120,6 +121,28 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     return cfg.load(game, overrides), args
 
 
+def default_workdir(game: str, *, resume: bool) -> str:
+    """runs/<game>; for a new run where that holds one already, the first free runs/<game>-N
+    (said on stderr), so that running a command again starts a new run instead of failing."""
+    base = os.path.join("runs", game)
+    if resume or not _holds_run(base):
+        return base
+    n = 2
+    while _holds_run(f"{base}-{n}"):
+        n += 1
+    print(
+        f"train.py: {base} holds a run (continue it with --workdir={base} --resume); "
+        f"this one trains in {base}-{n}",
+        file=sys.stderr,
+    )
+    return f"{base}-{n}"
+
+
+def _holds_run(workdir: str) -> bool:
+    folder = os.path.join(workdir, "checkpoints")
+    return os.path.isdir(folder) and any(n.isdigit() for n in os.listdir(folder))
+
+
 def _saved_config(workdir: str | None) -> cfg.Config | None:
     """The config a resumed run continues: <workdir>/config.json (a CheckpointError naming it
     when it cannot be read), else the latest checkpoint's; None when neither exists."""
@@ -144,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     config, args = parse(argv)
-    workdir = args.workdir or os.path.join("runs", config.game)
+    resume = args.resume or args.resume_step is not None
+    workdir = args.workdir or default_workdir(config.game, resume=resume)
     multi = {
         "--coordinator": args.coordinator,
         "--num_processes": args.num_processes,

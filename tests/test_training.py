@@ -253,3 +253,13 @@ def test_training_waits_for_min_replay(tmp_path):
     trained = ["loss/total" in r for r in rows]
     ready = [r["replay_ready"] for r in rows]
     assert trained == [r >= 200 for r in ready] and not trained[0] and trained[-1], (ready, trained)
+
+
+def test_a_new_run_without_a_workdir_never_lands_on_an_old_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert train.default_workdir("hex", resume=False) == os.path.join("runs", "hex")
+    for name in ("hex", "hex-2"):
+        os.makedirs(tmp_path / "runs" / name / "checkpoints" / "10")
+    assert train.default_workdir("hex", resume=False) == os.path.join("runs", "hex-3")
+    assert "--workdir=runs/hex --resume" in capsys.readouterr().err
+    assert train.default_workdir("hex", resume=True) == os.path.join("runs", "hex")
