@@ -45,7 +45,11 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("game, actions, text, result", CASES, ids=lambda c: getattr(c, "name", ""))
+@pytest.mark.parametrize(
+    "game, actions, text, result",
+    CASES,
+    ids=["hex3-swap", "othello4-passes", "connect_four", "connect_four-10-columns", "tictactoe"],
+)
 def test_records_are_written_read_and_replay_to_the_same_end(game, actions, text, result):
     final, played = replay(game, actions)
     assert bool(final.terminal) and played == actions

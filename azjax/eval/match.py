@@ -78,9 +78,10 @@ def play_games(
     Python agents game by game. Stateful agents (gtp, human) play one game at a time. `seconds`
     agents are calibrated first (batch: half the games at once).
 
-    `on_games(idx, returns)` is told A's returns float32[k] of the games int[k] `idx` as they
-    end, so that a caller can keep finished games if the match is stopped: in a Python-loop match
-    after each ply in which some ended; in a jitted match (all games in one call) once, at the end.
+    The outcome holds each game's moves (`MatchOutcome.moves`). `on_games(idx, returns)` is
+    told A's returns float32[k] of the games int[k] `idx` as they end, so that a caller can keep
+    finished games if the match is stopped: in a Python-loop match after each ply in which some
+    ended; in a jitted match (all games in one call) once, at the end.
     """
     t0 = time.perf_counter()
     k_cal, k_play = jax.random.split(key)
