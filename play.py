@@ -14,7 +14,8 @@ rollouts), `random`, `minimax[:depth=D]`, `gtp:"COMMAND"` (another GTP engine), 
 
 `--agents=A,B` plays two agents against each other with the board printed after every move, A
 black in the first game, then asks "rematch? [y/N]" (colours swapped); `--games=N` plays N games
-without asking (colours alternating) and ends with a summary. It replaces --agent and --gtp.
+without asking (colours alternating) and ends with a summary. Not with --agent, --gtp or
+--human_color.
 
 Ctrl-C (or SIGTERM) stops at once, also in the middle of the agent's search (exit code 130 or
 143). Input bytes that are not valid in the locale's encoding are read as U+FFFD, not fatal.

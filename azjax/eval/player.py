@@ -237,6 +237,9 @@ def watch(
     each (the end of input is a no). Ends with a summary line. Returns the first agent's return
     (+1 / 0 / -1) in each game. ``players`` are ``player(state) -> action`` as in `play_human`
     (negative: resign), each with an optional ``sync``."""
+    import jax
+
+    step = jax.jit(game.step)  # compiled once for all the games
     scores: list[float] = []
     while True:
         first_black = len(scores) % 2 == 0
@@ -245,7 +248,9 @@ def watch(
             f"\ngame {len(scores) + 1}: {COLOURS[0].label} {names[order[0]]}, "
             f"{COLOURS[1].label} {names[order[1]]}"
         )
-        returns = _watch_game(game, [players[i] for i in order], [names[i] for i in order], write)
+        returns = _watch_game(
+            game, step, [players[i] for i in order], [names[i] for i in order], write
+        )
         scores.append(returns[0] if first_black else returns[1])
         if games is not None:
             if len(scores) >= games:
@@ -265,11 +270,10 @@ def watch(
     return scores
 
 
-def _watch_game(game: Game, players: list, names: list[str], write: Callable) -> list[float]:
+def _watch_game(
+    game: Game, step: Callable, players: list, names: list[str], write: Callable
+) -> list[float]:
     """One game, player 0 ``players[0]``; shows every move and returns the players' returns."""
-    import jax
-
-    step = jax.jit(game.step)
     history, actions = [game.init()], []
     write(show(game, history[0]))
     while not bool(game.is_terminal(history[-1])):
