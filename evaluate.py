@@ -22,6 +22,14 @@ even-numbered games.
   network; both epsilon-greedy) and against pure MCTS with twice the simulations, as in the
   training loop's evaluation; plotted like seed 000 Figures 5.1 and 5.2.
 
+Every game's moves are kept: match.json, and each match of tournament.json, hold `game_records`,
+one {moves, result, a_played} per game (the move names from the initial position, an opening
+included, "resign" last where a side resigned; the winning colour or "draw"; the first agent's
+colour). A match also writes one record file per game into --out/games/ (azjax/eval/
+game_records.py): game-0001.sgf for Hex (SGF as HexGui reads it, FF[4] GM[11] SZ[n],
+;B[c3];W[swap-pieces]..), game-0001.txt for the others: Othello `f5d6c3..` (passes left out),
+Connect Four `4453..` (columns from 1), Tic-Tac-Toe `b2 a1 ..`.
+
 Writes JSON and PNGs to --out (default runs/eval/<command>-<time>), checked before any game is
 played. Exit code 2 for bad input (unknown agents or options, missing checkpoints, a checkpoint of
 another game, an --out that cannot be written), one line each (`--debug` shows tracebacks); 1 for

@@ -3,12 +3,19 @@
     python play.py --agent=ckpt:runs/othello8                # the game comes from the checkpoint
     python play.py --game=hex --size=9 --agent=mcts:sims=200 --human_color=white
     python play.py --gtp --game=hex --size=9 --agent=ckpt:runs/hex9,sims=100   # GTP 2 on stdio
+    python play.py --game=tictactoe --agents=random,minimax     # watch two agents, then rematch?
+    python play.py --game=hex --size=5 --agents=mcts:sims=50,perfect --games=4   # no questions
 
 In the terminal, type a move by its name (Hex and Othello `d3`, Othello `pass`, Hex `swap`,
 Connect Four `4`), or `undo` (takes back your last move and the agent's reply), `moves` (lists the
 legal moves), `resign`, `help`, `quit`. Agents are the specs of azjax/eval/specs.py:
 `ckpt:WORKDIR[@STEP][,..]` (a trained network with search), `mcts[:sims=N]` (pure MCTS with random
 rollouts), `random`, `minimax[:depth=D]`, `gtp:"COMMAND"` (another GTP engine), `human`.
+
+`--agents=A,B` plays two agents against each other with the board printed after every move, A
+black in the first game, then asks "rematch? [y/N]" (colours swapped); `--games=N` plays N games
+without asking (colours alternating) and ends with a summary. Not with --agent, --gtp or
+--human_color.
 
 Ctrl-C (or SIGTERM) stops at once, also in the middle of the agent's search (exit code 130 or
 143). Input bytes that are not valid in the locale's encoding are read as U+FFFD, not fatal.
@@ -24,6 +31,7 @@ import games
 from azjax import flags
 
 DEFAULT_AGENT = "mcts:sims=100"
+_NOT_WITH_AGENTS = ("--agent", "--gtp", "--human_color")  # flags of the other two modes
 
 
 def _seed(text: str) -> int:
@@ -47,7 +55,7 @@ def build_parser(
     )
     parser.add_argument(
         "--agent",
-        default=DEFAULT_AGENT,
+        default=None,
         help="an agent spec (azjax/eval/specs.py): ckpt:WORKDIR[@STEP][,sims=N,"
         '...], mcts[:sims=N], random, minimax[:depth=D], gtp:"COMMAND", '
         f"human (default: {DEFAULT_AGENT})",
@@ -59,6 +67,18 @@ def build_parser(
         "--gtp",
         action="store_true",
         help="speak GTP version 2 on stdin/stdout instead of playing a person",
+    )
+    parser.add_argument(
+        "--agents",
+        default=None,
+        metavar="A,B",
+        help="watch two agents (specs as --agent, separated by a comma) play each other",
+    )
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=None,
+        help="with --agents: play this many games without asking for a rematch",
     )
     parser.add_argument("--seed", type=_seed, default=0, help="random seed of the agent")
     parser.add_argument(
@@ -82,21 +102,34 @@ def parse(argv: list[str]) -> tuple[games.Game, argparse.Namespace]:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--game", default=None)
     pre.add_argument("--agent", default=DEFAULT_AGENT)
+    pre.add_argument("--agents", default=None)
     pre.add_argument("-h", "--help", action="store_true")
     known, _ = pre.parse_known_args(argv)
     name, base = known.game, {}
     if name is None and not known.help:
         from azjax.eval import checkpoint_config
 
-        config = checkpoint_config(known.agent)
-        if config is None:
+        specs = [known.agent] if known.agents is None else split_agents(known.agents)
+        configs = [c for c in map(checkpoint_config, specs) if c is not None]
+        if not configs:
             raise ValueError("give --game=NAME (only a ckpt: agent brings its own game)")
-        name, base = config.game, dict(config.game_options)
+        name, base = configs[0].game, dict(configs[0].game_options)
     if name is not None and name not in games.names():
         raise ValueError(f"--game: unknown game {name!r}; known games: {', '.join(games.names())}")
     parser, option_flags = build_parser(name, base)
     args = parser.parse_args(argv)
     options = {**base, **flags.game_options(args, name, option_flags)}
+    if args.agents is not None:
+        given = {"--agent": args.agent, "--gtp": args.gtp, "--human_color": args.human_color}
+        clash = [flag for flag in _NOT_WITH_AGENTS if given[flag] not in (None, False)]
+        if clash:
+            raise ValueError(f"--agents (two agents, watched) cannot be used with {clash[0]}")
+        args.agents = split_agents(args.agents)
+        if args.games is not None and args.games < 1:
+            raise ValueError(f"--games must be at least 1, got {args.games}")
+    elif args.games is not None:
+        raise ValueError("--games is for --agents=A,B (two agents watched)")
+    args.agent = DEFAULT_AGENT if args.agent is None else args.agent
     if args.gtp and args.human_color is not None:
         raise ValueError("--human_color is for play in the terminal, not --gtp")
     if args.gtp and args.agent.strip().partition(":")[0] == "human":
@@ -106,6 +139,23 @@ def parse(argv: list[str]) -> tuple[games.Game, argparse.Namespace]:
         raise ValueError(f"--human_color: {args.human_color!r}; use first, second, black or white")
     args.human = HUMAN_COLOURS[colour]
     return games.make(name, **options), args
+
+
+def split_agents(text: str) -> list[str]:
+    """--agents: two specs separated by a comma; a piece that is an option (`name=value`, e.g.
+    `sims=50`) belongs to the spec before it."""
+    specs: list[str] = []
+    for piece in text.split(","):
+        if specs and "=" in piece and ":" not in piece.partition("=")[0]:
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    if len(specs) != 2:
+        raise ValueError(
+            f"--agents: give two agent specs separated by a comma (e.g. random,minimax), "
+            f"got {len(specs)}: {text!r}"
+        )
+    return [s.strip() for s in specs]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,8 +169,18 @@ def _main(argv: list[str]) -> int:
 
     tolerant_stdin()
     game, args = parse(argv)
-    from azjax.eval import make_player, play_human, serve_gtp
+    from azjax.eval import make_player, play_human, serve_gtp, watch
 
+    if args.agents is not None:
+        players = []
+        try:
+            for i, spec in enumerate(args.agents):
+                players.append(make_player(spec, game, args.seed + i))
+            watch(game, players, args.agents, games=args.games)
+        finally:
+            for player in players:
+                player.close()
+        return 0
     if args.gtp:
         serve_gtp(game, lambda g: make_player(args.agent, g, args.seed), args.agent)
         return 0

@@ -8,12 +8,15 @@ the odd ones.
     act_a = make_search_agent(game, spec_a, apply, epsilon=0.05)
     match = make_match(game, act_a, act_b, num_games=64)
     result = MatchResult.from_returns(*match(variables_a, variables_b, key))
+
+`make_match(..., record=True)` also returns the actions each game played (`MatchGames`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -54,11 +57,25 @@ def make_random_agent(game: Game) -> Act:
     return act
 
 
+class MatchGames(NamedTuple):
+    """What `make_match(..., record=True)` returns: the results and the moves of N games."""
+
+    returns_a: jax.Array  # float32[N], A's return in each game
+    a_first: jax.Array  # bool[N], A played player 0 (black)
+    actions: jax.Array  # int32[N, max_game_length], the actions from the start states, -1 after
+
+
 def make_match(
-    game: Game, act_a: Act, act_b: Act, num_games: int, *, split: bool | None = None
+    game: Game,
+    act_a: Act,
+    act_b: Act,
+    num_games: int,
+    *,
+    split: bool | None = None,
+    record: bool = False,
 ) -> Callable:
     """match(variables_a, variables_b, key, starts=None) -> (returns_a float32[N], a_first
-    bool[N]), jitted.
+    bool[N]), jitted; with `record`, a `MatchGames` that also holds each game's actions.
 
     A plays player 0 (black) in the first half of the games (`a_first`) and player 1 in the
     second. `starts`: N start states (default: the initial position), all with the same player
@@ -100,7 +117,8 @@ def make_match(
         key, t = xs
         k_a, k_b = jax.random.split(key)
         action = moves(states, va, vb, k_a, k_b, (first_mover + t) % 2)
-        return (jax.vmap(game.step)(states, action), first_mover, va, vb), None
+        played = jnp.where(jax.vmap(game.is_terminal)(states), -1, action) if record else None
+        return (jax.vmap(game.step)(states, action), first_mover, va, vb), played
 
     @jax.jit
     def match(variables_a, variables_b, key, starts=None):
@@ -109,11 +127,14 @@ def make_match(
         keys = jax.random.split(key, game.max_game_length)
         plies = jnp.arange(game.max_game_length)
         first_mover = game.current_player(jax.tree_util.tree_map(lambda x: x[0], starts))
-        (final, _, _, _), _ = jax.lax.scan(
+        (final, _, _, _), played = jax.lax.scan(
             ply, (starts, first_mover, variables_a, variables_b), (keys, plies)
-        )
+        )  # played: int32[max_game_length, N] with record, else None
         returns = jax.vmap(game.returns)(final)
-        return jnp.where(a_first, returns[:, 0], returns[:, 1]), a_first
+        returns_a = jnp.where(a_first, returns[:, 0], returns[:, 1])
+        if record:
+            return MatchGames(returns_a, a_first, played.T.astype(jnp.int32))
+        return returns_a, a_first
 
     return match
 

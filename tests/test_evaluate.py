@@ -73,6 +73,8 @@ def test_tournament_writes_matrix_heatmap_and_elo(tmp_path, capsys):
     off = ~np.eye(3, dtype=bool)
     assert np.allclose((ratio + ratio.T)[off], 1.0)
     assert len(record["matches"]) == 3 and set(record["elo"]) == set(specs)
+    games = [g for m in record["matches"] for g in m["game_records"]]  # every game's moves
+    assert len(games) == 12 and all(5 <= len(g["moves"]) <= 9 for g in games)
     assert ratio[2, 0] >= 0.5  # perfect play does not lose to random play
     elo = [record["elo"][s]["elo"] for s in specs]
     assert sum(elo) == pytest.approx(0.0, abs=1e-6)

@@ -1,6 +1,7 @@
 """Matches between any two agents (azjax/eval/match.py): results add up, colours alternate,
 Python agents and resignations, a GTP engine as an opponent."""
 
+import json
 import os
 import sys
 
@@ -9,7 +10,8 @@ import pytest
 
 import games
 from azjax.eval.agent import RESIGN, Agent
-from azjax.eval.match import play_games
+from azjax.eval.game_records import read_record, replay, winner
+from azjax.eval.match import play_games, run_match
 from azjax.eval.specs import parse_agent
 
 TTT = games.make("tictactoe")
@@ -37,12 +39,40 @@ def test_match_results_add_up_and_colours_alternate():
     out = play_games(TTT, rand, rand, 10, jax.random.PRNGKey(1))  # jitted, batched
     r = out.result
     assert r.wins + r.draws + r.losses == 10 and sum(r.first) == 5 and sum(r.second) == 5
+    _assert_moves_replay(out)
+    out = play_games(TTT, rand, rand, 10, jax.random.PRNGKey(1), openings=[(4,)] * 10)
+    assert all(m[0] == 4 for m in out.moves)  # the opening is part of each game's moves
+    _assert_moves_replay(out)
     out = play_games(TTT, first_mover, rand, 7, jax.random.PRNGKey(2))  # Python loop
     r = out.result
     assert r.games == 7 and sum(r.first) == 4 and sum(r.second) == 3
+    _assert_moves_replay(out)
     resigner = _Resigner()
     out = play_games(TTT, resigner.agent(), rand, 4, jax.random.PRNGKey(3))
     assert (out.result.losses, resigner.resets) == (4, 4)  # resigns every game, played one by one
+    assert [m[-1] for m in out.moves] == [RESIGN] * 4  # in its first move's place
+    assert [len(m) for m in out.moves] == [1, 1, 2, 2]  # black at once; white after one move
+
+
+def _assert_moves_replay(out):
+    """Each game's moves, played through the rules, end in the result the match counted."""
+    for moves, ret, a_first in zip(out.moves, out.returns, out.a_first):
+        final, played = replay(TTT, moves)
+        assert bool(final.terminal) and played == moves
+        black = float(TTT.returns(final)[0])
+        assert black == (ret if a_first else -ret)
+
+
+def test_match_json_holds_the_games_and_a_record_file_each(tmp_path):
+    record = run_match(TTT, ["minimax:depth=1", "random"], str(tmp_path), games=3, seed=4)
+    with open(tmp_path / "match.json") as f:
+        assert json.load(f)["game_records"] == record["game_records"]
+    assert [g["a_played"] for g in record["game_records"]] == ["black", "black", "white"]
+    for i, g in enumerate(record["game_records"]):
+        final, _ = replay(TTT, [TTT.parse_action(m) for m in g["moves"]])
+        assert winner(float(TTT.returns(final)[0]), True) == g["result"]
+        with open(tmp_path / "games" / f"game-{i + 1:04d}.txt") as f:
+            assert read_record(TTT, f.read()) == [TTT.parse_action(m) for m in g["moves"]]
 
 
 def test_minimax_never_loses_to_random():

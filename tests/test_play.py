@@ -1,7 +1,11 @@
-"""play.py: the command line's options and errors (the game itself: test_player.py)."""
+"""play.py: the command line's options and errors (the game itself: test_player.py), and two
+agents watched (--agents)."""
+
+import numpy as np
 
 import games
 import play
+from azjax.eval import watch
 
 
 def test_command_line_options_and_errors(capsys):
@@ -30,3 +34,50 @@ def test_command_line_options_and_errors(capsys):
 def test_the_game_comes_from_the_checkpoint(tiny_run):
     game, args = play.parse([f"--agent=ckpt:{tiny_run}", "--human_color=o"])
     assert game == games.make("tictactoe") and args.human == 1
+
+
+def test_two_agents_are_watched_game_after_game(capsys):
+    assert play.main(["--game=tictactoe", "--agents=random,minimax", "--games=2"]) == 0
+    out = capsys.readouterr().out
+    assert "game 1: X (black) random, O (white) minimax" in out
+    assert "game 2: X (black) minimax, O (white) random" in out  # colours swapped
+    assert out.count("  a b c") >= 10  # the board after every move: at least 5 plies a game
+    assert "O (white), minimax, plays" in out and "X (black), minimax, plays" in out
+    assert "2 games: random won 0, minimax won " in out  # minimax never loses Tic-Tac-Toe
+
+
+def test_watching_asks_for_a_rematch_until_told_no():
+    game = games.make("tictactoe")
+    first_legal = lambda state: int(np.argmax(np.asarray(game.legal_mask(state))))  # noqa: E731
+    answers, lines = iter(["y", "n"]), []
+
+    def read(prompt):
+        lines.append(prompt)
+        return next(answers)
+
+    scores = watch(game, (first_legal, first_legal), ("A", "B"), read=read, write=lines.append)
+    assert scores == [1.0, -1.0]  # a1 b1 c1 a2 b2 c2 a3: the first mover wins, colours swap
+    assert lines.count("rematch? [y/N] ") == 2 and lines[-1] == "2 games: A won 1, B won 1, 0 drawn"
+
+    def end_of_input(prompt):
+        raise EOFError
+
+    assert len(watch(game, (first_legal, first_legal), ("A", "B"), read=end_of_input)) == 1
+
+
+def test_agents_flag_errors(capsys):
+    specs = play.split_agents("mcts:sims=5,c_puct=1.5, random")
+    assert specs == ["mcts:sims=5,c_puct=1.5", "random"]  # options stay with their spec
+    for argv, message in [
+        (["--agents=random,random", "--agent=random"], "cannot be used with --agent"),
+        (["--agents=random,random", "--gtp"], "cannot be used with --gtp"),
+        (["--agents=random,random", "--human_color=white"], "cannot be used with --human_color"),
+        (["--agents=random"], "give two agent specs"),
+        (["--agents=random,minimax,random"], "give two agent specs"),
+        (["--agents=random,alphago"], "unknown agent 'alphago'"),
+        (["--agents=random,random", "--games=0"], "--games must be at least 1"),
+        (["--games=2"], "--games is for --agents"),
+    ]:
+        assert play.main(["--game=tictactoe", *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1

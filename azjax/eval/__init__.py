@@ -6,9 +6,11 @@ One job per module:
 - `minimax`: alpha-beta negamax in Python;
 - `calibration`: equal time (`seconds=T`): the simulations a time budget buys;
 - `match`: `play_games` between any two agents, and `run_match`;
-- `player`: one game at a time (`Player`), and the person at the keyboard (`play_human`);
+- `player`: one game at a time (`Player`), the person at the keyboard (`play_human`), two agents
+  watched (`watch`);
 - `stats`: confidence intervals and Elo ratings;
 - `records`: JSON records, text tables and plots of results;
+- `game_records`: one game's moves as SGF (Hex) or a move list (the others), written and read;
 - `tournament`: round robins (`round_robin`, `run_tournament`);
 - `curve`: a run's learning curve (`run_curve`);
 - `gtp`: the Go Text Protocol engine and client.
@@ -31,7 +33,7 @@ from azjax.eval.curve import run_curve, training_games
 from azjax.eval.gtp import GTPClient, GTPEngine, GTPError, GTPTimeout, make_gtp_agent, serve_gtp
 from azjax.eval.match import MatchOutcome, MoveStats, play_games, run_match
 from azjax.eval.minimax import Minimax
-from azjax.eval.player import Player, make_human_agent, play_human
+from azjax.eval.player import Player, make_human_agent, play_human, watch
 from azjax.eval.records import (
     format_match,
     format_per_move,
@@ -92,5 +94,6 @@ __all__ = [
     "serve_gtp",
     "training_games",
     "tournament_summary",
+    "watch",
     "with_simulations",
 ]

@@ -7,13 +7,14 @@ Two batched agents without `seconds` play in one jitted scan (`azjax.arena.make_
 otherwise a Python loop over plies calls batched agents once per ply on the games where they are
 to move and Python agents game by game. `play_games` reports each agent's simulations, expected
 rollouts (p_r x (simulations + 1): the root and each new leaf roll out with probability p_r) and
-measured seconds per move.
+measured seconds per move, and the moves of every game (`MatchOutcome.moves`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import time
 from collections.abc import Callable
 
@@ -24,6 +25,7 @@ import numpy as np
 from azjax.arena import MatchResult, make_match
 from azjax.eval.agent import RESIGN, Agent, batch_functions
 from azjax.eval.calibration import calibrate
+from azjax.eval.game_records import write_records
 from azjax.eval.records import check_games, outcome_record, result_record, write_json
 from azjax.eval.specs import parse_agent
 from games.base import Game
@@ -31,7 +33,7 @@ from games.base import Game
 
 @functools.cache
 def _match_fn(game: Game, act_a: Callable, act_b: Callable, num_games: int) -> Callable:
-    return make_match(game, act_a, act_b, num_games)
+    return make_match(game, act_a, act_b, num_games, record=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +53,9 @@ class MatchOutcome:
     wall_seconds: float  # the whole match, compilation included
     returns: np.ndarray  # float32[N], A's return in each game
     a_first: np.ndarray  # bool[N], A played player 0 (black): the first half of the games
+    # each game's actions from the initial position, its opening included; where a side
+    # resigned, RESIGN (-1) stands last, in the place of the move it did not make
+    moves: list[list[int]]
 
 
 def play_games(
@@ -73,9 +78,10 @@ def play_games(
     Python agents game by game. Stateful agents (gtp, human) play one game at a time. `seconds`
     agents are calibrated first (batch: half the games at once).
 
-    `on_games(idx, returns)` is told A's returns float32[k] of the games int[k] `idx` as they
-    end, so that a caller can keep finished games if the match is stopped: in a Python-loop match
-    after each ply in which some ended; in a jitted match (all games in one call) once, at the end.
+    The outcome holds each game's moves (`MatchOutcome.moves`). `on_games(idx, returns)` is
+    told A's returns float32[k] of the games int[k] `idx` as they end, so that a caller can keep
+    finished games if the match is stopped: in a Python-loop match after each ply in which some
+    ended; in a jitted match (all games in one call) once, at the end.
     """
     t0 = time.perf_counter()
     k_cal, k_play = jax.random.split(key)
@@ -89,12 +95,13 @@ def play_games(
     starts = start_states(game, openings)
     if a.batched and b.batched and not timed:
         match = _match_fn(game, a.act, b.act, num_games)
-        returns, a_first = jax.device_get(match(a.variables, b.variables, k_play, starts))
+        returns, a_first, actions = jax.device_get(match(a.variables, b.variables, k_play, starts))
+        moves = [list(o) + [int(x) for x in row if x >= 0] for o, row in zip(openings, actions)]
         seconds = (None, None)
         if on_games is not None:
             on_games(np.arange(num_games), np.asarray(returns))
     else:
-        returns, a_first, seconds = _play_loop(
+        returns, a_first, seconds, moves = _play_loop(
             game, (a, b), starts, openings, k_play, lockstep, on_games or (lambda idx, r: None)
         )
     stats = tuple(_move_stats(x, s) for x, s in zip((a, b), seconds))
@@ -104,6 +111,7 @@ def play_games(
         time.perf_counter() - t0,
         np.asarray(returns),
         np.asarray(a_first),
+        moves,
     )
 
 
@@ -166,7 +174,8 @@ def start_states(game: Game, openings: list[tuple[int, ...]]):
 
 
 def _play_loop(game: Game, agents, starts, openings, key, lockstep: bool, on_games: Callable):
-    """(A's returns[N], a_first[N], (A's, B's seconds per move)) of a Python-loop match."""
+    """(A's returns[N], a_first[N], (A's, B's seconds per move), each game's moves) of a
+    Python-loop match."""
     num_games = jax.tree_util.tree_leaves(starts)[0].shape[0]
     a_first = np.arange(num_games) < (num_games + 1) // 2
     waves = [np.arange(num_games)] if lockstep else [np.array([i]) for i in range(num_games)]
@@ -175,9 +184,10 @@ def _play_loop(game: Game, agents, starts, openings, key, lockstep: bool, on_gam
     for p in players:
         p.warm_up(starts)
     returns_a = np.zeros(num_games, np.float32)
+    moves: list[list[int]] = [[] for _ in range(num_games)]
     for wave in waves:
         wave_starts = jax.tree_util.tree_map(lambda x, w=wave: x[w], starts)
-        returns_a[wave] = _play_wave(
+        returns_a[wave], wave_moves = _play_wave(
             game,
             players,
             a_first[wave],
@@ -185,15 +195,17 @@ def _play_loop(game: Game, agents, starts, openings, key, lockstep: bool, on_gam
             [openings[i] for i in wave],
             lambda idx, r, w=wave: on_games(w[idx], r),
         )
-    return returns_a, a_first, tuple(p.seconds_per_move for p in players)
+        for i, m in zip(wave, wave_moves):
+            moves[i] = m
+    return returns_a, a_first, tuple(p.seconds_per_move for p in players), moves
 
 
 def _play_wave(
     game: Game, players, a_first: np.ndarray, states, openings, on_games: Callable
-) -> np.ndarray:
-    """A's returns float32[n] of n games played in lock-step from `states`, reached by the
-    moves `openings` (A is player 0 where a_first); `on_games(idx, returns)` hears of each game
-    as it ends."""
+) -> tuple[np.ndarray, list[list[int]]]:
+    """A's returns float32[n] and the moves (`MatchOutcome.moves`) of n games played in
+    lock-step from `states`, reached by the moves `openings` (A is player 0 where a_first);
+    `on_games(idx, returns)` hears of each game as it ends."""
     fns = batch_functions(game)
     init, step, status = fns.init, fns.step, fns.status
     n = len(a_first)
@@ -206,6 +218,7 @@ def _play_wave(
                     p.agent.observe_move(_take(state, 0), action)
                     state = jax.device_get(step(state, jnp.asarray([action], jnp.int32)))
     resigned = np.full(n, -1)  # the side (0: A, 1: B) that resigned, else -1
+    moves = [list(o) for o in openings]
     reported = np.zeros(n, bool)
     for _ in range(game.max_game_length + 1):
         terminal, mover, returns = jax.device_get(status(states))
@@ -223,6 +236,8 @@ def _play_wave(
             if len(idx):
                 actions[idx] = p.moves_for(states, idx)
         resigned = np.where(live & (actions == RESIGN), side, resigned)
+        for i in np.flatnonzero(live):
+            moves[i].append(int(actions[i]))  # RESIGN ends a game's moves
         played = live & (actions != RESIGN)
         for s, p in enumerate(players):
             if not p.agent.batched:
@@ -234,7 +249,7 @@ def _play_wave(
     out = _returns_a(returns, a_first, resigned)
     if not reported.all():
         on_games(np.flatnonzero(~reported), out[~reported])
-    return out
+    return out, moves
 
 
 def _returns_a(returns: np.ndarray, a_first: np.ndarray, resigned: np.ndarray) -> np.ndarray:
@@ -268,8 +283,10 @@ def _keep_finished(folder: str, head: dict, specs: list[str], games: int) -> Cal
 def run_match(
     game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0, openings: str = "none"
 ) -> dict:
-    """The two agents `specs` name play `games` games; writes match.json into `folder` and
-    returns the record (`azjax.eval.records.format_match` prints it).
+    """The two agents `specs` name play `games` games; writes match.json (with every game's
+    moves) and one record file per game (`folder`/games/game-0001.sgf or .txt,
+    `azjax.eval.game_records`) into `folder` and returns the record
+    (`azjax.eval.records.format_match` prints it).
 
     `openings` (`azjax.eval.openings`): "all" or "random:N[:PLIES]" play each opening once with
     each colour instead (`games` is then twice the number of openings); the record then holds
@@ -298,7 +315,7 @@ def run_match(
     finally:
         for agent in agents:
             agent.close()
-    record = dict(head, complete=True, **outcome_record(specs, outcome))
+    record = dict(head, complete=True, **outcome_record(specs, outcome, game))
     if openings != "none":
         record["by_opening"] = op.opening_records(game, moves, outcome.returns)
         values = op.perfect_values(game, moves)
@@ -306,5 +323,18 @@ def run_match(
             for row, v in zip(record["by_opening"], values):
                 row["perfect_value_for_black"] = v
             record["vs_perfect_play"] = op.won_sides(values, outcome.returns)
+    write_records(
+        os.path.join(folder, "games"),
+        game,
+        [
+            dict(
+                actions=moves,
+                black=specs[0] if g["a_played"] == "black" else specs[1],
+                white=specs[1] if g["a_played"] == "black" else specs[0],
+                result=g["result"],
+            )
+            for moves, g in zip(outcome.moves, record["game_records"])
+        ],
+    )
     write_json(folder, "match.json", record)
     return record

@@ -6,7 +6,8 @@ both keep the game as a history of states so moves can be taken back: `Player.sy
 stateful agent (a GTP engine) in step with that history.
 
 A person types moves through `ask_move`, both as the opponent in `play_human` (with `undo`) and
-as the `human` agent of a match (`make_human_agent`, without it).
+as the `human` agent of a match (`make_human_agent`, without it). `watch` shows two agents playing
+each other, game after game (play.py --agents).
 """
 
 from __future__ import annotations
@@ -218,3 +219,81 @@ def _person_moves(game: Game, history: list, actions: list, human: int, read, wr
     del history[earlier[-1] + 1 :], actions[earlier[-1] :]
     write(f"took back to move {int(history[-1].num_moves) + 1}")
     return UNDO
+
+
+# ---- two agents, watched -------------------------------------------------------------------------
+def watch(
+    game: Game,
+    players: tuple[Callable, Callable],
+    names: tuple[str, str],
+    *,
+    games: int | None = None,
+    read: Callable = input,
+    write: Callable = print,
+) -> list[float]:
+    """Two agents play each other with the board shown after every move (`show`), the first
+    (``names[0]``) black in the first game and the colours swapped every game after. With
+    ``games`` that many games are played; without, the viewer is asked "rematch? [y/N]" after
+    each (the end of input is a no). Ends with a summary line. Returns the first agent's return
+    (+1 / 0 / -1) in each game. ``players`` are ``player(state) -> action`` as in `play_human`
+    (negative: resign), each with an optional ``sync``."""
+    import jax
+
+    step = jax.jit(game.step)  # compiled once for all the games
+    scores: list[float] = []
+    while True:
+        first_black = len(scores) % 2 == 0
+        order = (0, 1) if first_black else (1, 0)  # the agent playing player 0, player 1
+        write(
+            f"\ngame {len(scores) + 1}: {COLOURS[0].label} {names[order[0]]}, "
+            f"{COLOURS[1].label} {names[order[1]]}"
+        )
+        returns = _watch_game(
+            game, step, [players[i] for i in order], [names[i] for i in order], write
+        )
+        scores.append(returns[0] if first_black else returns[1])
+        if games is not None:
+            if len(scores) >= games:
+                break
+            continue
+        try:
+            again = read("rematch? [y/N] ").strip().lower()
+        except EOFError:
+            again = ""
+        if again not in ("y", "yes"):
+            break
+    wins, losses = scores.count(1.0), scores.count(-1.0)
+    write(
+        f"{len(scores)} game{'s' * (len(scores) != 1)}: {names[0]} won {wins}, "
+        f"{names[1]} won {losses}, {len(scores) - wins - losses} drawn"
+    )
+    return scores
+
+
+def _watch_game(
+    game: Game, step: Callable, players: list, names: list[str], write: Callable
+) -> list[float]:
+    """One game, player 0 ``players[0]``; shows every move and returns the players' returns."""
+    history, actions = [game.init()], []
+    write(show(game, history[0]))
+    while not bool(game.is_terminal(history[-1])):
+        state = history[-1]
+        mover = int(game.current_player(state))
+        who = f"{COLOURS[mover].label}, {names[mover]},"
+        if hasattr(players[mover], "sync"):
+            players[mover].sync(history, actions)
+        action = players[mover](state)
+        if action < 0:
+            write(f"{who} resigns; {COLOURS[1 - mover].label}, {names[1 - mover]}, wins")
+            return [-1.0, 1.0] if mover == 0 else [1.0, -1.0]
+        write(f"\n{who} plays {game.action_to_str(action)}")
+        history.append(step(state, action))
+        actions.append(action)
+        write(show(game, history[-1]))
+    returns = [float(r) for r in game.returns(history[-1])]
+    if returns[0] == returns[1]:
+        write("game over: a draw")
+    else:
+        winner = 0 if returns[0] > returns[1] else 1
+        write(f"game over: {COLOURS[winner].label}, {names[winner]}, wins")
+    return returns

@@ -1,7 +1,7 @@
 """Records of evaluation results: JSON-ready dicts, their text tables and their plots.
 
 - `result_record` / `outcome_record`: a match's W/D/L with 95% intervals, overall and by who moved
-  first, and each agent's simulations, rollouts and seconds per move;
+  first, each agent's simulations, rollouts and seconds per move, and its games' moves;
 - `format_match`, `format_per_move`, `format_tournament`: the tables evaluate.py prints;
 - `plot_heatmap` (a tournament's win ratios, seed 000 Figure 5.3) and `plot_curve` (a run's
   learning curve, Figures 5.1 and 5.2);
@@ -13,9 +13,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 
 import numpy as np
 
+from azjax.eval.game_records import move_names, winner
 from azjax.eval.stats import proportion_ci, score_ci
 
 
@@ -42,13 +44,31 @@ def result_record(result) -> dict:
     )
 
 
-def outcome_record(names, outcome) -> dict:
-    return dict(
+def outcome_record(names, outcome, game=None) -> dict:
+    """A match's record; with `game`, also its games' moves and results (`game_records`)."""
+    record = dict(
         agents=list(names),
         result=result_record(outcome.result),
         per_move={n: dataclasses.asdict(s) for n, s in zip("AB", outcome.stats)},
         wall_seconds=round(outcome.wall_seconds, 2),
     )
+    if game is not None:
+        record["game_records"] = games_record(game, outcome)
+    return record
+
+
+def games_record(game, outcome) -> list[dict]:
+    """Each game of a `MatchOutcome` as {moves: the move names from the initial position
+    ("resign" last where a side resigned), result: "black" | "white" | "draw", a_played:
+    "black" | "white"}."""
+    return [
+        dict(
+            moves=move_names(game, moves),
+            result=winner(float(r), bool(f)),
+            a_played="black" if f else "white",
+        )
+        for moves, r, f in zip(outcome.moves, outcome.returns, outcome.a_first)
+    ]
 
 
 def format_match(record: dict) -> str:
@@ -119,13 +139,24 @@ def format_tournament(record: dict) -> str:
 
 def write_json(folder: str, name: str, data: dict) -> str:
     """folder/name, written whole (a temporary file renamed over it): a reader, or a process
-    stopped while writing, never sees half a file."""
+    stopped while writing, never sees half a file. Indented, but a list of numbers or strings
+    (a game's moves, a row of a matrix) takes one line."""
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, name)
     with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=2)
+        f.write(_one_line_lists(json.dumps(data, indent=2)))
     os.replace(path + ".tmp", path)
     return path
+
+
+def _one_line_lists(text: str) -> str:
+    """Indented JSON with every list of scalars on one line (strings hold no raw newlines, so
+    only the layout changes)."""
+
+    def join(m: re.Match) -> str:
+        return re.sub(r"\n\s*", "", re.sub(r",\n\s*", ", ", m.group()))
+
+    return re.sub(r"\[[^\[\]{}]*\]", join, text)
 
 
 def check_games(n: int) -> None:

@@ -73,7 +73,7 @@ def round_robin(
             r = outcome.result
             points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
             played[i, j] = played[j, i] = r.games
-            matches.append(outcome_record((names[i], names[j]), outcome))
+            matches.append(outcome_record((names[i], names[j]), outcome, game))
             record = dict(
                 game=game.name,
                 game_options=game.options,

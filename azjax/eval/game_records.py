@@ -1,0 +1,229 @@
+"""Game records in the formats other programs read, and back again.
+
+    text = write_record(game, actions, black="mcts", white="random", result="black")
+    actions = read_record(game, text)        # the moves as the file holds them
+    final, actions = replay(game, actions)   # through the rules (Othello's passes put back)
+
+One format per game (`FORMATS`):
+- Hex: SGF as HexGui and MoHex write it (red-bean.com/sgf/hex.html), e.g.
+  ``(;FF[4]GM[11]SZ[5]AP[azjax]PB[..]PW[..]RE[B+];B[c3];W[swap-pieces];B[d2])``. A cell is its
+  column letter and row number, a1 the top-left corner, black joining top and bottom, exactly the
+  names of `games/hex.py`; the swap rule's move is ``swap-pieces`` (the convention games/hex.py
+  plays), a resignation the resigning colour's ``resign`` with ``RE[B+R]`` / ``RE[W+R]``.
+- Othello: the move list as transcripts and Othello programs write it, two characters a move,
+  ``f5d6c3d3c4``; passes are left out (a side with no placing move must pass, so the position
+  says where they were: `replay` puts them back).
+- Connect Four: the columns, 1-based, as one string, ``4453`` (the form the usual solvers, e.g.
+  Pascal Pons's, read); boards of more than 9 columns separate them with spaces (``10 4 11``).
+- Tic-Tac-Toe: the cells, space-separated, ``b2 a1 c3``.
+
+The move-list texts have no mark for a resignation: a resigned game's text ends where play
+stopped (its SGF, or match.json, says who resigned). Writing and reading are pure Python over
+the games' move names; only `replay` steps the game (jitted).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from azjax.eval.agent import RESIGN
+from games.base import Game
+
+RESULTS = ("black", "white", "draw")  # who won a game, by colour
+_SGF_SWAP = "swap-pieces"
+
+
+class Format(NamedTuple):
+    """One game's record format: its file extension, writer and reader."""
+
+    extension: str
+    write: Callable  # (game, actions, black, white, result) -> str
+    read: Callable  # (game, text) -> list[int]
+
+
+def move_names(game: Game, actions: list[int]) -> list[str]:
+    """The games' own move names (`Game.action_to_str`), `resign` for RESIGN."""
+    return ["resign" if a == RESIGN else game.action_to_str(a) for a in actions]
+
+
+def winner(return_a: float, a_first: bool) -> str:
+    """ "black", "white" or "draw", from A's return and whether A played black."""
+    if return_a == 0:
+        return "draw"
+    return "black" if (return_a > 0) == bool(a_first) else "white"
+
+
+def write_record(
+    game: Game,
+    actions: list[int],
+    *,
+    black: str = "",
+    white: str = "",
+    result: str | None = None,
+) -> str:
+    """The record of one game: `actions` from the initial position (RESIGN last where a side
+    resigned), the players' names and the result (one of RESULTS; None: unknown). The text
+    formats have no place for names or results; SGF keeps them (PB, PW, RE)."""
+    if result is not None and result not in RESULTS:
+        raise ValueError(f"result must be one of {', '.join(RESULTS)} or None, got {result!r}")
+    return _format(game).write(game, list(actions), black, white, result)
+
+
+def read_record(game: Game, text: str) -> list[int]:
+    """The actions a record holds (Othello without its passes; RESIGN last where the record says
+    a side resigned); ValueError naming what is wrong with the text."""
+    return _format(game).read(game, text)
+
+
+def record_filename(game: Game, index: int) -> str:
+    """game-0001.sgf for the first game (index 0) of Hex, game-0001.txt for the others."""
+    return f"game-{index + 1:04d}.{_format(game).extension}"
+
+
+def write_records(folder: str, game: Game, games: list[dict]) -> list[str]:
+    """One file per game into `folder` (made if need be), named by `record_filename`; `games`
+    holds dicts with `actions`, `black`, `white` and `result` (`write_record`'s arguments).
+    Returns the paths."""
+    os.makedirs(folder, exist_ok=True)
+    paths = []
+    for i, g in enumerate(games):
+        path = os.path.join(folder, record_filename(game, i))
+        with open(path, "w") as f:
+            f.write(
+                write_record(
+                    game, g["actions"], black=g["black"], white=g["white"], result=g["result"]
+                )
+                + "\n"
+            )
+        paths.append(path)
+    return paths
+
+
+def replay(game: Game, actions: list[int]):
+    """(final state, every action played) of `actions` played from the initial position; a pass
+    is put in wherever the side to move has no other move and the next action is not a pass
+    (Othello records leave passes out). Stops at RESIGN. ValueError at an illegal move."""
+    import numpy as np
+
+    step, legal_mask = _jitted(game)
+    state, played = game.init(), []
+    pass_action = getattr(game, "pass_action", None)
+    for i, action in enumerate(actions):
+        if action == RESIGN:
+            break
+        while pass_action not in (None, action) and not bool(game.is_terminal(state)):
+            legal = np.flatnonzero(np.asarray(legal_mask(state)))
+            if list(legal) != [pass_action]:
+                break
+            state, played = step(state, pass_action), played + [pass_action]
+        legal = np.asarray(legal_mask(state))
+        if bool(game.is_terminal(state)) or not 0 <= action < len(legal) or not legal[action]:
+            raise ValueError(
+                f"{game.name}: move {i + 1} ({move_names(game, [action])[0]}) is not legal there"
+            )
+        state, played = step(state, action), played + [action]
+    return state, played
+
+
+@functools.cache
+def _jitted(game: Game):
+    import jax
+
+    return jax.jit(game.step), jax.jit(game.legal_mask)
+
+
+def _format(game: Game) -> Format:
+    if game.name not in FORMATS:
+        raise ValueError(f"no record format for {game.name!r}; formats for {', '.join(FORMATS)}")
+    return FORMATS[game.name]
+
+
+def _parse(game: Game, names: list[str]) -> list[int]:
+    """Actions of move names; ValueError naming the first that is not one."""
+    return [RESIGN if n.lower() == "resign" else game.parse_action(n) for n in names]
+
+
+# ---- Hex: SGF ------------------------------------------------------------------------------------
+def _write_sgf(game: Game, actions: list[int], black: str, white: str, result) -> str:
+    root = f"(;FF[4]GM[11]SZ[{game.size}]AP[azjax]"
+    root += "".join(f"{k}[{_sgf_text(v)}]" for k, v in (("PB", black), ("PW", white)) if v)
+    if result in ("black", "white"):
+        root += f"RE[{result[0].upper()}+{'R' if actions and actions[-1] == RESIGN else ''}]"
+    nodes = []
+    for i, name in enumerate(move_names(game, actions)):
+        name = _SGF_SWAP if name == "swap" else name
+        nodes.append(f";{'BW'[i % 2]}[{name}]")  # a swap is white's move: colours alternate
+    return root + "".join(nodes) + ")"
+
+
+def _sgf_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("]", "\\]")
+
+
+def _read_sgf(game: Game, text: str) -> list[int]:
+    body = text.strip()
+    if not (body.startswith("(") and body.endswith(")") and ";" in body):
+        raise ValueError("not an SGF game: expected (;FF[4]GM[11]SZ[n];B[..];W[..]...)")
+    gm, size = re.search(r"GM\[(\d+)\]", body), re.search(r"SZ\[(\d+)(?::(\d+))?\]", body)
+    if gm is not None and gm.group(1) != "11":
+        raise ValueError(f"an SGF of game GM[{gm.group(1)}], not Hex (GM[11])")
+    square = size is not None and size.group(2) in (None, size.group(1))
+    if not square or int(size.group(1)) != game.size:
+        found = "no SZ" if size is None else size.group(0)
+        raise ValueError(f"the SGF's board is {found}; this game is SZ[{game.size}]")
+    moves = re.findall(r";\s*([BW])\[([^\]]*)\]", body)
+    names = []
+    for i, (colour, move) in enumerate(moves):
+        if colour != "BW"[i % 2]:
+            expected = "BW"[i % 2]
+            raise ValueError(f"SGF move {i + 1} is {colour}[{move}], expected {expected} to move")
+        move = move.strip().lower()
+        if move == "swap-sides":
+            raise ValueError("swap-sides is not this Hex's swap; use swap-pieces")
+        names.append("swap" if move == _SGF_SWAP else move)
+    if "resign" in names[:-1]:
+        raise ValueError("SGF moves after a resignation")
+    return _parse(game, names)
+
+
+# ---- Othello, Connect Four, Tic-Tac-Toe: move lists ----------------------------------------------
+def _write_othello(game: Game, actions: list[int], black, white, result) -> str:
+    return "".join(move_names(game, [a for a in actions if a not in (game.pass_action, RESIGN)]))
+
+
+def _read_othello(game: Game, text: str) -> list[int]:
+    body = re.sub(r"\s+", "", text).lower()
+    names = re.findall(r"[a-z]\d+", body)
+    if "".join(names) != body:
+        raise ValueError(f"not an Othello move list (like f5d6c3): {text.strip()[:40]!r}")
+    return _parse(game, names)
+
+
+def _write_connect_four(game: Game, actions: list[int], black, white, result) -> str:
+    names = move_names(game, [a for a in actions if a != RESIGN])
+    return ("" if game.cols <= 9 else " ").join(names)
+
+
+def _read_connect_four(game: Game, text: str) -> list[int]:
+    body = text.strip()
+    return _parse(game, body.split() if len(body.split()) > 1 or game.cols > 9 else list(body))
+
+
+def _write_list(game: Game, actions: list[int], black, white, result) -> str:
+    return " ".join(move_names(game, [a for a in actions if a != RESIGN]))
+
+
+def _read_list(game: Game, text: str) -> list[int]:
+    return _parse(game, text.split())
+
+
+FORMATS = {
+    "hex": Format("sgf", _write_sgf, _read_sgf),
+    "othello": Format("txt", _write_othello, _read_othello),
+    "connect_four": Format("txt", _write_connect_four, _read_connect_four),
+    "tictactoe": Format("txt", _write_list, _read_list),
+}

@@ -1,0 +1,102 @@
+"""Game records (azjax/eval/game_records.py): each game's format written exactly as expected,
+read back, and replayed through the rules to the same end."""
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import games
+from azjax.eval.agent import RESIGN
+from azjax.eval.game_records import (
+    read_record,
+    record_filename,
+    replay,
+    winner,
+    write_record,
+    write_records,
+)
+
+HEX = games.make("hex", size=3, swap=True)
+OTHELLO = games.make("othello", size=4)
+C4 = games.make("connect_four")
+C4_WIDE = games.make("connect_four", rows=4, cols=10, connect=3)
+TTT = games.make("tictactoe")
+
+# game, actions of a whole game, its record text, the winner
+CASES = [
+    (  # b1, swap (white takes it: a white stone on a2), b2 a1 b1 c1 b3: black joins top and bottom
+        HEX,
+        [1, 9, 4, 0, 1, 2, 7],
+        "(;FF[4]GM[11]SZ[3]AP[azjax]PB[A]PW[B]RE[B+]"
+        ";B[b1];W[swap-pieces];B[b2];W[a1];B[b1];W[c1];B[b3])",
+        "black",
+    ),
+    (  # a random 4x4 game with two passes (16), which the move list leaves out
+        OTHELLO,
+        [1, 2, 3, 8, 13, 0, 4, 16, 12, 16, 15],
+        "b1c1d1a3b4a1a2a4d4",
+        None,
+    ),
+    (C4, [3, 4, 3, 4, 3, 4, 3], "4545454", "black"),  # four up column 4
+    (C4_WIDE, [9, 0, 9, 0, 9], "10 1 10 1 10", "black"),  # more than 9 columns: spaced
+    (TTT, [0, 3, 1, 4, 2], "a1 a2 b1 b2 c1", "black"),  # X across the top row
+]
+
+
+@pytest.mark.parametrize(
+    "game, actions, text, result",
+    CASES,
+    ids=["hex3-swap", "othello4-passes", "connect_four", "connect_four-10-columns", "tictactoe"],
+)
+def test_records_are_written_read_and_replay_to_the_same_end(game, actions, text, result):
+    final, played = replay(game, actions)
+    assert bool(final.terminal) and played == actions
+    returns = [float(r) for r in game.returns(final)]
+    result = result or winner(returns[0], True)
+    assert winner(returns[0], True) == result
+    written = write_record(game, actions, black="A", white="B", result=result)
+    assert written == text
+    again, replayed = replay(game, read_record(game, written))
+    assert replayed == actions  # Othello's passes put back where the position forces them
+    assert np.array_equal(np.asarray(again.rewards), np.asarray(final.rewards))
+
+
+def test_a_resignation_is_kept_in_sgf_and_files_are_named_per_game(tmp_path):
+    text = write_record(HEX, [4, RESIGN], black="A", white="B", result="black")
+    assert text == "(;FF[4]GM[11]SZ[3]AP[azjax]PB[A]PW[B]RE[B+R];B[b2];W[resign])"
+    assert read_record(HEX, text) == [4, RESIGN]
+    assert write_record(TTT, [4, RESIGN]) == "b2"  # a move list has no mark for it
+    paths = write_records(
+        str(tmp_path / "games"),
+        TTT,
+        [dict(actions=[0, 3, 1, 4, 2], black="A", white="B", result="black")] * 2,
+    )
+    assert [os.path.basename(p) for p in paths] == ["game-0001.txt", "game-0002.txt"]
+    assert record_filename(HEX, 11) == "game-0012.sgf"
+    with open(paths[1]) as f:
+        assert read_record(TTT, f.read()) == [0, 3, 1, 4, 2]
+
+
+@pytest.mark.parametrize(
+    "game, text, message",
+    [
+        (HEX, "(;FF[4]GM[1]SZ[3];B[a1])", "not Hex"),
+        (HEX, "(;FF[4]GM[11]SZ[5];B[a1])", "SZ[3]"),
+        (HEX, "(;FF[4]GM[11]SZ[3];W[a1])", "expected B to move"),
+        (HEX, "(;FF[4]GM[11]SZ[3];B[a1];W[swap-sides])", "swap-pieces"),
+        (HEX, "b1 b2", "not an SGF"),
+        (OTHELLO, "b1-c1", "not an Othello move list"),
+        (OTHELLO, "b1x9", "'x9' is not a move"),
+        (C4, "4485", "not a move"),
+    ],
+)
+def test_bad_records_are_refused_by_name(game, text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        read_record(game, text)
+
+
+def test_replay_refuses_an_illegal_move():
+    with pytest.raises(ValueError, match=r"move 2 \(a1\) is not legal"):
+        replay(TTT, [0, 0])
