@@ -145,7 +145,10 @@ def unregister(name: str) -> None:
 def game_class(name: str) -> type[Game]:
     entries = _entries()
     if name not in entries:
-        raise ValueError(f"unknown game {name!r}; known games: {', '.join(sorted(entries))}")
+        raise ValueError(
+            f"unknown game {name!r}; known games: {', '.join(sorted(entries))} (add one with "
+            f"games.register or ${ENVIRONMENT}: docs/adding_a_game.md)"
+        )
     return _resolve(name, entries[name])
 
 
