@@ -28,7 +28,7 @@ def _field(default, help: str, *, choices=None, low=None, high=None):
 @dataclasses.dataclass(frozen=True)
 class Config:
     # ---- game --------------------------------------------------------------------------------
-    game: str = _field("hex", "the game to learn", choices=tuple(games.names()))
+    game: str = _field("hex", "the game to learn", choices=games.NAMES)  # registered ones too
     game_options: Mapping[str, Any] = dataclasses.field(
         default_factory=dict, metadata={"help": "game options (size, swap, rows, ...)"}
     )
@@ -236,9 +236,15 @@ FIELDS = {f.name: f for f in dataclasses.fields(Config) if f.name != "game_optio
 
 
 def game_defaults(game: str) -> dict[str, Any]:
-    """The overrides in `configs/<game>.py` (its `OVERRIDES` dict), game options included."""
+    """The overrides in `configs/<game>.py` (its `OVERRIDES` dict), game options included; none
+    (the Config's own defaults) for a registered game without such a file."""
     games.game_class(game)  # unknown game -> ValueError naming the known ones
-    module = importlib.import_module(f"configs.{game}")
+    try:
+        module = importlib.import_module(f"configs.{game}")
+    except ModuleNotFoundError as e:
+        if e.name != f"configs.{game}":
+            raise  # the file exists and one of its imports failed
+        return {}
     return dict(module.OVERRIDES)
 
 

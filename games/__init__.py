@@ -4,34 +4,152 @@ import games
 game = games.make("hex", size=6)
 state = game.init()
 state = game.step(state, game.parse_action("c3", state))
+
+A new game is registered with `games.register("mnk", "examples.mnk_game:MNKGame")` (or the class
+itself) before flags are parsed, or for the scripts through the environment:
+`AZJAX_GAMES=mnk=examples.mnk_game:MNKGame python train.py --game=mnk`. docs/adding_a_game.md walks
+through writing one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
+import re
+from collections.abc import Sequence
 
 from games.base import Game, GameState
 
-# name -> "module:Class"; modules are imported on first use so one broken game cannot hide others.
-_REGISTRY: dict[str, str] = {
+# name -> "module:Class" (or a class given to `register`); modules are imported on first use so
+# one broken game cannot hide others.
+_BUILTIN: dict[str, str] = {
     "hex": "games.hex:Hex",
     "othello": "games.othello:Othello",
     "connect_four": "games.connect_four:ConnectFour",
     "tictactoe": "games.tictactoe:TicTacToe",
 }
+_REGISTRY: dict[str, str | type[Game]] = dict(_BUILTIN)
+
+ENVIRONMENT = "AZJAX_GAMES"  # "name=module:Class[,name=module:Class...]", read at every look-up
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def _from_environment() -> dict[str, str]:
+    """The games named in $AZJAX_GAMES; a ValueError naming the variable for a malformed entry."""
+    out: dict[str, str] = {}
+    for entry in filter(None, (e.strip() for e in os.environ.get(ENVIRONMENT, "").split(","))):
+        name, _, target = entry.partition("=")
+        if not _NAME.fullmatch(name) or target.count(":") != 1 or name in out:
+            raise ValueError(
+                f"{ENVIRONMENT}: bad entry {entry!r}; expected name=module:Class entries separated "
+                "by commas, each name new, e.g. mnk=examples.mnk_game:MNKGame"
+            )
+        if name in _REGISTRY:
+            raise ValueError(f"{ENVIRONMENT}: game name {name!r} is taken; taken: {_taken()}")
+        out[name] = target
+    return out
+
+
+def _entries() -> dict[str, str | type[Game]]:
+    return {**_REGISTRY, **_from_environment()}
+
+
+def _taken() -> str:
+    return ", ".join(sorted(_REGISTRY))
 
 
 def names() -> list[str]:
-    """The names `make` accepts."""
-    return sorted(_REGISTRY)
+    """The names `make` accepts: the built-in games, registered ones and those in $AZJAX_GAMES."""
+    return sorted(_entries())
+
+
+class _Names(Sequence):
+    """`names()` read at each use: a Config field's choices that include games registered after
+    the config module was imported."""
+
+    def __getitem__(self, index):
+        return names()[index]
+
+    def __len__(self) -> int:
+        return len(names())
+
+    def __iter__(self):
+        return iter(names())
+
+    def __contains__(self, name) -> bool:
+        return name in names()
+
+    def __repr__(self) -> str:
+        return f"games.NAMES{tuple(names())}"
+
+
+NAMES: Sequence[str] = _Names()
+
+
+def _resolve(name: str, target: str | type) -> type[Game]:
+    """The Game subclass a "module:Class" string (or a class) names, its `name` being `name`;
+    ValueError otherwise."""
+    if isinstance(target, str):
+        module_name, _, attr = target.partition(":")
+        if not module_name or not attr or ":" in attr:
+            raise ValueError(f"game target {target!r} is not of the form 'module:Class'")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if not module_name.startswith(str(e.name)):
+                raise  # the module exists and one of its own imports failed: show that
+            raise ValueError(
+                f"game target {target!r}: no module {module_name!r} on the path "
+                "(run from the repository root, or install the module)"
+            ) from None
+        if not hasattr(module, attr):
+            raise ValueError(f"game target {target!r}: module {module_name!r} has no {attr!r}")
+        target = getattr(module, attr)
+    ok = isinstance(target, type) and issubclass(target, Game) and dataclasses.is_dataclass(target)
+    if not ok:
+        raise ValueError(
+            f"game target {target!r} is not a Game: a frozen dataclass subclassing games.base.Game"
+        )
+    if target.name != name:
+        raise ValueError(f"game {name!r}: {target.__name__}.name is {target.name!r}, not {name!r}")
+    return target
+
+
+def register(name: str, target: str | type[Game]) -> None:
+    """Make `name` a game that `make`, `names` and the scripts' --game accept.
+
+    `target` is a `games.base.Game` subclass or "module:Class" (imported now, so a typo shows at
+    once). A ValueError for a malformed or taken name, or a target that is not a Game.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"game name {name!r} must be lowercase letters, digits and '_', starting with a letter"
+        )
+    if name in _entries():
+        raise ValueError(f"game name {name!r} is taken; taken: {', '.join(names())}")
+    _resolve(name, target)
+    _REGISTRY[name] = target
+
+
+def unregister(name: str) -> None:
+    """Forget a game `register` added; a ValueError for built-in or unknown names."""
+    if name in _BUILTIN or name not in _REGISTRY:
+        added = sorted(set(_REGISTRY) - set(_BUILTIN))
+        raise ValueError(
+            f"cannot unregister {name!r}; registered games: {', '.join(added) or 'none'}"
+        )
+    del _REGISTRY[name]
 
 
 def game_class(name: str) -> type[Game]:
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown game {name!r}; known games: {', '.join(names())}")
-    module, cls = _REGISTRY[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    entries = _entries()
+    if name not in entries:
+        raise ValueError(
+            f"unknown game {name!r}; known games: {', '.join(sorted(entries))} (add one with "
+            f"games.register or ${ENVIRONMENT}: docs/adding_a_game.md)"
+        )
+    return _resolve(name, entries[name])
 
 
 def option_names(name: str) -> list[str]:
@@ -52,4 +170,14 @@ def make(name: str, **options) -> Game:
     return cls(**options)
 
 
-__all__ = ["Game", "GameState", "make", "names", "option_names", "game_class"]
+__all__ = [
+    "Game",
+    "GameState",
+    "NAMES",
+    "game_class",
+    "make",
+    "names",
+    "option_names",
+    "register",
+    "unregister",
+]
