@@ -1,6 +1,6 @@
 """Gating (`--gating`, azjax/gating.py): the gate keeps the best network when the candidate loses
-and replaces it when it wins, the best is saved and restored on resume, an ungated run has no
-gate, bad settings are one line."""
+and replaces it when it wins (stubbed matches), the best is saved and restored on resume, an ungated
+run has no gate, bad settings are one line; experiments/gating.py at toy size provides the runs."""
 
 import dataclasses
 import json
@@ -86,15 +86,9 @@ def test_resuming_with_gating_off_drops_the_best_and_on_adds_it():
     np.testing.assert_array_equal(on.gate.best["params"]["w"], 1.0)
 
 
-def test_the_gate_match_plays_each_colour_half_the_games(config):
-    small = dataclasses.replace(
-        config, num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4
-    )
-    variables = azjax.checkpoint.initial_variables(small)
-    returns, first = gating.make_gate_match(small)(variables, variables, jax.random.PRNGKey(1))
-    assert returns.shape == (GAMES,) and set(np.asarray(returns).tolist()) <= {-1.0, 0.0, 1.0}
-    assert np.asarray(first).tolist() == [True, True, False, False]
-    game = small.make_game()
+def test_gate_games_start_after_two_random_moves(config):
+    # the real gate match plays in tests/test_experiments.py (the gating experiment's toy run)
+    game = config.make_game()
     opening = gating.fixed_opening(game, jax.random.PRNGKey(2), gating.OPENING_PLIES)
     assert int(np.sum(np.asarray(game.observe(opening))[..., :2])) == 2  # two stones
     assert int(game.current_player(opening)) == 0
@@ -117,23 +111,35 @@ def _gate_of(workdir, step):
 
 
 @pytest.fixture(scope="module")
-def gated(tiny_run, tmp_path_factory):
-    """tiny_run (ungated, 2 iterations, a checkpoint each) resumed with gating to iteration 4:
-    iteration 3's candidate wins its gate, iteration 4's loses."""
-    workdir = str(tmp_path_factory.mktemp("gated") / "run")
-    shutil.copytree(tiny_run, workdir)
-    config = dataclasses.replace(
-        read_config(workdir), iterations=4, gating=0.55, gating_games=GAMES, gating_interval=1
+def experiment(tmp_path_factory):
+    """experiments/gating.py at toy size: an ungated and a gated Tic-Tac-Toe run (a gate every
+    iteration, 2 games), each checkpoint against pure MCTS."""
+    from experiments import gating as gating_experiment
+
+    out = str(tmp_path_factory.mktemp("gating") / "out")
+    code = gating_experiment.main(
+        [
+            "--game=tictactoe",
+            f"--out={out}",
+            "--minutes=0",
+            "--games=2",
+            "--gating_games=2",
+            "--gating_interval=1",
+            "--no_progress",
+            "--iterations=3",
+            "--checkpoint_interval=3",
+            "--batch_games=8",
+            "--num_simulations=4",
+            "--num_filters=4",
+            "--value_hidden=4",
+            "--num_blocks=1",
+            "--train_batch_size=16",
+            "--train_steps=2",
+            "--replay_games=20",
+        ]
     )
-    results = iter([_stub([1] * GAMES), _stub([-1] * GAMES)])
-
-    def match(candidate, best, key):
-        return next(results)(candidate, best, key)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(gating, "make_gate_match", lambda config: match)
-        azjax.train_and_evaluate(config, workdir, resume=True, progress=False)
-    return workdir, config
+    assert code == 0
+    return out
 
 
 def _leaves_equal(a, b) -> list[bool]:
@@ -143,40 +149,58 @@ def _leaves_equal(a, b) -> list[bool]:
     ]
 
 
-def test_an_ungated_run_has_no_gate(tiny_run):
-    assert all(not any(k.startswith("gate") for k in r) for r in _rows(tiny_run))
-    assert _gate_of(tiny_run, 2).gate is None
+def test_the_experiment_compares_gated_and_ungated_runs(experiment):
+    results = json.load(open(os.path.join(experiment, "results.json")))
+    ungated, gated = results["curves"]["ungated"], results["curves"]["gated"]
+    assert [r["iteration"] for r in ungated] == [r["iteration"] for r in gated] == [3]
+    assert "best" not in ungated[0] and sum(ungated[0]["network"]["wdl"]) == 2
+    assert sum(gated[0]["best"]["wdl"]) == 2 and gated[0]["gates_passed"][1] == 3
+    assert results["configs"]["gated"]["gating"] == 0.55
+    assert results["configs"]["ungated"]["gating"] == 0.0
 
 
-def test_the_gate_in_the_loop_keeps_and_replaces_the_best(gated):
-    workdir, _ = gated
-    rows = {r["iteration"]: r for r in _rows(workdir)}
-    assert "gate/score" not in rows[2]  # the ungated part of the run
-    assert rows[3]["gate/accepted"] == 1 and rows[3]["gate/best_iteration"] == 3
-    assert rows[4]["gate/accepted"] == 0 and rows[4]["gate/accepted_total"] == 1
-    assert rows[4]["gate/gates"] == 2 and rows[4]["gate/best_iteration"] == 3
-    three, four = _gate_of(workdir, 3), _gate_of(workdir, 4)
-    assert all(_leaves_equal(three.gate.best, three.train.variables))  # accepted at 3
-    assert all(_leaves_equal(three.gate.best, four.gate.best))  # rejected at 4
-    assert not all(_leaves_equal(four.gate.best, four.train.variables))  # the learner went on
-    assert int(four.gate.best_iteration) == 3 and int(four.gate.accepted) == 1
+def test_an_ungated_run_has_no_gate(experiment):
+    workdir = os.path.join(experiment, "ungated")
+    assert all(not any(k.startswith("gate") for k in r) for r in _rows(workdir))
+    assert _gate_of(workdir, 3).gate is None
 
 
-def test_resume_restores_the_best(gated):
-    workdir, config = gated
-    config = dataclasses.replace(config, iterations=5)
+def test_the_gate_in_the_loop_counts_and_saves(experiment):
+    workdir = os.path.join(experiment, "gated")
+    rows = _rows(workdir)
+    assert [r["iteration"] for r in rows] == [1, 2, 3]
+    assert all(sum(r["gate/wdl"]) == 2 for r in rows)  # the real gate match, 2 games a gate
+    assert [r["gate/accepted_total"] for r in rows] == list(
+        np.cumsum([r["gate/accepted"] for r in rows])
+    )
+    for r in rows:  # accepted: the best is this iteration's network; else the one before
+        assert r["gate/accepted"] == int(r["gate/score"] > 0.55)
+    best = [0] + [r["iteration"] if r["gate/accepted"] else None for r in rows]
+    for i in range(1, len(best)):
+        best[i] = best[i] if best[i] is not None else best[i - 1]
+    assert [r["gate/best_iteration"] for r in rows] == best[1:]
+    saved = _gate_of(workdir, 3)
+    assert int(saved.gate.best_iteration) == best[-1] and int(saved.gate.gates) == 3
+
+
+def test_resume_restores_the_best(experiment, tmp_path):
+    workdir = str(tmp_path / "gated")
+    shutil.copytree(os.path.join(experiment, "gated"), workdir)
+    config = dataclasses.replace(read_config(workdir), iterations=5)
     fns = loop.make_iteration(config, parallel.make_mesh())
     checkpointer = Checkpointer(workdir)
     try:
         run = loop._open_run(config, workdir, fns, checkpointer, True, None)
     finally:
         checkpointer.close()
-    saved = _gate_of(workdir, 4)
+    saved = _gate_of(workdir, 3)
     assert all(_leaves_equal(run.gate.best, saved.gate.best))
-    assert not all(_leaves_equal(run.gate.best, run.train.variables))
-    assert (int(run.gate.best_iteration), int(run.gate.accepted), int(run.gate.gates)) == (3, 1, 2)
-    # self-play plays the best network
-    assert gating.selfplay_variables(run) is run.gate.best
+    assert (int(run.gate.best_iteration), int(run.gate.accepted), int(run.gate.gates)) == (
+        int(saved.gate.best_iteration),
+        int(saved.gate.accepted),
+        3,  # a new gate would say 0
+    )
+    assert gating.selfplay_variables(run) is run.gate.best  # self-play plays the best
 
 
 @pytest.mark.parametrize(
