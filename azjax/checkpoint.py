@@ -1,7 +1,8 @@
 """A run on disk: its state, where it lives, how it is saved, listed, resumed and loaded.
 
     <workdir>/config.json                     the run's Config (written at start)
-    <workdir>/checkpoints/<iteration>/state   the RunState pytree (network, optimizer, step, key)
+    <workdir>/checkpoints/<iteration>/state   the RunState pytree (network, optimizer, step,
+                                              key; with --gating the best network)
     <workdir>/checkpoints/<iteration>/config  the run's Config as JSON
     <workdir>/checkpoints/<iteration>/metrics the metrics rows since the checkpoint before
 
@@ -37,6 +38,7 @@ import orbax.checkpoint as ocp
 from flax import struct
 
 from azjax.config import Config
+from azjax.gating import init_gate
 from azjax.network import init_variables, make_network
 from azjax.training import TrainState, init_train_state, make_optimizer
 
@@ -69,6 +71,9 @@ class RunState:
     train: TrainState
     iteration: jax.Array  # int32[], iterations completed
     key: jax.Array  # the run's base PRNG key; iteration keys are folded from it
+    # the best network and its counters with --gating (azjax/gating.py); None (no leaves, so
+    # checkpoints of ungated runs keep their old structure) without
+    gate: Any = None
 
 
 # ---- the state of a new run ----------------------------------------------------------------------
@@ -85,7 +90,10 @@ def init_run(config: Config) -> RunState:
     init_key, run_key = run_keys(config)
     variables = init_variables(make_network(config, game), game, init_key)
     return RunState(
-        train=init_train_state(variables, optimizer), iteration=jnp.int32(0), key=run_key
+        train=init_train_state(variables, optimizer),
+        iteration=jnp.int32(0),
+        key=run_key,
+        gate=init_gate(variables) if config.gating else None,
     )
 
 

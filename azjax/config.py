@@ -141,6 +141,15 @@ class Config:
     eval_epsilon: float = _field(
         0.05, "epsilon-greedy move choice against the previous network", low=0.0, high=1.0
     )
+    gating: float = _field(
+        0.0,
+        "gating (seed 004): self-play is played by the best network, which a new one replaces "
+        "only when its score against it is above this, in [0, 1) (0: off, the learner's network "
+        "plays; e.g. 0.55)",
+        low=0.0,
+    )
+    gating_games: int = _field(40, "games per gate match (even: colours alternate)", low=2)
+    gating_interval: int = _field(5, "iterations between gate matches", low=1)
     checkpoint_interval: int = _field(10, "iterations between checkpoints", low=1)
     keep_checkpoints: int = _field(0, "checkpoints kept on disk (0: all)", low=0)
     iterations: int = _field(100, "stop after this many iterations", low=1)
@@ -292,6 +301,14 @@ def validate(config: Config) -> Config:
         )
     if config.eval_games % 2:
         raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
+    if not config.gating < 1:
+        raise ValueError(f"gating must be in [0, 1) (0: off; e.g. 0.55), got {config.gating!r}")
+    if config.gating_games % 2:
+        raise ValueError(
+            f"gating_games must be even so colours alternate, got {config.gating_games}"
+        )
+    if config.gating and config.algorithm != "alphazero":
+        raise ValueError("gating needs algorithm=alphazero (Expert Iteration has no gate)")
     no_rollouts = config.rollout_policy == "none" or config.rollout_prob == 0
     if config.evaluator == "uniform" and no_rollouts:
         raise ValueError(

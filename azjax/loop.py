@@ -10,6 +10,11 @@ Evaluation plays, batched: the current network against the network of the previo
 (both epsilon-greedy, epsilon = `eval_epsilon`) and against pure MCTS with random rollouts at twice
 the simulations. Score = (wins + draws / 2) / games.
 
+Gating (`--gating`, `azjax.gating`): self-play is played by the best network kept in the run
+state; every `gating_interval` iterations the learner's network plays it (`gating_games` games)
+and replaces it when it scores above the threshold (metrics gate/score, gate/accepted,
+gate/accepted_total, gate/best_iteration).
+
 Devices: the iteration runs on a mesh over every device (`azjax.parallel`; one device is the
 one-device mesh): games, trajectories, the replay buffer and training batches are split along B,
 the network and optimizer state are replicated. `make_iteration` builds the jitted pieces of an
@@ -40,7 +45,7 @@ import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from azjax import parallel, replay, symmetry, training
+from azjax import gating, parallel, replay, symmetry, training
 from azjax.arena import MatchResult, make_match, make_search_agent
 from azjax.checkpoint import (
     Checkpointer,
@@ -167,7 +172,7 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
 
     def play(run, states, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]
-        states, traj = selfplay(run.train.variables, k_play, states)
+        states, traj = selfplay(gating.selfplay_variables(run), k_play, states)
         buffer = replay.add(buffer, traj)
         return (
             states,
@@ -244,8 +249,12 @@ def _open_run(
                 f"--resume_step={resume_step}: no such checkpoint in "
                 f"{workdir!r}; have {checkpointer.steps()}"
             )
-        check_resumable(read_config(workdir, resume_step), config)
-        run, step = checkpointer.restore(run, resume_step)
+        saved = read_config(workdir, resume_step)
+        check_resumable(saved, config)
+        run, step = checkpointer.restore(
+            gating.restore_template(run, bool(saved.gating)), resume_step
+        )
+        run = gating.adapt(run, bool(config.gating), fns.copy)
         if parallel.is_primary():
             folder = checkpointer.set_aside(after=step)
             if folder is not None:
@@ -544,6 +553,7 @@ def _train(
             )
         health = Health(run.train.variables, _reference_loss(metrics))
         evaluate = make_evaluation(config) if config.eval_interval else None
+        gate = gating.make_gate(config) if config.gating else None
         buffer = fns.init_buffer()
         states = fns.init_states()
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
@@ -583,6 +593,12 @@ def _train(
                     )
                 session["games"] += values["games"]
                 session["positions"] += values["positions"]
+
+                if gate is not None and it % config.gating_interval == 0:
+                    t_gate = time.time()
+                    run, gate_values = gate(run, it)
+                    values.update(gate_values, gate_seconds=time.time() - t_gate)
+                values.update(gating.gate_values(run))
 
                 if evaluate is not None and it % config.eval_interval == 0:
                     t_eval = time.time()

@@ -13,7 +13,8 @@ resumes (dropping a torn last line), and TensorBoard hides the events after it (
 
 Progress bar fields: games/s and pos/s of self-play; `v` and `p` the value and policy losses;
 `vs_mcts` and `vs_prev` the scores of the last evaluation against pure MCTS and the previous
-network.
+network; with `--gating`, `plays` the iteration whose network plays self-play (0: the untrained
+one) and `gate` the gates passed out of those held (`azjax.gating`).
 """
 
 from __future__ import annotations
@@ -150,6 +151,11 @@ class Progress:
             post.update(
                 vs_mcts=f"{values['eval/mcts_score']:.2f}",
                 vs_prev=f"{values['eval/previous_score']:.2f}",
+            )
+        if "gate/best_iteration" in values:
+            post.update(
+                plays=f"it{values['gate/best_iteration']}",
+                gate=f"{values['gate/accepted_total']}/{values['gate/gates']}",
             )
         self.bar.set_postfix(post)
         self.bar.update(1)
