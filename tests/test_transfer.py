@@ -224,3 +224,20 @@ def test_an_unreadable_source_is_one_line(tiny_run, tmp_path, c4):
     text = str(error.value)
     assert text.startswith(f"--init_from={copy}@1: ") and "checkpoint 1" in text
     assert "cannot be read" in text and "\n" not in text
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--games=3"], "--games must be even"),
+        (["--sims=0"], "--sims: comma-separated simulation counts"),
+        (["--game=othello", "--rows=4"], "--rows is not an option of othello"),
+        (["--init_from=x"], "unrecognized arguments: --init_from=x"),  # the experiment sets it
+    ],
+)
+def test_the_experiment_checks_its_flags(argv, message, capsys):
+    from experiments import transfer
+
+    with pytest.raises(SystemExit) as exit_info:
+        transfer.parse(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
