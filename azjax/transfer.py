@@ -102,28 +102,24 @@ def same_network(source: Config, config: Config, source_vars: Any, fresh: Any) -
     """Whether every parameter can be loaded: same game and board, and the same shapes."""
     if (source.game, dict(source.game_options)) != (config.game, dict(config.game_options)):
         return False
-    shapes = [jax.tree_util.tree_structure(source_vars), jax.tree_util.tree_structure(fresh)]
-    if shapes[0] != shapes[1]:
-        return False
-    return all(
-        a.shape == b.shape
-        for a, b in zip(jax.tree_util.tree_leaves(source_vars), jax.tree_util.tree_leaves(fresh))
-    )
+    same_tree = jax.tree_util.tree_structure(source_vars) == jax.tree_util.tree_structure(fresh)
+    return same_tree and _shapes(source_vars) == _shapes(fresh)
+
+
+def _shapes(tree) -> list[tuple[int, ...]]:
+    return [x.shape for x in jax.tree_util.tree_leaves(tree)]
 
 
 def merge_trunk(fresh: Any, source: Any) -> Any:
-    """`fresh` variables ({'params', 'batch_stats'}) with the trunk of `source`'s."""
+    """`fresh` variables ({'params', 'batch_stats'}) with the trunk of `source`'s; a
+    CheckpointError where the two trunks differ (`check_compatible` catches that earlier)."""
     for collection in ("params", "batch_stats"):
         mine = sorted(k for k in fresh[collection] if is_trunk(k))
         theirs = sorted(k for k in source[collection] if is_trunk(k))
         if mine != theirs:
             raise CheckpointError(f"trunk modules differ: {theirs} vs {mine}")
         for k in mine:
-            a, b = (
-                jax.tree_util.tree_leaves(source[collection][k]),
-                jax.tree_util.tree_leaves(fresh[collection][k]),
-            )
-            if [x.shape for x in a] != [x.shape for x in b]:
+            if _shapes(source[collection][k]) != _shapes(fresh[collection][k]):
                 raise CheckpointError(f"trunk module {k} has other shapes in the source")
     return {c: with_trunk(fresh[c], source[c]) for c in ("params", "batch_stats")}
 
