@@ -4,6 +4,7 @@
     python train.py --game=tictactoe --workdir=runs/ttt --iterations=40
     python train.py --workdir=runs/hex6 --resume            # continue a run
     python train.py --workdir=runs/hex6 --resume_step=40    # continue from an earlier checkpoint
+    python train.py --game=othello --size=6 --init_from=runs/c4   # start from another run's trunk
     python train.py --game=othello --help                   # every field, its default and meaning
     python train.py --game=hex --distributed                # one process per host (docs/scaling.md)
 
@@ -110,6 +111,11 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
         raise ValueError(f"--game: unknown game {game!r}; known games: {', '.join(games.names())}")
     parser, config_flags, option_flags = build_parser(game)
     args = parser.parse_args(argv)
+    if args.init_from is not None and (args.resume or args.resume_step is not None):
+        raise ValueError(
+            "--init_from starts a new run and --resume continues one: give one of them (a "
+            "resumed run keeps the init_from its config.json records)"
+        )
     if args.resume_step is not None and args.resume_step < 0:
         raise ValueError(f"--resume_step must be a checkpoint step (>= 0), got {args.resume_step}")
     overrides = {

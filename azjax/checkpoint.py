@@ -43,7 +43,15 @@ from azjax.network import init_variables, make_network
 from azjax.training import TrainState, init_train_state, make_optimizer
 
 # Fields that must agree between a run and the checkpoint it resumes.
-STRUCTURAL = ("game", "game_options", "num_blocks", "num_filters", "value_hidden", "optimizer")
+STRUCTURAL = (
+    "game",
+    "game_options",
+    "num_blocks",
+    "num_filters",
+    "value_hidden",
+    "optimizer",
+    "freeze_trunk",
+)
 
 
 class CheckpointError(ValueError):

@@ -224,6 +224,19 @@ class Config:
         high=100.0,
     )
 
+    # ---- transfer (seed 004; azjax/transfer.py) ---------------------------------------------
+    init_from: str = _field(
+        "",
+        "start a new run from another run's network, PATH[@STEP] (default: its latest "
+        "checkpoint): all of it for the same game and board, else the trunk only, with the "
+        "heads initialised afresh; the run's config records the resolved PATH@STEP",
+    )
+    freeze_trunk: bool = _field(
+        False,
+        "train only the policy and value heads of the network init_from gave; the trunk's "
+        "parameters and batch statistics stay as loaded",
+    )
+
     # ---- derived -----------------------------------------------------------------------------
     def make_game(self) -> games.Game:
         return games.make(self.game, **self.game_options)
@@ -317,4 +330,11 @@ def validate(config: Config) -> Config:
         )
     if config.rollout_policy == "policy" and config.evaluator == "uniform":
         raise ValueError("rollout_policy=policy needs the network (evaluator=network)")
+    if config.freeze_trunk and not config.init_from:
+        raise ValueError("freeze_trunk needs init_from=RUN[@STEP]: nothing to transfer")
+    if config.init_from and config.algorithm == "exit" and config.retrain_from_scratch:
+        raise ValueError(
+            "init_from with retrain_from_scratch: the apprentice is initialised afresh every "
+            "iteration, so nothing would be transferred"
+        )
     return config

@@ -238,8 +238,8 @@ def _open_run(
     resume_step: int | None,
 ) -> RunState:
     """The run to continue: the latest checkpoint (or `resume_step`) with `resume`, else a new
-    one (refused where checkpoints already exist). Resuming an earlier step sets the later
-    checkpoints aside (`Checkpointer.set_aside`)."""
+    one (refused where checkpoints already exist), with `init_from`'s network where the config names
+    one. Resuming an earlier step sets the later checkpoints aside (`Checkpointer.set_aside`)."""
     run = fns.init_run()
     if resume:
         if checkpointer.latest() is None:
@@ -268,6 +268,13 @@ def _open_run(
             f"{workdir!r} already holds checkpoints {checkpointer.steps()}; pass --resume to "
             "continue that run or choose another --workdir"
         )
+    elif config.init_from:  # a new run from another run's network (azjax/transfer.py)
+        from azjax import transfer
+
+        variables, note = transfer.transferred_variables(config, run.train.variables)
+        run = run.replace(train=run.train.replace(variables=variables))
+        if parallel.is_primary():
+            print(note, file=sys.stderr)
     return run
 
 
@@ -528,6 +535,10 @@ def _train(
     t_start: float,
 ) -> dict[str, Any]:
     primary = parallel.is_primary()
+    if config.init_from and not resume:  # a resumed run keeps the source its config records
+        from azjax import transfer
+
+        config = transfer.resolve(config)
     game = config.make_game()
     mesh = parallel.make_mesh()
     devices = parallel.num_devices(mesh)

@@ -7,6 +7,12 @@
 - policy head: 3x3 conv block, dense to one logit per action (the game's canonical frame);
 - value head: 1x1 conv block with one filter, dense hidden layer, ReLU, dense to 1, tanh.
 
+The trunk (conv block and residual blocks) is convolutions only, so its parameters fit any board
+size; the heads' dense layers are sized by the board and the actions. `is_trunk` names the trunk's
+modules, for transfer between games (`azjax.transfer`). With `freeze_trunk` the trunk runs in
+inference mode even when training (its batch statistics are used, not updated) and no gradient
+flows into it: only the heads learn (seed 004's second transfer setting).
+
 Parameters and batch statistics are one pytree ("variables") passed into pure functions.
 Computation runs in `dtype` (bfloat16 on accelerators); parameters are kept in float32 and the
 outputs are returned in float32.
@@ -60,12 +66,16 @@ class PolicyValueNet(nn.Module):
     num_filters: int = 128
     value_hidden: int = 128
     dtype: Any = jnp.float32
+    freeze_trunk: bool = False
 
     @nn.compact
     def __call__(self, obs, train: bool = False):
-        x = ConvBlock(self.num_filters, dtype=self.dtype)(obs.astype(self.dtype), train)
+        trunk_train = train and not self.freeze_trunk
+        x = ConvBlock(self.num_filters, dtype=self.dtype)(obs.astype(self.dtype), trunk_train)
         for _ in range(self.num_blocks):
-            x = ResidualBlock(self.num_filters, dtype=self.dtype)(x, train)
+            x = ResidualBlock(self.num_filters, dtype=self.dtype)(x, trunk_train)
+        if self.freeze_trunk:
+            x = jax.lax.stop_gradient(x)
 
         p = ConvBlock(self.num_filters, dtype=self.dtype)(x, train)
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(p.reshape(p.shape[0], -1))
@@ -84,6 +94,7 @@ def make_network(config, game) -> PolicyValueNet:
         num_filters=config.num_filters,
         value_hidden=config.value_hidden,
         dtype=dtype,
+        freeze_trunk=config.freeze_trunk,
     )
 
 
@@ -104,3 +115,27 @@ def make_apply(net: PolicyValueNet) -> Callable:
 
 def num_parameters(variables) -> int:
     return sum(x.size for x in jax.tree_util.tree_leaves(variables["params"]))
+
+
+# ---- the trunk, shared between games (azjax.transfer) --------------------------------------------
+def is_trunk(name: str) -> bool:
+    """Whether the top-level module `name` of a PolicyValueNet's variables is in the trunk.
+
+    Flax names a compact module's children by class and order: the input block is `ConvBlock_0`,
+    the residual blocks `ResidualBlock_0..`; `ConvBlock_1`, `ConvBlock_2` and the `Dense_*` layers
+    are the heads."""
+    return name == "ConvBlock_0" or name.startswith("ResidualBlock_")
+
+
+def with_trunk(collection: dict, trunk_from: dict) -> dict:
+    """`collection` (params or batch_stats, keyed by module) with its trunk taken from
+    `trunk_from`, which must hold the same trunk modules."""
+    return {k: trunk_from[k] if is_trunk(k) else v for k, v in collection.items()}
+
+
+def trunk_labels(params: dict) -> dict:
+    """The params tree with every leaf labelled "trunk" or "heads" (for optax.multi_transform)."""
+    return {
+        k: jax.tree_util.tree_map(lambda _, k=k: "trunk" if is_trunk(k) else "heads", v)
+        for k, v in params.items()
+    }

@@ -5,6 +5,11 @@
 averaged over the batch; pi is the search policy, z the game's outcome for the position's mover.
 The policy term is averaged over the positions that have a policy target (all of them, except
 the fast searches of playout cap randomisation, recorded with an all-zero pi).
+
+With `freeze_trunk` (a run transferred from another, `azjax.transfer`) only the heads train: the
+optimizer is an `optax.multi_transform` whose trunk part is `set_to_zero` (no optimizer state is
+built for the trunk), and the training step hands back the trunk's parameters and batch
+statistics as it got them, bit for bit.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from azjax.network import trunk_labels, with_trunk
 from azjax.replay import Batch
 
 
@@ -36,7 +42,8 @@ class Losses(NamedTuple):
 
 
 def make_optimizer(config, total_steps: int) -> optax.GradientTransformation:
-    """SGD with momentum or Adam, with the configured learning-rate schedule."""
+    """SGD with momentum or Adam, with the configured learning-rate schedule; with
+    `config.freeze_trunk` for the heads only (the trunk's updates are zero, its state empty)."""
     lr = config.learning_rate
     total_steps = max(total_steps, 1)
     if config.lr_schedule == "constant":
@@ -49,10 +56,16 @@ def make_optimizer(config, total_steps: int) -> optax.GradientTransformation:
     else:
         raise ValueError(f"unknown lr_schedule {config.lr_schedule!r}")
     if config.optimizer == "sgd":
-        return optax.sgd(schedule, momentum=config.momentum)
-    if config.optimizer == "adam":
-        return optax.adam(schedule)
-    raise ValueError(f"unknown optimizer {config.optimizer!r}")
+        optimizer = optax.sgd(schedule, momentum=config.momentum)
+    elif config.optimizer == "adam":
+        optimizer = optax.adam(schedule)
+    else:
+        raise ValueError(f"unknown optimizer {config.optimizer!r}")
+    if config.freeze_trunk:
+        return optax.multi_transform(
+            {"heads": optimizer, "trunk": optax.set_to_zero()}, trunk_labels
+        )
+    return optimizer
 
 
 def init_train_state(variables, optimizer) -> TrainState:
@@ -62,7 +75,8 @@ def init_train_state(variables, optimizer) -> TrainState:
 
 
 def make_train_step(net, optimizer, weight_decay: float):
-    """train_step(state, batch) -> (state, Losses); pure, meant for jax.jit."""
+    """train_step(state, batch) -> (state, Losses); pure, meant for jax.jit. With
+    `net.freeze_trunk` the trunk's parameters and batch statistics come back unchanged."""
 
     def loss_fn(params, batch_stats, batch: Batch):
         (logits, value), updates = net.apply(
@@ -93,7 +107,11 @@ def make_train_step(net, optimizer, weight_decay: float):
             params, state.variables["batch_stats"], batch
         )
         updates, opt_state = optimizer.update(grads, state.opt_state, params)
-        params = optax.apply_updates(params, updates)
+        new_params = optax.apply_updates(params, updates)
+        if net.freeze_trunk:  # x + 0 turns -0.0 into 0.0: hand the trunk back as it came
+            new_params = with_trunk(new_params, params)
+            batch_stats = with_trunk(batch_stats, state.variables["batch_stats"])
+        params = new_params
         new = TrainState(
             variables={"params": params, "batch_stats": batch_stats},
             opt_state=opt_state,

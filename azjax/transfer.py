@@ -1,0 +1,156 @@
+"""Starting a run from another run's network (seed 004, sections 3.5 and 4.2).
+
+    config = resolve(config)                         # init_from "runs/c4" -> "/abs/runs/c4@30"
+    variables, note = transferred_variables(config, fresh_variables)
+
+The same game on the same board with the same network: every parameter and batch statistic is
+loaded. Another game or board (or another value_hidden): the trunk (the input block and the
+residual blocks, `azjax.network.is_trunk`; convolutions only, so any board size fits) is loaded
+and the policy and value heads keep their fresh initialisation, as seed 004 re-initialised its
+output layers over Connect Four's feature extractor. The trunk's widths (num_blocks,
+num_filters) must equal the source's, and so must the number of input planes (the games'
+observation_shape[-1]): seed 004 transferred its whole feature extractor, input convolution
+included, between games with the same planes, and so does this module; a source with other
+planes is refused rather than given a new input convolution. The optimizer state, iteration and
+random key are the new run's own. With `freeze_trunk` the training step keeps the loaded trunk
+(azjax/training.py).
+
+Errors (an unknown run folder, no checkpoint, an unreadable one, other widths or planes) are
+CheckpointErrors (ValueErrors) of one line starting "--init_from".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import jax
+
+from azjax.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    parse_location,
+    read_config,
+    steps,
+)
+from azjax.config import Config
+from azjax.network import is_trunk, with_trunk
+
+
+def _error(config: Config, text: str) -> CheckpointError:
+    return CheckpointError(f"--init_from={config.init_from}: {text}")
+
+
+def resolve(config: Config) -> Config:
+    """`config` with init_from as 'ABSOLUTE_PATH@STEP' (the latest step when none was given); a
+    CheckpointError when the run folder or the checkpoint does not exist, or when its network's
+    trunk does not fit `config`'s (`check_compatible`)."""
+    try:
+        path, step = parse_location(config.init_from)
+    except ValueError as e:
+        raise _error(config, str(e)) from None
+    path = os.path.abspath(path)
+    if not os.path.isdir(path):
+        raise _error(config, f"no run folder {path!r}")
+    try:
+        have = steps(path)
+    except CheckpointError as e:
+        raise _error(config, str(e)) from None
+    if not have:
+        raise _error(config, f"no checkpoint in {path!r}")
+    if step is None:
+        step = have[-1]
+    elif step not in have:
+        raise _error(config, f"no checkpoint {step} in {path!r}; have {have}")
+    try:
+        source = read_config(path, step)
+    except CheckpointError as e:
+        raise _error(config, str(e)) from None
+    check_compatible(source, config)  # before any work, not after the compiles
+    return dataclasses.replace(config, init_from=f"{path}@{step}")
+
+
+def describe(config: Config) -> str:
+    """'othello {'size': 6}': a config's game and options, for messages."""
+    return f"{config.game} {dict(config.game_options)}"
+
+
+def check_compatible(source: Config, config: Config) -> None:
+    """A CheckpointError unless a network of `config` can take the trunk of `source`'s."""
+    widths = ("num_blocks", "num_filters")
+    if any(getattr(source, f) != getattr(config, f) for f in widths):
+        have = ", ".join(f"{f}={getattr(source, f)}" for f in widths)
+        want = ", ".join(f"{f}={getattr(config, f)}" for f in widths)
+        flags = " ".join(f"--{f}={getattr(source, f)}" for f in widths)
+        raise _error(
+            config,
+            f"the trunk widths must match the source run: it has {have}, this run {want} "
+            f"(set {flags})",
+        )
+    planes = source.make_game().observation_shape[-1], config.make_game().observation_shape[-1]
+    if planes[0] != planes[1]:
+        raise _error(
+            config,
+            f"the source's {describe(source)} has {planes[0]} input planes, this run's "
+            f"{describe(config)} {planes[1]}: the input block cannot be transferred (seed 004 "
+            "transferred between games with the same planes)",
+        )
+
+
+def same_network(source: Config, config: Config, source_vars: Any, fresh: Any) -> bool:
+    """Whether every parameter can be loaded: same game and board, and the same shapes."""
+    if (source.game, dict(source.game_options)) != (config.game, dict(config.game_options)):
+        return False
+    same_tree = jax.tree_util.tree_structure(source_vars) == jax.tree_util.tree_structure(fresh)
+    return same_tree and _shapes(source_vars) == _shapes(fresh)
+
+
+def _shapes(tree) -> list[tuple[int, ...]]:
+    return [x.shape for x in jax.tree_util.tree_leaves(tree)]
+
+
+def merge_trunk(fresh: Any, source: Any) -> Any:
+    """`fresh` variables ({'params', 'batch_stats'}) with the trunk of `source`'s; a
+    CheckpointError where the two trunks differ (`check_compatible` catches that earlier)."""
+    for collection in ("params", "batch_stats"):
+        mine = sorted(k for k in fresh[collection] if is_trunk(k))
+        theirs = sorted(k for k in source[collection] if is_trunk(k))
+        if mine != theirs:
+            raise CheckpointError(f"trunk modules differ: {theirs} vs {mine}")
+        for k in mine:
+            if _shapes(source[collection][k]) != _shapes(fresh[collection][k]):
+                raise CheckpointError(f"trunk module {k} has other shapes in the source")
+    return {c: with_trunk(fresh[c], source[c]) for c in ("params", "batch_stats")}
+
+
+def transferred_variables(config: Config, fresh: Any) -> tuple[Any, str]:
+    """(variables, what was loaded in one line): the network a run of `config` (init_from
+    resolved) starts from, `fresh` (its own initialisation) with the source's trunk or all of
+    the source's network; every leaf placed like `fresh`'s."""
+    path, step = parse_location(config.init_from)
+    try:
+        source, source_vars, step = load_checkpoint(path, step)
+    except CheckpointError as e:
+        raise _error(config, str(e)) from None
+    check_compatible(source, config)
+    where = f"{path}@{step}"
+    if same_network(source, config, source_vars, fresh):
+        variables = source_vars
+        note = f"init_from {where}: loaded every parameter ({describe(config)})"
+    else:
+        try:
+            variables = merge_trunk(fresh, source_vars)
+        except CheckpointError as e:
+            raise _error(config, str(e)) from None
+        note = (
+            f"init_from {where}: loaded the trunk (input block + {config.num_blocks} residual "
+            f"blocks) of {describe(source)}; policy and value heads initialised afresh for "
+            f"{describe(config)}"
+        )
+    if config.freeze_trunk:
+        note += "; the trunk is frozen"
+    placed = jax.tree_util.tree_map(
+        lambda new, old: jax.device_put(new, old.sharding), variables, fresh
+    )
+    return placed, note

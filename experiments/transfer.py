@@ -1,0 +1,215 @@
+"""Seed 004's transfer experiment (sections 3.5 and 4.2): does a network trained on one game give
+another game a head start? Othello from scratch against Othello started from a Connect Four
+network's trunk, trainable and frozen, with equal training budgets, then an internal round robin.
+
+    python -m experiments.transfer                          # CPU scale (docs/experiments.md)
+    python -m experiments.transfer --source=runs/c4 --iterations=40   # an existing source
+    python -m experiments.transfer --game=othello --size=6 --minutes=10
+
+Stages:
+1. the source: `--source=RUN[@STEP]`, or (by default) a run of `--source_game` (its configs/
+   defaults under the CPU recipe, game options included) trained for `--source_iterations`
+   iterations or `--source_minutes` minutes into <workdir>/source;
+2. three runs of `--game` (with its options), each for the config's `iterations` or `--minutes`
+   (the same budget for each): `scratch` (a fresh network), `transfer` (`init_from` the source:
+   its trunk, fresh heads, everything trains) and `frozen` (the same, `freeze_trunk`: only the
+   heads train, seed 004's second setting), in <workdir>/<name>;
+3. for each of `--sims` (seed 004: 3 and 25) a round robin of the three final networks
+   (`azjax.eval.tournament.round_robin`, `--games` games per pair, colours alternating,
+   epsilon-greedy moves `--eps` so that the games differ), and each agent's points over all of
+   them (seed 004's Table 2: scratch 174, transferred 26 over 200 games).
+
+Every Config field is a flag and applies to the source (when trained here) and the three runs;
+the network's trunk (num_blocks, num_filters) must be the source's. Writes <out>/results.json
+(default <workdir>/results) and a log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+
+import jax
+
+from azjax import flags, load_config, train_and_evaluate
+from azjax.checkpoint import parse_location
+from azjax.eval import format_tournament, parse_agent, round_robin
+from configs.cpu import cpu_recipe
+from experiments.common import Log, write_results
+from experiments.experiment2 import pooled_scores
+
+RUNS = ("scratch", "transfer", "frozen")
+FROZEN = {"transfer": False, "frozen": True}  # the runs started from the source
+# CPU scale: configs/cpu.py's recipe, a checkpoint every 5 iterations, no in-loop evaluation.
+CPU_RUN = dict(iterations=30, checkpoint_interval=5, eval_interval=0)
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--game", default="othello", help="the target game (default othello)")
+    parser.add_argument(
+        "--source", default=None, help="an existing source run, PATH[@STEP] (default: train one)"
+    )
+    parser.add_argument(
+        "--source_game", default="connect_four", help="the source game when trained here"
+    )
+    parser.add_argument(
+        "--source_iterations", type=int, default=30, help="source run's iterations (default 30)"
+    )
+    parser.add_argument(
+        "--source_minutes", type=float, default=0.0, help="source run's time budget (0: none)"
+    )
+    parser.add_argument(
+        "--minutes", type=float, default=0.0, help="each target run's time budget (0: none)"
+    )
+    parser.add_argument("--workdir", default="runs/transfer", help="default runs/transfer")
+    parser.add_argument("--out", default=None, help="default <workdir>/results")
+    parser.add_argument("--sims", default="3,25", help="simulations, one round robin each")
+    parser.add_argument("--games", type=int, default=100, help="games per pair (even)")
+    parser.add_argument("--eps", type=float, default=0.05, help="epsilon-greedy moves")
+    parser.add_argument("--no_progress", action="store_true")
+    config_flags = flags.add_config_flags(
+        parser.add_argument_group("run settings (default: configs/cpu.py's recipe)"),
+        skip=("game", "init_from", "freeze_trunk"),
+        default_text="see above",
+    )
+    option_flags = flags.add_game_flags(parser.add_argument_group("--game's options"), None)
+    args = parser.parse_args(argv)
+    try:
+        args.overrides = flags.config_overrides(args, config_flags)
+        args.options = flags.game_options(args, args.game, option_flags)
+        args.sims = [int(s) for s in args.sims.split(",") if s.strip()]
+    except ValueError as e:
+        parser.error(str(e))
+    if not args.sims or min(args.sims) < 1:
+        parser.error("--sims: comma-separated simulation counts, each at least 1")
+    if args.games < 2 or args.games % 2:
+        parser.error(f"--games must be even and at least 2 (colours alternate), got {args.games}")
+    if not 0.0 <= args.eps <= 1.0:
+        parser.error(f"--eps must be in [0, 1], got {args.eps}")
+    if args.source_iterations < 1:
+        parser.error(f"--source_iterations must be at least 1, got {args.source_iterations}")
+    args.out = args.out or os.path.join(args.workdir, "results")
+    return args
+
+
+def make_config(game: str, overrides: dict, minutes: float):
+    base = {**cpu_recipe(game), **CPU_RUN}
+    if minutes:
+        base["time_budget"] = minutes
+    return load_config(game, {**base, **overrides})
+
+
+def train_source(args, log) -> tuple[str, dict | None]:
+    """The source run's location, and its summary when trained here."""
+    if args.source:
+        return args.source, None
+    config = make_config(
+        args.source_game,
+        {**args.overrides, "iterations": args.source_iterations},
+        args.source_minutes,
+    )
+    workdir = os.path.join(args.workdir, "source")
+    log(f"source: {config.game} {dict(config.game_options)} in {workdir}")
+    summary = train_and_evaluate(config, workdir, progress=not args.no_progress)
+    log(f"source: {summary['iterations']} iterations, {summary['games']} games")
+    return workdir, summary
+
+
+def train_targets(args, source: str, log) -> dict[str, dict]:
+    """The three target runs: {name: {workdir, config, summary}}."""
+    base = make_config(args.game, {**args.overrides, **args.options}, args.minutes)
+    runs = {}
+    for name in RUNS:
+        config = base
+        if name != "scratch":
+            config = dataclasses.replace(base, init_from=source, freeze_trunk=FROZEN[name])
+        workdir = os.path.join(args.workdir, name)
+        t0 = time.time()
+        summary = train_and_evaluate(config, workdir, progress=not args.no_progress)
+        with open(os.path.join(workdir, "config.json")) as f:
+            saved = json.load(f)
+        runs[name] = dict(workdir=workdir, init_from=saved["init_from"], summary=summary)
+        origin = f", from {saved['init_from']}" if saved["init_from"] else ""
+        log(
+            f"{name}: {summary['iterations']} iterations, {summary['games']} games, "
+            f"{time.time() - t0:.0f} s{origin}"
+        )
+    return runs
+
+
+def tournaments(args, runs: dict, log) -> list[dict]:
+    game = load_config(args.game, {**args.options}).make_game()
+    out = []
+    for i, sims in enumerate(args.sims):
+        t0 = time.time()
+        specs = [f"ckpt:{runs[n]['workdir']},sims={sims},eps={args.eps}" for n in RUNS]
+        agents = [parse_agent(s, game) for s in specs]
+        log(f"round robin at {sims} simulations:")
+        try:
+            record = round_robin(
+                game, list(RUNS), agents, args.games, jax.random.PRNGKey(1000 + i), log=log
+            )
+        finally:
+            for agent in agents:
+                agent.close()
+        record.update(sims=sims, specs=specs, seconds=round(time.time() - t0, 1))
+        record["pooled"] = pooled_scores(record)
+        log(format_tournament(record))
+        out.append(record)
+    return out
+
+
+def points(rounds: list[dict]) -> dict[str, float]:
+    """Each agent's points (wins + draws / 2) over every round robin."""
+    total = dict.fromkeys(RUNS, 0.0)
+    for r in rounds:
+        for p in r["pooled"]:
+            total[p["agent"]] += p["wins"] + 0.5 * p["draws"]
+    return total
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
+    os.makedirs(args.out, exist_ok=True)
+    log = Log(os.path.join(args.out, "log.txt"))
+    t_start = time.time()
+    try:
+        if args.source:
+            parse_location(args.source)
+        source, source_summary = train_source(args, log)
+        t_source = time.time() - t_start
+        runs = train_targets(args, source, log)
+    except ValueError as e:  # a source that does not fit: one line, as train.py says it
+        print(f"experiments.transfer: error: {e}", file=sys.stderr)
+        return 2
+    t_train = time.time() - t_start - t_source
+    rounds = tournaments(args, runs, log)
+    total = points(rounds)
+    log("points over all round robins: " + ", ".join(f"{n} {p:g}" for n, p in total.items()))
+    results = dict(
+        command="python -m experiments.transfer " + " ".join(argv),
+        source=dict(location=runs["transfer"]["init_from"], summary=source_summary),
+        runs=runs,
+        tournaments=rounds,
+        points=total,
+        seconds=round(time.time() - t_start, 1),
+        phase_seconds=dict(
+            source=round(t_source, 1),
+            targets=round(t_train, 1),
+            tournaments=round(time.time() - t_start - t_source - t_train, 1),
+        ),
+    )
+    write_results(args, results, log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

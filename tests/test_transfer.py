@@ -1,0 +1,243 @@
+"""Transfer between games (seed 004; azjax/transfer.py, --init_from, --freeze_trunk) and its
+experiment at toy size: a Tic-Tac-Toe run (conftest's `tiny_run`) as the source of 4x4 Connect
+Four (three in a row) runs, from scratch, transferred and frozen."""
+
+import dataclasses
+import json
+import os
+import shutil
+
+import jax
+import numpy as np
+import pytest
+
+import train
+from azjax import load_config, training
+from azjax.checkpoint import CheckpointError, initial_variables, load_checkpoint
+from azjax.network import is_trunk
+from azjax.transfer import resolve, same_network, transferred_variables
+
+TOY = dict(
+    num_blocks=1,
+    num_filters=4,
+    value_hidden=4,
+    batch_games=8,
+    num_simulations=4,
+    train_steps=2,
+    train_batch_size=16,
+    min_replay=8,
+    replay_games=20,
+    iterations=1,
+    checkpoint_interval=1,
+    eval_interval=0,
+)
+C4 = dict(rows=4, cols=4, connect=3)
+
+
+def flags(values: dict) -> list[str]:
+    return [f"--{k}={v}" for k, v in values.items()]
+
+
+def equal(a, b) -> bool:
+    """Whether two trees hold the same arrays, bit for bit."""
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    return len(la) == len(lb) and all(
+        x.shape == y.shape
+        and np.array_equal(np.asarray(x).view(np.uint8), np.asarray(y).view(np.uint8))
+        for x, y in zip(la, lb)
+    )
+
+
+def split(variables) -> tuple[dict, dict]:
+    """(trunk, heads): the variables' modules, each {collection: {module: ...}}."""
+    parts = ({}, {})
+    for c, modules in variables.items():
+        for k, v in modules.items():
+            parts[0 if is_trunk(k) else 1].setdefault(c, {})[k] = v
+    return parts
+
+
+@pytest.fixture(scope="module")
+def source(tiny_run):
+    return load_checkpoint(tiny_run, 1)[1]
+
+
+@pytest.fixture(scope="module")
+def c4(tiny_run):
+    """(config, its untrained network): 4x4 Connect Four from tiny_run@1 (the experiment's runs
+    start from the same network: the same seed and shapes)."""
+    config = resolve(load_config("connect_four", {**TOY, **C4, "init_from": f"{tiny_run}@1"}))
+    return config, initial_variables(config)
+
+
+@pytest.fixture(scope="module")
+def experiment(tiny_run, tmp_path_factory):
+    """experiments.transfer at toy size; its source a copy of tiny_run, deleted afterwards (so
+    resuming the transferred run shows that it does not read its source again)."""
+    from experiments import transfer
+
+    root = tmp_path_factory.mktemp("transfer")
+    copy = str(root / "source")
+    shutil.copytree(tiny_run, copy)
+    argv = [
+        "--game=connect_four",
+        *flags(C4),
+        f"--source={copy}@1",
+        f"--workdir={root}",
+        "--sims=2",
+        "--games=2",
+        "--no_progress",
+        *flags(TOY),
+    ]
+    assert transfer.main(argv) == 0
+    shutil.rmtree(copy)
+    results = json.loads((root / "results" / "results.json").read_text())
+    return root, results, copy
+
+
+def test_another_game_takes_the_trunk_and_initialises_the_heads(tiny_run, source, c4):
+    config, fresh = c4
+    assert config.init_from == f"{os.path.abspath(tiny_run)}@1"
+    variables, note = transferred_variables(config, fresh)
+    assert "loaded the trunk" in note and "heads initialised afresh" in note
+    trunk, heads = split(variables)
+    assert equal(trunk, split(source)[0])  # the source's trunk, bit for bit
+    assert equal(heads, split(fresh)[1])  # the new network's own heads
+    # The policy head's conv block has the same shape in both games, but not the source's values.
+    assert not equal(variables["params"]["ConvBlock_1"], source["params"]["ConvBlock_1"])
+    assert jax.tree_util.tree_structure(variables) == jax.tree_util.tree_structure(fresh)
+
+
+def test_the_same_game_and_network_load_everything(tiny_run, source):
+    config = resolve(load_config("tictactoe", {**TOY, "init_from": f"{tiny_run}@1"}))
+    other = load_checkpoint(tiny_run, 2)[1]  # shaped and placed like the run's own network
+    variables, note = transferred_variables(config, other)
+    assert "every parameter" in note and equal(variables, source)
+    # Another value head width, or another board: the same game, but only the trunk fits.
+    wider = load_config("tictactoe", {**TOY, "value_hidden": 8})
+    c4 = load_config("connect_four", {**TOY, **C4})
+    for target in (wider, c4):
+        shapes = jax.eval_shape(lambda t=target: initial_variables(t))
+        assert not same_network(config, target, source, shapes)
+    assert same_network(config, config, source, jax.eval_shape(lambda: initial_variables(config)))
+    assert resolve(dataclasses.replace(config, init_from=tiny_run)).init_from.endswith("@2")
+
+
+def test_a_frozen_trunk_has_no_optimizer_state(tiny_run, source):
+    config = load_config("tictactoe", {**TOY, "optimizer": "adam", "init_from": tiny_run})
+    params = source["params"]
+    everything = sum(x.size for x in jax.tree.leaves(params))
+    heads = sum(x.size for k, v in params.items() if not is_trunk(k) for x in jax.tree.leaves(v))
+    assert 0 < heads < everything
+    for freeze, size in ((False, 2 * everything), (True, 2 * heads)):
+        frozen = dataclasses.replace(config, freeze_trunk=freeze)
+        state = training.make_optimizer(frozen, 10).init(params)
+        floats = [x for x in jax.tree.leaves(state) if x.dtype == np.float32]
+        assert sum(x.size for x in floats) == size  # Adam's two moments of what trains
+
+
+def test_freezing_keeps_the_trunk_and_trains_the_heads(experiment, source, c4):
+    root, _, _ = experiment
+    config, variables, step = load_checkpoint(str(root / "frozen"))
+    assert config.freeze_trunk and step == 1
+    trunk, heads = split(variables)
+    assert equal(trunk, split(source)[0])  # parameters and batch statistics, bit for bit
+    fresh_heads = split(c4[1])[1]  # where the heads started
+    for c in ("params", "batch_stats"):
+        for k in heads[c]:
+            assert not equal(heads[c][k], fresh_heads[c][k]), (c, k)  # trained
+
+
+def test_a_trainable_trunk_trains(experiment, source):
+    root, _, _ = experiment
+    config, variables, _ = load_checkpoint(str(root / "transfer"), 1)
+    assert not config.freeze_trunk
+    assert not equal(split(variables)[0]["params"], split(source)[0]["params"])
+
+
+def test_the_experiment_records_sources_and_tournaments(experiment):
+    root, results, copy = experiment
+    where = f"{os.path.abspath(copy)}@1"
+    for name, recorded in (("scratch", ""), ("transfer", where), ("frozen", where)):
+        saved = json.loads((root / name / "config.json").read_text())
+        assert saved["init_from"] == recorded and results["runs"][name]["init_from"] == recorded
+        assert results["runs"][name]["summary"]["iterations"] == TOY["iterations"]
+    assert results["source"]["location"] == where
+    assert [t["sims"] for t in results["tournaments"]] == [2]
+    for t in results["tournaments"]:
+        assert t["agents"] == ["scratch", "transfer", "frozen"] and len(t["matches"]) == 3
+    assert sum(results["points"].values()) == 3 * 2  # 3 pairs, 2 games each
+
+
+def test_a_transferred_run_resumes_without_its_source(experiment, capsys):
+    root, _, copy = experiment
+    workdir = str(root / "transfer")
+    assert not os.path.exists(copy)
+    # Resumed at its end: the loop restores the checkpoint, then stops (no new compiles).
+    assert train.main([f"--workdir={workdir}", "--resume", "--no_progress"]) == 0
+    saved = json.loads(open(os.path.join(workdir, "config.json")).read())
+    assert saved["init_from"] == f"{os.path.abspath(copy)}@1"
+    assert json.loads(capsys.readouterr().out)["iterations"] == 1
+
+
+def _fails(capsys, argv, *needles):
+    assert train.main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+
+
+def test_bad_sources_are_one_line(tiny_run, tmp_path, capsys, monkeypatch):
+    toy = ["--game=connect_four", *flags(C4), *flags(TOY), "--no_progress"]
+    run = [*toy, f"--workdir={tmp_path}/run"]
+    _fails(capsys, [*run, f"--init_from={tmp_path}/none"], "--init_from", "no run folder")
+    os.makedirs(tmp_path / "empty")
+    _fails(capsys, [*run, f"--init_from={tmp_path}/empty"], "--init_from", "no checkpoint in")
+    _fails(capsys, [*run, f"--init_from={tiny_run}@7"], "no checkpoint 7", "have [1, 2]")
+    _fails(capsys, [*run, f"--init_from={tiny_run}@x"], "must be a number or 'latest'")
+    _fails(
+        capsys,
+        [*run, f"--init_from={tiny_run}", "--num_filters=8"],
+        "trunk widths must match",
+        "it has num_blocks=1, num_filters=4, this run num_blocks=1, num_filters=8",
+    )
+    _fails(capsys, [*run, f"--init_from={tiny_run}", "--resume"], "--init_from starts a new run")
+    _fails(capsys, [*run, "--freeze_trunk"], "nothing to transfer")
+
+    from games.connect_four import ConnectFour
+
+    monkeypatch.setattr(ConnectFour, "observation_shape", property(lambda self: (4, 4, 2)))
+    _fails(capsys, [*run, f"--init_from={tiny_run}"], "has 3 input planes", "this run's")
+
+
+def test_an_unreadable_source_is_one_line(tiny_run, tmp_path, c4):
+    copy = str(tmp_path / "source")
+    shutil.copytree(tiny_run, copy)
+    for root, _, files in os.walk(os.path.join(copy, "checkpoints", "1", "state")):
+        for name in files:  # cut the arrays' data short: orbax's reads fail half-way
+            if os.path.basename(root) == "d":
+                os.truncate(os.path.join(root, name), 10)
+    config = dataclasses.replace(c4[0], init_from=f"{copy}@1")
+    with pytest.raises(CheckpointError) as error:
+        transferred_variables(config, c4[1])
+    text = str(error.value)
+    assert text.startswith(f"--init_from={copy}@1: ") and "checkpoint 1" in text
+    assert "cannot be read" in text and "\n" not in text
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--games=3"], "--games must be even"),
+        (["--sims=0"], "--sims: comma-separated simulation counts"),
+        (["--game=othello", "--rows=4"], "--rows is not an option of othello"),
+        (["--init_from=x"], "unrecognized arguments: --init_from=x"),  # the experiment sets it
+    ],
+)
+def test_the_experiment_checks_its_flags(argv, message, capsys):
+    from experiments import transfer
+
+    with pytest.raises(SystemExit) as exit_info:
+        transfer.parse(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
