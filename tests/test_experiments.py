@@ -337,23 +337,21 @@ def test_connect_four_thesis_table():
 
 
 def test_tictactoe_figures_of_seed_001(tiny_run, tmp_path, capsys):
-    import shutil
-
     from experiments import tictactoe
 
-    run = str(tmp_path / "ttt")
-    shutil.copytree(tiny_run, run)  # the experiment writes into its run folder
-    argv = [f"--workdir={run}", "--eval_only", "--games=1", "--figures", "--figure_games=2"]
-    tictactoe.main(argv + ["--mcts_sims=2", "--curve_sims=2", "--compare_sims=2"])
-    results = json.load(open(os.path.join(run, "figures.json")))
+    results = tictactoe.figures(tiny_run, games=2, mcts_sims=[2], curve_sims=2, compare_sims=[2])
     assert [r["sims"] for r in results["5.1b"]] == [2]
     assert [r["step"] for r in results["5.4a"]["checkpoints"]] == [1, 2]
-    assert results["5.4b"][0]["network"]["spec"] == f"ckpt:{run}@2,sims=2"
+    assert results["5.4b"][0]["network"]["spec"] == f"ckpt:{tiny_run}@2,sims=2"
     assert results["5.4b"][0]["mcts"] == results["5.4a"]["mcts"]  # the same point, played once
     for row in [*results["5.1b"], *results["5.4a"]["checkpoints"]]:
         assert row["wins"] == 0 and row["draws"] + row["losses"] == 2  # perfect play never loses
-    assert os.path.getsize(os.path.join(run, "figures.png")) > 1000
+    tictactoe.print_figures(results)
     assert "5.4b      2 sims: network" in capsys.readouterr().out
+    tictactoe.plot_figures(results, str(tmp_path / "figures.png"))
+    assert os.path.getsize(tmp_path / "figures.png") > 1000
+    args, _ = tictactoe.parse(["--figures", "--mcts_sims=100,1200", "--compare_sims=1"])
+    assert args.figures and args.mcts_sims == [100, 1200] and args.compare_sims == [1]
     with pytest.raises(SystemExit):
         tictactoe.parse(["--mcts_sims=1.5"])
     assert "--mcts_sims: simulations must be whole numbers" in capsys.readouterr().err
