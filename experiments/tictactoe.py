@@ -201,7 +201,8 @@ def print_figures(results: dict) -> None:
     curve = results["5.4a"]
     print(
         f"  5.4a  MCTS {curve['mcts']['spec']}: {curve['mcts']['draws']}/{curve['mcts']['games']}"
-        f"  [53]; network by checkpoint (best of seed 001: 68):"
+        + ("  [53]" if curve["mcts"]["spec"] == MCTS.format(sims=100) else "")
+        + "; network by checkpoint (best of seed 001, at 100 simulations: 68):"
     )
     for r in curve["checkpoints"]:
         print(f"        checkpoint {r['step']:>4}: {r['draws']}/{r['games']}")
