@@ -1,6 +1,7 @@
 """Train an AlphaZero agent by self-play.
 
     python train.py --game=hex --batch_games=1024
+    python train.py --config=connect_four_thesis            # configs/connect_four_thesis.py
     python train.py --game=tictactoe --workdir=runs/ttt --iterations=40
     python train.py --workdir=runs/hex6 --resume            # continue a run
     python train.py --workdir=runs/hex6 --resume_step=40    # continue from an earlier checkpoint
@@ -8,8 +9,9 @@
     python train.py --game=othello --help                   # every field, its default and meaning
     python train.py --game=hex --distributed                # one process per host (docs/scaling.md)
 
-Defaults come from configs/<game>.py; every field can be overridden as --name=value, game options
-(--size, --swap, --rows, ...) included.
+Defaults come from configs/<game>.py, or from configs/NAME.py with --config=NAME (a variant such
+as connect_four_thesis, seed 001's Table 5.4); every field can be overridden as --name=value, game
+options (--size, --swap, --rows, ...) included.
 
 Ctrl-C or SIGTERM finishes the iteration, saves a checkpoint and exits with 130 or 143; a second
 one stops at once. One run at a time per workdir. Errors are one line and exit code 2 (`--debug`
@@ -28,9 +30,12 @@ from azjax import config as cfg
 from azjax import flags
 
 
-def build_parser(game: str) -> tuple[argparse.ArgumentParser, list[str], list[str]]:
-    """The parser, and the names of its Config flags and of its game options."""
-    defaults = cfg.game_defaults(game)
+def build_parser(
+    game: str, config_name: str | None = None
+) -> tuple[argparse.ArgumentParser, list[str], list[str]]:
+    """The parser, and the names of its Config flags and of its game options; defaults from
+    configs/<config_name or game>.py."""
+    defaults = cfg.named_defaults(config_name)[1] if config_name else cfg.game_defaults(game)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -39,6 +44,13 @@ def build_parser(game: str) -> tuple[argparse.ArgumentParser, list[str], list[st
         default=None,
         help="folder for checkpoints, metrics and TensorBoard events (default: runs/<game>, or "
         "runs/<game>-N for a new run when that holds one)",
+    )
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="NAME",
+        help=f"defaults from configs/NAME.py instead of configs/<game>.py "
+        f"({', '.join(cfg.config_names())})",
     )
     parser.add_argument(
         "--resume",
@@ -80,7 +92,7 @@ def build_parser(game: str) -> tuple[argparse.ArgumentParser, list[str], list[st
     multi.add_argument("--num_processes", type=int, default=None, help="number of processes")
     multi.add_argument("--process_id", type=int, default=None, help="this process, 0-based")
     config_flags = flags.add_config_flags(
-        parser.add_argument_group(f"run settings (defaults for --game={game})"),
+        parser.add_argument_group(f"run settings (defaults of configs/{config_name or game}.py)"),
         defaults={"game": game, **defaults},
     )
     option_flags = flags.add_game_flags(
@@ -94,22 +106,28 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     workdir's config.json, else (deleted) the one saved in the checkpoint."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--game", default=None)
+    pre.add_argument("--config", default=None)
     pre.add_argument("--workdir", default=None)
     pre.add_argument("--resume", action="store_true")
     pre.add_argument("--resume_step", default=None)
     known, _ = pre.parse_known_args(argv)
     base: dict = {}
+    if known.config is not None:
+        config_game, base = cfg.named_defaults(known.config)
+        if known.game not in (None, config_game):
+            raise ValueError(f"--game={known.game} but --config={known.config} is {config_game}")
+        known.game = config_game
     saved = _saved_config(known.workdir) if (known.resume or known.resume_step) else None
     if saved is not None:
         base = {n: getattr(saved, n) for n in cfg.FIELDS if n != "game"}
-        base.update(saved.game_options)
+        base.update(saved.game_options)  # a resumed run keeps its own settings over --config's
         if known.game not in (None, saved.game):
             raise ValueError(f"--game={known.game} but {known.workdir} holds a {saved.game} run")
         known.game = saved.game
     game = known.game or "hex"
     if game not in games.names():
         raise ValueError(f"--game: unknown game {game!r}; known games: {', '.join(games.names())}")
-    parser, config_flags, option_flags = build_parser(game)
+    parser, config_flags, option_flags = build_parser(game, known.config)
     args = parser.parse_args(argv)
     if args.init_from is not None and (args.resume or args.resume_step is not None):
         raise ValueError(

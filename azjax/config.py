@@ -1,6 +1,7 @@
 """The run configuration: one frozen dataclass, per-game defaults in `configs/`, flag overrides.
 
     config = azjax.config.load("hex", {"size": 6, "num_simulations": 100})
+    game, overrides = azjax.config.named_defaults("connect_four_thesis")   # train.py --config
 
 Every field carries a help line and its accepted values in its metadata; `validate` checks a whole
 config and raises a ValueError naming the field and what it accepts. Game options (`size`, `swap`,
@@ -14,6 +15,7 @@ import dataclasses
 import importlib
 import json
 import math
+import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
@@ -268,6 +270,25 @@ def game_defaults(game: str) -> dict[str, Any]:
             raise  # the file exists and one of its imports failed
         return {}
     return dict(module.OVERRIDES)
+
+
+def config_names() -> list[str]:
+    """The configs `--config=NAME` accepts: every `configs/<NAME>.py` with an `OVERRIDES` dict."""
+    import configs
+
+    names = [m.name for m in pkgutil.iter_modules(configs.__path__)]
+    return sorted(n for n in names if hasattr(importlib.import_module(f"configs.{n}"), "OVERRIDES"))
+
+
+def named_defaults(name: str) -> tuple[str, dict[str, Any]]:
+    """(game, overrides) of `configs/<name>.py`: a game's own defaults (`configs/hex.py`), or a
+    variant that names its game in `GAME` (`configs/connect_four_thesis.py`). ValueError listing
+    the available configs for an unknown name."""
+    available = config_names()
+    if name not in available:
+        raise ValueError(f"--config: unknown config {name!r}; available: {', '.join(available)}")
+    module = importlib.import_module(f"configs.{name}")
+    return getattr(module, "GAME", name), dict(module.OVERRIDES)
 
 
 def load(game: str, overrides: Mapping[str, Any] | None = None) -> Config:

@@ -47,3 +47,27 @@ def test_unknown_fields_in_json_are_refused():
     text = cfg.load("tictactoe").to_json().replace('"seed"', '"sead"')
     with pytest.raises(ValueError, match="unknown field"):
         cfg.Config.from_json(text)
+
+
+def test_a_named_config_is_chosen_with_train_config_flag(capsys):
+    import train
+
+    game, overrides = cfg.named_defaults("connect_four_thesis")
+    assert game == "connect_four" and overrides["num_simulations"] == 400
+    assert "connect_four_thesis" in cfg.config_names() and "cpu" not in cfg.config_names()
+    # configs/connect_four_thesis.py (seed 001's Table 5.4) under flags; game options from it.
+    run, _ = train.parse(["--config=connect_four_thesis", "--num_simulations=8"])
+    assert (run.game, run.num_simulations, run.num_filters, run.sample_moves) == (
+        "connect_four",
+        8,
+        128,
+        30,
+    )
+    assert (run.c_puct, run.learning_rate, run.weight_decay, run.train_steps) == (1.0, 1e-3, 0, 5)
+    assert dict(run.game_options) == dict(rows=6, cols=7, connect=4)
+    assert train.main(["--config=nope"]) == 2
+    assert "--config: unknown config 'nope'; available: connect_four, connect_four_thesis" in (
+        capsys.readouterr().err
+    )
+    assert train.main(["--game=hex", "--config=connect_four_thesis"]) == 2
+    assert "--game=hex but --config=connect_four_thesis is connect_four" in capsys.readouterr().err

@@ -269,3 +269,89 @@ def test_openings_curve_refuses_bad_input(tmp_path, capsys):
 
     assert openings_curve.main([f"--workdir={tmp_path}/none", "--opponent=random"]) == 2
     assert "no run folder" in capsys.readouterr().err
+
+
+# ---- seed 001: Connect Four (Table 5.5) and the Tic-Tac-Toe figures -----------------------------
+def test_connect_four_trains_with_a_named_config_under_flags():
+    from experiments import connect_four
+
+    args, overrides = connect_four.parse(
+        ["--config=connect_four_thesis", "--minutes=5", "--num_simulations=8", "--rows=5"]
+    )
+    config = connect_four.training_config(args, overrides)
+    assert (config.game, config.num_simulations, config.num_filters) == ("connect_four", 8, 128)
+    assert (config.time_budget, config.sample_moves, config.game_options["rows"]) == (5, 30, 5)
+    args, overrides = connect_four.parse([])  # the fast default, no time limit
+    config = connect_four.training_config(args, overrides)
+    assert config.num_filters == 64 and config.time_budget == 0
+
+
+def test_connect_four_toy_run_plays_every_opponent(tiny_run, tmp_path, capsys):
+    """On the session's 2-iteration Tic-Tac-Toe run (the heuristic counts lines there too)."""
+    from experiments import connect_four
+
+    out = str(tmp_path / "c4out")
+    argv = [f"--run={tiny_run}", f"--out={out}", "--sims=2", "--games=1"]
+    assert connect_four.main(argv + ["--minimax_depths=1,2", "--mcts_sims="]) == 0
+    results = json.load(open(os.path.join(out, "results.json")))
+    assert results["game"] == "tictactoe" and results["checkpoint"] == 2
+    assert results["agent"] == f"ckpt:{tiny_run},sims=2" and results["training"] is None
+    specs = [m["opponent"] for m in results["matches"]]
+    assert specs == [
+        "minimax:depth=1,heuristic=lines2,seed=0",
+        "minimax:depth=2,heuristic=lines2,seed=0",
+    ]  # no MCTS opponents: --mcts_sims is empty (MCTS specs: test_connect_four_thesis_table)
+    for m in results["matches"]:
+        assert sum(m["first"].values()) == 1 and sum(m["second"].values()) == 1
+        assert m["thesis"] is None  # seed 001's numbers are for 6x7 Connect Four only
+    assert "minimax:depth=2,heuristic=lines2,seed=0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--heuristic=lines9"], "invalid choice: 'lines9'"),
+        (["--mcts_sims=400,x"], "--mcts_sims: expected comma-separated integers"),
+        (["--config=hex"], "--config=hex is a hex config, not Connect 4"),
+        (["--config=nope"], "unknown config 'nope'; available: connect_four, connect_four_thesis"),
+    ],
+)
+def test_connect_four_flags_are_checked(argv, message, capsys):
+    from experiments import connect_four
+
+    with pytest.raises(SystemExit) as exit_info:
+        connect_four.main(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_connect_four_thesis_table():
+    from experiments import connect_four
+
+    # Every match of Table 5.5 is 50 games; draws are what the wins and losses leave.
+    for first, second in connect_four.THESIS.values():
+        assert sum(first) <= 50 and sum(second) <= 50
+    assert [s for _, _, s in connect_four.opponents([5], [400], "lines2", 0)] == [
+        "minimax:depth=5,heuristic=lines2,seed=0",
+        "mcts:sims=400",
+    ]
+
+
+def test_tictactoe_figures_of_seed_001(tiny_run, tmp_path, capsys):
+    from experiments import tictactoe
+
+    results = tictactoe.figures(tiny_run, games=2, mcts_sims=[2], curve_sims=2, compare_sims=[2])
+    assert [r["sims"] for r in results["5.1b"]] == [2]
+    assert [r["step"] for r in results["5.4a"]["checkpoints"]] == [1, 2]
+    assert results["5.4b"][0]["network"]["spec"] == f"ckpt:{tiny_run}@2,sims=2"
+    assert results["5.4b"][0]["mcts"] == results["5.4a"]["mcts"]  # the same point, played once
+    for row in [*results["5.1b"], *results["5.4a"]["checkpoints"]]:
+        assert row["wins"] == 0 and row["draws"] + row["losses"] == 2  # perfect play never loses
+    tictactoe.print_figures(results)
+    assert "5.4b      2 sims: network" in capsys.readouterr().out
+    tictactoe.plot_figures(results, str(tmp_path / "figures.png"))
+    assert os.path.getsize(tmp_path / "figures.png") > 1000
+    args, _ = tictactoe.parse(["--figures", "--mcts_sims=100,1200", "--compare_sims=1"])
+    assert args.figures and args.mcts_sims == [100, 1200] and args.compare_sims == [1]
+    with pytest.raises(SystemExit):
+        tictactoe.parse(["--mcts_sims=1.5"])
+    assert "--mcts_sims: simulations must be whole numbers" in capsys.readouterr().err

@@ -174,7 +174,7 @@ def test_a_transferred_run_resumes_without_its_source(experiment, capsys):
     workdir = str(root / "transfer")
     assert not os.path.exists(copy)
     # Resumed at its end: the loop restores the checkpoint, then stops (no new compiles).
-    assert train.main([f"--workdir={workdir}", "--resume", "--no_progress"]) == 0
+    assert train.main([f"--workdir={workdir}", "--resume", "--no_progress", "--json"]) == 0
     saved = json.loads(open(os.path.join(workdir, "config.json")).read())
     assert saved["init_from"] == f"{os.path.abspath(copy)}@1"
     assert json.loads(capsys.readouterr().out)["iterations"] == 1

@@ -15,8 +15,10 @@ Specs (options are comma-separated `name=value`):
                                      rolled out). Options: sims (100), search, c_puct, considered,
                                      eps, seconds.
     random                           a uniformly random legal move.
-    minimax[:depth=D,seed=S]         alpha-beta negamax in Python (see `Minimax`); depth defaults
-                                     to the whole game, allowed only for small games.
+    minimax[:depth=D,seed=S,heuristic=H]  alpha-beta negamax in Python (see `Minimax`); depth
+                                     defaults to the whole game, allowed only for small games;
+                                     heuristic (none | lines2 | lines3) values the depth limit:
+                                     0, or seed 001's Connect-N open lines of 2 or 3 stones.
     spiel[:sims=N,c=C,seed=S]        OpenSpiel's C++ MCTS bot (UCT, one random rollout a leaf;
                                      sims 1000, c 1.4): an engine this project did not write.
     perfect[:seed=S]                 a perfect player: the exact Hex solver (up to 5x5, no swap)
@@ -37,7 +39,7 @@ from azjax.checkpoint import check_run_folder, load_checkpoint, parse_location, 
 from azjax.config import Config
 from azjax.eval.agent import Agent, SearchSetup, network_apply, random_agent, search_agent
 from azjax.eval.gtp import GTPClient, make_gtp_agent
-from azjax.eval.minimax import FULL_DEPTH_LIMIT, Minimax
+from azjax.eval.minimax import FULL_DEPTH_LIMIT, HEURISTICS, Minimax
 from azjax.eval.player import Player, make_human_agent
 from azjax.search import SearchSpec
 from games.base import Game
@@ -56,6 +58,7 @@ _OPTIONS: dict[str, tuple] = {
     "depth": (int, 1, 10_000, "plies searched"),
     "seed": (int, 0, 2**31 - 1, "random seed of the tie-breaking"),
     "c": (float, 0.0, 100.0, "UCT exploration constant"),
+    "heuristic": (tuple(HEURISTICS), None, None, "minimax's value at the depth limit"),
 }
 
 KINDS = {
@@ -63,7 +66,7 @@ KINDS = {
     "rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]",
     "mcts": "mcts[:sims=..,search=..,c_puct=..,considered=..,eps=..,seconds=..]",
     "random": "random",
-    "minimax": "minimax[:depth=D,seed=S]",
+    "minimax": f"minimax[:depth=D,seed=S,heuristic={'|'.join(HEURISTICS)}]",
     "perfect": "perfect[:seed=S] (exact: Hex up to 5x5, Tic-Tac-Toe)",
     "spiel": "spiel[:sims=..,c=..,seed=..] (OpenSpiel's C++ MCTS bot, random rollouts)",
     "human": "human",
@@ -191,13 +194,18 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
 
 
 def _minimax(game: Game, rest: str, name: str) -> Agent:
-    opts = parse_options("minimax", rest, ("depth", "seed"))
+    opts = parse_options("minimax", rest, ("depth", "seed", "heuristic"))
     if "depth" not in opts and game.max_game_length > FULL_DEPTH_LIMIT:
         raise ValueError(
             f"minimax: give depth=D for {game.name} {game.options}: the whole game "
             f"({game.max_game_length} plies) is too deep to search in Python"
         )
-    search = Minimax(game, depth=opts.get("depth", game.max_game_length), seed=opts.get("seed", 0))
+    search = Minimax(
+        game,
+        depth=opts.get("depth", game.max_game_length),
+        seed=opts.get("seed", 0),
+        heuristic=opts.get("heuristic", "none"),
+    )
     return Agent(name=name, batched=False, choose=search.choose)
 
 
