@@ -35,7 +35,9 @@ def build_parser(
 ) -> tuple[argparse.ArgumentParser, list[str], list[str]]:
     """The parser, and the names of its Config flags and of its game options; defaults from
     configs/<config_name or game>.py."""
-    defaults = cfg.named_defaults(config_name)[1] if config_name else cfg.game_defaults(game)
+    defaults = cfg.game_defaults(game)
+    if config_name:  # what cfg.load makes of it: the game's defaults, then the config's
+        defaults = {**defaults, **cfg.named_defaults(config_name)[1]}
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -48,9 +50,10 @@ def build_parser(
     parser.add_argument(
         "--config",
         default=None,
-        metavar="NAME",
+        metavar="NAME|FILE",
         help=f"defaults from configs/NAME.py instead of configs/<game>.py "
-        f"({', '.join(cfg.config_names())})",
+        f"({', '.join(cfg.config_names())}), or from a .json file (a run's config.json, or "
+        '{"name": value, ...}) or a .py file (OVERRIDES = {...}, GAME = ...)',
     )
     parser.add_argument(
         "--resume",
@@ -114,9 +117,9 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     base: dict = {}
     if known.config is not None:
         config_game, base = cfg.named_defaults(known.config)
-        if known.game not in (None, config_game):
+        if known.game not in (None, config_game) and config_game is not None:
             raise ValueError(f"--game={known.game} but --config={known.config} is {config_game}")
-        known.game = config_game
+        known.game = config_game or known.game
     saved = _saved_config(known.workdir) if (known.resume or known.resume_step) else None
     if saved is not None:
         base = {n: getattr(saved, n) for n in cfg.FIELDS if n != "game"}

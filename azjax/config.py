@@ -15,7 +15,9 @@ import dataclasses
 import importlib
 import json
 import math
+import os
 import pkgutil
+import runpy
 from collections.abc import Mapping
 from typing import Any
 
@@ -280,15 +282,45 @@ def config_names() -> list[str]:
     return sorted(n for n in names if hasattr(importlib.import_module(f"configs.{n}"), "OVERRIDES"))
 
 
-def named_defaults(name: str) -> tuple[str, dict[str, Any]]:
-    """(game, overrides) of `configs/<name>.py`: a game's own defaults (`configs/hex.py`), or a
-    variant that names its game in `GAME` (`configs/connect_four_thesis.py`). ValueError listing
-    the available configs for an unknown name."""
+def named_defaults(name: str) -> tuple[str | None, dict[str, Any]]:
+    """(game, overrides) of `--config=NAME`: `configs/<NAME>.py`, a game's own defaults
+    (`configs/hex.py`) or a variant that names its game in `GAME`
+    (`configs/connect_four_thesis.py`); or a file of overrides, `*.json` (e.g. a run's
+    config.json, or {"num_simulations": 100}) or `*.py` (an `OVERRIDES` dict, and `GAME`).
+    The game is None where a file names none.
+    ValueError naming the file's problem, or listing the available configs for an unknown name."""
+    if name.endswith((".json", ".py")) or os.sep in name:
+        return _file_defaults(name)
     available = config_names()
     if name not in available:
-        raise ValueError(f"--config: unknown config {name!r}; available: {', '.join(available)}")
+        raise ValueError(
+            f"--config: unknown config {name!r}; available: {', '.join(available)}, or a "
+            ".json or .py file of overrides"
+        )
     module = importlib.import_module(f"configs.{name}")
     return getattr(module, "GAME", name), dict(module.OVERRIDES)
+
+
+def _file_defaults(path: str) -> tuple[str | None, dict[str, Any]]:
+    if not os.path.isfile(path):
+        raise ValueError(f"--config: no file {path!r} (give configs/NAME or a .json or .py file)")
+    try:
+        if path.endswith(".py"):
+            module = runpy.run_path(path)
+            data = dict(module.get("OVERRIDES", {}), game=module.get("GAME"))
+        else:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+    except Exception as e:  # the user's file: any error in it is theirs to fix
+        raise ValueError(f"--config: cannot read {path}: {type(e).__name__}: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"--config: {path} holds {type(data).__name__}, not a dict of settings")
+    data = dict(data)
+    game = data.pop("game", None)
+    options = data.pop("game_options", None) or {}
+    if not isinstance(options, dict):
+        raise ValueError(f"--config: {path}: game_options must be a dict, got {options!r}")
+    return game, {**data, **options}
 
 
 def load(game: str, overrides: Mapping[str, Any] | None = None) -> Config:

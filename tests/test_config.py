@@ -71,3 +71,40 @@ def test_a_named_config_is_chosen_with_train_config_flag(capsys):
     )
     assert train.main(["--game=hex", "--config=connect_four_thesis"]) == 2
     assert "--game=hex but --config=connect_four_thesis is connect_four" in capsys.readouterr().err
+
+
+def test_config_files_of_overrides(tmp_path, capsys):
+    import train
+
+    flat = tmp_path / "fast.json"
+    flat.write_text('{"num_simulations": 7, "size": 5}')
+    run, _ = train.parse(["--game=hex", f"--config={flat}", "--batch_games=8"])
+    assert (run.game, run.num_simulations, run.batch_games, run.game_options["size"]) == (
+        "hex",
+        7,
+        8,
+        5,
+    )
+    saved = tmp_path / "config.json"  # a previous run's config.json names its game
+    saved.write_text(cfg.load("othello", {"size": 6, "num_filters": 16}).to_json())
+    run, _ = train.parse([f"--config={saved}", "--num_blocks=1"])
+    assert (run.game, run.game_options["size"], run.num_filters, run.num_blocks) == (
+        "othello",
+        6,
+        16,
+        1,
+    )
+    script = tmp_path / "mine.py"
+    script.write_text('GAME = "tictactoe"\nOVERRIDES = {"iterations": 3}\n')
+    run, _ = train.parse([f"--config={script}"])
+    assert (run.game, run.iterations) == ("tictactoe", 3)
+    (tmp_path / "bad.json").write_text('{"num_simulations": 7, "sims": 1}')
+    (tmp_path / "list.json").write_text("[1, 2]")
+    for name, needle in (
+        ("bad.json", "unknown setting(s) sims"),
+        ("list.json", "holds list, not a dict"),
+        ("missing.json", "--config: no file"),
+    ):
+        assert train.main([f"--config={tmp_path / name}"]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
