@@ -67,7 +67,7 @@ def test_policy_rollouts_blend_with_the_network_value(net):
     )
 
 
-@pytest.mark.parametrize("kind", ["puct", "gumbel"])
+@pytest.mark.parametrize("kind", ["puct", "gumbel", "uct"])
 def test_pure_mcts_takes_the_immediate_win(kind):
     spec = SearchSpec.pure_mcts(64, search=kind)
     out = jax.jit(make_search(GAME, spec))(None, jax.random.PRNGKey(1), batch(WIN_NOW, 8))
@@ -75,6 +75,15 @@ def test_pure_mcts_takes_the_immediate_win(kind):
     np.testing.assert_array_equal(best, GAME.parse_action("c1"))
     # the win is worth +1 to the mover at the root
     assert np.all(np.asarray(out.search_tree.qvalues(jnp.zeros(8, jnp.int32))[:, 2]) > 0.99)
+
+
+def test_uct_tries_every_legal_move_once_before_any_twice():
+    spec = SearchSpec.pure_mcts(7, search="uct")
+    states = batch(["a1", "b2"], 4)  # 7 legal moves
+    out = jax.jit(make_search(GAME, spec))(None, jax.random.PRNGKey(3), states)
+    visits = np.asarray(out.search_tree.summary().visit_counts)
+    legal = np.asarray(jax.vmap(GAME.legal_mask)(states))
+    np.testing.assert_array_equal(visits, legal.astype(visits.dtype))
 
 
 def test_pure_mcts_blocks_the_opponents_threat():
