@@ -347,7 +347,8 @@ def evaluation_matches(config: Config, num_games: int) -> tuple[Callable, Callab
     spec = SearchSpec.from_config(config)
     agent = make_search_agent(game, spec, apply)
     agent_eps = make_search_agent(game, spec, apply, epsilon=config.eval_epsilon)
-    mcts = make_search_agent(game, SearchSpec.pure_mcts(2 * config.num_simulations), None)
+    baseline = SearchSpec.pure_mcts(2 * config.num_simulations, search="puct")  # seed 000's
+    mcts = make_search_agent(game, baseline, None)
     return (
         make_match(game, agent_eps, agent_eps, num_games),
         make_match(game, agent, mcts, num_games),

@@ -57,7 +57,8 @@ def run_curve(
     # one agent of each kind: their searches compile once for all checkpoints
     net = search_agent("network", SearchSetup(game, spec, apply))
     greedy = search_agent("network", SearchSetup(game, spec, apply, epsilon))
-    mcts = search_agent("mcts", SearchSetup(game, SearchSpec.pure_mcts(mcts_sims), None))
+    baseline = SearchSpec.pure_mcts(mcts_sims, search="puct")  # seed 000's, as the loop's
+    mcts = search_agent("mcts", SearchSetup(game, baseline, None))
     trained = training_games(run_dir)
     previous = initial_variables(config)
     key = jax.random.PRNGKey(seed)
