@@ -127,6 +127,12 @@ class Config:
     eval_epsilon: float = _field(
         0.05, "epsilon-greedy move choice against the previous network", low=0.0, high=1.0
     )
+    eval_ladder: bool = _field(
+        True,
+        "also place the network on the game's Elo ladder at each evaluation (eval/elo, "
+        "eval/elo_ci95; eval_games games against the rungs nearest its rating), where "
+        "azjax/ladders/ has a table for the game and options",
+    )
     checkpoint_interval: int = _field(10, "iterations between checkpoints", low=1)
     keep_checkpoints: int = _field(0, "checkpoints kept on disk (0: all)", low=0)
     iterations: int = _field(100, "stop after this many iterations", low=1)

@@ -28,6 +28,7 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import jax
 import numpy as np
 
 from azjax.search import SearchSpec
@@ -209,3 +210,53 @@ def place(
             played[i] += games_per_rung
         current = estimate(rung_elo, points, played, prior_draws)
     return Placement(current.elo, Z95 * current.stderr, int(played.sum()), points, played)
+
+
+# ---- the training loop's placement ---------------------------------------------------------------
+def ladder_games_per_rung(eval_games: int) -> int:
+    """Games against each rung in each of the in-loop placement's two rounds: eval_games in all
+    (two rounds of two rungs), even, at least 2."""
+    return max(2, 2 * (eval_games // 8))
+
+
+def make_ladder_evaluation(config, path: str | None = None) -> Callable | None:
+    """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games"}: the network
+    (the run's search, greedy) placed on the game's ladder by `place`, two rounds of
+    `ladder_games_per_rung(eval_games)` games against each of two rungs, starting at the previous
+    evaluation's rating (the Python loop keeps it; 0 at the start of a session). None where
+    `config.eval_ladder` is off or the package has no table for the game and options (`path`:
+    another table)."""
+    from azjax import parallel
+    from azjax.arena import MatchResult, make_match, make_search_agent
+    from azjax.network import make_apply, make_network
+
+    if not config.eval_ladder:
+        return None
+    game = config.make_game()
+    ladder = load_ladder(game, path)
+    if ladder is None:
+        return None
+    n = ladder_games_per_rung(config.eval_games)
+    agent = make_search_agent(
+        game, SearchSpec.from_config(config), make_apply(make_network(config, game))
+    )
+    matches: dict[int, Callable] = {}  # rung -> jitted match, compiled when first played
+    last = [0.0]  # the previous evaluation's rating
+
+    def evaluate(variables, key) -> dict[str, Any]:
+        calls = [0]
+
+        def play(i: int, games: int) -> float:
+            if i not in matches:
+                rung = make_search_agent(game, rung_spec(ladder.sims[i]), None)
+                matches[i] = make_match(game, agent, rung, games)
+            calls[0] += 1
+            out = matches[i](variables, None, jax.random.fold_in(key, calls[0]))
+            r = MatchResult.from_returns(*parallel.fetch(out))
+            return r.wins + 0.5 * r.draws
+
+        p = place(play, ladder.elo, rounds=2, games_per_rung=n, start=last[0])
+        last[0] = p.elo
+        return {"eval/elo": p.elo, "eval/elo_ci95": p.ci95, "eval/elo_games": p.games}
+
+    return evaluate

@@ -8,7 +8,9 @@ outcome. Python only drives the loop: progress, metrics (`azjax.metrics`), evalu
 
 Evaluation plays, batched: the current network against the network of the previous evaluation
 (both epsilon-greedy, epsilon = `eval_epsilon`) and against pure MCTS with random rollouts at twice
-the simulations. Score = (wins + draws / 2) / games.
+the simulations (seed 000's PUCT baseline). Score = (wins + draws / 2) / games. Where the package
+has an Elo ladder for the game (`azjax.ladder`, `eval_ladder`), the network is also placed on it:
+`eval/elo` and `eval/elo_ci95`, on a scale that keeps its meaning across runs.
 
 Devices: the iteration runs on a mesh over every device (`azjax.parallel`; one device is the
 one-device mesh): games, trajectories, the replay buffer and training batches are split along B,
@@ -54,6 +56,7 @@ from azjax.checkpoint import (
 )
 from azjax.config import Config
 from azjax.interrupt import Interrupted, StopSignals
+from azjax.ladder import make_ladder_evaluation
 from azjax.metrics import Metrics, Progress
 from azjax.network import make_apply, make_network, num_parameters
 from azjax.search import SearchSpec
@@ -358,6 +361,7 @@ def evaluation_matches(config: Config, num_games: int) -> tuple[Callable, Callab
 def make_evaluation(config: Config) -> Callable:
     """evaluate(variables, previous, key) -> {"eval/...": ...}: the in-loop matches (module doc)."""
     vs_previous, vs_mcts = evaluation_matches(config, config.eval_games)
+    on_ladder = make_ladder_evaluation(config)  # None without a table for the game
 
     def evaluate(variables, previous, key) -> dict[str, Any]:
         k_prev, k_mcts = jax.random.split(key)
@@ -369,6 +373,8 @@ def make_evaluation(config: Config) -> Callable:
             res = MatchResult.from_returns(*parallel.fetch(match(variables, opponent, k)))
             out[f"eval/{name}_score"] = res.score
             out[f"eval/{name}_wdl"] = [res.wins, res.draws, res.losses]
+        if on_ladder is not None:
+            out.update(on_ladder(variables, jax.random.fold_in(key, 2)))
         return out
 
     return evaluate

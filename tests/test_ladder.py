@@ -3,6 +3,7 @@
 import json
 import math
 
+import jax
 import numpy as np
 import pytest
 
@@ -114,14 +115,10 @@ def test_shipped_tables_are_anchored_and_readable():
         assert list(ladder.sims) == sorted(ladder.sims)
 
 
-def test_ladder_and_place_commands(tmp_path, capsys):
+def test_ladder_and_place_commands(ttt_table, tmp_path):
     import evaluate
 
-    table = str(tmp_path / "ttt.json")
-    code = evaluate.main(
-        ["ladder", "--game=tictactoe", "--rungs=3:4", "--games=4", f"--table={table}"]
-    )
-    assert code == 0
+    table = ttt_table
     data = json.load(open(table))
     assert [r["sims"] for r in data["rungs"]] == [8, 16]
     assert data["rungs"][1]["elo"] == 0.0 and sum(map(sum, data["info"]["played"])) == 8
@@ -150,3 +147,50 @@ def test_bad_ladder_input_is_one_line(argv, message, capsys):
     assert evaluate.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def ttt_table(tmp_path_factory):
+    """A two-rung Tic-Tac-Toe ladder (8 and 16 simulations), rated by the CLI."""
+    import evaluate
+
+    table = str(tmp_path_factory.mktemp("ladder") / "ttt.json")
+    argv = ["ladder", "--game=tictactoe", "--rungs=3:4", "--games=4", f"--table={table}"]
+    assert evaluate.main(argv) == 0
+    return table
+
+
+def test_the_training_loops_placement(ttt_table):
+    from azjax import config as cfg
+    from azjax.checkpoint import initial_variables
+    from azjax.ladder import make_ladder_evaluation
+
+    config = cfg.load(
+        "tictactoe",
+        dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4, eval_games=8),
+    )
+    assert make_ladder_evaluation(config, str(ttt_table) + ".missing") is None
+    off = cfg.load("tictactoe", dict(eval_ladder=False))
+    assert make_ladder_evaluation(off, ttt_table) is None
+    evaluate = make_ladder_evaluation(config, ttt_table)
+    values = evaluate(initial_variables(config), jax.random.PRNGKey(0))
+    assert values["eval/elo_games"] == 2 * 2 * 2  # two rounds, two rungs, 2 games each
+    assert math.isfinite(values["eval/elo"]) and 0 < values["eval/elo_ci95"] < 5000
+
+
+def test_the_loop_logs_the_ladders_elo(monkeypatch):
+    from azjax import config as cfg
+    from azjax import loop
+
+    def match(variables, opponent, key):
+        return np.array([1.0, -1.0]), np.array([True, False])
+
+    seen = []
+    monkeypatch.setattr(loop, "evaluation_matches", lambda config, n: (match, match))
+    monkeypatch.setattr(
+        loop,
+        "make_ladder_evaluation",
+        lambda config: lambda v, k: seen.append(v) or {"eval/elo": 12.0, "eval/elo_ci95": 3.0},
+    )
+    values = loop.make_evaluation(cfg.load("tictactoe", {}))("vars", None, jax.random.PRNGKey(0))
+    assert seen == ["vars"] and values["eval/elo"] == 12.0 and values["eval/mcts_score"] == 0.5
