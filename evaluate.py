@@ -216,7 +216,8 @@ def run(args, option_flags: list[str]) -> None:
             game=game,
             log=lambda text: print(text, flush=True),
         )
-        print(f"wrote {os.path.join(folder, 'curve.json')} and curve.png")
+        elo = " and curve_elo.png" if os.path.exists(os.path.join(folder, "curve_elo.png")) else ""
+        print(f"wrote {os.path.join(folder, 'curve.json')}, curve.png{elo}")
 
 
 def run_ladder(args, game) -> None:

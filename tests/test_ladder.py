@@ -194,3 +194,21 @@ def test_the_loop_logs_the_ladders_elo(monkeypatch):
     )
     values = loop.make_evaluation(cfg.load("tictactoe", {}))("vars", None, jax.random.PRNGKey(0))
     assert seen == ["vars"] and values["eval/elo"] == 12.0 and values["eval/mcts_score"] == 0.5
+
+
+def test_curve_reads_and_draws_the_ladder_elo(tmp_path):
+    from azjax.eval.curve import elo_rows
+    from azjax.eval.records import plot_elo
+
+    rows = [
+        dict(iteration=1, positions=100, selfplay_seconds=1800.0, train_seconds=0.0),
+        dict(iteration=2, positions=100, selfplay_seconds=1700.0, train_seconds=50.0)
+        | {"eval_seconds": 50.0, "eval/elo": -120.0, "eval/elo_ci95": 80.0},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    elo = elo_rows(str(tmp_path))
+    assert elo == [dict(iteration=2, elo=-120.0, ci95=80.0, positions=200, hours=1.0)]
+    record = dict(game="tictactoe", game_options={}, elo=elo)
+    plot_elo(record, str(tmp_path / "curve_elo.png"))
+    assert (tmp_path / "curve_elo.png").stat().st_size > 1000
+    assert elo_rows(str(tmp_path / "no-run")) == []
