@@ -160,22 +160,27 @@ def ttt_table(tmp_path_factory):
     return table
 
 
-def test_the_training_loops_placement(ttt_table):
+def test_the_training_loops_placement(tmp_path):
     from azjax import config as cfg
     from azjax.checkpoint import initial_variables
     from azjax.ladder import make_ladder_evaluation
 
+    # one rung (one match to compile): the placement plays it in both rounds
+    table = str(tmp_path / "ttt.json")
+    save_ladder(Ladder("tictactoe", {}, (16,), (0.0,), (0.0,), 2), table)
     config = cfg.load(
         "tictactoe",
         dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4, eval_games=8),
     )
-    assert make_ladder_evaluation(config, str(ttt_table) + ".missing") is None
+    assert make_ladder_evaluation(config, table + ".missing") is None
     off = cfg.load("tictactoe", dict(eval_ladder=False))
-    assert make_ladder_evaluation(off, ttt_table) is None
-    evaluate = make_ladder_evaluation(config, ttt_table)
+    assert make_ladder_evaluation(off, table) is None
+    evaluate = make_ladder_evaluation(config, table)
     values = evaluate(initial_variables(config), jax.random.PRNGKey(0))
-    assert values["eval/elo_games"] == 2 * 2 * 2  # two rounds, two rungs, 2 games each
+    assert values["eval/elo_games"] == 2 * 2  # two rounds of 2 games against the one rung
     assert math.isfinite(values["eval/elo"]) and 0 < values["eval/elo_ci95"] < 5000
+    # the untrained network against 16 simulations of pure MCTS: well below it
+    assert values["eval/elo"] < 0
 
 
 def test_the_loop_logs_the_ladders_elo(monkeypatch):

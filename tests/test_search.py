@@ -77,15 +77,6 @@ def test_pure_mcts_takes_the_immediate_win(kind):
     assert np.all(np.asarray(out.search_tree.qvalues(jnp.zeros(8, jnp.int32))[:, 2]) > 0.99)
 
 
-def test_uct_tries_every_legal_move_once_before_any_twice():
-    spec = SearchSpec.pure_mcts(7, search="uct")
-    states = batch(["a1", "b2"], 4)  # 7 legal moves
-    out = jax.jit(make_search(GAME, spec))(None, jax.random.PRNGKey(3), states)
-    visits = np.asarray(out.search_tree.summary().visit_counts)
-    legal = np.asarray(jax.vmap(GAME.legal_mask)(states))
-    np.testing.assert_array_equal(visits, legal.astype(visits.dtype))
-
-
 def test_pure_mcts_blocks_the_opponents_threat():
     # Random rollouts make a single search noisy (about 1 in 5 picks another move at 400
     # simulations), so the check is on 32 independent searches together: the block has the best
