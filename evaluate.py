@@ -227,6 +227,10 @@ def run_ladder(args, game) -> None:
     from azjax.ladder import save_ladder, table_path
 
     rungs = parse_rungs(args.rungs)
+    path = args.table or table_path(game)
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or (os.path.exists(folder) and not os.access(folder, os.W_OK)):
+        raise ValueError(f"--table {path!r} cannot be written; choose another --table")
     ladder = rate_rungs(
         game,
         rungs,
@@ -235,7 +239,6 @@ def run_ladder(args, game) -> None:
         key=jax.random.PRNGKey(args.seed),
         log=lambda text: print(text, flush=True),
     )
-    path = args.table or table_path(game)
     save_ladder(ladder, path)
     for s, e, d in zip(ladder.sims, ladder.elo, ladder.stderr):
         print(f"{s:>6} sims  {e:+7.0f} ± {1.96 * d:.0f}")

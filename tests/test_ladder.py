@@ -139,6 +139,7 @@ def test_ladder_and_place_commands(ttt_table, tmp_path):
         (["ladder", "--game=tictactoe", "--rungs=5:7"], "must include 4"),
         (["ladder", "--game=tictactoe", "--rungs=lots"], "--rungs must be LO:HI"),
         (["place", "random", "--game=hex", "--size=3"], "no ladder table for hex"),
+        (["ladder", "--game=tictactoe", "--table=/"], "cannot be written"),
     ],
 )
 def test_bad_ladder_input_is_one_line(argv, message, capsys):
