@@ -364,7 +364,7 @@ def make_evaluation(config: Config) -> Callable:
     on_ladder = make_ladder_evaluation(config)  # None without a table for the game
 
     def evaluate(variables, previous, key) -> dict[str, Any]:
-        k_prev, k_mcts = jax.random.split(key)
+        k_prev, k_mcts, k_ladder = jax.random.split(key, 3)
         out = {}
         for name, match, opponent, k in (
             ("previous", vs_previous, previous, k_prev),
@@ -374,7 +374,7 @@ def make_evaluation(config: Config) -> Callable:
             out[f"eval/{name}_score"] = res.score
             out[f"eval/{name}_wdl"] = [res.wins, res.draws, res.losses]
         if on_ladder is not None:
-            out.update(on_ladder(variables, jax.random.fold_in(key, 2)))
+            out.update(on_ladder(variables, k_ladder))
         return out
 
     return evaluate
