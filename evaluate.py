@@ -5,10 +5,14 @@
     python evaluate.py match ckpt:runs/hex5 perfect --openings=all     # every opening, both sides
     python evaluate.py tournament random mcts:sims=50 minimax:depth=4 --game=tictactoe --games=20
     python evaluate.py curve runs/hex6 --games=64
+    python evaluate.py ladder --game=hex --size=5 --rungs=2:9 --games=20    # rate the rungs
+    python evaluate.py place ckpt:runs/hex5@latest --rounds=4 --games=16    # Elo on the ladder
 
 Agents are specs (azjax/eval/specs.py): `ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel,
-rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]`, `mcts[:sims=..]`, `random`,
-`minimax[:depth=D]`, `human`, `gtp:"COMMAND"`. The game comes from --game (with --size, --swap,
+rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]`, `mcts[:sims=..,search=..]`
+(pure MCTS with random rollouts: UCT with c_uct = 1.4 as OpenSpiel's bot by default;
+`mcts:search=puct` is seed 000's PUCT baseline), `spiel[:sims=..]`, `random`, `minimax[:depth=D]`,
+`perfect`, `human`, `gtp:"COMMAND"`. The game comes from --game (with --size, --swap,
 --rows, --cols, --connect) or else from the first ckpt agent's checkpoint; a checkpoint of
 another game or size is refused. Colours alternate: the first agent moves first in the
 even-numbered games.
@@ -20,7 +24,14 @@ even-numbered games.
   (seed 000 Figure 5.3) and maximum-likelihood Elo ratings (mean 0) with standard errors.
 - curve: every checkpoint of a run against the previous one (the first against the untrained
   network; both epsilon-greedy) and against pure MCTS with twice the simulations, as in the
-  training loop's evaluation; plotted like seed 000 Figures 5.1 and 5.2.
+  training loop's evaluation; plotted like seed 000 Figures 5.1 and 5.2. Where the run's
+  metrics.jsonl has `eval/elo` (the in-loop ladder placement) it also draws Elo over time and
+  over self-play positions (curve_elo.png).
+- ladder: rates the rungs of the Elo ladder, pure MCTS (UCT, random rollouts) at 2^k simulations
+  (--rungs=LO:HI), by a round robin of the pairs at most --span rungs apart; ML Elo with the
+  16-simulation rung at 0; writes the table (default: the package's, azjax/ladders/).
+- place: an agent's Elo on the game's ladder: --rounds rounds, each --games games against the
+  two rungs bracketing its current estimate; prints and writes place.json.
 
 Every game's moves are kept: match.json, and each match of tournament.json, hold `game_records`,
 one {moves, result, a_played} per game (the move names from the initial position, an opening
@@ -109,6 +120,24 @@ def build_parser() -> tuple[argparse.ArgumentParser, list[str]]:
         default=None,
         help="epsilon-greedy against the previous checkpoint (default: the run's eval_epsilon)",
     )
+    ladder = commands.add_parser("ladder", parents=[common], help="rate the Elo ladder's rungs")
+    ladder.add_argument(
+        "--rungs", default="2:9", help="LO:HI, rungs of 2^LO..2^HI simulations (default 2:9)"
+    )
+    ladder.add_argument("--games", type=int, default=20, help="games per pair (default 20)")
+    ladder.add_argument(
+        "--span", type=int, default=2, help="pairs at most this many rungs apart play (default 2)"
+    )
+    ladder.add_argument(
+        "--table", default=None, help="the table's path (default: the package's, azjax/ladders/)"
+    )
+    place = commands.add_parser("place", parents=[common], help="an agent's Elo on the ladder")
+    place.add_argument("agents", nargs=1, metavar="AGENT")
+    place.add_argument("--rounds", type=int, default=4, help="rounds (default 4)")
+    place.add_argument(
+        "--games", type=int, default=16, help="games per rung and round (default 16)"
+    )
+    place.add_argument("--table", default=None, help="the ladder table (default: the package's)")
     return parser, option_flags
 
 
@@ -181,6 +210,10 @@ def run(args, option_flags: list[str]) -> None:
         )
         print(ev.format_tournament(record))
         print(f"wrote {os.path.join(folder, 'tournament.json')} and win_ratio.png")
+    elif args.command == "ladder":
+        run_ladder(args, game)
+    elif args.command == "place":
+        run_place(args, game, folder)
     else:
         ev.run_curve(
             args.run,
@@ -193,7 +226,75 @@ def run(args, option_flags: list[str]) -> None:
             game=game,
             log=lambda text: print(text, flush=True),
         )
-        print(f"wrote {os.path.join(folder, 'curve.json')} and curve.png")
+        elo = " and curve_elo.png" if os.path.exists(os.path.join(folder, "curve_elo.png")) else ""
+        print(f"wrote {os.path.join(folder, 'curve.json')}, curve.png{elo}")
+
+
+def run_ladder(args, game) -> None:
+    import jax
+
+    from azjax.eval.ladder import parse_rungs, rate_rungs
+    from azjax.ladder import save_ladder, table_path
+
+    rungs = parse_rungs(args.rungs)
+    path = args.table or table_path(game)
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or (os.path.exists(folder) and not os.access(folder, os.W_OK)):
+        raise ValueError(f"--table {path!r} cannot be written; choose another --table")
+    ladder = rate_rungs(
+        game,
+        rungs,
+        games_per_pair=args.games,
+        span=args.span,
+        key=jax.random.PRNGKey(args.seed),
+        log=lambda text: print(text, flush=True),
+    )
+    save_ladder(ladder, path)
+    for s, e, d in zip(ladder.sims, ladder.elo, ladder.stderr):
+        print(f"{s:>6} sims  {e:+7.0f} ± {1.96 * d:.0f}")
+    print(f"wrote {path} ({ladder.info['seconds']:.0f} s)")
+
+
+def run_place(args, game, folder: str) -> None:
+    import jax
+
+    from azjax.eval import parse_agent
+    from azjax.eval.ladder import place_agent, require_ladder
+    from azjax.eval.records import write_json
+
+    if args.rounds < 1 or args.games < 1:
+        raise ValueError(f"--rounds and --games must be >= 1, got {args.rounds}, {args.games}")
+    ladder = require_ladder(game, args.table)
+    agent = parse_agent(args.agents[0], game)
+    try:
+        p = place_agent(
+            game,
+            agent,
+            ladder,
+            rounds=args.rounds,
+            games_per_rung=args.games,
+            key=jax.random.PRNGKey(args.seed),
+            log=lambda text: print(text, flush=True),
+        )
+    finally:
+        agent.close()
+    print(f"{args.agents[0]}: Elo {p.elo:+.0f} ± {p.ci95:.0f} ({p.games} games)")
+    record = dict(
+        agent=args.agents[0],
+        game=game.name,
+        game_options=dict(game.options),
+        elo=p.elo,
+        ci95=p.ci95,
+        games=p.games,
+        rungs=[
+            dict(sims=s, elo=e, points=float(pt), games=int(n))
+            for s, e, pt, n in zip(ladder.sims, ladder.elo, p.points, p.played)
+            if n > 0
+        ],
+        seed=args.seed,
+    )
+    write_json(folder, "place.json", record)
+    print(f"wrote {folder}/place.json")
 
 
 def main(argv: list[str] | None = None) -> int:

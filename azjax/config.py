@@ -154,6 +154,12 @@ class Config:
     )
     gating_games: int = _field(40, "games per gate match (even: colours alternate)", low=2)
     gating_interval: int = _field(5, "iterations between gate matches", low=1)
+    eval_ladder: bool = _field(
+        True,
+        "also place the network on the game's Elo ladder at each evaluation (eval/elo, "
+        "eval/elo_ci95; eval_games games against the rungs nearest its rating), where "
+        "azjax/ladders/ has a table for the game and options",
+    )
     checkpoint_interval: int = _field(10, "iterations between checkpoints", low=1)
     keep_checkpoints: int = _field(0, "checkpoints kept on disk (0: all)", low=0)
     iterations: int = _field(100, "stop after this many iterations", low=1)

@@ -8,7 +8,9 @@ outcome. Python only drives the loop: progress, metrics (`azjax.metrics`), evalu
 
 Evaluation plays, batched: the current network against the network of the previous evaluation
 (both epsilon-greedy, epsilon = `eval_epsilon`) and against pure MCTS with random rollouts at twice
-the simulations. Score = (wins + draws / 2) / games.
+the simulations (seed 000's PUCT baseline). Score = (wins + draws / 2) / games. Where the package
+has an Elo ladder for the game (`azjax.ladder`, `eval_ladder`), the network is also placed on it:
+`eval/elo` and `eval/elo_ci95`, on a scale that keeps its meaning across runs.
 
 Gating (`--gating`, `azjax.gating`): self-play is played by the best network kept in the run
 state; every `gating_interval` iterations the learner's network plays it (`gating_games` games)
@@ -59,6 +61,7 @@ from azjax.checkpoint import (
 )
 from azjax.config import Config
 from azjax.interrupt import Interrupted, StopSignals
+from azjax.ladder import make_ladder_evaluation
 from azjax.metrics import Metrics, Progress
 from azjax.network import make_apply, make_network, num_parameters
 from azjax.search import SearchSpec
@@ -365,7 +368,8 @@ def evaluation_matches(config: Config, num_games: int) -> tuple[Callable, Callab
     spec = SearchSpec.from_config(config)
     agent = make_search_agent(game, spec, apply)
     agent_eps = make_search_agent(game, spec, apply, epsilon=config.eval_epsilon)
-    mcts = make_search_agent(game, SearchSpec.pure_mcts(2 * config.num_simulations), None)
+    baseline = SearchSpec.pure_mcts(2 * config.num_simulations, search="puct")  # seed 000's
+    mcts = make_search_agent(game, baseline, None)
     return (
         make_match(game, agent_eps, agent_eps, num_games),
         make_match(game, agent, mcts, num_games),
@@ -375,9 +379,10 @@ def evaluation_matches(config: Config, num_games: int) -> tuple[Callable, Callab
 def make_evaluation(config: Config) -> Callable:
     """evaluate(variables, previous, key) -> {"eval/...": ...}: the in-loop matches (module doc)."""
     vs_previous, vs_mcts = evaluation_matches(config, config.eval_games)
+    on_ladder = make_ladder_evaluation(config)  # None without a table for the game
 
     def evaluate(variables, previous, key) -> dict[str, Any]:
-        k_prev, k_mcts = jax.random.split(key)
+        k_prev, k_mcts, k_ladder = jax.random.split(key, 3)
         out = {}
         for name, match, opponent, k in (
             ("previous", vs_previous, previous, k_prev),
@@ -386,6 +391,8 @@ def make_evaluation(config: Config) -> Callable:
             res = MatchResult.from_returns(*parallel.fetch(match(variables, opponent, k)))
             out[f"eval/{name}_score"] = res.score
             out[f"eval/{name}_wdl"] = [res.wins, res.draws, res.losses]
+        if on_ladder is not None:
+            out.update(on_ladder(variables, k_ladder))
         return out
 
     return evaluate

@@ -16,7 +16,10 @@ Evaluators (`evaluate(variables, states[B]) -> (logits[B, A] in action order, va
   and rollout_weight = 1 this is pure MCTS with random rollouts, the thesis's baseline
   (`SearchSpec.pure_mcts`).
 
-Searches: "gumbel" is `mctx.gumbel_muzero_policy`; "puct" is `mctx.muzero_policy` rewritten in
+Searches: "uct" is plain UCT (`azjax.selection.uct_policy`: every legal child tried once, then
+mean + c sqrt(ln n(s) / n(s, a)), as OpenSpiel's MCTSBot; `c_uct` is on OpenSpiel's scale of
+values in [-1, 1], so c_uct = 1.4 is its default); "gumbel" is `mctx.gumbel_muzero_policy`; "puct"
+is `mctx.muzero_policy` rewritten in
 `_puct_policy` around `mctx.search` so that its self-play root noise is Dir(alpha) over the legal
 moves only (`azjax.noise`, drawn only when exploring) and its tie-breaks cost no Threefry draws
 (`_tie_break`); without noise it searches as `mctx.muzero_policy` does.
@@ -36,6 +39,7 @@ import jax.numpy as jnp
 import mctx
 
 from azjax.noise import dirichlet_over_legal
+from azjax.selection import uct_policy
 from games.base import Game
 
 Evaluate = Callable  # (variables, states[B]) -> (logits[B, A], value[B])
@@ -47,9 +51,10 @@ _NEG = -1e9  # masks illegal logits; finite, so softmaxes stay NaN-free
 class SearchSpec:
     """The search settings of one agent (self-play, or an evaluation opponent)."""
 
-    search: str = "puct"  # "puct" | "gumbel"
+    search: str = "puct"  # "puct" | "gumbel" | "uct"
     num_simulations: int = 50
     c_puct: float = 1.25
+    c_uct: float = 1.4  # "uct": exploration constant for values in [-1, 1] (OpenSpiel's scale)
     explore: bool = False  # root noise: Dirichlet over legal moves (puct) or Gumbel; self-play only
     dirichlet_alpha: float = 0.33
     dirichlet_fraction: float = 0.25
@@ -63,13 +68,17 @@ class SearchSpec:
 
     @staticmethod
     def from_config(config, **overrides) -> SearchSpec:
-        names = {f.name for f in dataclasses.fields(SearchSpec)} - {"explore"}
+        names = {f.name for f in dataclasses.fields(SearchSpec)} - {"explore", "c_uct"}
         values = {n: getattr(config, n) for n in names}
         return SearchSpec(**{**values, **overrides})
 
     @staticmethod
     def pure_mcts(num_simulations: int, **overrides) -> SearchSpec:
-        """Pure MCTS with random rollouts: uniform priors, every leaf rolled out, z alone."""
+        """Pure MCTS with random rollouts: uniform priors, every leaf rolled out, z alone.
+
+        The search is PUCT unless `search` says otherwise: PUCT over uniform priors is seed 000's
+        baseline (the thesis experiments and the in-loop evaluation name it); the `mcts:` agent
+        and the Elo ladder (`azjax.ladder`) use `search="uct"`, OpenSpiel's UCT."""
         return SearchSpec(
             **{
                 "num_simulations": num_simulations,
@@ -231,7 +240,17 @@ def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> 
                 max_num_considered_actions=spec.max_considered_actions,
                 gumbel_scale=spec.gumbel_scale if spec.explore else 0.0,
             )
-        raise ValueError(f"unknown search {spec.search!r}; use puct or gumbel")
+        if spec.search == "uct":
+            return uct_policy(
+                variables,
+                k_search,
+                root,
+                recurrent_fn,
+                spec.num_simulations,
+                invalid_actions=invalid,
+                c_uct=spec.c_uct / 2,  # selection.py's q is in [0, 1]: half the scale
+            )
+        raise ValueError(f"unknown search {spec.search!r}; use puct, gumbel or uct")
 
     return search
 
@@ -329,7 +348,7 @@ def select_action(key, spec: SearchSpec, output: mctx.PolicyOutput, sample: jax.
     """int32[B] moves: sampled from the search policy where `sample` (bool[B]), else the best.
 
     The best move is the most visited one for PUCT and the search's own choice for Gumbel
-    (sequential halving picks it).
+    (sequential halving picks it) and UCT (the most visited, ties to the first).
     """
     weights = output.action_weights
     sampled = jax.random.categorical(key, jnp.where(weights > 0, jnp.log(weights), -jnp.inf))

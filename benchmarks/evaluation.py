@@ -47,7 +47,9 @@ def evaluation_seconds(config: cfg.Config, split: bool, repeats: int) -> float:
     spec = SearchSpec.from_config(config)
     agent = make_search_agent(game, spec, apply)
     greedy = make_search_agent(game, spec, apply, epsilon=config.eval_epsilon)
-    mcts = make_search_agent(game, SearchSpec.pure_mcts(2 * config.num_simulations), None)
+    mcts = make_search_agent(
+        game, SearchSpec.pure_mcts(2 * config.num_simulations, search="puct"), None
+    )
     vs_previous = make_match(game, greedy, greedy, config.eval_games, split=split)
     vs_mcts = make_match(game, agent, mcts, config.eval_games, split=split)
     key = jax.random.PRNGKey(0)

@@ -136,7 +136,7 @@ def final_matches(
     out = []
     for i, n in enumerate(mcts_simulations):
         t0 = time.time()
-        mcts = make_search_agent(game, SearchSpec.pure_mcts(n), None)
+        mcts = make_search_agent(game, SearchSpec.pure_mcts(n, search="puct"), None)  # seed 000's
         match = make_match(game, agent, mcts, games[i])
         res = MatchResult.from_returns(*match(variables, None, jax.random.PRNGKey(seed + i)))
         rec = dict(

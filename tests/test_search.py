@@ -67,7 +67,7 @@ def test_policy_rollouts_blend_with_the_network_value(net):
     )
 
 
-@pytest.mark.parametrize("kind", ["puct", "gumbel"])
+@pytest.mark.parametrize("kind", ["puct", "gumbel", "uct"])
 def test_pure_mcts_takes_the_immediate_win(kind):
     spec = SearchSpec.pure_mcts(64, search=kind)
     out = jax.jit(make_search(GAME, spec))(None, jax.random.PRNGKey(1), batch(WIN_NOW, 8))

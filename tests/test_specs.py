@@ -20,6 +20,10 @@ def test_specs_build_the_named_agents():
     assert (spec.rollout_policy, spec.rollout_prob, spec.rollout_weight) == ("random", 1.0, 1.0)
     assert mcts.search.epsilon == 0.1 and mcts.search.rollouts_per_move == 8.0
     assert parse_agent("mcts", TTT).search.spec.num_simulations == 100
+    # UCT as OpenSpiel's bot by default; seed 000's PUCT baseline by name
+    default = parse_agent("mcts:c_uct=2", TTT).search.spec
+    assert (default.search, default.c_uct) == ("uct", 2.0)
+    assert parse_agent("mcts:search=puct", TTT).search.spec.search == "puct"
     assert parse_agent("random", TTT).batched
     minimax = parse_agent("minimax:depth=2,seed=3", TTT)
     assert not minimax.batched and not minimax.stateful
@@ -37,7 +41,7 @@ def test_specs_build_the_named_agents():
         ("mcts:sims=lots", "mcts: sims (simulations per move) must be int, got 'lots'"),
         ("mcts:sims=0", "sims (simulations per move) must be in [1, 100000]"),
         ("mcts:sims", "option 'sims' needs a value"),
-        ("mcts:search=alphazero", "search must be one of puct, gumbel"),
+        ("mcts:search=alphazero", "search must be one of uct, puct, gumbel"),
         ("mcts:sims=5,seconds=1", "give sims or seconds, not both"),
         ("random:sims=3", "random: unknown option 'sims'; options: none"),
         ("minimax:depth=-1", "depth (plies searched) must be in [1, 10000]"),

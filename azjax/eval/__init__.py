@@ -13,6 +13,8 @@ One job per module:
 - `game_records`: one game's moves as SGF (Hex) or a move list (the others), written and read;
 - `tournament`: round robins (`round_robin`, `run_tournament`);
 - `curve`: a run's learning curve (`run_curve`);
+- `ladder`: the Elo ladder's round robin (`rate_rungs`) and placing agents on it (`place_agent`;
+  `azjax.ladder` holds the tables and the placement's arithmetic);
 - `gtp`: the Go Text Protocol engine and client.
 
 The core (`azjax/*.py`) never imports this package.
@@ -31,6 +33,7 @@ from azjax.eval.agent import (
 from azjax.eval.calibration import calibrate
 from azjax.eval.curve import run_curve, training_games
 from azjax.eval.gtp import GTPClient, GTPEngine, GTPError, GTPTimeout, make_gtp_agent, serve_gtp
+from azjax.eval.ladder import place_agent, rate_rungs
 from azjax.eval.match import MatchOutcome, MoveStats, play_games, run_match
 from azjax.eval.minimax import Minimax
 from azjax.eval.player import Player, make_human_agent, play_human, watch
@@ -80,11 +83,13 @@ __all__ = [
     "outcome_record",
     "parse_agent",
     "parse_options",
+    "place_agent",
     "play_games",
     "play_human",
     "plot_curve",
     "plot_heatmap",
     "random_agent",
+    "rate_rungs",
     "result_record",
     "round_robin",
     "run_curve",

@@ -5,7 +5,9 @@
 As the training loop's evaluation and seed 000 Figures 5.1 and 5.2: the first checkpoint plays
 the untrained network, both epsilon-greedy; pure MCTS gets twice the network's simulations.
 curve.json is rewritten after every checkpoint (`"complete": false` until the last), so an
-interrupted curve keeps the checkpoints it played.
+interrupted curve keeps the checkpoints it played. Where the run logged ladder ratings
+(`eval/elo`, `azjax.ladder`), curve.json also holds them (`elo`: one row per evaluation, with
+cumulative self-play positions and hours) and curve_elo.png draws them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import jax
 from azjax.checkpoint import initial_variables, load_checkpoint, read_config, steps
 from azjax.eval.agent import SearchSetup, network_apply, search_agent
 from azjax.eval.match import play_games
-from azjax.eval.records import check_games, plot_curve, result_record, write_json
+from azjax.eval.records import check_games, plot_curve, plot_elo, result_record, write_json
 from azjax.metrics import read_rows
 from azjax.search import SearchSpec
 from games.base import Game
@@ -56,7 +58,8 @@ def run_curve(
     # one agent of each kind: their searches compile once for all checkpoints
     net = search_agent("network", SearchSetup(game, spec, apply))
     greedy = search_agent("network", SearchSetup(game, spec, apply, epsilon))
-    mcts = search_agent("mcts", SearchSetup(game, SearchSpec.pure_mcts(mcts_sims), None))
+    baseline = SearchSpec.pure_mcts(mcts_sims, search="puct")  # seed 000's, as the loop's
+    mcts = search_agent("mcts", SearchSetup(game, baseline, None))
     trained = training_games(run_dir)
     previous = initial_variables(config)
     key = jax.random.PRNGKey(seed)
@@ -101,7 +104,10 @@ def run_curve(
         )
         previous = variables
     record["complete"] = True
+    record["elo"] = elo_rows(run_dir)
     plot_curve(record, os.path.join(folder, "curve.png"))
+    if record["elo"]:
+        plot_elo(record, os.path.join(folder, "curve_elo.png"))
     write_json(folder, "curve.json", record)
     return record
 
@@ -124,4 +130,26 @@ def training_games(run_dir: str) -> dict[int, int]:
     for row in read_rows(os.path.join(run_dir, "metrics.jsonl")):
         total += row.get("games", 0)
         out[row["iteration"]] = total
+    return out
+
+
+def elo_rows(run_dir: str) -> list[dict]:
+    """The in-loop ladder ratings of a run, from metrics.jsonl ([] without any): one row per
+    evaluation with its iteration, elo, ci95, and the cumulative self-play positions and hours
+    (self-play, learning and evaluation seconds) up to it."""
+    timed = ("selfplay_seconds", "train_seconds", "eval_seconds")
+    positions, seconds, out = 0, 0.0, []
+    for row in read_rows(os.path.join(run_dir, "metrics.jsonl")):
+        positions += row.get("positions", 0)
+        seconds += sum(row.get(k, 0.0) for k in timed)
+        if "eval/elo" in row:
+            out.append(
+                dict(
+                    iteration=row["iteration"],
+                    elo=row["eval/elo"],
+                    ci95=row.get("eval/elo_ci95"),
+                    positions=positions,
+                    hours=seconds / 3600.0,
+                )
+            )
     return out

@@ -207,6 +207,30 @@ def plot_heatmap(record: dict, path: str, title: str | None = None) -> None:
     plt.close(fig)
 
 
+def plot_elo(record: dict, path: str) -> None:
+    """The in-loop ladder Elo (`record["elo"]`, from metrics.jsonl) with its 95% interval, over
+    training time and over self-play positions."""
+    plt = pyplot(path)
+    rows = record["elo"]
+    elo = np.array([r["elo"] for r in rows])
+    half = np.array([r["ci95"] for r in rows])
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    for ax, key, label in (
+        (axes[0], "hours", "training time (hours: self-play, learning, evaluation)"),
+        (axes[1], "positions", "self-play positions"),
+    ):
+        x = np.array([r[key] for r in rows])
+        ax.plot(x, elo, "o-", color="tab:green", ms=3)
+        ax.fill_between(x, elo - half, elo + half, color="tab:green", alpha=0.15)
+        ax.axhline(0.0, color="grey", lw=0.8, ls="--")
+        ax.set_xlabel(label, fontsize=8)
+    axes[0].set_ylabel("Elo (ladder: pure MCTS-16 = 0)")
+    fig.suptitle(f"{record['game']} {record['game_options']}: Elo on the ladder", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def plot_curve(record: dict, path: str) -> None:
     """Score per checkpoint, like seed 000 Figures 5.1/5.2: vs pure MCTS blue, vs previous red."""
     plt = pyplot(path)

@@ -10,10 +10,12 @@ Specs (options are comma-separated `name=value`):
                                      checkpoints/<STEP> folder). Options: sims, search (puct |
                                      gumbel), c_puct, considered (Gumbel root actions), rollout
                                      (none | random | policy), p_r, lambda, eps, seconds; unset
-                                     ones come from the checkpoint's config.
+                                     ones come from the checkpoint's config (search=uct: UCT
+                                     on the network's values, its priors unused).
     mcts[:opts]                      pure MCTS with random rollouts (uniform priors, every leaf
-                                     rolled out). Options: sims (100), search, c_puct, considered,
-                                     eps, seconds.
+                                     rolled out). Options: sims (100), search (uct, the default:
+                                     OpenSpiel's UCT; puct: seed 000's baseline; gumbel), c_uct
+                                     (1.4), c_puct, considered, eps, seconds.
     random                           a uniformly random legal move.
     minimax[:depth=D,seed=S,heuristic=H]  alpha-beta negamax in Python (see `Minimax`); depth
                                      defaults to the whole game, allowed only for small games;
@@ -47,8 +49,9 @@ from games.base import Game
 # option -> (type or tuple of choices, low, high, help)
 _OPTIONS: dict[str, tuple] = {
     "sims": (int, 1, 100_000, "simulations per move"),
-    "search": (("puct", "gumbel"), None, None, "mctx search"),
+    "search": (("uct", "puct", "gumbel"), None, None, "mctx search"),
     "c_puct": (float, 0.0, 1000.0, "PUCT exploration constant"),
+    "c_uct": (float, 0.0, 100.0, "UCT exploration constant (values in [-1, 1])"),
     "considered": (int, 1, 4096, "Gumbel search: actions considered at the root"),
     "rollout": (("none", "random", "policy"), None, None, "rollout policy"),
     "p_r": (float, 0.0, 1.0, "probability that a new leaf also rolls out"),
@@ -62,9 +65,10 @@ _OPTIONS: dict[str, tuple] = {
 }
 
 KINDS = {
-    "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel,c_puct=..,considered=..,"
-    "rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]",
-    "mcts": "mcts[:sims=..,search=..,c_puct=..,considered=..,eps=..,seconds=..]",
+    "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel|uct,c_puct=..,c_uct=..,"
+    "considered=..,rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]",
+    "mcts": "mcts[:sims=..,search=uct|puct|gumbel,c_uct=..,c_puct=..,considered=..,eps=..,"
+    "seconds=..] (search=uct by default; search=puct is seed 000's baseline)",
     "random": "random",
     "minimax": f"minimax[:depth=D,seed=S,heuristic={'|'.join(HEURISTICS)}]",
     "perfect": "perfect[:seed=S] (exact: Hex up to 5x5, Tic-Tac-Toe)",
@@ -133,6 +137,7 @@ def _spec_overrides(opts: dict[str, Any]) -> dict[str, Any]:
         "sims": "num_simulations",
         "search": "search",
         "c_puct": "c_puct",
+        "c_uct": "c_uct",
         "considered": "max_considered_actions",
         "rollout": "rollout_policy",
         "p_r": "rollout_prob",
@@ -147,7 +152,8 @@ def _check_sims_or_seconds(kind: str, opts: dict[str, Any]) -> None:
 
 
 # ---- the kinds -----------------------------------------------------------------------------------
-_SEARCH_OPTIONS = ("sims", "search", "c_puct", "considered", "eps", "seconds")
+_SEARCH_OPTIONS = ("sims", "search", "c_puct", "c_uct", "considered", "eps", "seconds")
+MCTS_SEARCH = "uct"  # the mcts: agent's default search (OpenSpiel's); "puct" is seed 000's
 
 
 def _random(game: Game, rest: str, name: str) -> Agent:
@@ -158,7 +164,8 @@ def _random(game: Game, rest: str, name: str) -> Agent:
 def _mcts(game: Game, rest: str, name: str) -> Agent:
     opts = parse_options("mcts", rest, _SEARCH_OPTIONS)
     _check_sims_or_seconds("mcts", opts)
-    spec = SearchSpec.pure_mcts(**{"num_simulations": 100, **_spec_overrides(opts)})
+    defaults = {"num_simulations": 100, "search": MCTS_SEARCH}
+    spec = SearchSpec.pure_mcts(**{**defaults, **_spec_overrides(opts)})
     setup = SearchSetup(game, spec, None, opts.get("eps", 0.0), opts.get("seconds"))
     return search_agent(name, setup)
 

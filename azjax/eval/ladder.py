@@ -1,0 +1,136 @@
+"""Rating the ladder's rungs and placing agents on it (`azjax.ladder` holds the pure parts).
+
+    ladder = rate_rungs(game, [4, 8, 16, 32], games_per_pair=20, span=2, key=key)
+    placement = place_agent(game, agent, ladder, rounds=4, games_per_rung=16, key=key)
+
+    python evaluate.py ladder --game=hex --size=5 --rungs=2:9 --games=20     # the table
+    python evaluate.py place ckpt:runs/hex5@latest --rounds=4 --games=16     # an agent on it
+
+`rate_rungs` plays every pair of rungs at most `span` rungs apart (pairs further apart are
+near-certain wins that cost the most and tell little) and fits maximum-likelihood Elo ratings
+(`azjax.eval.stats.elo`, one virtual draw per pair where some rung won or lost every game),
+shifted so that the rung of 16 simulations is at 0.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+
+import jax
+import numpy as np
+
+from azjax.eval.agent import Agent, SearchSetup, search_agent
+from azjax.eval.match import play_games
+from azjax.eval.stats import elo, is_connected
+from azjax.ladder import ANCHOR_SIMS, Ladder, Placement, load_ladder, place, rung_spec
+from games.base import Game
+
+
+def rung_agent(game: Game, sims: int) -> Agent:
+    return search_agent(f"rung:{sims}", SearchSetup(game, rung_spec(sims), None))
+
+
+def parse_rungs(text: str) -> list[int]:
+    """'2:9' -> [4, 8, ..., 512] (2^2 to 2^9); ValueError unless 0 <= lo < hi <= 16 and the
+    range holds the anchor, 2^4 = 16."""
+    lo, sep, hi = text.partition(":")
+    try:
+        lo_k, hi_k = int(lo), int(hi)
+    except ValueError:
+        lo_k = hi_k = -1
+    if not sep or not 0 <= lo_k < hi_k <= 16:
+        raise ValueError(
+            f"--rungs must be LO:HI with 0 <= LO < HI <= 16 (2^LO..2^HI), got {text!r}"
+        )
+    if not lo_k <= 4 <= hi_k:
+        raise ValueError(f"--rungs {text!r} must include 4 (the anchor, 16 simulations at Elo 0)")
+    return [2**k for k in range(lo_k, hi_k + 1)]
+
+
+def rate_rungs(
+    game: Game, sims: list[int], *, games_per_pair: int, span: int, key, log=print
+) -> Ladder:
+    """Rates the rungs `sims` (increasing, holding ANCHOR_SIMS) by a round robin of the pairs at
+    most `span` rungs apart, `games_per_pair` games each."""
+    if ANCHOR_SIMS not in sims or sorted(set(sims)) != list(sims):
+        raise ValueError(f"ladder: rungs must increase and hold {ANCHOR_SIMS}, got {sims}")
+    if games_per_pair < 2 or span < 1:
+        raise ValueError(
+            f"ladder: --games must be >= 2 and --span >= 1, got {games_per_pair}, {span}"
+        )
+    t0 = time.time()
+    agents = [rung_agent(game, s) for s in sims]
+    num = len(sims)
+    points, played = np.zeros((num, num)), np.zeros((num, num))
+    for i in range(num):
+        for j in range(i + 1, min(num, i + span + 1)):
+            outcome = play_games(
+                game, agents[i], agents[j], games_per_pair, jax.random.fold_in(key, i * num + j)
+            )
+            r = outcome.result
+            points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
+            played[i, j] = played[j, i] = r.games
+            log(
+                f"{sims[i]} vs {sims[j]} sims: W{r.wins} D{r.draws} L{r.losses} "
+                f"({outcome.wall_seconds:.1f} s)"
+            )
+    prior = 0.0 if is_connected(points, played) else 1.0
+    ratings = elo(points, played, prior_draws=prior)
+    anchor = ratings.elo[sims.index(ANCHOR_SIMS)]
+    return Ladder(
+        game=game.name,
+        game_options=dict(game.options),
+        sims=tuple(sims),
+        elo=tuple(float(e - anchor) for e in ratings.elo),
+        stderr=tuple(float(s) for s in ratings.stderr),
+        games_per_pair=games_per_pair,
+        info=dict(
+            span=span,
+            prior_draws=prior,
+            seconds=round(time.time() - t0, 1),
+            machine=f"{platform.machine()}, {jax.devices()[0].platform}",
+            points=points.tolist(),
+            played=played.tolist(),
+        ),
+    )
+
+
+def place_agent(
+    game: Game,
+    agent: Agent,
+    ladder: Ladder,
+    *,
+    rounds: int,
+    games_per_rung: int,
+    key,
+    start: float = 0.0,
+    log=None,
+) -> Placement:
+    """`agent` placed on `ladder` by `azjax.ladder.place` with real games."""
+    rungs: dict[int, Agent] = {}
+    calls = [0]
+
+    def play(i: int, n: int) -> float:
+        rung = rungs.setdefault(i, rung_agent(game, ladder.sims[i]))
+        calls[0] += 1
+        r = play_games(game, agent, rung, n, jax.random.fold_in(key, calls[0])).result
+        if log:
+            log(
+                f"vs rung {ladder.sims[i]} sims ({ladder.elo[i]:+.0f}): "
+                f"W{r.wins} D{r.draws} L{r.losses}"
+            )
+        return r.wins + 0.5 * r.draws
+
+    return place(play, ladder.elo, rounds=rounds, games_per_rung=games_per_rung, start=start)
+
+
+def require_ladder(game: Game, path: str | None = None) -> Ladder:
+    """The ladder of `game`; ValueError naming the command that makes one where none exists."""
+    ladder = load_ladder(game, path)
+    if ladder is None:
+        raise ValueError(
+            f"no ladder table for {game.name} {dict(game.options)}; make one with "
+            f"python evaluate.py ladder --game={game.name} ... --rungs=2:9 --games=20"
+        )
+    return ladder

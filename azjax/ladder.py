@@ -1,0 +1,262 @@
+"""An anchored Elo ladder: pure MCTS (UCT, random rollouts) at 2^k simulations, rated once.
+
+    ladder = load_ladder(game)                      # None where no table ships for the game
+    placement = place(play, ladder.elo, rounds=4, games_per_rung=16)
+    placement.elo, placement.ci95
+
+The rungs are fixed, reproducible players: `rung_spec(sims)`, UCT with c = 1.4 over uniform
+priors, one random rollout per simulation (as OpenSpiel's MCTSBot). Their ratings come from one
+round robin per game and options (`azjax.eval.ladder.rate_rungs`, `evaluate.py ladder`): the
+maximum-likelihood Elo of `azjax.eval.stats`, shifted so that the rung of ANCHOR_SIMS = 16
+simulations is at 0. The tables ship in the package (azjax/ladders/<game>[-<option><value>..].json),
+so a rating of 800 means the same player on every machine and in every run.
+
+Placement (`place`) puts a new player on that scale with a bounded number of games: it plays the
+two rungs whose ratings bracket its current estimate (the two end rungs beyond the ladder),
+re-estimates its rating by maximum likelihood with the rungs' ratings held fixed, and moves on.
+The estimate's interval counts the player's games only, not the rungs' own uncertainty (the
+table keeps their standard errors). This module is pure (numbers in, numbers out; `play` is
+passed in), so the training loop can use it without importing the evaluation wing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from azjax.search import SearchSpec
+
+ANCHOR_SIMS = 16  # the rung rated 0
+C_UCT = 1.4  # OpenSpiel's default
+TABLES = os.path.join(os.path.dirname(__file__), "ladders")
+ELO_PER_NAT = 400.0 / math.log(10.0)
+Z95 = 1.959963984540054
+
+
+def rung_spec(sims: int) -> SearchSpec:
+    """The search of the rung with `sims` simulations: pure MCTS, UCT, random rollouts."""
+    return SearchSpec.pure_mcts(sims, search="uct", c_uct=C_UCT)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ladder:
+    """The rated rungs of one game and options (R rungs, by increasing simulations)."""
+
+    game: str
+    game_options: dict[str, Any]
+    sims: tuple[int, ...]  # [R]
+    elo: tuple[float, ...]  # [R], the rung of ANCHOR_SIMS at 0
+    stderr: tuple[float, ...]  # [R], standard errors of the round robin's (mean-anchored) fit
+    games_per_pair: int
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)  # command, seconds, machine
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(
+            game=self.game,
+            game_options=dict(self.game_options),
+            anchor_sims=ANCHOR_SIMS,
+            rungs=[
+                dict(sims=s, elo=e, stderr=d) for s, e, d in zip(self.sims, self.elo, self.stderr)
+            ],
+            games_per_pair=self.games_per_pair,
+            info=dict(self.info),
+        )
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Ladder:
+        rungs = data["rungs"]
+        return Ladder(
+            game=data["game"],
+            game_options=dict(data["game_options"]),
+            sims=tuple(int(r["sims"]) for r in rungs),
+            elo=tuple(float(r["elo"]) for r in rungs),
+            stderr=tuple(float(r["stderr"]) for r in rungs),
+            games_per_pair=int(data["games_per_pair"]),
+            info=dict(data.get("info", {})),
+        )
+
+
+def table_name(game_name: str, options: dict[str, Any]) -> str:
+    """'hex-size6-swapfalse.json': the table's file name for a game and its options."""
+    parts = [game_name] + [f"{k}{str(v).lower()}" for k, v in sorted(options.items())]
+    return "-".join(parts) + ".json"
+
+
+def table_path(game) -> str:
+    """Where the package keeps `game`'s table (which may not exist)."""
+    return os.path.join(TABLES, table_name(game.name, game.options))
+
+
+def load_ladder(game, path: str | None = None) -> Ladder | None:
+    """The ladder of `game` from `path` (default: the package's table); None where there is no
+    table; ValueError for a table of another game or options, or one that cannot be read."""
+    path = path or table_path(game)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            ladder = Ladder.from_json(json.load(f))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"ladder table {path!r} cannot be read: {e}") from None
+    if ladder.game != game.name or ladder.game_options != dict(game.options):
+        raise ValueError(
+            f"ladder table {path!r} is for {ladder.game} {ladder.game_options}, "
+            f"not {game.name} {dict(game.options)}"
+        )
+    return ladder
+
+
+def save_ladder(ladder: Ladder, path: str) -> None:
+    """Writes the table whole (a temporary file renamed over it)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(ladder.to_json(), f, indent=2)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+# ---- placement -----------------------------------------------------------------------------------
+class Estimate(NamedTuple):
+    elo: float  # maximum-likelihood rating on the ladder's scale
+    stderr: float  # from the observed information
+
+
+def estimate(
+    rung_elo: np.ndarray, points: np.ndarray, games: np.ndarray, prior_draws: float = 1.0
+) -> Estimate:
+    """The rating r maximising prod_i p_i^s_i (1 - p_i)^(n_i - s_i), p_i = 1 / (1 + 10^((R_i -
+    r) / 400)), the rungs' ratings R held fixed.
+
+    rung_elo, points, games: float[R] (points = wins + draws / 2 against each rung). Each rung
+    that was played gets `prior_draws` virtual draws, which keeps r finite when every game was
+    won (or lost); with none played the estimate is 0 with infinite error."""
+    rung_elo, s, n = (np.asarray(x, np.float64) for x in (rung_elo, points, games))
+    played = n > 0
+    if not np.any(played):
+        return Estimate(0.0, math.inf)
+    n = n + prior_draws * played
+    s = s + 0.5 * prior_draws * played
+    t = rung_elo / ELO_PER_NAT  # logistic scale
+    theta = float(np.sum(n * t) / np.sum(n))  # start at the games' weighted mean rung
+    info = 0.0
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(t - theta))
+        grad = float(np.sum(s - n * p))
+        info = float(np.sum(n * p * (1.0 - p)))
+        step = grad / max(info, 1e-12)
+        step = max(-2.0, min(2.0, step))  # damped: at most 2 logistic units a step
+        theta += step
+        if abs(step) < 1e-10:
+            break
+    p = 1.0 / (1.0 + np.exp(t - theta))
+    info = float(np.sum(n * p * (1.0 - p)))
+    return Estimate(ELO_PER_NAT * theta, ELO_PER_NAT / math.sqrt(max(info, 1e-300)))
+
+
+def bracket(rung_elo, rating: float, count: int = 2) -> list[int]:
+    """The `count` rungs nearest `rating` on the ladder: those bracketing it (count = 2), or the
+    end rungs where it lies beyond them; by increasing index."""
+    r = np.asarray(rung_elo, np.float64)
+    count = min(count, len(r))
+    order = np.argsort(np.abs(r - rating), kind="stable")
+    below = [int(i) for i in np.flatnonzero(r <= rating)]
+    above = [int(i) for i in np.flatnonzero(r > rating)]
+    if count == 2 and below and above:
+        return [below[-1], above[0]]
+    return sorted(int(i) for i in order[:count])
+
+
+class Placement(NamedTuple):
+    """Where a player stands on a ladder after `place`."""
+
+    elo: float
+    ci95: float  # half-width of the 95% interval
+    games: int
+    points: np.ndarray  # float64[R], wins + draws / 2 against each rung
+    played: np.ndarray  # float64[R], games against each rung
+
+
+def place(
+    play: Callable[[int, int], float],
+    rung_elo,
+    *,
+    rounds: int,
+    games_per_rung: int,
+    start: float = 0.0,
+    prior_draws: float = 1.0,
+) -> Placement:
+    """Places a player on the ladder with at most 2 x rounds x games_per_rung games.
+
+    `play(rung, n)` plays n games against rung `rung` (its index) and returns the player's points
+    (wins + draws / 2). Each round plays the two rungs that bracket the current estimate (first
+    `start`), then re-estimates the rating from all games so far (`estimate`)."""
+    if rounds < 1 or games_per_rung < 1:
+        raise ValueError(
+            f"place: rounds and games_per_rung must be >= 1, got {rounds}, {games_per_rung}"
+        )
+    rung_elo = np.asarray(rung_elo, np.float64)
+    points, played = np.zeros(len(rung_elo)), np.zeros(len(rung_elo))
+    current = Estimate(float(start), math.inf)
+    for _ in range(rounds):
+        for i in bracket(rung_elo, current.elo):
+            points[i] += play(i, games_per_rung)
+            played[i] += games_per_rung
+        current = estimate(rung_elo, points, played, prior_draws)
+    return Placement(current.elo, Z95 * current.stderr, int(played.sum()), points, played)
+
+
+# ---- the training loop's placement ---------------------------------------------------------------
+def ladder_games_per_rung(eval_games: int) -> int:
+    """Games against each rung in each of the in-loop placement's two rounds: eval_games in all
+    (two rounds of two rungs), even, at least 2."""
+    return max(2, 2 * (eval_games // 8))
+
+
+def make_ladder_evaluation(config, path: str | None = None) -> Callable | None:
+    """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games"}: the network
+    (the run's search, greedy) placed on the game's ladder by `place`, two rounds of
+    `ladder_games_per_rung(eval_games)` games against each of two rungs, starting at the previous
+    evaluation's rating (the Python loop keeps it; 0 at the start of a session). None where
+    `config.eval_ladder` is off or the package has no table for the game and options (`path`:
+    another table)."""
+    from azjax import parallel
+    from azjax.arena import MatchResult, make_match, make_search_agent
+    from azjax.network import make_apply, make_network
+
+    if not config.eval_ladder:
+        return None
+    game = config.make_game()
+    ladder = load_ladder(game, path)
+    if ladder is None:
+        return None
+    n = ladder_games_per_rung(config.eval_games)
+    agent = make_search_agent(
+        game, SearchSpec.from_config(config), make_apply(make_network(config, game))
+    )
+    matches: dict[int, Callable] = {}  # rung -> jitted match, compiled when first played
+    last = [0.0]  # the previous evaluation's rating
+
+    def evaluate(variables, key) -> dict[str, Any]:
+        calls = [0]
+
+        def play(i: int, games: int) -> float:
+            if i not in matches:
+                rung = make_search_agent(game, rung_spec(ladder.sims[i]), None)
+                matches[i] = make_match(game, agent, rung, games)
+            calls[0] += 1
+            out = matches[i](variables, None, jax.random.fold_in(key, calls[0]))
+            r = MatchResult.from_returns(*parallel.fetch(out))
+            return r.wins + 0.5 * r.draws
+
+        p = place(play, ladder.elo, rounds=2, games_per_rung=n, start=last[0])
+        last[0] = p.elo
+        return {"eval/elo": p.elo, "eval/elo_ci95": p.ci95, "eval/elo_games": p.games}
+
+    return evaluate

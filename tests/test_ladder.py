@@ -1,0 +1,220 @@
+"""The Elo ladder: placement on synthetic results of known Elo, the table, the CLI end to end."""
+
+import json
+import math
+
+import jax
+import numpy as np
+import pytest
+
+import games
+from azjax.ladder import (
+    ANCHOR_SIMS,
+    Ladder,
+    bracket,
+    estimate,
+    load_ladder,
+    place,
+    save_ladder,
+    table_name,
+)
+
+RUNGS = np.array([-900.0, -600.0, -350.0, -150.0, 0.0, 180.0, 400.0, 650.0, 900.0, 1150.0])
+
+
+def expected(r, rung):
+    return 1.0 / (1.0 + 10.0 ** ((rung - r) / 400.0))
+
+
+def fake_play(true_elo, seed, log=None):
+    """play(rung, n): n games drawn from the Elo formula against the rung."""
+    rng = np.random.default_rng(seed)
+
+    def play(i, n):
+        if log is not None:
+            log.append(i)
+        return float(rng.binomial(n, expected(true_elo, RUNGS[i])))
+
+    return play
+
+
+def test_estimate_recovers_a_hand_computed_rating():
+    # 3 of 4 against a rung at 0 and nothing else: p = 3/4 -> r = 400 log10(3) = 190.8
+    e = estimate(np.array([0.0, 500.0]), np.array([3.0, 0.0]), np.array([4.0, 0.0]), 0.0)
+    assert e.elo == pytest.approx(400 * math.log10(3), abs=1e-6)
+    # information n p (1 - p) = 4 * 3/16 = 3/4 on the logistic scale
+    assert e.stderr == pytest.approx(400 / math.log(10) / math.sqrt(0.75), rel=1e-6)
+
+
+def test_estimate_is_finite_when_every_game_was_won():
+    e = estimate(RUNGS, np.eye(len(RUNGS))[-1] * 10, np.eye(len(RUNGS))[-1] * 10)
+    assert RUNGS[-1] < e.elo < RUNGS[-1] + 800 and math.isfinite(e.stderr)
+
+
+def test_bracket_takes_the_rungs_around_the_rating_or_the_ends():
+    assert bracket(RUNGS, 50.0) == [4, 5]
+    assert bracket(RUNGS, 0.0) == [4, 5]
+    assert bracket(RUNGS, -5000.0) == [0, 1]
+    assert bracket(RUNGS, 5000.0) == [8, 9]
+
+
+@pytest.mark.parametrize("true_elo", [-500.0, 250.0, 800.0])
+def test_placement_finds_a_known_rating_and_covers_it(true_elo):
+    hits = 0
+    for seed in range(20):
+        p = place(fake_play(true_elo, seed), RUNGS, rounds=6, games_per_rung=20, start=0.0)
+        assert p.games == 6 * 2 * 20
+        assert abs(p.elo - true_elo) < 150  # about 3 standard errors at 240 games
+        hits += abs(p.elo - true_elo) <= p.ci95
+    assert hits >= 15  # a 95% interval: about 19 of 20 (binomial: >= 15 unless it is wrong)
+
+
+def test_placement_moves_to_the_rungs_near_the_player():
+    played = []
+    place(fake_play(1000.0, 0, played), RUNGS, rounds=5, games_per_rung=20, start=0.0)
+    assert played[:2] == [4, 5]  # starts around the guess
+    assert set(played[-2:]) <= {7, 8, 9}  # ends around the true rating
+
+
+def test_placement_of_a_player_off_the_top_stays_above_it():
+    p = place(lambda i, n: float(n), RUNGS, rounds=3, games_per_rung=10)
+    assert p.elo > RUNGS[-1] and p.played[-1] > 0
+
+
+def test_place_rejects_zero_rounds():
+    with pytest.raises(ValueError, match="rounds and games_per_rung"):
+        place(lambda i, n: 0.0, RUNGS, rounds=0, games_per_rung=4)
+
+
+def test_table_round_trip_and_checks(tmp_path):
+    game = games.make("hex", size=3)
+    ladder = Ladder("hex", dict(game.options), (8, 16), (-90.0, 0.0), (30.0, 30.0), 10)
+    path = str(tmp_path / table_name("hex", game.options))
+    save_ladder(ladder, path)
+    assert path.endswith("hex-size3-swapfalse.json")
+    assert load_ladder(game, path) == ladder
+    assert load_ladder(game, str(tmp_path / "missing.json")) is None
+    with pytest.raises(ValueError, match="is for hex"):
+        load_ladder(games.make("hex", size=4), path)
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ValueError, match="cannot be read"):
+        load_ladder(game, str(tmp_path / "bad.json"))
+
+
+def test_shipped_tables_are_anchored_and_readable():
+    import glob
+    import os
+
+    from azjax.ladder import TABLES
+
+    for path in glob.glob(os.path.join(TABLES, "*.json")):
+        data = json.load(open(path))
+        game = games.make(data["game"], **data["game_options"])
+        ladder = load_ladder(game)
+        assert ladder is not None and ladder.elo[ladder.sims.index(ANCHOR_SIMS)] == 0.0
+        assert list(ladder.sims) == sorted(ladder.sims)
+
+
+def test_ladder_and_place_commands(ttt_table, tmp_path):
+    import evaluate
+
+    table = ttt_table
+    data = json.load(open(table))
+    assert [r["sims"] for r in data["rungs"]] == [8, 16]
+    assert data["rungs"][1]["elo"] == 0.0 and sum(map(sum, data["info"]["played"])) == 8
+    out = str(tmp_path / "place")
+    # mcts:sims=8 is rung 8 itself: its match against rung 16 is the one compiled above
+    code = evaluate.main(
+        ["place", "mcts:sims=8", "--game=tictactoe", "--rounds=1", "--games=4"]
+        + [f"--table={table}", f"--out={out}"]
+    )
+    assert code == 0
+    record = json.load(open(f"{out}/place.json"))
+    assert record["games"] == 8 and math.isfinite(record["elo"])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["ladder", "--game=tictactoe", "--rungs=5:7"], "must include 4"),
+        (["ladder", "--game=tictactoe", "--rungs=lots"], "--rungs must be LO:HI"),
+        (["place", "random", "--game=hex", "--size=3"], "no ladder table for hex"),
+        (["ladder", "--game=tictactoe", "--table=/"], "cannot be written"),
+    ],
+)
+def test_bad_ladder_input_is_one_line(argv, message, capsys):
+    import evaluate
+
+    assert evaluate.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def ttt_table(tmp_path_factory):
+    """A two-rung Tic-Tac-Toe ladder (8 and 16 simulations), rated by the CLI."""
+    import evaluate
+
+    table = str(tmp_path_factory.mktemp("ladder") / "ttt.json")
+    argv = ["ladder", "--game=tictactoe", "--rungs=3:4", "--games=4", f"--table={table}"]
+    assert evaluate.main(argv) == 0
+    return table
+
+
+def test_the_training_loops_placement(tmp_path):
+    from azjax import config as cfg
+    from azjax.checkpoint import initial_variables
+    from azjax.ladder import make_ladder_evaluation
+
+    # one rung (one match to compile): the placement plays it in both rounds
+    table = str(tmp_path / "ttt.json")
+    save_ladder(Ladder("tictactoe", {}, (16,), (0.0,), (0.0,), 2), table)
+    config = cfg.load(
+        "tictactoe",
+        dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4, eval_games=8),
+    )
+    assert make_ladder_evaluation(config, table + ".missing") is None
+    off = cfg.load("tictactoe", dict(eval_ladder=False))
+    assert make_ladder_evaluation(off, table) is None
+    evaluate = make_ladder_evaluation(config, table)
+    values = evaluate(initial_variables(config), jax.random.PRNGKey(0))
+    assert values["eval/elo_games"] == 2 * 2  # two rounds of 2 games against the one rung
+    assert math.isfinite(values["eval/elo"]) and 0 < values["eval/elo_ci95"] < 5000
+    # the untrained network against 16 simulations of pure MCTS: well below it
+    assert values["eval/elo"] < 0
+
+
+def test_the_loop_logs_the_ladders_elo(monkeypatch):
+    from azjax import config as cfg
+    from azjax import loop
+
+    def match(variables, opponent, key):
+        return np.array([1.0, -1.0]), np.array([True, False])
+
+    seen = []
+    monkeypatch.setattr(loop, "evaluation_matches", lambda config, n: (match, match))
+    monkeypatch.setattr(
+        loop,
+        "make_ladder_evaluation",
+        lambda config: lambda v, k: seen.append(v) or {"eval/elo": 12.0, "eval/elo_ci95": 3.0},
+    )
+    values = loop.make_evaluation(cfg.load("tictactoe", {}))("vars", None, jax.random.PRNGKey(0))
+    assert seen == ["vars"] and values["eval/elo"] == 12.0 and values["eval/mcts_score"] == 0.5
+
+
+def test_curve_reads_and_draws_the_ladder_elo(tmp_path):
+    from azjax.eval.curve import elo_rows
+    from azjax.eval.records import plot_elo
+
+    rows = [
+        dict(iteration=1, positions=100, selfplay_seconds=1800.0, train_seconds=0.0),
+        dict(iteration=2, positions=100, selfplay_seconds=1700.0, train_seconds=50.0)
+        | {"eval_seconds": 50.0, "eval/elo": -120.0, "eval/elo_ci95": 80.0},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    elo = elo_rows(str(tmp_path))
+    assert elo == [dict(iteration=2, elo=-120.0, ci95=80.0, positions=200, hours=1.0)]
+    record = dict(game="tictactoe", game_options={}, elo=elo)
+    plot_elo(record, str(tmp_path / "curve_elo.png"))
+    assert (tmp_path / "curve_elo.png").stat().st_size > 1000
+    assert elo_rows(str(tmp_path / "no-run")) == []
