@@ -186,7 +186,9 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
         )
 
     learner = training.make_learner(
-        training.make_train_step(net, optimizer, config.weight_decay),
+        training.make_train_step(
+            net, optimizer, config.weight_decay, partial_policy=config.full_search_prob < 1
+        ),
         make_sampler(
             config.train_batch_size,
             mesh,

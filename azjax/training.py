@@ -3,8 +3,8 @@
     loss = (z - v)^2 - pi . log p + c * ||theta||^2        (seed 000, section 4.4)
 
 averaged over the batch; pi is the search policy, z the game's outcome for the position's mover.
-The policy term is averaged over the positions that have a policy target (all of them, except
-the fast searches of playout cap randomisation, recorded with an all-zero pi).
+Under playout cap randomisation (`partial_policy`) the policy term is averaged over the positions
+that have a policy target (the fast searches are recorded with an all-zero pi).
 
 With `freeze_trunk` (a run transferred from another, `azjax.transfer`) only the heads train: the
 optimizer is an `optax.multi_transform` whose trunk part is `set_to_zero` (no optimizer state is
@@ -74,9 +74,11 @@ def init_train_state(variables, optimizer) -> TrainState:
     )
 
 
-def make_train_step(net, optimizer, weight_decay: float):
+def make_train_step(net, optimizer, weight_decay: float, *, partial_policy: bool = False):
     """train_step(state, batch) -> (state, Losses); pure, meant for jax.jit. With
-    `net.freeze_trunk` the trunk's parameters and batch statistics come back unchanged."""
+    `net.freeze_trunk` the trunk's parameters and batch statistics come back unchanged. With
+    `partial_policy` (playout cap randomisation) some positions have no policy target (an
+    all-zero one): the policy loss is the mean over the positions that have one."""
 
     def loss_fn(params, batch_stats, batch: Batch):
         (logits, value), updates = net.apply(
@@ -86,12 +88,10 @@ def make_train_step(net, optimizer, weight_decay: float):
             mutable=["batch_stats"],
         )
         value_loss = jnp.mean((batch.value - value) ** 2)
-        # a position without a policy target (all zeros: a fast search under playout cap
-        # randomisation) adds nothing; the mean is over the positions that have one
-        has_target = jnp.sum(batch.policy, axis=-1) > 0
-        policy_loss = jnp.sum(optax.softmax_cross_entropy(logits, batch.policy)) / jnp.maximum(
-            jnp.sum(has_target), 1
-        )
+        policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy))
+        if partial_policy:  # a position without a target adds nothing; average over the rest
+            has_target = jnp.sum(batch.policy, axis=-1) > 0
+            policy_loss *= has_target.shape[0] / jnp.maximum(jnp.sum(has_target), 1)
         l2 = weight_decay * sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
         total = value_loss + policy_loss + l2
         return total, (Losses(total, value_loss, policy_loss, l2), updates["batch_stats"])

@@ -1,4 +1,9 @@
-"""Fixtures shared across test files."""
+"""Fixtures shared across test files, and the `integration` mark.
+
+The test files that train networks, run the scripts as processes, play experiments or benchmarks
+end to end are marked `integration`; `python -m pytest -q -m "not integration"` runs the rest (the
+rules, search, learner, agents and formats: a few minutes) as a first check.
+"""
 
 import os
 import shutil
@@ -6,6 +11,29 @@ import shutil
 import pytest
 
 import azjax
+
+INTEGRATION = {
+    "test_adding_a_game.py",
+    "test_benchmarks_games.py",
+    "test_benchmarks_selfplay.py",
+    "test_distributed.py",
+    "test_evaluate.py",
+    "test_exit.py",
+    "test_experiments.py",
+    "test_gating.py",
+    "test_ladder.py",
+    "test_notebooks.py",
+    "test_parallel.py",
+    "test_reliability.py",
+    "test_training.py",
+    "test_transfer.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in INTEGRATION:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")

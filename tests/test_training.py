@@ -145,7 +145,7 @@ def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
     two = (jax.random.uniform(jax.random.PRNGKey(1), (2, 3, 3, 3)) < 0.3).astype(jnp.float32)
     obs = jnp.concatenate([two, two])  # the same two positions twice: the same BatchNorm stats
     policy = jax.nn.one_hot(jnp.array([0, 4, 0, 4]), 9)
-    step = jax.jit(training.make_train_step(net, opt, 0.0))
+    step = jax.jit(training.make_train_step(net, opt, 0.0, partial_policy=True))
     _, all_targets = step(state, Batch(obs, policy, jnp.zeros(4)))
     capped = policy.at[2:].set(0.0)  # the second copies came from fast searches
     _, mixed = step(state, Batch(obs, capped, jnp.zeros(4)))
