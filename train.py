@@ -37,7 +37,7 @@ def build_parser(
     configs/<config_name or game>.py."""
     defaults = cfg.game_defaults(game)
     if config_name:  # what cfg.load makes of it: the game's defaults, then the config's
-        defaults = {**defaults, **cfg.named_defaults(config_name)[1]}
+        defaults = {**defaults, **cfg.named_defaults(config_name, game)[1]}
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -116,7 +116,7 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     known, _ = pre.parse_known_args(argv)
     base: dict = {}
     if known.config is not None:
-        config_game, base = cfg.named_defaults(known.config)
+        config_game, base = cfg.named_defaults(known.config, known.game)
         if known.game not in (None, config_game) and config_game is not None:
             raise ValueError(f"--game={known.game} but --config={known.config} is {config_game}")
         known.game = config_game or known.game

@@ -285,13 +285,20 @@ def config_names() -> list[str]:
     import configs
 
     names = [m.name for m in pkgutil.iter_modules(configs.__path__)]
-    return sorted(n for n in names if hasattr(importlib.import_module(f"configs.{n}"), "OVERRIDES"))
+    return sorted(n for n in names if _is_config(importlib.import_module(f"configs.{n}")))
 
 
-def named_defaults(name: str) -> tuple[str | None, dict[str, Any]]:
+def _is_config(module) -> bool:
+    """A config module: OVERRIDES (a game's defaults or a variant), or recipe(game) (settings
+    for any game, like configs/cpu.py)."""
+    return hasattr(module, "OVERRIDES") or callable(getattr(module, "recipe", None))
+
+
+def named_defaults(name: str, game: str | None = None) -> tuple[str | None, dict[str, Any]]:
     """(game, overrides) of `--config=NAME`: `configs/<NAME>.py`, a game's own defaults
     (`configs/hex.py`) or a variant that names its game in `GAME`
-    (`configs/connect_four_thesis.py`); or a file of overrides, `*.json` (e.g. a run's
+    (`configs/connect_four_thesis.py`), or a recipe for any game (`configs/cpu.py`: its
+    `recipe(game)`, for `game`); or a file of overrides, `*.json` (e.g. a run's
     config.json, or {"num_simulations": 100}) or `*.py` (an `OVERRIDES` dict, and `GAME`).
     The game is None where a file names none.
     ValueError naming the file's problem, or listing the available configs for an unknown name."""
@@ -304,6 +311,8 @@ def named_defaults(name: str) -> tuple[str | None, dict[str, Any]]:
             ".json or .py file of overrides"
         )
     module = importlib.import_module(f"configs.{name}")
+    if not hasattr(module, "OVERRIDES"):  # a recipe for any game: the game comes from --game
+        return None, dict(module.recipe(game or "hex"))
     return getattr(module, "GAME", name), dict(module.OVERRIDES)
 
 

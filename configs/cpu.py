@@ -1,7 +1,8 @@
 """The CPU recipe: what trains well on a 2-core CPU, over any game's defaults (docs/experiments.md).
 
 A small network, 128 games in lock-step, Adam, Gumbel search (at 32 simulations it learned far
-faster than PUCT here). Used by `experiments.experiment1` at CPU scale and by the benchmarks.
+faster than PUCT here). `python train.py --game=hex --size=6 --config=cpu` trains with it; also
+used by `experiments.experiment1` at CPU scale and by the benchmarks.
 """
 
 CPU_SCALE = dict(
@@ -27,3 +28,6 @@ CPU_SCALE_BY_GAME = {"hex": dict(opening_plies=2)}
 def cpu_recipe(game: str) -> dict:
     """The CPU recipe's overrides for `game`."""
     return {**CPU_SCALE, **CPU_SCALE_BY_GAME.get(game, {})}
+
+
+recipe = cpu_recipe  # `train.py --game=G --config=cpu`: these settings over configs/G.py

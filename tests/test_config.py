@@ -54,7 +54,7 @@ def test_a_named_config_is_chosen_with_train_config_flag(capsys):
 
     game, overrides = cfg.named_defaults("connect_four_thesis")
     assert game == "connect_four" and overrides["num_simulations"] == 400
-    assert "connect_four_thesis" in cfg.config_names() and "cpu" not in cfg.config_names()
+    assert {"connect_four_thesis", "cpu"} <= set(cfg.config_names())
     # configs/connect_four_thesis.py (seed 001's Table 5.4) under flags; game options from it.
     run, _ = train.parse(["--config=connect_four_thesis", "--num_simulations=8"])
     assert (run.game, run.num_simulations, run.num_filters, run.sample_moves) == (
@@ -108,3 +108,19 @@ def test_config_files_of_overrides(tmp_path, capsys):
         assert train.main([f"--config={tmp_path / name}"]) == 2
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_cpu_recipe_applies_to_any_game():
+    import train
+    from configs.cpu import cpu_recipe
+
+    run, _ = train.parse(["--game=hex", "--size=5", "--config=cpu", "--iterations=3"])
+    recipe = cpu_recipe("hex")
+    assert (run.game, run.game_options["size"], run.iterations) == ("hex", 5, 3)
+    assert (run.search, run.num_filters, run.opening_plies) == (
+        recipe["search"],
+        recipe["num_filters"],
+        2,
+    )
+    othello, _ = train.parse(["--game=othello", "--config=cpu"])
+    assert othello.game == "othello" and othello.opening_plies == 0
