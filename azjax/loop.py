@@ -62,7 +62,7 @@ from azjax.checkpoint import (
 from azjax.config import Config
 from azjax.interrupt import Interrupted, StopSignals
 from azjax.ladder import make_ladder_evaluation
-from azjax.metrics import Metrics, Progress
+from azjax.metrics import Metrics, MoveTicker, Progress
 from azjax.network import make_apply, make_network, num_parameters
 from azjax.search import SearchSpec
 from azjax.selfplay import init_states, make_selfplay
@@ -141,11 +141,18 @@ def make_sampler(
     return augmented
 
 
-def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = None) -> Iteration:
+def make_iteration(
+    config: Config,
+    mesh: Mesh,
+    *,
+    steps_per_call: int | None = None,
+    on_move: Callable | None = None,
+) -> Iteration:
     """The jitted self-play, replay and training of `config` on `mesh` (see the module doc).
 
     `batch_games` and `train_batch_size` are global: each must divide over the mesh's devices.
-    `steps_per_call` overrides the learner's rule (`training.steps_per_call`).
+    `steps_per_call` overrides the learner's rule (`training.steps_per_call`); `on_move(t)` hears
+    of each self-play move (`azjax.selfplay.make_selfplay`).
     """
     parallel.check_divisible(
         mesh, batch_games=config.batch_games, train_batch_size=config.train_batch_size
@@ -171,6 +178,7 @@ def make_iteration(config: Config, mesh: Mesh, *, steps_per_call: int | None = N
         policy_target=config.policy_target,
         full_search_prob=config.full_search_prob,
         fast_simulations=config.fast_simulations,
+        on_move=on_move,
     )
 
     def play(run, states, buffer):
@@ -551,14 +559,15 @@ def _train(
     game = config.make_game()
     mesh = parallel.make_mesh()
     devices = parallel.num_devices(mesh)
+    steps = config.selfplay_steps or game.max_game_length
+    moves = MoveTicker(steps) if progress and primary else None  # the bar's moves within it
     if config.algorithm == "exit":  # Expert Iteration; azjax/exit.py imports this module
         from azjax import exit as expert_iteration
 
         fns = expert_iteration.make_iteration(config, mesh)
     else:
-        fns = make_iteration(config, mesh)
+        fns = make_iteration(config, mesh, on_move=moves)
     check_memory(config, fns, devices)
-    steps = config.selfplay_steps or game.max_game_length
 
     checkpointer = Checkpointer(workdir, config.keep_checkpoints)
     metrics = bar = None
@@ -578,6 +587,8 @@ def _train(
         states = fns.init_states()
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
         bar = Progress(progress and primary, it, config.iterations)
+        if moves is not None:
+            moves.progress = bar
         session = dict(games=0, positions=0)
         last: dict[str, Any] = {}
         stop_reason = "iterations"

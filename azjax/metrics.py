@@ -128,6 +128,19 @@ class Metrics:
             self.tb.close()
 
 
+class MoveTicker:
+    """Self-play's moves within an iteration on the progress bar: called from inside the jitted
+    scan (`jax.debug.callback`) with the move's index; shows nothing until `progress` is set."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.progress: Progress | None = None
+
+    def __call__(self, t) -> None:
+        if self.progress is not None:
+            self.progress.moved(int(t) + 1, self.total)
+
+
 class Progress:
     """A tqdm bar with games/s, positions/s and losses (or nothing when disabled)."""
 
@@ -146,19 +159,30 @@ class Progress:
             "pos/s": f"{values['positions_per_second']:.0f}",
         }
         if "loss/total" in values:
-            post.update(v=f"{values['loss/value']:.3f}", p=f"{values['loss/policy']:.3f}")
+            post.update(
+                value_loss=f"{values['loss/value']:.3f}",
+                policy_loss=f"{values['loss/policy']:.3f}",
+            )
         if "eval/mcts_score" in values:
             post.update(
                 vs_mcts=f"{values['eval/mcts_score']:.2f}",
                 vs_prev=f"{values['eval/previous_score']:.2f}",
             )
+        if "eval/elo" in values:
+            post.update(elo=f"{values['eval/elo']:.0f}")
         if "gate/best_iteration" in values:
             post.update(
                 plays=f"it{values['gate/best_iteration']}",
                 gate=f"{values['gate/accepted_total']}/{values['gate/gates']}",
             )
+        self.bar.set_description_str("", refresh=False)
         self.bar.set_postfix(post)
         self.bar.update(1)
+
+    def moved(self, done: int, total: int) -> None:
+        """Show `done` of the iteration's `total` self-play moves."""
+        if self.bar is not None:
+            self.bar.set_description_str(f"move {done}/{total}")
 
     def close(self) -> None:
         if self.bar is not None:

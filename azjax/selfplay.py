@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -71,6 +72,7 @@ def make_selfplay(
     policy_target: str = "tpt",
     full_search_prob: float = 1.0,
     fast_simulations: int = 0,
+    on_move: Callable[[Any], None] | None = None,
 ) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
 
@@ -83,7 +85,10 @@ def make_selfplay(
     probability and recorded with its policy target; the other moves are searched with
     `fast_simulations`, without root noise, and recorded with an all-zero policy, which the
     learner leaves out of the policy loss (their value targets are kept). More games per
-    simulation, hence more, less correlated value targets. With `mesh`, B is
+    simulation, hence more, less correlated value targets.
+
+    `on_move(t)`, if given, is called on the host (`jax.debug.callback`) as move t (0-based) of
+    the `num_steps` starts: a progress display within the iteration. With `mesh`, B is
     split along its "data" axis (states P("data"), trajectory P(None, "data"), variables and key
     replicated); B must divide over the devices.
     """
@@ -160,10 +165,16 @@ def make_selfplay(
         return restarted, record
 
     def selfplay(variables, key, states):
-        def body(s, k):
+        keys = jax.random.split(key, num_steps)
+        if on_move is None:
+            return jax.lax.scan(lambda s, k: one_move(variables, s, k), states, keys)
+
+        def body(s, xs):  # tells the host of each move (a progress display), then plays it
+            k, t = xs
+            jax.debug.callback(on_move, t)
             return one_move(variables, s, k)
 
-        return jax.lax.scan(body, states, jax.random.split(key, num_steps))
+        return jax.lax.scan(body, states, (keys, jnp.arange(num_steps)))
 
     if mesh is None:
         return selfplay

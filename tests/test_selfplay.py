@@ -104,3 +104,13 @@ def test_playout_cap_randomisation_keeps_policy_targets_of_full_searches_only():
     assert 0 < full.sum() < 20  # about a quarter of 40 moves
     with pytest.raises(ValueError, match="fast_simulations must be in"):
         make_selfplay(TTT, spec, None, 5, 2, full_search_prob=0.5, fast_simulations=8)
+
+
+def test_each_move_is_told_to_the_host():
+    seen = []
+    play = jax.jit(
+        make_selfplay(TTT, SearchSpec.pure_mcts(2), None, 3, 2, on_move=lambda t: seen.append(t))
+    )
+    jax.block_until_ready(play(None, jax.random.PRNGKey(0), init_states(TTT, 2)))
+    jax.effects_barrier()
+    assert sorted(int(t) for t in seen) == [0, 1, 2]
