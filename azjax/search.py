@@ -206,10 +206,18 @@ def make_model(game: Game, spec, apply: Callable | None = None) -> Model:
     return Model(root_fn, recurrent_fn)
 
 
-def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> Callable:
+def make_search(
+    game: Game,
+    spec: SearchSpec,
+    apply: Callable | None = None,
+    *,
+    game_by_game: bool | None = None,
+) -> Callable:
     """search(variables, key, states[B]) -> mctx.PolicyOutput over the B states.
 
     `apply(variables, obs) -> (logits, value)` is the network, needed when the spec uses it.
+    `game_by_game`: search the B games one after another (`one_game_at_a_time`, None: where that
+    is faster) or all at once.
     """
     root_fn, recurrent_fn = make_model(game, spec, apply)
 
@@ -252,7 +260,42 @@ def make_search(game: Game, spec: SearchSpec, apply: Callable | None = None) -> 
             )
         raise ValueError(f"unknown search {spec.search!r}; use puct, gumbel or uct")
 
-    return search
+    if game_by_game is None:
+        game_by_game = one_game_at_a_time(spec)
+    return _game_by_game(search) if game_by_game else search
+
+
+# On XLA:CPU a search over B > 1 games costs more per game than B searches of one as the tree
+# grows: mctx's backward pass is a `vmap`ped while loop, which over a batch selects between whole
+# [B, N, A] tree arrays at every level of every simulation (memory-bound once the batch's trees
+# outgrow the caches), while over a batch of one it updates in place. Pure MCTS at 100 simulations
+# or more is searched game by game there (docs/benchmarks.md, "One game at a time").
+GAME_BY_GAME_SIMULATIONS = 100
+
+
+def one_game_at_a_time(spec: SearchSpec) -> bool:
+    """Whether `make_search` searches the games one by one (`lax.map`): pure MCTS (no network,
+    whose calls batch well) of at least GAME_BY_GAME_SIMULATIONS simulations on a CPU."""
+    return (
+        spec.evaluator == "uniform"
+        and spec.num_simulations >= GAME_BY_GAME_SIMULATIONS
+        and jax.default_backend() == "cpu"
+    )
+
+
+def _game_by_game(search: Callable) -> Callable:
+    """search(variables, key, states[B]), run as B searches of one game in a `lax.map` (each game
+    with its own key split from `key`)."""
+
+    def one(variables, key, state):
+        out = search(variables, key, jax.tree_util.tree_map(lambda x: x[None], state))
+        return jax.tree_util.tree_map(lambda x: x[0], out)
+
+    def by_game(variables, key, states):
+        keys = jax.random.split(key, _batch_size(states))
+        return jax.lax.map(lambda ks: one(variables, *ks), (keys, states))
+
+    return by_game
 
 
 def _puct_policy(

@@ -7,7 +7,9 @@
 For each line, milliseconds per searched position after a compiling call (the median of
 `--repeats` calls, each searching the position reached by a few random moves):
 - azjax pure MCTS (uniform priors, one random rollout per leaf) on a batch of one position;
-- the same search over a batch of 64 positions, per position (what lock-step batching buys);
+- the same search over a batch of 64 positions, per position, as `make_search` runs it (game
+  by game on a CPU from 100 simulations: `azjax.search.one_game_at_a_time`), and all 64 in one
+  vmapped mctx search;
 - azjax with the game's default network (untrained: its speed, not its strength);
 - OpenSpiel's MCTSBot (UCT, c = 1.4, one random rollout per leaf; open-spiel is a test extra).
 The last column is each line's time over OpenSpiel's.
@@ -35,9 +37,12 @@ def _positions(game, batch: int, key, plies: int = 4):
     return jax.jit(jax.vmap(lambda k: random_opening(game, k, plies)))(jax.random.split(key, batch))
 
 
-def azjax_ms(game, spec: SearchSpec, apply, variables, batch: int, repeats: int) -> float:
-    """Median milliseconds per position of one jitted search over `batch` positions."""
-    search = jax.jit(make_search(game, spec, apply))
+def azjax_ms(
+    game, spec: SearchSpec, apply, variables, batch: int, repeats: int, by_game=None
+) -> float:
+    """Median milliseconds per position of one jitted search over `batch` positions
+    (`by_game`: `make_search`'s `game_by_game`)."""
+    search = jax.jit(make_search(game, spec, apply, game_by_game=by_game))
     key = jax.random.PRNGKey(0)
     jax.block_until_ready(search(variables, key, _positions(game, batch, key)))  # compile
     times = []
@@ -86,6 +91,10 @@ def run(game_name: str, options: dict, sims: int, repeats: int) -> list[tuple[st
     return [
         ("azjax pure MCTS, batch 1", azjax_ms(game, pure, None, None, 1, repeats)),
         ("azjax pure MCTS, batch 64 (per position)", azjax_ms(game, pure, None, None, 64, 3)),
+        (
+            "  the same, all 64 at once (mctx's vmap)",
+            azjax_ms(game, pure, None, None, 64, 3, by_game=False),
+        ),
         (
             f"azjax {config.search} + network {config.num_blocks}x{config.num_filters}, batch 1",
             azjax_ms(game, network, make_apply(net), variables, 1, repeats),

@@ -317,3 +317,21 @@ def test_puct_root_noise_is_dirichlet_over_the_legal_moves(alpha):
     assert noise.min() > -1e-5
     # recovered to about 1e-7: the KS statistic looks at values above 1e-4 only
     assert dirichlet_failures(np.clip(noise, 0, 1), legal, alpha, resolution=1e-4) == []
+
+
+def test_game_by_game_search_is_each_game_searched_alone():
+    from azjax.search import _game_by_game, one_game_at_a_time
+    from azjax.selfplay import random_opening
+
+    game = games.make("tictactoe")
+    search = make_search(game, SearchSpec.pure_mcts(6), None)
+    key = jax.random.PRNGKey(3)
+    states = jax.vmap(lambda k: random_opening(game, k, 3))(jax.random.split(key, 3))
+    together = jax.jit(_game_by_game(search))(None, key, states)
+    for i, k in enumerate(jax.random.split(key, 3)):
+        alone = search(None, k, jax.tree_util.tree_map(lambda x, i=i: x[i : i + 1], states))
+        np.testing.assert_allclose(together.action_weights[i], alone.action_weights[0], atol=1e-6)
+        assert int(together.action[i]) == int(alone.action[0])
+    assert one_game_at_a_time(SearchSpec.pure_mcts(100)) == (jax.default_backend() == "cpu")
+    assert not one_game_at_a_time(SearchSpec.pure_mcts(50))
+    assert not one_game_at_a_time(SearchSpec(num_simulations=400))  # a network batches well
