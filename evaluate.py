@@ -194,6 +194,11 @@ def run(args, option_flags: list[str]) -> None:
     game = None if no_game else resolve_game(args, option_flags)
     folder = out_folder(args)
     if args.command == "match":
+        print(
+            f"{game.name}: {' vs '.join(args.agents)}, {args.games} games (or two per opening) "
+            "after compiling the agents' searches",
+            flush=True,
+        )
         record = ev.run_match(
             game, args.agents, folder, games=args.games, seed=args.seed, openings=args.openings
         )

@@ -175,7 +175,7 @@ def _main(argv: list[str]) -> int:
         players = []
         try:
             for i, spec in enumerate(args.agents):
-                players.append(make_player(spec, game, args.seed + i))
+                players.append(make_player(spec, game, args.seed + i, announce=True))
             watch(game, players, args.agents, games=args.games)
         finally:
             for player in players:
@@ -184,7 +184,7 @@ def _main(argv: list[str]) -> int:
     if args.gtp:
         serve_gtp(game, lambda g: make_player(args.agent, g, args.seed), args.agent)
         return 0
-    player = make_player(args.agent, game, args.seed)
+    player = make_player(args.agent, game, args.seed, announce=True)
     try:
         play_human(game, player, args.human)
     finally:

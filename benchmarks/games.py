@@ -1,7 +1,7 @@
 """Random playouts per second: our games against pgx's, in one run on one machine.
 
     python -m benchmarks.games                                  # all four games, B = 1 64 1024 4096
-    python -m benchmarks.games --games connect_four --batch-sizes 1 64 --min-seconds 0.5
+    python -m benchmarks.games --games connect_four --batch_sizes 1 64 --min_seconds 0.5
     python -m benchmarks.games --markdown docs/table.md         # also write a markdown table
 
 A cell times one jitted function of a seed that starts B games and plays them all to the end with
@@ -142,9 +142,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m benchmarks.games", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--games", nargs="+", choices=list(GAMES), default=list(GAMES))
-    parser.add_argument("--batch-sizes", nargs="+", type=int, default=list(BATCH_SIZES))
+    # underscores as every other command spells its flags; the dashed spellings still work
     parser.add_argument(
-        "--min-seconds", type=float, default=1.0, help="timed seconds per measurement"
+        "--batch_sizes", "--batch-sizes", nargs="+", type=int, default=list(BATCH_SIZES)
+    )
+    parser.add_argument(
+        "--min_seconds",
+        "--min-seconds",
+        type=float,
+        default=1.0,
+        help="timed seconds per measurement",
     )
     parser.add_argument(
         "--repeats", type=int, default=3, help="measurements per cell; the best is kept"

@@ -49,7 +49,7 @@ class Player:
     a new game resets it and tells it every move again.
     """
 
-    def __init__(self, agent: Agent, seed: int = 0):
+    def __init__(self, agent: Agent, seed: int = 0, *, announce: bool = False):
         import jax
 
         self.agent = agent
@@ -58,6 +58,7 @@ class Player:
             add_axis = lambda s: jax.tree_util.tree_map(lambda x: x[None], s)  # noqa: E731
             self._act = jax.jit(lambda v, k, s: agent.act(v, k, add_axis(s))[0])
             self._key = jax.random.PRNGKey(seed)
+        self._quiet = not announce  # `announce`: say (on stdout) that the first move compiles
 
     def sync(self, states: list, actions: list[int]) -> None:
         """``states[i]`` is the position before ``actions[i]``; ``states[-1]`` the one now."""
@@ -78,6 +79,9 @@ class Player:
             return action
         import jax
 
+        if not self._quiet:  # the first call compiles the search: say why it waits
+            print(f"({self.agent.name}: compiling its search for the first move)", flush=True)
+            self._quiet = True
         self._key, key = jax.random.split(self._key)
         return int(self._act(self.agent.variables, key, state))
 

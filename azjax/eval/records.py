@@ -137,6 +137,12 @@ def format_tournament(record: dict) -> str:
     return "\n".join(lines)
 
 
+def game_title(record: dict) -> str:
+    """`hex size=6, swap=False`, or the bare name for a game without options."""
+    options = ", ".join(f"{k}={v}" for k, v in (record.get("game_options") or {}).items())
+    return f"{record['game']} {options}" if options else record["game"]
+
+
 def write_json(folder: str, name: str, data: dict) -> str:
     """folder/name, written whole (a temporary file renamed over it): a reader, or a process
     stopped while writing, never sees half a file. Indented, but a list of numbers or strings
@@ -225,7 +231,7 @@ def plot_elo(record: dict, path: str) -> None:
         ax.axhline(0.0, color="grey", lw=0.8, ls="--")
         ax.set_xlabel(label, fontsize=8)
     axes[0].set_ylabel("Elo (ladder: pure MCTS-16 = 0)")
-    fig.suptitle(f"{record['game']} {record['game_options']}: Elo on the ladder", fontsize=9)
+    fig.suptitle(f"{game_title(record)}: Elo on the ladder", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -253,8 +259,7 @@ def plot_curve(record: dict, path: str) -> None:
     ax.set_xlabel("self-play games" if use_games else "iteration")
     ax.set_ylabel("win ratio (wins + draws/2)")
     ax.set_title(
-        f"{record['game']} {record['game_options']}: {record['simulations']} sims, "
-        f"{record['games']} games per point",
+        f"{game_title(record)}: {record['simulations']} sims, {record['games']} games per point",
         fontsize=9,
     )
     ax.legend(fontsize=8, loc="lower right")

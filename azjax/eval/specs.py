@@ -272,9 +272,10 @@ def checkpoint_config(text: str) -> Config | None:
     return read_config(path, step)
 
 
-def make_player(text: str, game: Game, seed: int = 0) -> Player:
-    """The agent a spec names, as a `Player` of one game at a time (play.py, the GTP engine)."""
-    return Player(parse_agent(text, game), seed)
+def make_player(text: str, game: Game, seed: int = 0, *, announce: bool = False) -> Player:
+    """The agent a spec names, as a `Player` of one game at a time (play.py, the GTP engine);
+    `announce`: it says so when its first move compiles (the terminal, not GTP)."""
+    return Player(parse_agent(text, game), seed, announce=announce)
 
 
 def game_for(specs: list[str], name: str | None = None, options: dict | None = None) -> Game:
