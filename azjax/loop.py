@@ -580,6 +580,7 @@ def _train(
             metrics = Metrics(
                 workdir, it if resume else None, checkpointer.saved_rows(it) if resume else None
             )
+            metrics.text("config", config.to_json())  # the run's settings, on TensorBoard too
         health = Health(run.train.variables, _reference_loss(metrics))
         evaluate = make_evaluation(config) if config.eval_interval else None
         gate = gating.make_gate(config) if config.gating else None
@@ -587,6 +588,7 @@ def _train(
         states = fns.init_states()
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
         bar = Progress(progress and primary, it, config.iterations)
+        schedule = training.make_schedule(config, config.iterations * config.train_steps)
         if moves is not None:
             moves.progress = bar
         session = dict(games=0, positions=0)
@@ -610,6 +612,7 @@ def _train(
                     train, losses = fns.learn(run, buffer)
                     values.update(_losses(parallel.fetch(losses)))
                     values["train_seconds"] = time.time() - t1
+                    values["train/learning_rate"] = float(schedule(int(parallel.fetch(train.step))))
                 run = run.replace(train=train, iteration=fns.advance(run.iteration))
                 loss_problem = health.losses(values)
                 problem = loss_problem or health.parameters(run.train.variables)

@@ -91,6 +91,11 @@ class Metrics:
         except ImportError:  # pragma: no cover - tensorboardX is a dependency
             self.tb = None
 
+    def text(self, name: str, text: str) -> None:
+        """A text on TensorBoard's Text tab (the run's settings); nothing without TensorBoard."""
+        if self.tb is not None:
+            self.tb.add_text(name, f"```\n{text}\n```", 0)
+
     def add(self, iteration: int, values: dict[str, Any]) -> None:
         """Hold a row until `commit`."""
         self.pending.append((iteration, values))

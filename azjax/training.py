@@ -41,20 +41,24 @@ class Losses(NamedTuple):
     l2: jax.Array
 
 
-def make_optimizer(config, total_steps: int) -> optax.GradientTransformation:
-    """SGD with momentum or Adam, with the configured learning-rate schedule; with
-    `config.freeze_trunk` for the heads only (the trunk's updates are zero, its state empty)."""
+def make_schedule(config, total_steps: int) -> optax.Schedule:
+    """The learning rate by optimizer step: `config.lr_schedule` over `total_steps` steps."""
     lr = config.learning_rate
     total_steps = max(total_steps, 1)
     if config.lr_schedule == "constant":
-        schedule = optax.constant_schedule(lr)
-    elif config.lr_schedule == "cosine":
-        schedule = optax.cosine_decay_schedule(lr, total_steps)
-    elif config.lr_schedule == "warmup_cosine":
+        return optax.constant_schedule(lr)
+    if config.lr_schedule == "cosine":
+        return optax.cosine_decay_schedule(lr, total_steps)
+    if config.lr_schedule == "warmup_cosine":
         warmup = max(1, total_steps // 20)
-        schedule = optax.warmup_cosine_decay_schedule(0.0, lr, warmup, total_steps)
-    else:
-        raise ValueError(f"unknown lr_schedule {config.lr_schedule!r}")
+        return optax.warmup_cosine_decay_schedule(0.0, lr, warmup, total_steps)
+    raise ValueError(f"unknown lr_schedule {config.lr_schedule!r}")
+
+
+def make_optimizer(config, total_steps: int) -> optax.GradientTransformation:
+    """SGD with momentum or Adam, with the configured learning-rate schedule; with
+    `config.freeze_trunk` for the heads only (the trunk's updates are zero, its state empty)."""
+    schedule = make_schedule(config, total_steps)
     if config.optimizer == "sgd":
         optimizer = optax.sgd(schedule, momentum=config.momentum)
     elif config.optimizer == "adam":

@@ -49,6 +49,8 @@ def test_a_run_writes_metrics_checkpoints_and_summary(run):
     rows = _metrics(run)
     assert [r["iteration"] for r in rows] == [1, 2]
     assert all(np.isfinite(r["loss/total"]) for r in rows)
+    config = cfg.Config.from_json(open(os.path.join(run, "config.json")).read())
+    assert all(r["train/learning_rate"] == pytest.approx(config.learning_rate) for r in rows)
     for name in ("mcts", "previous"):  # the score is what the W/D/L of its 4 games make
         w, d, l = rows[-1][f"eval/{name}_wdl"]
         assert w + d + l == 4
