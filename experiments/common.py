@@ -107,6 +107,10 @@ def open_run(args, name: str):
 
 
 def write_results(args, results: dict, log) -> None:
+    """<out>/results.json, and a closing log line; `results["seconds"]` is the wall time, or
+    its parts with their `total`."""
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
-    log(f"wall time {results['seconds']:.0f} s; results in {args.out}")
+    seconds = results["seconds"]
+    total = seconds["total"] if isinstance(seconds, dict) else seconds
+    log(f"wall time {total:.0f} s; results in {args.out}")

@@ -53,6 +53,7 @@ from experiments.common import (
     initial_variables,
     restore_variables,
     wilson,
+    write_results,
 )
 
 # CPU scale: configs/cpu.py's recipe, run by the time budget (--minutes); self-play and the
@@ -275,9 +276,7 @@ def main(argv=None) -> int:
         curve=rows,
         final=final,
     )
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
-    log(f"wall time: {results['seconds']}; results in {args.out}")
+    write_results(args, results, log)
     return 0
 
 

@@ -33,7 +33,7 @@ from azjax.checkpoint import Checkpointer, run_template
 from azjax.loop import evaluation_matches
 from azjax.metrics import read_rows
 from configs.cpu import cpu_recipe
-from experiments.common import Log, checkpoint_steps, read_config, wilson
+from experiments.common import Log, checkpoint_steps, read_config, wilson, write_results
 
 CPU_RUN = dict(iterations=1000, checkpoint_interval=5, eval_interval=0)
 RUNS = ("ungated", "gated")
@@ -172,9 +172,7 @@ def main(argv=None) -> int:
             total=round(time.time() - t_start, 1),
         ),
     )
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
-    log(f"wall time {results['seconds']}; results in {args.out}")
+    write_results(args, results, log)
     return 0
 
 
