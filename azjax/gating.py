@@ -35,7 +35,8 @@ from azjax import parallel
 from azjax.arena import MatchResult, make_match, make_search_agent
 from azjax.network import make_apply, make_network
 from azjax.search import SearchSpec
-from games.base import Game, absorbing, sample_legal
+from azjax.selfplay import random_moves
+from games.base import Game
 
 OPENING_PLIES = 2  # random moves before each gate game (even: the first player is to move)
 KEY_STREAM = 0x67617465  # "gate": the gate's keys are folded from fold_in(run.key, KEY_STREAM)
@@ -74,12 +75,7 @@ def accepts(score: float, threshold: float) -> bool:
 def fixed_opening(game: Game, key, plies: int):
     """The position after exactly `plies` uniformly random legal moves (unbatched; a game that
     ends sooner stays at its end)."""
-
-    def body(i, state):
-        action = sample_legal(jax.random.fold_in(key, i), game.legal_mask(state))
-        return absorbing(state, game.step(state, action))
-
-    return jax.lax.fori_loop(0, plies, body, game.init())
+    return random_moves(game, key, plies, plies)
 
 
 def make_gate_match(config) -> Callable:

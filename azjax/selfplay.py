@@ -50,12 +50,20 @@ def random_opening(game: Game, key, max_plies: int):
     reports)."""
     k_n, k_moves = jax.random.split(key)
     plies = jax.random.randint(k_n, (), 0, max_plies + 1)
+    return random_moves(game, k_moves, plies, max_plies)
+
+
+def random_moves(game: Game, key, plies, max_plies: int):
+    """The position after `plies` (an int, traced or not, at most `max_plies`) uniformly random
+    legal moves from the start, the i-th drawn with `fold_in(key, i)` (unbatched; a game that
+    ends sooner stays at its end: `absorbing`)."""
 
     def body(i, state):
-        action = sample_legal(jax.random.fold_in(k_moves, i), game.legal_mask(state))
+        action = sample_legal(jax.random.fold_in(key, i), game.legal_mask(state))
         moved = absorbing(state, game.step(state, action))
-        keep = (i >= plies) | game.is_terminal(state)
-        return jax.tree_util.tree_map(lambda old, new: jnp.where(keep, old, new), state, moved)
+        return jax.tree_util.tree_map(
+            lambda old, new: jnp.where(i >= plies, old, new), state, moved
+        )
 
     return jax.lax.fori_loop(0, max_plies, body, game.init())
 
