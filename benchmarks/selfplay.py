@@ -79,6 +79,7 @@ class Setting:
     network: str = "resnet"  # "resnet" | "stub" (reads the observation only: plumbing alone)
     max_considered_actions: int = 16  # mctx's default, which the recipe uses
     devices: int = 1  # D, devices the batch is split over (jax.devices()[:D])
+    dtype: str = "float32"  # the ResNet's compute dtype (parameters stay float32), both impls
 
 
 class Row(NamedTuple):
@@ -206,7 +207,10 @@ def _network(setting: Setting, num_actions: int):
     if setting.network == "stub":
         return StubNet(num_actions)
     return PolicyValueNet(
-        num_actions=num_actions, num_blocks=setting.blocks, num_filters=setting.filters
+        num_actions=num_actions,
+        num_blocks=setting.blocks,
+        num_filters=setting.filters,
+        dtype=jnp.dtype(setting.dtype),
     )
 
 
@@ -533,6 +537,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=0.9,
         help="azjax PUCT / azjax Gumbel positions/s ratio to reach (default 0.9)",
     )
+    p.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="the ResNet's compute dtype, for azjax and the recipe alike (default float32)",
+    )
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
 
@@ -574,7 +584,7 @@ def resolve_devices(text: str) -> int:
 def _describe_network(setting: Setting) -> str:
     if setting.network == "stub":
         return "stub network (plumbing only)"
-    return f"ResNet {setting.blocks} blocks x {setting.filters} filters (float32)"
+    return f"ResNet {setting.blocks} blocks x {setting.filters} filters ({setting.dtype})"
 
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
@@ -588,6 +598,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         repeats=args.repeats,
         network=args.network,
         devices=args.device_count,
+        dtype=args.dtype,
     )
     log = lambda text: print(text, file=sys.stderr, flush=True)
     start = time.perf_counter()
