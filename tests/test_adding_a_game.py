@@ -12,8 +12,8 @@ import pytest
 from spiel_reference import compare_with_openspiel
 
 import games
-import train
 from azjax import config as cfg
+from azjax.commands import train
 from examples.mnk_game import MNKGame
 from games.check import check_game
 

@@ -50,7 +50,7 @@ def test_unknown_fields_in_json_are_refused():
 
 
 def test_a_named_config_is_chosen_with_train_config_flag(capsys):
-    import train
+    from azjax.commands import train
 
     game, overrides = cfg.named_defaults("connect_four_thesis")
     assert game == "connect_four" and overrides["num_simulations"] == 400
@@ -74,7 +74,7 @@ def test_a_named_config_is_chosen_with_train_config_flag(capsys):
 
 
 def test_config_files_of_overrides(tmp_path, capsys):
-    import train
+    from azjax.commands import train
 
     flat = tmp_path / "fast.json"
     flat.write_text('{"num_simulations": 7, "size": 5}')
@@ -111,7 +111,7 @@ def test_config_files_of_overrides(tmp_path, capsys):
 
 
 def test_the_cpu_recipe_applies_to_any_game():
-    import train
+    from azjax.commands import train
     from configs.cpu import cpu_recipe
 
     run, _ = train.parse(["--game=hex", "--size=5", "--config=cpu", "--iterations=3"])

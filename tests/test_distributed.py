@@ -96,7 +96,7 @@ def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
 
 def test_process_flags_without_distributed_are_refused(capsys):
     sys.path.insert(0, ROOT)
-    import train
+    from azjax.commands import train
 
     assert train.main(["--game=tictactoe", "--num_processes=2"]) == 2
     assert "--num_processes only make sense with --distributed" in capsys.readouterr().err

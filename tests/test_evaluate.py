@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-import evaluate
+from azjax.commands import evaluate
 from azjax.eval import calibration
 
 

@@ -140,7 +140,7 @@ def test_retrain_from_scratch_forgets_the_current_weights():
 
 
 def test_train_py_exit_trains_and_resumes(tmp_path):
-    import train
+    from azjax.commands import train
 
     workdir = str(tmp_path / "run")
     argv = [
@@ -189,14 +189,14 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
     ],
 )
 def test_bad_exit_flags_are_refused(flag, message, capsys):
-    import train
+    from azjax.commands import train
 
     assert train.main(["--game=tictactoe", flag]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_exit_flags_in_help():
-    import train
+    from azjax.commands import train
 
     text = train.build_parser("hex")[0].format_help()
     for flag in (

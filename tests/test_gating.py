@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import azjax
-import train
 from azjax import gating, loop, parallel
 from azjax.checkpoint import Checkpointer, RunState, read_config, run_template
+from azjax.commands import train
 
 GAMES = 4
 

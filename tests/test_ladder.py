@@ -116,7 +116,7 @@ def test_shipped_tables_are_anchored_and_readable():
 
 
 def test_ladder_and_place_commands(ttt_table, tmp_path):
-    import evaluate
+    from azjax.commands import evaluate
 
     table = ttt_table
     data = json.load(open(table))
@@ -143,7 +143,7 @@ def test_ladder_and_place_commands(ttt_table, tmp_path):
     ],
 )
 def test_bad_ladder_input_is_one_line(argv, message, capsys):
-    import evaluate
+    from azjax.commands import evaluate
 
     assert evaluate.main(argv) == 2
     err = capsys.readouterr().err
@@ -153,7 +153,7 @@ def test_bad_ladder_input_is_one_line(argv, message, capsys):
 @pytest.fixture(scope="module")
 def ttt_table(tmp_path_factory):
     """A two-rung Tic-Tac-Toe ladder (8 and 16 simulations), rated by the CLI."""
-    import evaluate
+    from azjax.commands import evaluate
 
     table = str(tmp_path_factory.mktemp("ladder") / "ttt.json")
     argv = ["ladder", "--game=tictactoe", "--rungs=3:4", "--games=4", f"--table={table}"]

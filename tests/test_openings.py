@@ -4,8 +4,8 @@ import jax
 import numpy as np
 import pytest
 
-import evaluate
 import games
+from azjax.commands import evaluate
 from azjax.eval import openings as op
 from azjax.eval.match import play_games
 from azjax.eval.specs import parse_agent

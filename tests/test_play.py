@@ -4,7 +4,7 @@ agents watched (--agents)."""
 import numpy as np
 
 import games
-import play
+from azjax.commands import play
 from azjax.eval import watch
 
 

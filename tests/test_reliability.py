@@ -19,12 +19,11 @@ import jax
 import numpy as np
 import pytest
 
-import evaluate
 import games
-import train
 from azjax import checkpoint
 from azjax import config as cfg
 from azjax.checkpoint import CheckpointError, WorkdirLock
+from azjax.commands import evaluate, train
 from azjax.eval.curve import training_games
 from azjax.eval.gtp import GTPEngine
 from azjax.loop import Health

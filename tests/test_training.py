@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import train
 from azjax import config as cfg
 from azjax import network, training
 from azjax.checkpoint import Checkpointer
+from azjax.commands import train
 from azjax.replay import Batch
 
 TOY = [

@@ -11,9 +11,9 @@ import jax
 import numpy as np
 import pytest
 
-import train
 from azjax import load_config, training
 from azjax.checkpoint import CheckpointError, initial_variables, load_checkpoint
+from azjax.commands import train
 from azjax.network import is_trunk
 from azjax.transfer import resolve, same_network, transferred_variables
 

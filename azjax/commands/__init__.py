@@ -1,0 +1,43 @@
+"""The command lines: `train`, `evaluate`, `play`, each a module with `main(argv=None) -> int`.
+
+    azjax-train --game=tictactoe          # installed console commands ([project.scripts])
+    python train.py --game=tictactoe      # the same, from a checkout (train.py calls main)
+
+A command names itself as the user ran it, in its usage, its `PROG: error: ...` lines and the
+commands it suggests: `azjax-train` when run as the console command, `train.py` otherwise
+(`python train.py`, `python -m azjax.commands.train`, or `main([...])` called from Python).
+
+The core modules of `azjax/` never import this package; it imports them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# each script of the repository root, and the console command that runs the same main()
+COMMANDS = {"train.py": "azjax-train", "evaluate.py": "azjax-evaluate", "play.py": "azjax-play"}
+
+
+def prog(script: str) -> str:
+    """What the user typed to run `script`'s main: its console command (`azjax-train`) when
+    that is how this process started, else the script's name (`train.py`)."""
+    command = COMMANDS[script]
+    started = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return command if started in (command, f"{command}.exe") else script
+
+
+def spell(script: str, prog: str) -> str:
+    """How a user who ran `prog` runs `script`: `azjax-play` after an `azjax-...` command,
+    `python play.py` after a script."""
+    return COMMANDS[script] if prog in COMMANDS.values() else f"python {script}"
+
+
+def describe(doc: str, prog: str) -> str:
+    """A command's module doc as its --help shows it: its `python train.py ...` examples
+    spelled as the user runs commands (`azjax-train ...` after a console command)."""
+    if prog not in COMMANDS.values():
+        return doc
+    for script, command in COMMANDS.items():
+        doc = doc.replace(f"python {script}", command)
+    return doc

@@ -1,0 +1,346 @@
+"""Evaluate agents: matches, round-robin tournaments with Elo ratings, a run's learning curve.
+
+    python evaluate.py match ckpt:runs/hex6@latest,sims=50 mcts:sims=100 --games=100
+    python evaluate.py match ckpt:runs/hex6,seconds=1 mcts:seconds=1 --games=40    # equal time
+    python evaluate.py match ckpt:runs/hex5 perfect --openings=all     # every opening, both sides
+    python evaluate.py tournament random mcts:sims=50 minimax:depth=4 --game=tictactoe --games=20
+    python evaluate.py curve runs/hex6 --games=64
+    python evaluate.py ladder --game=hex --size=5 --rungs=2:9 --games=20    # rate the rungs
+    python evaluate.py place ckpt:runs/hex5@latest --rounds=4 --games=16    # Elo on the ladder
+
+Agents are specs (azjax/eval/specs.py): `ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel,
+rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]`, `mcts[:sims=..,search=..]`
+(pure MCTS with random rollouts: UCT with c_uct = 1.4 as OpenSpiel's bot by default;
+`mcts:search=puct` is seed 000's PUCT baseline), `spiel[:sims=..]`, `random`, `minimax[:depth=D]`,
+`perfect`, `human`, `gtp:"COMMAND"`. The game comes from --game (with --size, --swap,
+--rows, --cols, --connect) or else from the first ckpt agent's checkpoint; a checkpoint of
+another game or size is refused. Colours alternate: the first agent moves first in the
+even-numbered games.
+
+- match: wins / draws / losses of the first agent with 95% confidence intervals (normal
+  approximation, seed 000 Appendix A), overall and split by who moved first; simulations,
+  expected rollouts and seconds per move of each agent (seed 000 Table 5.6).
+- tournament: every pair plays --games games; the win-ratio matrix (wins + draws/2) as a heatmap
+  (seed 000 Figure 5.3) and maximum-likelihood Elo ratings (mean 0) with standard errors.
+- curve: every checkpoint of a run against the previous one (the first against the untrained
+  network; both epsilon-greedy) and against pure MCTS with twice the simulations, as in the
+  training loop's evaluation; plotted like seed 000 Figures 5.1 and 5.2. Where the run's
+  metrics.jsonl has `eval/elo` (the in-loop ladder placement) it also draws Elo over time and
+  over self-play positions (curve_elo.png).
+- ladder: rates the rungs of the Elo ladder, pure MCTS (UCT, random rollouts) at 2^k simulations
+  (--rungs=LO:HI), by a round robin of the pairs at most --span rungs apart; ML Elo with the
+  16-simulation rung at 0; writes the table (default: the package's, azjax/ladders/).
+- place: an agent's Elo on the game's ladder: --rounds rounds, each --games games against the
+  two rungs bracketing its current estimate; prints and writes place.json.
+
+Every game's moves are kept: match.json, and each match of tournament.json, hold `game_records`,
+one {moves, result, a_played} per game (the move names from the initial position, an opening
+included, "resign" last where a side resigned; the winning colour or "draw"; the first agent's
+colour). A match also writes one record file per game into --out/games/ (azjax/eval/
+game_records.py): game-0001.sgf for Hex (SGF as HexGui reads it, FF[4] GM[11] SZ[n],
+;B[c3];W[swap-pieces]..), game-0001.txt for the others: Othello `f5d6c3..` (passes left out),
+Connect Four `4453..` (columns from 1), Tic-Tac-Toe `b2 a1 ..`.
+
+Writes JSON and PNGs to --out (default runs/eval/<command>-<time>), checked before any game is
+played. Exit code 2 for bad input (unknown agents or options, missing checkpoints, a checkpoint of
+another game, an --out that cannot be written), one line each (`--debug` shows tracebacks); 1 for
+a GTP engine that fails. Ctrl-C or SIGTERM stops at once (130 or 143) and keeps what is finished,
+marked `"complete": false`: curve.json the checkpoints played, tournament.json the matches,
+match.json the games (a match of two batched agents ends all its games in one compiled call, so
+only a Python-loop match, against minimax, perfect, gtp, spiel, human or a `seconds` budget, has
+finished games before its end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import games
+from azjax import flags
+from azjax.commands import describe
+from azjax.commands import prog as prog_name
+
+SEED_LIMIT = 2**32 - 1  # JAX keys keep 32 bits of a seed
+
+
+def seed(text: str) -> int:
+    """--seed: an integer in [0, SEED_LIMIT]."""
+    value = int(text)
+    if not 0 <= value <= SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be in [0, {SEED_LIMIT}], got {text}")
+    return value
+
+
+def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser, and the names of its game option flags (every option of every game);
+    `prog`: the name in its usage (default: as run)."""
+    prog = prog or prog_name("evaluate.py")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=describe(__doc__, prog),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
+    common.add_argument(
+        "--debug", action="store_true", help="show tracebacks of errors instead of one line"
+    )
+    common.add_argument("--out", default=None, help="output folder (default runs/eval/...)")
+    game = common.add_argument_group("game (default: from the first ckpt agent)")
+    game.add_argument("--game", default=None, help=f"one of {', '.join(games.names())}")
+    option_flags = flags.add_game_flags(game, None)
+
+    match = commands.add_parser("match", parents=[common], help="two agents, N games")
+    match.add_argument("agents", nargs=2, metavar="AGENT")
+    match.add_argument("--games", type=int, default=100, help="games (default 100)")
+    match.add_argument(
+        "--openings",
+        default="none",
+        help="none | all (every legal first move, each played with both colours; "
+        "--games is then twice their number) | random:N[:PLIES] (N random "
+        "positions after PLIES plies, default 2). Against a perfect player "
+        "(Hex up to 5x5, Tic-Tac-Toe) the record counts the won sides won",
+    )
+    tour = commands.add_parser("tournament", parents=[common], help="round robin, Elo")
+    tour.add_argument("agents", nargs="+", metavar="AGENT")
+    tour.add_argument("--games", type=int, default=20, help="games per pair (default 20)")
+    curve = commands.add_parser("curve", parents=[common], help="a run's checkpoints")
+    curve.add_argument("run", metavar="RUN_DIR")
+    curve.add_argument("--games", type=int, default=64, help="games per match (default 64)")
+    curve.add_argument(
+        "--sims", type=int, default=None, help="the network's simulations (default: the run's)"
+    )
+    curve.add_argument(
+        "--mcts_sims",
+        type=int,
+        default=None,
+        help="pure MCTS simulations (default: twice the network's)",
+    )
+    curve.add_argument(
+        "--epsilon",
+        type=float,
+        default=None,
+        help="epsilon-greedy against the previous checkpoint (default: the run's eval_epsilon)",
+    )
+    ladder = commands.add_parser("ladder", parents=[common], help="rate the Elo ladder's rungs")
+    ladder.add_argument(
+        "--rungs", default="2:9", help="LO:HI, rungs of 2^LO..2^HI simulations (default 2:9)"
+    )
+    ladder.add_argument("--games", type=int, default=20, help="games per pair (default 20)")
+    ladder.add_argument(
+        "--span", type=int, default=2, help="pairs at most this many rungs apart play (default 2)"
+    )
+    ladder.add_argument(
+        "--table", default=None, help="the table's path (default: the package's, azjax/ladders/)"
+    )
+    place = commands.add_parser("place", parents=[common], help="an agent's Elo on the ladder")
+    place.add_argument("agents", nargs=1, metavar="AGENT")
+    place.add_argument("--rounds", type=int, default=4, help="rounds (default 4)")
+    place.add_argument(
+        "--games", type=int, default=16, help="games per rung and round (default 16)"
+    )
+    place.add_argument("--table", default=None, help="the ladder table (default: the package's)")
+    return parser, option_flags
+
+
+def resolve_game(args, option_flags: list[str]) -> games.Game:
+    """The game from --game and its options, or else from the first ckpt agent's checkpoint."""
+    from azjax.eval import game_for
+
+    options = flags.game_options(args, args.game, option_flags)
+    return game_for(getattr(args, "agents", []), args.game, options)
+
+
+def out_folder(args) -> str:
+    """--out, or runs/eval/<command>-<time>; made when the first file is written."""
+    return args.out or os.path.join(
+        "runs", "eval", f"{args.command}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+
+
+def check_out(folder: str) -> None:
+    """ValueError unless results can be written into `folder` (made later, by the first file):
+    checked before the games, whose results would otherwise be lost."""
+    if os.path.exists(folder):
+        if not os.path.isdir(folder):
+            raise ValueError(f"--out {folder!r} is a file, not a folder; choose another --out")
+        existing = folder
+    else:
+        existing = os.path.dirname(os.path.abspath(folder))
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            raise ValueError(f"--out {folder!r} cannot be made: {existing!r} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"--out {folder!r} cannot be written ({existing!r} is not writable); "
+            "choose another --out"
+        )
+
+
+def check_args(args) -> None:
+    """What can be checked before any game: the curve's options, --out (the agents' numbers are
+    checked against their bounds when the specs are parsed, also before any game)."""
+    from azjax.eval.curve import check_curve_options
+
+    if args.command == "curve":
+        check_curve_options(sims=args.sims, mcts_sims=args.mcts_sims, epsilon=args.epsilon)
+    check_out(out_folder(args))
+
+
+def run(args, option_flags: list[str]) -> None:
+    from azjax import eval as ev
+
+    check_args(args)
+    no_game = args.command == "curve" and args.game is None  # the run's game
+    game = None if no_game else resolve_game(args, option_flags)
+    folder = out_folder(args)
+    if args.command == "match":
+        print(
+            f"{game.name}: {' vs '.join(args.agents)}, {args.games} games (or two per opening) "
+            "after compiling the agents' searches",
+            flush=True,
+        )
+        record = ev.run_match(
+            game, args.agents, folder, games=args.games, seed=args.seed, openings=args.openings
+        )
+        print(ev.format_match(record))
+        print(f"wrote {os.path.join(folder, 'match.json')}")
+    elif args.command == "tournament":
+        record = ev.run_tournament(
+            game,
+            args.agents,
+            folder,
+            games=args.games,
+            seed=args.seed,
+            log=lambda text: print(text, flush=True),
+        )
+        print(ev.format_tournament(record))
+        print(f"wrote {os.path.join(folder, 'tournament.json')} and win_ratio.png")
+    elif args.command == "ladder":
+        run_ladder(args, game)
+    elif args.command == "place":
+        run_place(args, game, folder)
+    else:
+        ev.run_curve(
+            args.run,
+            folder,
+            games=args.games,
+            seed=args.seed,
+            sims=args.sims,
+            mcts_sims=args.mcts_sims,
+            epsilon=args.epsilon,
+            game=game,
+            log=lambda text: print(text, flush=True),
+        )
+        elo = " and curve_elo.png" if os.path.exists(os.path.join(folder, "curve_elo.png")) else ""
+        print(f"wrote {os.path.join(folder, 'curve.json')}, curve.png{elo}")
+
+
+def run_ladder(args, game) -> None:
+    import jax
+
+    from azjax.eval.ladder import parse_rungs, rate_rungs
+    from azjax.ladder import save_ladder, table_path
+
+    rungs = parse_rungs(args.rungs)
+    path = args.table or table_path(game)
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or (os.path.exists(folder) and not os.access(folder, os.W_OK)):
+        raise ValueError(f"--table {path!r} cannot be written; choose another --table")
+    ladder = rate_rungs(
+        game,
+        rungs,
+        games_per_pair=args.games,
+        span=args.span,
+        key=jax.random.PRNGKey(args.seed),
+        log=lambda text: print(text, flush=True),
+    )
+    save_ladder(ladder, path)
+    for s, e, d in zip(ladder.sims, ladder.elo, ladder.stderr):
+        print(f"{s:>6} sims  {e:+7.0f} ± {1.96 * d:.0f}")
+    print(f"wrote {path} ({ladder.info['seconds']:.0f} s)")
+
+
+def run_place(args, game, folder: str) -> None:
+    import jax
+
+    from azjax.eval import parse_agent
+    from azjax.eval.ladder import place_agent, require_ladder
+    from azjax.eval.records import write_json
+
+    if args.rounds < 1 or args.games < 1:
+        raise ValueError(f"--rounds and --games must be >= 1, got {args.rounds}, {args.games}")
+    ladder = require_ladder(game, args.table)
+    agent = parse_agent(args.agents[0], game)
+    try:
+        p = place_agent(
+            game,
+            agent,
+            ladder,
+            rounds=args.rounds,
+            games_per_rung=args.games,
+            key=jax.random.PRNGKey(args.seed),
+            log=lambda text: print(text, flush=True),
+        )
+    finally:
+        agent.close()
+    print(f"{args.agents[0]}: Elo {p.elo:+.0f} ± {p.ci95:.0f} ({p.games} games)")
+    record = dict(
+        agent=args.agents[0],
+        game=game.name,
+        game_options=dict(game.options),
+        elo=p.elo,
+        ci95=p.ci95,
+        games=p.games,
+        rungs=[
+            dict(sims=s, elo=e, points=float(pt), games=int(n))
+            for s, e, pt, n in zip(ladder.sims, ladder.elo, p.points, p.played)
+            if n > 0
+        ],
+        seed=args.seed,
+    )
+    write_json(folder, "place.json", record)
+    print(f"wrote {folder}/place.json")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`azjax-evaluate` and `python evaluate.py`: the exit code (0; 2 for bad input, 1 for a
+    failing GTP engine; 130 or 143 when stopped by a signal)."""
+    from azjax import cli
+
+    argv = sys.argv[1:] if argv is None else argv
+    return cli.run(
+        prog_name("evaluate.py"),
+        _main,
+        argv,
+        threaded=True,
+        stopped="stopped (curve.json, match.json or tournament.json keeps the checkpoints, "
+        'games or matches finished so far, marked "complete": false)',
+    )
+
+
+def _main(argv: list[str]) -> int:
+    parser, option_flags = build_parser()
+    args = parser.parse_args(argv)
+    from azjax.eval.player import tolerant_stdin
+
+    tolerant_stdin()  # the human agent reads moves there
+    try:
+        run(args, option_flags)
+    except Exception as e:  # a GTP engine that fails during a match
+        from azjax.eval import GTPError
+
+        if not isinstance(e, GTPError) or args.debug:
+            raise
+        print(f"{prog_name('evaluate.py')}: error: GTP engine: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

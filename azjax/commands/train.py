@@ -1,0 +1,272 @@
+"""Train an AlphaZero agent by self-play.
+
+    python train.py --game=hex --batch_games=1024
+    python train.py --config=connect_four_thesis            # configs/connect_four_thesis.py
+    python train.py --game=tictactoe --workdir=runs/ttt --iterations=40
+    python train.py --workdir=runs/hex6 --resume            # continue a run
+    python train.py --workdir=runs/hex6 --resume_step=40    # continue from an earlier checkpoint
+    python train.py --game=othello --size=6 --init_from=runs/c4   # start from another run's trunk
+    python train.py --game=othello --help                   # every field, its default and meaning
+    python train.py --game=hex --distributed                # one process per host (docs/scaling.md)
+
+Defaults come from configs/<game>.py, or from configs/NAME.py with --config=NAME (a variant such
+as connect_four_thesis, seed 001's Table 5.4); every field can be overridden as --name=value, game
+options (--size, --swap, --rows, ...) included.
+
+Ctrl-C or SIGTERM finishes the iteration, saves a checkpoint and exits with 130 or 143; a second
+one stops at once. One run at a time per workdir. Errors are one line and exit code 2 (`--debug`
+shows their tracebacks); docs/reliability.md lists what is handled and how.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import games
+from azjax import config as cfg
+from azjax import flags
+from azjax.commands import describe, spell
+from azjax.commands import prog as prog_name
+
+
+def build_parser(
+    game: str, config_name: str | None = None, *, prog: str | None = None
+) -> tuple[argparse.ArgumentParser, list[str], list[str]]:
+    """The parser, and the names of its Config flags and of its game options; defaults from
+    configs/<config_name or game>.py. `prog`: the name in its usage (default: as run)."""
+    prog = prog or prog_name("train.py")
+    defaults = cfg.game_defaults(game)
+    if config_name:  # what cfg.load makes of it: the game's defaults, then the config's
+        defaults = {**defaults, **cfg.named_defaults(config_name, game)[1]}
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=describe(__doc__, prog),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--workdir",
+        default=None,
+        help="folder for checkpoints, metrics and TensorBoard events (default: runs/<game>, or "
+        "runs/<game>-N for a new run when that holds one)",
+    )
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="NAME|FILE",
+        help=f"defaults from configs/NAME.py instead of configs/<game>.py "
+        f"({', '.join(cfg.config_names())}), or from a .json file (a run's config.json, or "
+        '{"name": value, ...}) or a .py file (OVERRIDES = {...}, GAME = ...)',
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --workdir from its latest checkpoint",
+    )
+    parser.add_argument(
+        "--resume_step",
+        type=int,
+        default=None,
+        metavar="N",
+        help="continue from checkpoint N instead (later ones are set aside); implies --resume",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks of errors instead of one line"
+    )
+    parser.add_argument("--no_progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="at the end, print the run's summary (summary.json) as JSON instead of a message",
+    )
+    multi = parser.add_argument_group(
+        "multi-host (docs/scaling.md); unset values come from the environment: Cloud TPU pod "
+        "slices, SLURM, Open MPI, or JAX_COORDINATOR_ADDRESS"
+    )
+    multi.add_argument(
+        "--distributed",
+        action="store_true",
+        help="call jax.distributed.initialize(): one process per host, all devices "
+        "of all hosts train together",
+    )
+    multi.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="HOST:PORT",
+        help="address of process 0, where the coordination service listens",
+    )
+    multi.add_argument("--num_processes", type=int, default=None, help="number of processes")
+    multi.add_argument("--process_id", type=int, default=None, help="this process, 0-based")
+    config_flags = flags.add_config_flags(
+        parser.add_argument_group(f"run settings (defaults of configs/{config_name or game}.py)"),
+        defaults={"game": game, **defaults},
+    )
+    option_flags = flags.add_game_flags(
+        parser.add_argument_group(f"{game} options"), game, defaults=defaults
+    )
+    return parser, config_flags, option_flags
+
+
+def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
+    """The run's Config and the parsed flags. With --resume the saved config is the base: the
+    workdir's config.json, else (deleted) the one saved in the checkpoint."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--game", default=None)
+    pre.add_argument("--config", default=None)
+    pre.add_argument("--workdir", default=None)
+    pre.add_argument("--resume", action="store_true")
+    pre.add_argument("--resume_step", default=None)
+    known, _ = pre.parse_known_args(argv)
+    base: dict = {}
+    if known.config is not None:
+        config_game, base = cfg.named_defaults(known.config, known.game)
+        if known.game not in (None, config_game) and config_game is not None:
+            raise ValueError(f"--game={known.game} but --config={known.config} is {config_game}")
+        known.game = config_game or known.game
+    saved = _saved_config(known.workdir) if (known.resume or known.resume_step) else None
+    if saved is not None:
+        base = {n: getattr(saved, n) for n in cfg.FIELDS if n != "game"}
+        base.update(saved.game_options)  # a resumed run keeps its own settings over --config's
+        if known.game not in (None, saved.game):
+            raise ValueError(f"--game={known.game} but {known.workdir} holds a {saved.game} run")
+        known.game = saved.game
+    game = known.game or "hex"
+    if game not in games.names():
+        raise ValueError(f"--game: unknown game {game!r}; known games: {', '.join(games.names())}")
+    parser, config_flags, option_flags = build_parser(game, known.config)
+    args = parser.parse_args(argv)
+    if args.init_from is not None and (args.resume or args.resume_step is not None):
+        raise ValueError(
+            "--init_from starts a new run and --resume continues one: give one of them (a "
+            "resumed run keeps the init_from its config.json records)"
+        )
+    if args.resume_step is not None and args.resume_step < 0:
+        raise ValueError(f"--resume_step must be a checkpoint step (>= 0), got {args.resume_step}")
+    overrides = {
+        **base,
+        **flags.config_overrides(args, config_flags),
+        **flags.game_options(args, game, option_flags),
+    }
+    overrides.pop("game", None)
+    return cfg.load(game, overrides), args
+
+
+def default_workdir(game: str, *, resume: bool) -> str:
+    """runs/<game>; for a new run where that holds one already, the first free runs/<game>-N
+    (said on stderr), so that running a command again starts a new run instead of failing."""
+    base = os.path.join("runs", game)
+    if resume or not _holds_run(base):
+        return base
+    n = 2
+    while _holds_run(f"{base}-{n}"):
+        n += 1
+    print(
+        f"{prog_name('train.py')}: {base} holds a run (continue it with --workdir={base} "
+        f"--resume); this one trains in {base}-{n}",
+        file=sys.stderr,
+    )
+    return f"{base}-{n}"
+
+
+def _holds_run(workdir: str) -> bool:
+    folder = os.path.join(workdir, "checkpoints")
+    return os.path.isdir(folder) and any(n.isdigit() for n in os.listdir(folder))
+
+
+def _saved_config(workdir: str | None) -> cfg.Config | None:
+    """The config a resumed run continues: <workdir>/config.json (a CheckpointError naming it
+    when it cannot be read), else the latest checkpoint's; None when neither exists."""
+    if not workdir:
+        return None
+    from azjax.checkpoint import CheckpointError, read_config, read_config_file
+
+    path = os.path.join(workdir, "config.json")
+    if os.path.lexists(path):
+        return read_config_file(path)
+    try:
+        return read_config(workdir)
+    except CheckpointError:
+        return None  # no checkpoint either: train_and_evaluate says so
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`azjax-train` and `python train.py`: the exit code (0, 2 for an error, 130 or 143 when
+    stopped by a signal)."""
+    from azjax import cli
+
+    return cli.run(prog_name("train.py"), _main, sys.argv[1:] if argv is None else argv)
+
+
+def _main(argv: list[str]) -> int:
+    config, args = parse(argv)
+    resume = args.resume or args.resume_step is not None
+    workdir = args.workdir or default_workdir(config.game, resume=resume)
+    multi = {
+        "--coordinator": args.coordinator,
+        "--num_processes": args.num_processes,
+        "--process_id": args.process_id,
+    }
+    if not args.distributed and any(v is not None for v in multi.values()):
+        given = ", ".join(k for k, v in multi.items() if v is not None)
+        raise ValueError(f"{given} only make sense with --distributed")
+    if args.distributed:  # before anything else touches JAX
+        from azjax import parallel
+
+        parallel.initialize(args.coordinator, args.num_processes, args.process_id)
+
+    import jax
+
+    from azjax.loop import train_and_evaluate
+
+    summary = train_and_evaluate(
+        config,
+        workdir,
+        resume=args.resume,
+        progress=not args.no_progress,
+        resume_step=args.resume_step,
+    )
+    if jax.process_index() == 0:
+        print(json.dumps(summary, indent=2) if args.json else closing_message(summary, workdir))
+    return 0
+
+
+def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str:
+    """What a run that ended did, where it is, and what to run next (spelled for `prog`, the
+    command that ran: default as run)."""
+    prog = prog or prog_name("train.py")
+    last = summary.get("last", {})
+    minutes = summary["wall_seconds"] / 60
+    lines = [
+        f"trained {summary['game']} {_options(summary['game_options'])}for "
+        f"{summary['iterations']} iterations: {summary['games']:,} self-play games, "
+        f"{summary['positions']:,} positions ({minutes:.1f} min this session; stopped by "
+        f"{summary['stopped_by']})"
+    ]
+    if "loss/total" in last:
+        lines.append(
+            f"last iteration: loss {last['loss/total']:.3f} (value {last['loss/value']:.3f}, "
+            f"policy {last['loss/policy']:.3f})"
+        )
+    lines.append(f"saved in {workdir}: checkpoints/, metrics.jsonl, config.json, summary.json")
+    lines.append("next:")
+    play, evaluate, train = (
+        spell(script, prog) for script in ("play.py", "evaluate.py", "train.py")
+    )
+    for command, why in (
+        (f"{play} --agent=ckpt:{workdir}", "play against it"),
+        (f"{evaluate} curve {workdir}", "its learning curve, checkpoint by checkpoint"),
+        (f"{train} --workdir={workdir} --resume --iterations=N", "train on, to N"),
+        (f"tensorboard --logdir {workdir}", "its metrics (pip install tensorboard)"),
+    ):
+        lines.append(f"  {command:<60}  # {why}")
+    return "\n".join(lines)
+
+
+def _options(options: dict) -> str:
+    return "".join(f"{k}={v} " for k, v in options.items())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
