@@ -1,0 +1,145 @@
+"""The console commands azjax-train, azjax-evaluate, azjax-play: declared, installed, runnable from
+any folder, and naming themselves as the user ran them; the core never imports them."""
+
+import ast
+import importlib
+import os
+import subprocess
+import sys
+import sysconfig
+from importlib.metadata import entry_points
+
+import pytest
+
+from azjax.commands import COMMANDS, describe, prog, spell
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# console command -> its target, e.g. azjax-train -> azjax.commands.train:main
+EXPECTED = {c: f"azjax.commands.{s.removesuffix('.py')}:main" for s, c in COMMANDS.items()}
+
+
+def test_pyproject_declares_the_console_commands():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        scripts = tomllib.load(f)["project"]["scripts"]
+    assert scripts == EXPECTED
+
+
+def test_installed_entry_points_run_their_main(capsys):
+    installed = {e.name: e for e in entry_points(group="console_scripts") if e.name in EXPECTED}
+    if not installed:
+        pytest.skip("azjax is installed without its console commands: pip install -e . again")
+    assert {name: e.value for name, e in installed.items()} == EXPECTED
+    for name, entry in installed.items():
+        with pytest.raises(SystemExit) as exit:
+            entry.load()(["--help"])
+        assert exit.value.code == 0
+        out = capsys.readouterr().out
+        script = next(s for s, c in COMMANDS.items() if c == name)
+        assert out.startswith(f"usage: {script}")  # called from Python: named as the script
+
+
+@pytest.mark.parametrize("script", sorted(COMMANDS))
+def test_a_command_names_itself_as_it_was_run(script, monkeypatch, capsys):
+    module = importlib.import_module(f"azjax.commands.{script.removesuffix('.py')}")
+    command = COMMANDS[script]
+    monkeypatch.setattr(sys, "argv", [f"/venv/bin/{command}", "--bogus"])
+    assert prog(script) == command
+    with pytest.raises(SystemExit) as exit:
+        module.main(["--game=tictactoe", "--bogus"] if script != "evaluate.py" else ["--bogus"])
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: {command}") and f"\n{command}: error:" in err
+    monkeypatch.setattr(sys, "argv", [os.path.join(ROOT, script)])
+    assert prog(script) == script
+
+
+def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
+    from azjax.commands import train
+
+    doc = "    python train.py --game=hex\n    python play.py --agent=ckpt:runs/hex\n"
+    assert describe(doc, "train.py") == doc
+    assert (
+        describe(doc, "azjax-train")
+        == "    azjax-train --game=hex\n    azjax-play --agent=ckpt:runs/hex\n"
+    )
+    assert spell("evaluate.py", "azjax-train") == "azjax-evaluate"
+    assert spell("evaluate.py", "train.py") == "python evaluate.py"
+    summary = dict(
+        game="tictactoe",
+        game_options={},
+        iterations=2,
+        games=10,
+        positions=50,
+        wall_seconds=6.0,
+        stopped_by="iterations",
+    )
+    installed = train.closing_message(summary, "runs/t", prog="azjax-train")
+    assert "  azjax-play --agent=ckpt:runs/t" in installed and "python " not in installed
+    checkout = train.closing_message(summary, "runs/t", prog="train.py")
+    assert "  python evaluate.py curve runs/t" in checkout
+
+
+def test_the_core_never_imports_the_commands():
+    """STYLE.md: the core modules of azjax/ (the evaluation wing included) never import scripts."""
+    offenders = []
+    for folder in ("azjax", os.path.join("azjax", "eval"), "games"):
+        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(ROOT, folder, name)
+            with open(path) as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                if any(n == "azjax.commands" or n.startswith("azjax.commands.") for n in names):
+                    offenders.append(os.path.relpath(path, ROOT))
+    assert offenders == []
+
+
+def test_installed_commands_run_from_any_folder(tmp_path):
+    """The console scripts beside this interpreter (pip install puts them there), run from an
+    empty folder: --help exits 0 and an error is one `azjax-train: error:` line and code 2."""
+    folder = sysconfig.get_path("scripts")
+    found = {
+        c: os.path.join(folder, c) for c in EXPECTED if os.path.exists(os.path.join(folder, c))
+    }
+    if not found:
+        pytest.skip(f"no console commands in {folder}: pip install -e . (or pip install .)")
+    assert sorted(found) == sorted(EXPECTED)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    for command, path in found.items():
+        done = subprocess.run(
+            [path, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"usage: {command}")
+    done = subprocess.run(
+        [found["azjax-train"], "--game=nope"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("azjax-train: error: --game: unknown game 'nope'")
+    assert os.listdir(tmp_path) == []  # nothing written where it ran
+
+
+def test_the_root_scripts_still_run_the_commands(tmp_path):
+    """`python train.py` from a checkout: the thin wrapper runs the same main, named train.py."""
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "train.py"), "--game=nope"],
+        cwd=tmp_path,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("train.py: error: --game: unknown game 'nope'")
