@@ -14,6 +14,7 @@ import azjax
 
 INTEGRATION = {
     "test_adding_a_game.py",
+    "test_api_doc.py",
     "test_benchmarks_games.py",
     "test_benchmarks_selfplay.py",
     "test_distributed.py",
