@@ -1,7 +1,9 @@
-"""What every script (train.py, evaluate.py, play.py) does with errors and signals.
+"""What every command (azjax-train or train.py, evaluate, play) does with errors and signals.
 
-    def main(argv=None) -> int:
-        return cli.run("train.py", _main, sys.argv[1:] if argv is None else argv)
+    def main(argv=None) -> int:                       # azjax/commands/train.py
+        return cli.run(prog("train.py"), _main, sys.argv[1:] if argv is None else argv)
+
+PROG is the name the user ran, `azjax-train` or `train.py` (`azjax.commands.prog`).
 
 An error the user can fix (a bad value, a file that cannot be written, a full disk, too little
 memory, a diverged run) ends as one line, `PROG: error: what and how to fix it`, and exit code 2;
