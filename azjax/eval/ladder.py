@@ -131,6 +131,7 @@ def require_ladder(game: Game, path: str | None = None) -> Ladder:
     if ladder is None:
         raise ValueError(
             f"no ladder table for {game.name} {dict(game.options)}; make one with "
-            f"python evaluate.py ladder --game={game.name} ... --rungs=2:9 --games=20"
+            f"azjax-evaluate ladder --game={game.name} ... --rungs=2:9 --games=20 (python "
+            "evaluate.py in a checkout)"
         )
     return ladder

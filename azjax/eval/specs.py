@@ -243,7 +243,7 @@ def _gtp(game: Game, rest: str, name: str) -> Agent:
         command = command[1:-1].strip()
     if not command:
         raise ValueError(
-            f"gtp: give the engine's command line, e.g. gtp:\"python play.py --gtp "
+            f"gtp: give the engine's command line, e.g. gtp:\"azjax-play --gtp "
             f'--game={game.name} --agent=random"'
         )
     try:
