@@ -26,6 +26,7 @@ folder `pretrained/NAME` exists: `azjax.checkpoint.resolve_run` is the one place
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import re
@@ -233,30 +234,46 @@ def _run_summary(run: str) -> dict[str, Any] | None:
 
 def precision(config: Config, full: dict, stored: dict, positions: int = 256) -> dict[str, Any]:
     """What storing `full` (float32) as `stored` changes: the largest absolute difference of the
-    policy logits and of the value, and the share of positions whose policy argmax (over legal
-    moves) is unchanged, over `positions` positions after uniformly random moves."""
-    from azjax.selfplay import random_moves
-
-    game = config.make_game()
-    apply = jax.jit(make_apply(make_network(config, game)))
-    keys = jax.random.split(jax.random.PRNGKey(0), positions)
-    plies = jnp.arange(positions) % game.max_game_length
-    states = jax.vmap(lambda k, p: random_moves(game, k, p, game.max_game_length))(keys, plies)
-    obs, legal = jax.vmap(game.observe)(states), np.asarray(jax.vmap(game.legal_mask)(states))
+    policy logits (legal moves) and of the value, and the share of positions whose policy argmax
+    over legal moves is unchanged, over `positions` positions after uniformly random moves."""
+    outputs = _probe(config.to_json(), positions)
+    logits32, value32, legal = (np.asarray(x) for x in outputs(full))
     low = jax.tree_util.tree_map(lambda x: np.asarray(x, np.float32), stored)
-    (logits32, value32), (logits16, value16) = apply(full, obs), apply(low, obs)
-    # logits in action order (Hex's network frame is transposed for player 1), legal moves only
-    in_actions = jax.vmap(game.policy_to_actions)
-    logits32 = np.asarray(in_actions(states, logits32))
-    logits16 = np.asarray(in_actions(states, logits16))
+    logits16, value16, _ = (np.asarray(x) for x in outputs(low))
     best = lambda x: np.argmax(np.where(legal, x, -np.inf), -1)
     playable = legal.any(-1)  # a finished game has no legal move
     return dict(
         positions=int(playable.sum()),
         max_logit_error=float(np.abs(logits32 - logits16)[legal].max(initial=0.0)),
-        max_value_error=float(np.abs(np.asarray(value32) - np.asarray(value16)).max()),
+        max_value_error=float(np.abs(value32 - value16).max()),
         argmax_agreement=float(np.mean((best(logits32) == best(logits16))[playable])),
     )
+
+
+@functools.lru_cache(maxsize=4)
+def _probe(config_json: str, positions: int):
+    """outputs(variables) -> (logits[P, A] in action order, value[P], legal[P, A]) over P =
+    `positions` positions after 0, 1, 2, ... uniformly random moves; jitted once per config."""
+    from azjax.selfplay import random_moves
+
+    config = Config.from_json(config_json)
+    game = config.make_game()
+    apply = make_apply(make_network(config, game))
+    keys = jax.random.split(jax.random.PRNGKey(0), positions)
+    plies = jnp.arange(positions) % game.max_game_length
+
+    @jax.jit
+    def outputs(variables):
+        states = jax.vmap(lambda k, p: random_moves(game, k, p, game.max_game_length))(keys, plies)
+        logits, value = apply(variables, jax.vmap(game.observe)(states))
+        # in action order: Hex's network frame is transposed for player 1
+        return (
+            jax.vmap(game.policy_to_actions)(states, logits),
+            value,
+            jax.vmap(game.legal_mask)(states),
+        )
+
+    return outputs
 
 
 def _write_folder(folder: str, files: dict[str, bytes]) -> None:
