@@ -100,11 +100,11 @@ def test_a_local_pretrained_folder_wins_and_unknown_names_list_the_shipped(
     assert resolve_run(f"pretrained/{name}") == os.path.join(pretrained.STORE, name)
     pretrained.export(run, 3, name, to="pretrained")
     assert resolve_run(f"pretrained/{name}") == f"pretrained/{name}"
-    assert load_checkpoint(f"pretrained/{name}@3")[0].num_filters == 8  # the local one
+    assert load_checkpoint(f"pretrained/{name}", 3)[0].num_filters == 8  # the local one
     with pytest.raises(CheckpointError, match="no pretrained network 'nothing'.*shipped: "):
         load_checkpoint("pretrained/nothing")
     with pytest.raises(CheckpointError, match="exported from step 3 only, not @4"):
-        load_checkpoint(f"pretrained/{name}@4")
+        load_checkpoint(f"pretrained/{name}", 4)
 
 
 def test_the_package_ships_networks():
