@@ -130,6 +130,7 @@ def test_every_shipped_network_loads_and_beats_a_random_player(name, tmp_path, m
     assert (r.wins + 0.5 * r.draws) / 20 >= 0.8, r
 
 
+@pytest.mark.integration  # trains (one tiny iteration)
 def test_init_from_a_shipped_network_starts_a_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     config, variables = pretrained.load("tictactoe")

@@ -58,7 +58,11 @@ def names(store: str = STORE) -> list[str]:
     """The networks in `store` (default: the package's), sorted."""
     if not os.path.isdir(store):
         return []
-    return sorted(n for n in os.listdir(store) if is_exported(os.path.join(store, n)))
+    return sorted(
+        n  # not an export's temporary folder (".NAME.xyz", left by a crash)
+        for n in os.listdir(store)
+        if NAME.fullmatch(n) and is_exported(os.path.join(store, n))
+    )
 
 
 def is_exported(folder: str) -> bool:
