@@ -173,6 +173,8 @@ def test_export_errors_are_one_line(run, tmp_path, capsys):
     assert evaluate.main(["export", run, "--name=ttt", to, "--force", "--card", "m=cpu"]) == 0
     assert pretrained.read_card(f"{tmp_path}/ttt")["m"] == "cpu"
     _fails(capsys, ["export", run, "--name=a/b", to], "bad network name 'a/b'")
+    os.makedirs(f"{tmp_path}/mine")  # --force replaces exported networks, nothing else
+    _fails(capsys, ["export", run, "--name=mine", to, "--force"], "not an exported network")
     _fails(capsys, ["export", f"{tmp_path}/none", "--name=x", to], "no run folder")
     _fails(capsys, ["export", f"{run}@9", "--name=x", to], "no checkpoint 9")
     _fails(capsys, ["export", run, "--name=x", to, "--card", "source=me"], "--card source")

@@ -180,6 +180,8 @@ def export(
     folder = os.path.join(to, name)
     if os.path.exists(folder) and not force:
         raise PretrainedError(f"{folder} exists; pass --force to replace it")
+    if os.path.exists(folder) and not is_exported(folder):  # a run, say: never deleted
+        raise PretrainedError(f"{folder} exists and is not an exported network; choose another")
     if os.path.exists(to) and not os.path.isdir(to):
         raise PretrainedError(f"--to {to!r} is a file, not a folder")
     reserved = sorted(set(card or {}) & set(AUTOMATIC))
