@@ -107,6 +107,18 @@ def test_a_local_pretrained_folder_wins_and_unknown_names_list_the_shipped(
         load_checkpoint(f"pretrained/{name}", 4)
 
 
+def test_a_damaged_export_is_one_error(run, tmp_path):
+    folder = pretrained.export(run, 3, "ttt", to=str(tmp_path))
+    with open(os.path.join(folder, "variables.msgpack"), "r+b") as f:
+        f.truncate(100)
+    with pytest.raises(CheckpointError, match="variables.msgpack"):
+        load_checkpoint(folder)
+    with open(os.path.join(folder, "card.json"), "w") as f:
+        f.write("[]")
+    with pytest.raises(CheckpointError, match="card.json holds no card"):
+        load_checkpoint(folder)
+
+
 def test_the_package_ships_networks():
     assert "tictactoe" in pretrained.names()
 

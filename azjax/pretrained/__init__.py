@@ -112,7 +112,8 @@ def read_config(folder: str) -> Config:
 
 def step_of(folder: str) -> int:
     """The training step (checkpoint) the network in `folder` was exported from."""
-    step = read_card(folder).get("source", {}).get("step")
+    source = read_card(folder).get("source")
+    step = source.get("step") if isinstance(source, dict) else None
     if not isinstance(step, int):
         raise PretrainedError(f"{folder}/card.json has no source step")
     return step
