@@ -11,6 +11,12 @@ the experiments and the notebooks all load runs through this module:
 
     config, variables, step = load_checkpoint("runs/hex6")          # the latest checkpoint
     path, step = parse_location("runs/hex6@40")                     # PATH[@STEP|@latest]
+    config, variables, step = load_checkpoint("pretrained/hex6")     # a shipped network
+
+Where a run is named, a network exported by `azjax.pretrained.export` (a folder with
+config.json, variables.msgpack and card.json: one step, no optimizer) is read as a run with one
+checkpoint, and `pretrained/NAME` names the package's network NAME unless a local folder of that
+name exists (`resolve_run`).
 
 A checkpoint whose structure does not match the network the config describes, or that cannot be
 read, raises a `CheckpointError` (a ValueError) that says which, where, and which older
@@ -37,6 +43,7 @@ import jax.numpy as jnp
 import orbax.checkpoint as ocp
 from flax import struct
 
+from azjax import pretrained
 from azjax.config import Config
 from azjax.gating import init_gate
 from azjax.network import init_variables, make_network
@@ -445,14 +452,47 @@ def parse_location(text: str) -> tuple[str, int | None]:
     return path, step
 
 
+def resolve_run(path: str) -> str:
+    """The folder a run named on the command line is read from: `path` itself where that folder
+    exists (a run, or a network exported by `azjax.pretrained.export`); else, for
+    `pretrained/NAME`, the package's network NAME (a CheckpointError listing the shipped ones
+    where there is none); else `path`, which `check_run_folder` refuses. Every reader of runs
+    (`check_run_folder`, `steps`, `read_config`, `load_checkpoint`) resolves through it."""
+    if os.path.isdir(path):
+        return path
+    parts = os.path.normpath(path).split(os.sep)
+    if len(parts) == 2 and parts[0] == pretrained.PREFIX:
+        try:
+            return pretrained.package_folder(parts[1])
+        except pretrained.PretrainedError as e:
+            raise CheckpointError(str(e)) from None
+    return path
+
+
 def check_run_folder(path: str) -> None:
-    if not os.path.isdir(path):
+    if not os.path.isdir(resolve_run(path)):
         raise CheckpointError(f"no run folder {path!r}")
 
 
+def _exported_step(path: str, folder: str, step: int | None) -> int:
+    """The step of the exported network in `folder`, which `step` (None: any) must be."""
+    try:
+        have = pretrained.step_of(folder)
+    except pretrained.PretrainedError as e:
+        raise CheckpointError(str(e)) from None
+    if step is not None and step != have:
+        raise CheckpointError(
+            f"{path!r} is a network exported from step {have} only, not @{step}; drop the @{step}"
+        )
+    return have
+
+
 def steps(workdir: str) -> list[int]:
-    """The checkpoint steps of a run folder, ascending."""
+    """The checkpoint steps of a run folder, ascending (an exported network's one step)."""
     check_run_folder(workdir)
+    folder = resolve_run(workdir)
+    if pretrained.is_exported(folder):
+        return [_exported_step(workdir, folder, None)]
     checkpointer = Checkpointer(workdir)
     try:
         return sorted(checkpointer.steps())
@@ -462,6 +502,14 @@ def steps(workdir: str) -> list[int]:
 
 def read_config(workdir: str, step: int | None = None) -> Config:
     """The Config saved with a checkpoint of `workdir` (default: the latest)."""
+    folder = resolve_run(workdir)
+    if pretrained.is_exported(folder):
+        _exported_step(workdir, folder, step)
+        try:
+            return pretrained.read_config(folder)
+        except pretrained.PretrainedError as e:
+            raise CheckpointError(str(e)) from None
+    workdir = folder
     if not os.path.isdir(os.path.join(workdir, "checkpoints")):
         raise CheckpointError(f"{workdir!r} holds no checkpoints (no checkpoints/ folder)")
     manager = _manager(workdir, create=False)
@@ -487,8 +535,18 @@ def read_config(workdir: str, step: int | None = None) -> Config:
 
 
 def load_checkpoint(path: str, step: int | None = None) -> tuple[Config, Any, int]:
-    """(config, network variables, step) of checkpoint `step` (None: the latest) of run `path`."""
+    """(config, network variables, step) of checkpoint `step` (None: the latest) of run `path`,
+    or of the network exported into `path` (`resolve_run`)."""
     check_run_folder(path)
+    folder = resolve_run(path)
+    if pretrained.is_exported(folder):
+        step = _exported_step(path, folder, step)
+        try:
+            config, variables = pretrained.read(folder)
+        except pretrained.PretrainedError as e:
+            raise CheckpointError(str(e)) from None
+        return config, variables, step
+    path = folder
     config = read_config(path, step)
     checkpointer = Checkpointer(path)
     try:

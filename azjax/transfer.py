@@ -1,6 +1,7 @@
 """Starting a run from another run's network (seed 004, sections 3.5 and 4.2).
 
     config = resolve(config)                         # init_from "runs/c4" -> "/abs/runs/c4@30"
+    # "pretrained/hex6": the package's network (azjax/pretrained), unless ./pretrained/hex6 exists
     variables, note = transferred_variables(config, fresh_variables)
 
 The same game on the same board with the same network: every parameter and batch statistic is
@@ -32,6 +33,7 @@ from azjax.checkpoint import (
     load_checkpoint,
     parse_location,
     read_config,
+    resolve_run,
     steps,
 )
 from azjax.config import Config
@@ -50,7 +52,11 @@ def resolve(config: Config) -> Config:
         path, step = parse_location(config.init_from)
     except ValueError as e:
         raise _error(config, str(e)) from None
-    path = os.path.abspath(path)
+    try:
+        folder = resolve_run(path)  # a run, an exported network, or pretrained/NAME
+    except CheckpointError as e:
+        raise _error(config, str(e)) from None
+    path = os.path.abspath(folder)
     if not os.path.isdir(path):
         raise _error(config, f"no run folder {path!r}")
     try:

@@ -7,6 +7,8 @@
     python evaluate.py curve runs/hex6 --games=64
     python evaluate.py ladder --game=hex --size=5 --rungs=2:9 --games=20    # rate the rungs
     python evaluate.py place ckpt:runs/hex5@latest --rounds=4 --games=16    # Elo on the ladder
+    python evaluate.py export runs/hex6@40 --name=hex6 --card elo=1450      # ship a network
+    python evaluate.py match ckpt:pretrained/hex6 mcts:sims=100             # a shipped network
 
 Agents are specs (azjax/eval/specs.py): `ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel,
 rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]`, `mcts[:sims=..,search=..]`
@@ -32,6 +34,11 @@ even-numbered games.
   16-simulation rung at 0; writes the table (default: the package's, azjax/ladders/).
 - place: an agent's Elo on the game's ladder: --rounds rounds, each --games games against the
   two rungs bracketing its current estimate; prints and writes place.json.
+- export: a run's checkpoint as a network folder (config.json, variables.msgpack: params and
+  batch statistics, float16 by default; card.json: source, precision, the --card fields) in
+  --to (default: the package's azjax/pretrained/NAME, shipped with the package); refuses an
+  existing NAME without --force. `ckpt:pretrained/NAME` (and train.py --init_from=pretrained/NAME)
+  then loads it; a local folder pretrained/NAME is used before the package's.
 
 Every game's moves are kept: match.json, and each match of tournament.json, hold `game_records`,
 one {moves, result, a_played} per game (the move names from the initial position, an opening
@@ -144,6 +151,29 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "--games", type=int, default=16, help="games per rung and round (default 16)"
     )
     place.add_argument("--table", default=None, help="the ladder table (default: the package's)")
+    export = commands.add_parser(
+        "export", help="a run's network as a small folder (azjax/pretrained), e.g. to ship"
+    )
+    export.add_argument("run", metavar="RUN[@STEP]", help="a run folder (default: latest step)")
+    export.add_argument("--name", required=True, help="the network's name (pretrained/NAME)")
+    export.add_argument(
+        "--to", default=None, help="the folder to export into (default: the package's store)"
+    )
+    export.add_argument(
+        "--card",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a field of card.json (repeat; VALUE is read as JSON where it parses, else text): "
+        "command, iterations, wall_time, machine, elo, results, ...",
+    )
+    export.add_argument(
+        "--dtype", default="float16", help="float16 (default: half the size) or float32"
+    )
+    export.add_argument("--force", action="store_true", help="replace an existing NAME")
+    export.add_argument(
+        "--debug", action="store_true", help="show tracebacks of errors instead of one line"
+    )
     return parser, option_flags
 
 
@@ -195,6 +225,9 @@ def check_args(args) -> None:
 def run(args, option_flags: list[str]) -> None:
     from azjax import eval as ev
 
+    if args.command == "export":
+        run_export(args)
+        return
     check_args(args)
     no_game = args.command == "curve" and args.game is None  # the run's game
     game = None if no_game else resolve_game(args, option_flags)
@@ -306,6 +339,49 @@ def run_place(args, game, folder: str) -> None:
     )
     write_json(folder, "place.json", record)
     print(f"wrote {folder}/place.json")
+
+
+def parse_card(items: list[str]) -> dict:
+    """--card KEY=VALUE ... -> {KEY: VALUE}, VALUE as JSON where it parses (numbers, objects),
+    else as text."""
+    import json
+
+    card = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--card {item!r}: give KEY=VALUE")
+        try:
+            card[key.strip()] = json.loads(value)
+        except ValueError:
+            card[key.strip()] = value
+    return card
+
+
+def run_export(args) -> None:
+    from azjax import pretrained
+    from azjax.checkpoint import parse_location
+
+    path, step = parse_location(args.run)
+    card = parse_card(args.card)
+    pretrained.check_name(args.name)  # before the checkpoint is read
+    folder = pretrained.export(
+        path,
+        step,
+        args.name,
+        to=args.to or pretrained.STORE,
+        card=card,
+        dtype=args.dtype,
+        force=args.force,
+    )
+    written = pretrained.read_card(folder)
+    size = sum(os.path.getsize(os.path.join(folder, f)) for f in pretrained.FILES)
+    p = written["precision"]
+    print(
+        f"exported {path}@{written['source']['step']} as {args.name}: {folder} ({size / 1024:.0f} "
+        f"KiB, {args.dtype}; max logit error {p['max_logit_error']:.2g}, value "
+        f"{p['max_value_error']:.2g}, argmax kept {100 * p['argmax_agreement']:.1f}%)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,9 @@ experiments.
 Specs (options are comma-separated `name=value`):
 
     ckpt:PATH[@STEP|@latest][,opts]  a trained network with search; PATH is a run folder (or its
-                                     checkpoints/<STEP> folder). Options: sims, search (puct |
+                                     checkpoints/<STEP> folder), a network exported by
+                                     `evaluate.py export`, or pretrained/NAME (a network the
+                                     package ships, azjax/pretrained). Options: sims, search (puct |
                                      gumbel), c_puct, considered (Gumbel root actions), rollout
                                      (none | random | policy), p_r, lambda, eps, seconds; unset
                                      ones come from the checkpoint's config (search=uct: UCT
