@@ -22,7 +22,9 @@ values in [-1, 1], so c_uct = 1.4 is its default); "gumbel" is `mctx.gumbel_muze
 is `mctx.muzero_policy` rewritten in
 `_puct_policy` around `mctx.search` so that its self-play root noise is Dir(alpha) over the legal
 moves only (`azjax.noise`, drawn only when exploring) and its tie-breaks cost no Threefry draws
-(`_tie_break`); without noise it searches as `mctx.muzero_policy` does.
+(`_tie_break`); without noise it searches as `mctx.muzero_policy` does. All three run mctx's
+search through `azjax.tree_search`, whose backward pass updates the B trees in place instead of
+copying them at every level (the same trees; docs/benchmarks.md, "The backward pass").
 
 B is the number of games searched at once, A the game's number of actions.
 """
@@ -38,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from azjax import tree_search
 from azjax.noise import dirichlet_over_legal
 from azjax.selection import uct_policy
 from games.base import Game
@@ -238,7 +241,7 @@ def make_search(
                 dirichlet_alpha=spec.dirichlet_alpha,
             )
         if spec.search == "gumbel":
-            return mctx.gumbel_muzero_policy(
+            return tree_search.gumbel_muzero_policy(
                 variables,
                 k_search,
                 root,
@@ -330,9 +333,9 @@ def _puct_policy(
         invalid_actions, jnp.finfo(prior.dtype).min, prior - jnp.max(prior, axis=-1, keepdims=True)
     )
     select = functools.partial(_puct_select, pb_c_init=c_puct)
-    tree = mctx.search(
-        params=params,
-        rng_key=k_search,
+    tree = tree_search.search(
+        params,
+        k_search,
         root=root.replace(prior_logits=prior),
         recurrent_fn=recurrent_fn,
         root_action_selection_fn=functools.partial(select, depth=0),

@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from azjax import tree_search
+
 ILLEGAL_LOGIT = -1e8
 
 
@@ -99,9 +101,9 @@ def uct_policy(
     )
     if invalid_actions is not None:
         root = root.replace(prior_logits=jnp.where(invalid_actions, -1e9, root.prior_logits))
-    tree = mctx.search(
-        params=params,
-        rng_key=rng_key,
+    tree = tree_search.search(
+        params,
+        rng_key,
         root=root,
         recurrent_fn=recurrent_fn,
         root_action_selection_fn=lambda k, t, i: select(k, t, i, 0),

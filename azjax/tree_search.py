@@ -1,0 +1,177 @@
+"""`mctx.search` and `mctx.gumbel_muzero_policy` with a backward pass that updates B trees in place.
+
+    tree = search(params, key, root=root, recurrent_fn=fn, root_action_selection_fn=select,
+                  interior_action_selection_fn=select, num_simulations=32)   # as mctx.search
+
+mctx's tree (`mctx.Tree`), its simulation (`simulate`, the walk down with the selection
+functions) and its expansion (`expand`) are used unchanged. Only the backward pass differs:
+mctx's `backward` is a `jax.vmap` of a per-tree `while_loop`, and under `vmap` a loop whose
+condition differs between trees runs until the deepest tree is done, and at every level selects
+between the old and the updated *whole* tree of every game (every [B, N, A] array and every
+node's game state), so a simulation costs a copy of the batch's trees per level of the deepest
+new leaf. Here one `while_loop` climbs all B paths together and writes only the B entries each
+level changes (`backward`), which computes the same numbers in the same order
+(tests/test_tree_search.py compares whole trees with mctx's). Deep trees (PUCT with a peaky
+prior, many simulations, large batches on an accelerator) are where it pays.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+from mctx._src import action_selection, seq_halving
+from mctx._src import search as mctx_search
+
+Tree = mctx.Tree
+
+
+class _Climb(NamedTuple):
+    """The backward loop's carry: the trees, each game's value to add and its current node."""
+
+    tree: Tree
+    value: chex.Array  # float[B], the value backed up into `index`'s parent
+    index: chex.Array  # int32[B], the node whose parent is updated next (ROOT_INDEX: done)
+
+
+def backward(tree: Tree, leaf_index: chex.Array) -> Tree:
+    """mctx's backward pass from `leaf_index` int[B] to each root, over the batch at once.
+
+    Level by level, for every game whose climb has not reached its root: the parent's value
+    becomes the running mean with the discounted return from below, its visit count grows by one,
+    and the edge from the parent records the child's value and one more visit, as in
+    `mctx._src.search.backward`. Games already at their root write their old values back.
+    """
+    batch = jnp.arange(leaf_index.shape[0])
+    root = Tree.ROOT_INDEX
+
+    def unfinished(c: _Climb):
+        return jnp.any(c.index != root)
+
+    def level(c: _Climb) -> _Climb:
+        t, index = c.tree, c.index
+        active = index != root  # [B]
+        parent = jnp.where(active, t.parents[batch, index], root)  # the root's parent is -1
+        action = jnp.where(active, t.action_from_parent[batch, index], 0)
+        count = t.node_visits[batch, parent]
+        value = t.children_rewards[batch, parent, action] + (
+            t.children_discounts[batch, parent, action] * c.value
+        )
+        parent_value = (t.node_values[batch, parent] * count + value) / (count + 1.0)
+        child_value = t.node_values[batch, index]
+        child_visits = t.children_visits[batch, parent, action] + 1
+
+        def put(x, new, *at):  # inactive games keep x[at]
+            return x.at[(batch, *at)].set(jnp.where(active, new, x[(batch, *at)]))
+
+        t = t.replace(
+            node_values=put(t.node_values, parent_value, parent),
+            node_visits=put(t.node_visits, count + 1, parent),
+            children_values=put(t.children_values, child_value, parent, action),
+            children_visits=put(t.children_visits, child_visits, parent, action),
+        )
+        return _Climb(t, jnp.where(active, value, c.value), jnp.where(active, parent, root))
+
+    leaf_index = jnp.asarray(leaf_index, dtype=jnp.int32)
+    start = _Climb(tree, tree.node_values[batch, leaf_index], leaf_index)
+    return jax.lax.while_loop(unfinished, level, start).tree
+
+
+def search(
+    params,
+    rng_key: chex.PRNGKey,
+    *,
+    root: mctx.RootFnOutput,
+    recurrent_fn: mctx.RecurrentFn,
+    root_action_selection_fn,
+    interior_action_selection_fn,
+    num_simulations: int,
+    max_depth: int | None = None,
+    invalid_actions: chex.Array | None = None,
+    extra_data: Any = None,
+) -> Tree:
+    """`mctx.search` (same arguments, keys split the same way, the same tree) with `backward`."""
+    select = action_selection.switching_action_selection_wrapper(
+        root_action_selection_fn=root_action_selection_fn,
+        interior_action_selection_fn=interior_action_selection_fn,
+    )
+    batch_size = root.value.shape[0]
+    batch = jnp.arange(batch_size)
+    max_depth = num_simulations if max_depth is None else max_depth
+    if invalid_actions is None:
+        invalid_actions = jnp.zeros_like(root.prior_logits)
+
+    def simulation(sim, carry):
+        key, tree = carry
+        key, simulate_key, expand_key = jax.random.split(key, 3)
+        keys = jax.random.split(simulate_key, batch_size)
+        parent, action = mctx_search.simulate(keys, tree, select, max_depth)
+        child = tree.children_index[batch, parent, action]
+        child = jnp.where(child == Tree.UNVISITED, sim + 1, child)
+        tree = mctx_search.expand(params, expand_key, tree, recurrent_fn, parent, action, child)
+        return key, backward(tree, child)
+
+    tree = mctx_search.instantiate_tree_from_root(
+        root, num_simulations, root_invalid_actions=invalid_actions, extra_data=extra_data
+    )
+    return jax.lax.fori_loop(0, num_simulations, simulation, (rng_key, tree))[1]
+
+
+def gumbel_muzero_policy(
+    params,
+    rng_key: chex.PRNGKey,
+    root: mctx.RootFnOutput,
+    recurrent_fn: mctx.RecurrentFn,
+    num_simulations: int,
+    *,
+    invalid_actions: chex.Array | None = None,
+    max_num_considered_actions: int = 16,
+    gumbel_scale: float = 1.0,
+    qtransform=mctx.qtransform_completed_by_mix_value,
+) -> mctx.PolicyOutput:
+    """`mctx.gumbel_muzero_policy` (same arguments and result for the same key) over `search`."""
+    root = root.replace(prior_logits=_mask_invalid(root.prior_logits, invalid_actions))
+    rng_key, gumbel_key = jax.random.split(rng_key)
+    gumbel = gumbel_scale * jax.random.gumbel(
+        gumbel_key, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype
+    )
+    tree = search(
+        params,
+        rng_key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        root_action_selection_fn=functools.partial(
+            mctx.gumbel_muzero_root_action_selection,
+            num_simulations=num_simulations,
+            max_num_considered_actions=max_num_considered_actions,
+            qtransform=qtransform,
+        ),
+        interior_action_selection_fn=functools.partial(
+            mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform
+        ),
+        num_simulations=num_simulations,
+        invalid_actions=invalid_actions,
+        extra_data=mctx.GumbelMuZeroExtraData(root_gumbel=gumbel),
+    )
+    summary = tree.summary()
+    considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)
+    completed_q = jax.vmap(qtransform, in_axes=[0, None])(tree, Tree.ROOT_INDEX)  # [B, A]
+    to_argmax = seq_halving.score_considered(
+        considered_visit, gumbel, root.prior_logits, completed_q, summary.visit_counts
+    )
+    action = action_selection.masked_argmax(to_argmax, invalid_actions)
+    weights = jax.nn.softmax(_mask_invalid(root.prior_logits + completed_q, invalid_actions))
+    return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=tree)
+
+
+def _mask_invalid(logits, invalid_actions):
+    """mctx's `_mask_invalid_actions`: invalid actions at the lowest logit, the rest shifted so
+    that the largest is 0."""
+    if invalid_actions is None:
+        return logits
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)

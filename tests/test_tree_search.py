@@ -1,0 +1,113 @@
+"""azjax.tree_search builds the same trees as mctx.search and mctx.gumbel_muzero_policy.
+
+A toy environment whose rewards, discounts, values and priors are hashed from the path, so that
+trees grow deep and uneven across the batch (the case where mctx's vmapped backward pass and the
+batched one differ in how they loop), with games that end (discount 0) and max_depth cut-offs.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+import pytest
+
+from azjax import tree_search
+
+B, A, SIMS = 6, 5, 24
+
+
+def _root(key):
+    k1, k2 = jax.random.split(key)
+    logits = 3.0 * jax.random.normal(k1, (B, A))  # peaky priors: deep PUCT trees
+    return mctx.RootFnOutput(
+        prior_logits=logits,
+        value=jax.random.uniform(k2, (B,), minval=-1, maxval=1),
+        embedding=jnp.arange(B, dtype=jnp.uint32) * 7919,
+    )
+
+
+def _recurrent(params, key, action, embedding):
+    del params, key
+    state = embedding * jnp.uint32(31) + action.astype(jnp.uint32) + 1  # [B] path hash
+    u = jax.random.uniform(jax.random.key(0), (1,))  # a constant, to keep float ops alike
+    bits = jax.vmap(
+        lambda s: jax.random.uniform(jax.random.fold_in(jax.random.key(1), s), (A + 3,))
+    )(state)  # [B, A + 3]
+    ended = bits[:, 0] < 0.15
+    out = mctx.RecurrentFnOutput(
+        reward=jnp.where(ended, jnp.sign(bits[:, 1] - 0.5), 0.0) + 0 * u[0],
+        discount=jnp.where(ended, 0.0, -1.0),
+        prior_logits=4.0 * bits[:, 3:],
+        value=2.0 * bits[:, 2] - 1.0,
+    )
+    return out, state
+
+
+@pytest.fixture(scope="module")
+def keys():
+    return jax.random.split(jax.random.key(42), 3)
+
+
+def _assert_same_tree(ours, theirs):
+    for name in (
+        "node_visits",
+        "raw_values",
+        "node_values",
+        "parents",
+        "action_from_parent",
+        "children_index",
+        "children_prior_logits",
+        "children_visits",
+        "children_rewards",
+        "children_discounts",
+        "children_values",
+        "embeddings",
+    ):
+        np.testing.assert_array_equal(
+            np.asarray(getattr(ours, name)), np.asarray(getattr(theirs, name)), err_msg=name
+        )
+
+
+@pytest.mark.parametrize("max_depth", [None, 3])
+def test_search_builds_the_same_trees_as_mctx(keys, max_depth):
+    select = functools.partial(mctx.muzero_action_selection, pb_c_init=1.25)
+    kwargs = dict(
+        root=_root(keys[0]),
+        recurrent_fn=_recurrent,
+        root_action_selection_fn=lambda k, t, i: select(k, t, i, 0),
+        interior_action_selection_fn=select,
+        num_simulations=SIMS,
+        max_depth=max_depth,
+        invalid_actions=jnp.zeros((B, A)).at[0, 1].set(1),
+    )
+    ours = jax.jit(lambda k: tree_search.search((), k, **kwargs))(keys[1])
+    theirs = jax.jit(lambda k: mctx.search((), k, **kwargs))(keys[1])
+    _assert_same_tree(ours, theirs)
+    assert int(jnp.max(ours.node_visits[:, 0])) == SIMS + 1
+    if max_depth is None:  # the toy trees are deep and uneven: the case the loop must handle
+        depth = np.zeros((B, SIMS + 1), int)
+        parents = np.asarray(ours.parents)
+        for n in range(1, SIMS + 1):
+            depth[:, n] = np.where(parents[:, n] >= 0, depth[np.arange(B), parents[:, n]] + 1, 0)
+        assert depth.max() >= 4 and depth.max(axis=1).min() < depth.max()
+
+
+def test_gumbel_policy_is_mctx_gumbel_muzero_policy(keys):
+    invalid = jnp.zeros((B, A), bool).at[2, :2].set(True)
+    kwargs = dict(
+        root=_root(keys[0]),
+        recurrent_fn=_recurrent,
+        num_simulations=SIMS,
+        invalid_actions=invalid,
+        max_num_considered_actions=4,
+        gumbel_scale=1.0,
+    )
+    ours = jax.jit(lambda k: tree_search.gumbel_muzero_policy((), k, **kwargs))(keys[2])
+    theirs = jax.jit(lambda k: mctx.gumbel_muzero_policy((), k, **kwargs))(keys[2])
+    np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(theirs.action))
+    np.testing.assert_array_equal(
+        np.asarray(ours.action_weights), np.asarray(theirs.action_weights)
+    )
+    _assert_same_tree(ours.search_tree, theirs.search_tree)
