@@ -6,6 +6,7 @@
     python train.py --workdir=runs/hex6 --resume            # continue a run
     python train.py --workdir=runs/hex6 --resume_step=40    # continue from an earlier checkpoint
     python train.py --game=othello --size=6 --init_from=runs/c4   # start from another run's trunk
+    python train.py --games=connect_four,othello:size=6     # one shared trunk, both games
     python train.py --game=othello --help                   # every field, its default and meaning
     python train.py --game=hex --distributed                # one process per host (docs/scaling.md)
 
@@ -109,6 +110,7 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     workdir's config.json, else (deleted) the one saved in the checkpoint."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--game", default=None)
+    pre.add_argument("--games", default=None)
     pre.add_argument("--config", default=None)
     pre.add_argument("--workdir", default=None)
     pre.add_argument("--resume", action="store_true")
@@ -127,6 +129,15 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
         if known.game not in (None, saved.game):
             raise ValueError(f"--game={known.game} but {known.workdir} holds a {saved.game} run")
         known.game = saved.game
+    if known.games is not None:  # a shared run: the first game of the list is `game`
+        if known.game is not None:
+            raise ValueError(
+                "--games trains one network on several games and --game one: give one of them "
+                "(game options go in the list: --games=connect_four,othello:size=6)"
+            )
+        from azjax.shared import parse_games
+
+        known.game = parse_games(known.games)[0][0]
     game = known.game or "hex"
     if game not in games.names():
         raise ValueError(f"--game: unknown game {game!r}; known games: {', '.join(games.names())}")
@@ -145,6 +156,13 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
         **flags.game_options(args, game, option_flags),
     }
     overrides.pop("game", None)
+    if overrides.get("games"):
+        given = [f"--{k}" for k in flags.game_options(args, game, option_flags)]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} with --games: give each game's options in the list, "
+                "e.g. --games=connect_four,othello:size=6"
+            )
     return cfg.load(game, overrides), args
 
 
@@ -195,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     config, args = parse(argv)
     resume = args.resume or args.resume_step is not None
-    workdir = args.workdir or default_workdir(config.game, resume=resume)
+    name = config.game if not config.games else "+".join(shared_names(config))
+    workdir = args.workdir or default_workdir(name, resume=resume)
     multi = {
         "--coordinator": args.coordinator,
         "--num_processes": args.num_processes,
@@ -225,12 +244,24 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
+def shared_names(config: cfg.Config) -> list[str]:
+    """The games of a shared run (`--games`), in order."""
+    from azjax.shared import game_configs
+
+    return list(game_configs(config))
+
+
 def closing_message(summary: dict, workdir: str) -> str:
     """What a run that ended did, where it is, and what to run next."""
     last = summary.get("last", {})
     minutes = summary["wall_seconds"] / 60
+    what = f"{summary['game']} {_options(summary['game_options'])}"
+    agent = f"ckpt:{workdir}"
+    if summary.get("shared_games"):  # one network over several games
+        what = f"{summary['shared_games']} (one shared network) "
+        agent += f",game={summary['game']}"
     lines = [
-        f"trained {summary['game']} {_options(summary['game_options'])}for "
+        f"trained {what}for "
         f"{summary['iterations']} iterations: {summary['games']:,} self-play games, "
         f"{summary['positions']:,} positions ({minutes:.1f} min this session; stopped by "
         f"{summary['stopped_by']})"
@@ -243,7 +274,7 @@ def closing_message(summary: dict, workdir: str) -> str:
     lines.append(f"saved in {workdir}: checkpoints/, metrics.jsonl, config.json, summary.json")
     lines.append("next:")
     for command, why in (
-        (f"python play.py --agent=ckpt:{workdir}", "play against it"),
+        (f"python play.py --agent={agent}", "play against it"),
         (f"python evaluate.py curve {workdir}", "its learning curve, checkpoint by checkpoint"),
         (f"python train.py --workdir={workdir} --resume --iterations=N", "train on, to N"),
         (f"tensorboard --logdir {workdir}", "its metrics (pip install tensorboard)"),

@@ -252,8 +252,8 @@ class Config:
         "",
         "train one network on several games at once, NAME[:OPT=VALUE,...] separated by commas "
         "(e.g. connect_four,othello:size=6): one trunk of residual blocks, an input block and "
-        "policy and value heads per game; game is the first of them (empty: the one game of "
-        "game)",
+        "policy and value heads per game; the first game is the run's game (empty: one game, "
+        "--game)",
     )
 
     # ---- derived -----------------------------------------------------------------------------

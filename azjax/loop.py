@@ -775,6 +775,7 @@ def _summary(
     return dict(
         game=config.game,
         game_options=dict(config.game_options),
+        shared_games=config.games,  # a shared run's list of games (azjax/shared.py), else ""
         iterations=it,
         stopped_by=stop_reason,
         games=total["games"],
