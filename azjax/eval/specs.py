@@ -183,7 +183,7 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
     opts = parse_options("ckpt", option_text, _CKPT_OPTIONS)
     _check_sims_or_seconds("ckpt", opts)
     check_run_folder(path)
-    config = check_game(read_config(path, step), opts.get("game"), f"{name}: {path}")
+    config = check_game(read_config(path, step), opts.get("game"), name)
     if config.make_game() != game:
         raise ValueError(
             f"{name}: checkpoint {'latest' if step is None else step} of {path!r} "
@@ -278,7 +278,7 @@ def checkpoint_config(text: str) -> Config | None:
     path, step = parse_checkpoint_location(location)
     opts = parse_options("ckpt", option_text, _CKPT_OPTIONS)
     check_run_folder(path)
-    return check_game(read_config(path, step), opts.get("game"), f"{text.strip()}: {path}")
+    return check_game(read_config(path, step), opts.get("game"), text.strip())
 
 
 def make_player(text: str, game: Game, seed: int = 0, *, announce: bool = False) -> Player:
