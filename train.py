@@ -273,12 +273,15 @@ def closing_message(summary: dict, workdir: str) -> str:
         )
     lines.append(f"saved in {workdir}: checkpoints/, metrics.jsonl, config.json, summary.json")
     lines.append("next:")
-    for command, why in (
+    commands = [
         (f"python play.py --agent={agent}", "play against it"),
         (f"python evaluate.py curve {workdir}", "its learning curve, checkpoint by checkpoint"),
         (f"python train.py --workdir={workdir} --resume --iterations=N", "train on, to N"),
         (f"tensorboard --logdir {workdir}", "its metrics (pip install tensorboard)"),
-    ):
+    ]
+    if summary.get("shared_games"):  # evaluate.py curve does not draw shared runs yet
+        del commands[1]
+    for command, why in commands:
         lines.append(f"  {command:<60}  # {why}")
     return "\n".join(lines)
 
