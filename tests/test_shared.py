@@ -267,3 +267,14 @@ def test_help_lists_the_games_flag(capsys):
     with pytest.raises(SystemExit):
         train.main(["--games=tictactoe,hex:size=3", "--help"])
     assert "--games" in capsys.readouterr().out
+
+
+def test_tools_that_do_not_read_a_shared_run_refuse_it_in_one_line(shared_run, tmp_path):
+    from azjax.eval.curve import run_curve
+    from azjax.transfer import resolve
+
+    workdir, _ = shared_run
+    with pytest.raises(ValueError, match="is a shared run of tictactoe,connect_four"):
+        run_curve(workdir, str(tmp_path), games=2)
+    with pytest.raises(ValueError, match="the source is a shared run"):
+        resolve(load_config("tictactoe", {**TOY, "games": "", "init_from": workdir}))
