@@ -116,6 +116,15 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     pre.add_argument("--resume", action="store_true")
     pre.add_argument("--resume_step", default=None)
     known, _ = pre.parse_known_args(argv)
+    if known.games is not None:  # a shared run: the first game of the list is `game`
+        if known.game is not None:
+            raise ValueError(
+                "--games trains one network on several games and --game one: give one of them "
+                "(game options go in the list: --games=connect_four,othello:size=6)"
+            )
+        from azjax.shared import parse_games
+
+        known.game = parse_games(known.games)[0][0]
     base: dict = {}
     if known.config is not None:
         config_game, base = cfg.named_defaults(known.config, known.game)
@@ -129,15 +138,6 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
         if known.game not in (None, saved.game):
             raise ValueError(f"--game={known.game} but {known.workdir} holds a {saved.game} run")
         known.game = saved.game
-    if known.games is not None:  # a shared run: the first game of the list is `game`
-        if known.game is not None:
-            raise ValueError(
-                "--games trains one network on several games and --game one: give one of them "
-                "(game options go in the list: --games=connect_four,othello:size=6)"
-            )
-        from azjax.shared import parse_games
-
-        known.game = parse_games(known.games)[0][0]
     game = known.game or "hex"
     if game not in games.names():
         raise ValueError(f"--game: unknown game {game!r}; known games: {', '.join(games.names())}")
