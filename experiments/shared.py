@@ -32,12 +32,19 @@ import time
 
 import jax
 
-from azjax import flags, load_config, train_and_evaluate
+from azjax import flags, load_config
 from azjax.eval import parse_agent
 from azjax.eval.match import play_games
 from azjax.shared import game_configs, parse_games
 from configs.cpu import cpu_recipe
-from experiments.common import Log, checkpoint_steps, read_config, write_results
+from experiments.common import (
+    Log,
+    checkpoint_steps,
+    phase_seconds,
+    read_config,
+    train_runs,
+    write_results,
+)
 
 CPU_RUN = dict(iterations=30, checkpoint_interval=5, eval_interval=0)
 SHARED = "shared"  # the shared run's folder; the single runs' are named after their games
@@ -114,14 +121,8 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
     t_start = time.time()
-    summaries = {}
-    for name, config in configs.items():
-        if args.eval_only:
-            break
-        log(f"training {name}: {config.games or config.game} {dict(config.game_options)}")
-        s = train_and_evaluate(config, os.path.join(args.out, name), progress=not args.no_progress)
-        summaries[name] = s
-        log(f"{name}: {s['iterations']} iterations, {s['games']} games, {s['wall_seconds']} s")
+    progress = not args.no_progress
+    summaries = {} if args.eval_only else train_runs(configs, args.out, log, progress=progress)
     t_train = time.time() - t_start
     tables = {name: table(args.out, name, args, log) for name in configs if name != SHARED}
     results = dict(
@@ -129,11 +130,7 @@ def main(argv=None) -> int:
         configs={k: json.loads(c.to_json()) for k, c in configs.items()},
         training=summaries,
         tables=tables,
-        seconds=dict(
-            train=round(t_train, 1),
-            evaluate=round(time.time() - t_start - t_train, 1),
-            total=round(time.time() - t_start, 1),
-        ),
+        seconds=phase_seconds(t_start, t_train),
     )
     write_results(args, results, log)
     return 0
