@@ -17,6 +17,12 @@ state; every `gating_interval` iterations the learner's network plays it (`gatin
 and replaces it when it scores above the threshold (metrics gate/score, gate/accepted,
 gate/accepted_total, gate/best_iteration).
 
+Shared learning (`--games`, `azjax.shared`): one network over several games; the iteration is
+`shared.make_iteration`'s, which runs each game's own `make_iteration` on that game's view of the
+network (self-play of every game, then each game's learner in a random order). Losses, gate and
+evaluation metrics are also logged per game (loss/<game>/total, gate/<game>/score,
+eval/<game>/mcts_score, ...), and loss/total is the games' mean.
+
 Devices: the iteration runs on a mesh over every device (`azjax.parallel`; one device is the
 one-device mesh): games, trajectories, the replay buffer and training batches are split along B,
 the network and optimizer state are replicated. `make_iteration` builds the jitted pieces of an
