@@ -58,6 +58,7 @@ STRUCTURAL = (
     "value_hidden",
     "optimizer",
     "freeze_trunk",
+    "games",
 )
 
 
@@ -100,6 +101,10 @@ def run_keys(config: Config) -> tuple[jax.Array, jax.Array]:
 
 def init_run(config: Config) -> RunState:
     """The state a run of `config` starts from (pure: jit it, or trace it with eval_shape)."""
+    if config.games:  # one network over several games
+        from azjax import shared
+
+        return shared.init_run(config)
     game = config.make_game()
     optimizer = make_optimizer(config, config.iterations * config.train_steps)
     init_key, run_key = run_keys(config)

@@ -247,6 +247,15 @@ class Config:
         "parameters and batch statistics stay as loaded",
     )
 
+    # ---- shared learning (seed 004; azjax/shared.py) -----------------------------------------
+    games: str = _field(
+        "",
+        "train one network on several games at once, NAME[:OPT=VALUE,...] separated by commas "
+        "(e.g. connect_four,othello:size=6): one trunk of residual blocks, an input block and "
+        "policy and value heads per game; the first game is the run's game (empty: one game, "
+        "--game)",
+    )
+
     # ---- derived -----------------------------------------------------------------------------
     def make_game(self) -> games.Game:
         return games.make(self.game, **self.game_options)
@@ -347,6 +356,16 @@ def load(game: str, overrides: Mapping[str, Any] | None = None) -> Config:
     values = {**game_defaults(game), **dict(overrides or {}), "game": game}
     options = set(games.option_names(game))
     game_options = {k: values.pop(k) for k in list(values) if k in options}
+    if values.get("games"):  # a shared run: each game's options come from the list
+        from azjax.shared import parse_games
+
+        given = sorted(set(overrides or {}) & options)
+        if given:
+            raise ValueError(
+                f"game option(s) {', '.join(given)} with games={values['games']}: give them in "
+                "the list, e.g. othello:size=6"
+            )
+        game_options = dict(parse_games(values["games"])[0][1])
     unknown = sorted(set(values) - set(FIELDS))
     if unknown:
         raise ValueError(
@@ -375,6 +394,8 @@ def validate(config: Config) -> Config:
         if meta["high"] is not None and value > meta["high"]:
             raise ValueError(f"{name} must be <= {meta['high']}, got {value!r}")
     config.make_game()  # the game names bad options and values itself
+    if config.games:
+        _validate_shared(config)
     if config.full_search_prob < 1 and not 1 <= config.fast_simulations < config.num_simulations:
         raise ValueError(
             f"fast_simulations must be in 1..{config.num_simulations - 1} (below num_simulations) "
@@ -406,3 +427,22 @@ def validate(config: Config) -> Config:
             "iteration, so nothing would be transferred"
         )
     return config
+
+
+def _validate_shared(config: Config) -> None:
+    """A shared run (azjax/shared.py): a valid list of games whose first is `game`, a trunk to
+    share, and none of the settings it does not support."""
+    from azjax.shared import parse_games
+
+    first, options = parse_games(config.games)[0]
+    if (config.game, dict(config.game_options)) != (first, options):
+        raise ValueError(
+            f"games={config.games}: game must be the first of them ({first} {options}), got "
+            f"{config.game} {dict(config.game_options)}"
+        )
+    if config.num_blocks < 1:
+        raise ValueError("games needs num_blocks >= 1: the residual blocks are what is shared")
+    if config.algorithm != "alphazero":
+        raise ValueError("games needs algorithm=alphazero (Expert Iteration trains one game)")
+    if config.init_from:
+        raise ValueError("games with init_from: a shared run starts from a fresh network")

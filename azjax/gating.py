@@ -13,7 +13,10 @@ before using it for data generation, and promotes it only when it wins by a marg
   game therefore starts after `OPENING_PLIES` uniformly random moves, game i and game i + N/2
   from the same opening with the colours swapped (the candidate moves first in the first half);
 - the candidate replaces the best when its score (wins + draws / 2) / games is strictly above
-  `gating` (draws count half, where alpha-zero-general leaves them out of the ratio).
+  `gating` (draws count half, where alpha-zero-general leaves them out of the ratio);
+- a shared run (`--games`, azjax/shared.py) plays `gating_games` games of each game, and the
+  candidate must also score above `GAME_FLOOR` (48%) in every game, as seed 004 asked "to avoid
+  the network become good at one game but bad at another".
 
     gate = make_gate(config)                 # jitted once; `match=` takes a stub in tests
     run, values = gate(run, iteration)       # values: gate/score, gate/accepted, ...
@@ -29,6 +32,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from azjax import parallel
@@ -39,6 +43,7 @@ from azjax.selfplay import random_moves
 from games.base import Game
 
 OPENING_PLIES = 2  # random moves before each gate game (even: the first player is to move)
+GAME_FLOOR = 0.48  # a shared run's candidate must score above this in each game (seed 004)
 KEY_STREAM = 0x67617465  # "gate": the gate's keys are folded from fold_in(run.key, KEY_STREAM)
 
 
@@ -67,9 +72,10 @@ def selfplay_variables(run) -> Any:
     return run.train.variables if run.gate is None else run.gate.best
 
 
-def accepts(score: float, threshold: float) -> bool:
-    """Whether a candidate with `score` replaces the best: strictly above the threshold."""
-    return score > threshold
+def accepts(score: float, threshold: float, game_scores=()) -> bool:
+    """Whether a candidate with `score` replaces the best: strictly above the threshold, and
+    strictly above `GAME_FLOOR` in each of `game_scores` (a shared run's scores by game)."""
+    return score > threshold and all(s > GAME_FLOOR for s in game_scores)
 
 
 def fixed_opening(game: Game, key, plies: int):
@@ -80,7 +86,12 @@ def fixed_opening(game: Game, key, plies: int):
 
 def make_gate_match(config) -> Callable:
     """match(candidate, best, key) -> (returns of the candidate float32[N], candidate_first
-    bool[N]), jitted: N = `gating_games` games from paired random openings (module doc)."""
+    bool[N]), jitted: N = `gating_games` games from paired random openings (module doc). For a
+    shared run, {game: (returns, candidate_first)}: one such match per game."""
+    if config.games:
+        from azjax import shared
+
+        return shared.per_game(config, make_gate_match)
     game = config.make_game()
     num_games = config.gating_games
     agent = make_search_agent(
@@ -118,22 +129,29 @@ def _promote(gate: GateState, candidate, accepted, iteration) -> GateState:
 def make_gate(config, *, match: Callable | None = None) -> Callable:
     """gate(run, iteration) -> (run, values): the candidate `run.train.variables` plays the best
     (`match`, default `make_gate_match(config)`), and replaces it when its score is strictly above
-    `config.gating`. `values` holds gate/score, gate/wdl, gate/accepted (0/1),
-    gate/accepted_total and gate/best_iteration for metrics.jsonl."""
+    `config.gating` (and above `GAME_FLOOR` in each game of a shared run, whose `match` returns
+    {game: (returns, candidate_first)}). `values` holds gate/score, gate/wdl, gate/accepted
+    (0/1), gate/accepted_total and gate/best_iteration for metrics.jsonl, and a shared run's
+    gate/<game>/score and gate/<game>/wdl."""
     match = match or make_gate_match(config)
 
     def gate(run, iteration: int):
         key = gate_key(run.key, iteration)
-        result = MatchResult.from_returns(
-            *parallel.fetch(match(run.train.variables, run.gate.best, key))
-        )
-        accepted = accepts(result.score, config.gating)
+        played = parallel.fetch(match(run.train.variables, run.gate.best, key))
+        by_game = played if isinstance(played, dict) else {}
+        if by_game:
+            played = [np.concatenate(parts) for parts in zip(*by_game.values())]
+        result = MatchResult.from_returns(*played)
+        games = {name: MatchResult.from_returns(*r) for name, r in by_game.items()}
+        accepted = accepts(result.score, config.gating, [r.score for r in games.values()])
         new = _promote(run.gate, run.train.variables, jnp.bool_(accepted), iteration)
         run = run.replace(gate=new)
         return run, {
             "gate/score": result.score,
             "gate/wdl": [result.wins, result.draws, result.losses],
             "gate/accepted": int(accepted),
+            **{f"gate/{name}/score": r.score for name, r in games.items()},
+            **{f"gate/{name}/wdl": [r.wins, r.draws, r.losses] for name, r in games.items()},
             **gate_values(run),
         }
 

@@ -17,6 +17,12 @@ state; every `gating_interval` iterations the learner's network plays it (`gatin
 and replaces it when it scores above the threshold (metrics gate/score, gate/accepted,
 gate/accepted_total, gate/best_iteration).
 
+Shared learning (`--games`, `azjax.shared`): one network over several games; the iteration is
+`shared.make_iteration`'s, which runs each game's own `make_iteration` on that game's view of the
+network (self-play of every game, then each game's learner in a random order). Losses, gate and
+evaluation metrics are also logged per game (loss/<game>/total, gate/<game>/score,
+eval/<game>/mcts_score, ...), and loss/total is the games' mean.
+
 Devices: the iteration runs on a mesh over every device (`azjax.parallel`; one device is the
 one-device mesh): games, trajectories, the replay buffer and training batches are split along B,
 the network and optimizer state are replicated. `make_iteration` builds the jitted pieces of an
@@ -387,7 +393,17 @@ def evaluation_matches(config: Config, num_games: int) -> tuple[Callable, Callab
 
 
 def make_evaluation(config: Config) -> Callable:
-    """evaluate(variables, previous, key) -> {"eval/...": ...}: the in-loop matches (module doc)."""
+    """evaluate(variables, previous, key) -> {"eval/...": ...}: the in-loop matches (module doc);
+    for a shared run each game's, as eval/<game>/...."""
+    if config.games:
+        from azjax import shared
+
+        each = shared.per_game(config, make_evaluation)
+        return lambda variables, previous, key: {
+            k.replace("eval/", f"eval/{name}/", 1): v
+            for name, values in each(variables, previous, key).items()
+            for k, v in values.items()
+        }
     vs_previous, vs_mcts = evaluation_matches(config, config.eval_games)
     on_ladder = make_ladder_evaluation(config)  # None without a table for the game
 
@@ -420,8 +436,17 @@ class DivergenceError(RuntimeError):
 NonFiniteLossError = DivergenceError  # the name before divergence covered more than NaNs
 
 
-def _losses(losses: Losses) -> dict[str, float]:
-    return {f"loss/{k}": float(v) for k, v in losses._asdict().items()}
+def _losses(losses: Losses | dict[str, Losses]) -> dict[str, float]:
+    """loss/total, loss/value, ...; for a shared run ({game: Losses}) their means over the
+    games, and each game's as loss/<game>/total, ..."""
+    if not isinstance(losses, dict):
+        return {f"loss/{k}": float(v) for k, v in losses._asdict().items()}
+    out = {}
+    for name, game_losses in losses.items():
+        out.update({f"loss/{name}/{k}": float(v) for k, v in game_losses._asdict().items()})
+    for k in Losses._fields:
+        out[f"loss/{k}"] = float(np.mean([float(getattr(v, k)) for v in losses.values()]))
+    return out
 
 
 @jax.jit
@@ -561,10 +586,18 @@ def _train(
     devices = parallel.num_devices(mesh)
     steps = config.selfplay_steps or game.max_game_length
     moves = MoveTicker(steps) if progress and primary else None  # the bar's moves within it
+    num_games = 1  # games trained at once
     if config.algorithm == "exit":  # Expert Iteration; azjax/exit.py imports this module
         from azjax import exit as expert_iteration
 
         fns = expert_iteration.make_iteration(config, mesh)
+    elif config.games:  # one network over several games; azjax/shared.py imports this module
+        from azjax import shared
+
+        fns = shared.make_iteration(config, mesh)
+        configs = shared.game_configs(config).values()
+        num_games, moves = len(configs), None  # positions below: every game's
+        steps = sum(c.selfplay_steps or c.make_game().max_game_length for c in configs)
     else:
         fns = make_iteration(config, mesh, on_move=moves)
     check_memory(config, fns, devices)
@@ -612,7 +645,8 @@ def _train(
                     train, losses = fns.learn(run, buffer)
                     values.update(_losses(parallel.fetch(losses)))
                     values["train_seconds"] = time.time() - t1
-                    values["train/learning_rate"] = float(schedule(int(parallel.fetch(train.step))))
+                    step = int(parallel.fetch(train.step)) // num_games  # each game's optimizer
+                    values["train/learning_rate"] = float(schedule(step))
                 run = run.replace(train=train, iteration=fns.advance(run.iteration))
                 loss_problem = health.losses(values)
                 problem = loss_problem or health.parameters(run.train.variables)
@@ -747,6 +781,7 @@ def _summary(
     return dict(
         game=config.game,
         game_options=dict(config.game_options),
+        shared_games=config.games,  # a shared run's list of games (azjax/shared.py), else ""
         iterations=it,
         stopped_by=stop_reason,
         games=total["games"],

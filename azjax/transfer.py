@@ -84,6 +84,12 @@ def describe(config: Config) -> str:
 
 def check_compatible(source: Config, config: Config) -> None:
     """A CheckpointError unless a network of `config` can take the trunk of `source`'s."""
+    if source.games:  # azjax/shared.py: its tree holds a trunk and per-game parts
+        raise _error(
+            config,
+            f"the source is a shared run of {source.games}; transfer from a shared run is not "
+            "supported yet",
+        )
     widths = ("num_blocks", "num_filters")
     if any(getattr(source, f) != getattr(config, f) for f in widths):
         have = ", ".join(f"{f}={getattr(source, f)}" for f in widths)

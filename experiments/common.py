@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+import time
 
 from azjax import flags
 from azjax.checkpoint import initial_variables, read_config  # noqa: F401  (re-exported)
@@ -114,3 +115,27 @@ def write_results(args, results: dict, log) -> None:
     seconds = results["seconds"]
     total = seconds["total"] if isinstance(seconds, dict) else seconds
     log(f"wall time {total:.0f} s; results in {args.out}")
+
+
+def train_runs(configs: dict, out: str, log, *, progress: bool) -> dict:
+    """Trains each of `configs` ({run name: Config}) into <out>/<name>, one after the other,
+    logging its settings and how far it got; returns {name: summary}."""
+    from azjax import train_and_evaluate
+
+    summaries = {}
+    for name, config in configs.items():
+        log(f"training the {name} run: {json.dumps(json.loads(config.to_json()))}")
+        s = summaries[name] = train_and_evaluate(config, os.path.join(out, name), progress=progress)
+        log(f"{name}: {s['iterations']} iterations, {s['games']} games, {s['wall_seconds']} s")
+    return summaries
+
+
+def phase_seconds(t_start: float, t_train: float) -> dict:
+    """{train, evaluate, total}: wall seconds of an experiment that trained for `t_train` seconds
+    from `t_start` and evaluated until now (`write_results` reads the total)."""
+    now = time.time()
+    return dict(
+        train=round(t_train, 1),
+        evaluate=round(now - t_start - t_train, 1),
+        total=round(now - t_start, 1),
+    )

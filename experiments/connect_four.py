@@ -94,7 +94,7 @@ def parse(argv):
     parser.add_argument("--no_progress", action="store_true")
     config_flags = flags.add_config_flags(
         parser.add_argument_group("training settings (over configs/<--config>.py)"),
-        skip=("game",),
+        skip=("game", "games"),  # --games is this script's own (games a match)
         default_text="--config's",
     )
     option_flags = flags.add_game_flags(parser.add_argument_group("game options"), "connect_four")

@@ -28,12 +28,20 @@ import time
 
 import jax
 
-from azjax import MatchResult, flags, load_config, train_and_evaluate
+from azjax import MatchResult, flags, load_config
 from azjax.checkpoint import Checkpointer, run_template
 from azjax.loop import evaluation_matches
 from azjax.metrics import read_rows
 from configs.cpu import cpu_recipe
-from experiments.common import Log, checkpoint_steps, read_config, wilson, write_results
+from experiments.common import (
+    Log,
+    checkpoint_steps,
+    phase_seconds,
+    read_config,
+    train_runs,
+    wilson,
+    write_results,
+)
 
 CPU_RUN = dict(iterations=1000, checkpoint_interval=5, eval_interval=0)
 RUNS = ("ungated", "gated")
@@ -115,7 +123,7 @@ def parse(argv):
     parser.add_argument("--no_progress", action="store_true")
     config_flags = flags.add_config_flags(
         parser.add_argument_group("run settings of both runs (default: the CPU recipe)"),
-        skip=("game", "gating", "time_budget"),
+        skip=("game", "games", "gating", "time_budget"),  # --games: its own
         default_text="see above",
     )
     option_flags = flags.add_game_flags(parser.add_argument_group("game options"), None)
@@ -144,18 +152,12 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
     t_start = time.time()
-    summaries = {}
-    for name in RUNS:
-        if args.eval_only:
-            break
-        log(f"training the {name} run: {json.dumps(json.loads(configs[name].to_json()))}")
-        summaries[name] = train_and_evaluate(
-            configs[name], os.path.join(args.out, name), progress=not args.no_progress
-        )
-        s = summaries[name]
-        log(f"{name}: {s['iterations']} iterations, {s['games']} games, {s['wall_seconds']} s")
     if args.eval_only:
+        summaries = {}
         configs = {name: read_config(os.path.join(args.out, name)) for name in RUNS}
+    else:
+        runs = {name: configs[name] for name in RUNS}
+        summaries = train_runs(runs, args.out, log, progress=not args.no_progress)
     t_train = time.time() - t_start
     curves = {
         name: evaluate_run(os.path.join(args.out, name), args.games, args.eval_seed, log)
@@ -166,11 +168,7 @@ def main(argv=None) -> int:
         configs={k: json.loads(c.to_json()) for k, c in configs.items()},
         training=summaries,
         curves=curves,
-        seconds=dict(
-            train=round(t_train, 1),
-            evaluate=round(time.time() - t_start - t_train, 1),
-            total=round(time.time() - t_start, 1),
-        ),
+        seconds=phase_seconds(t_start, t_train),
     )
     write_results(args, results, log)
     return 0

@@ -175,7 +175,7 @@ def parse(argv):
     figs.add_argument("--compare_sims", default="1,20,100,200", help="Figure 5.4b")
     config_flags = flags.add_config_flags(
         parser.add_argument_group("run settings"),
-        skip=("game",),
+        skip=("game", "games"),  # --games is this script's own
         defaults=game_defaults("tictactoe"),
     )
     args = parser.parse_args(argv)

@@ -76,7 +76,7 @@ def parse(argv):
     parser.add_argument("--no_progress", action="store_true")
     config_flags = flags.add_config_flags(
         parser.add_argument_group("run settings (default: configs/cpu.py's recipe)"),
-        skip=("game", "init_from", "freeze_trunk"),
+        skip=("game", "games", "init_from", "freeze_trunk"),  # --games: its own
         default_text="see above",
     )
     option_flags = flags.add_game_flags(parser.add_argument_group("--game's options"), None)

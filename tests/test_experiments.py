@@ -355,3 +355,27 @@ def test_tictactoe_figures_of_seed_001(tiny_run, tmp_path, capsys):
     with pytest.raises(SystemExit):
         tictactoe.parse(["--mcts_sims=1.5"])
     assert "--mcts_sims: simulations must be whole numbers" in capsys.readouterr().err
+
+
+def test_shared_learning_against_single_game_runs(tmp_path, capsys):
+    """experiments.shared at toy size: a shared Tic-Tac-Toe + 4x5 Connect Four run and a run of
+    each game alone with its settings, then Figure 5 per game (1 checkpoint each: a 1 x 1 table)."""
+    from experiments import shared
+
+    out = str(tmp_path / "out")
+    toy = "--batch_games=8 --num_simulations=4 --num_filters=8 --value_hidden=8 --num_blocks=1 "
+    toy += "--train_batch_size=16 --train_steps=2 --replay_games=20 --iterations=1"
+    argv = ["--games=tictactoe,connect_four:rows=4,cols=5", f"--out={out}", "--pair_games=2"]
+    assert shared.main([*argv, "--sims=2", "--no_progress", *toy.split()]) == 0
+    with open(os.path.join(out, "results.json")) as f:
+        results = json.load(f)
+    assert set(results["configs"]) == {"shared", "tictactoe", "connect_four"}
+    c4 = results["configs"]["connect_four"]
+    assert (c4["game_options"], c4["games"], c4["num_filters"]) == ({"cols": 5, "rows": 4}, "", 8)
+    for name in ("tictactoe", "connect_four"):
+        t = results["tables"][name]
+        assert (t["rows"], t["columns"]) == ([1], [1]) and 0 <= t["score"][0][0] <= 100
+    assert results["training"]["shared"]["shared_games"] == "tictactoe,connect_four:rows=4,cols=5"
+    with pytest.raises(SystemExit):
+        shared.main(["--games=tictactoe,tictactoe"])
+    assert "tictactoe is given twice" in capsys.readouterr().err

@@ -232,14 +232,26 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
+def shared_names(config: cfg.Config) -> list[str]:
+    """The games of a shared run (`--games`), in order."""
+    from azjax.shared import game_configs
+
+    return list(game_configs(config))
+
+
 def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str:
     """What a run that ended did, where it is, and what to run next (spelled for `prog`, the
     command that ran: default as run)."""
     prog = prog or prog_name("train.py")
     last = summary.get("last", {})
     minutes = summary["wall_seconds"] / 60
+    what = f"{summary['game']} {_options(summary['game_options'])}"
+    agent = f"ckpt:{workdir}"
+    if summary.get("shared_games"):  # one network over several games
+        what = f"{summary['shared_games']} (one shared network) "
+        agent += f",game={summary['game']}"
     lines = [
-        f"trained {summary['game']} {_options(summary['game_options'])}for "
+        f"trained {what}for "
         f"{summary['iterations']} iterations: {summary['games']:,} self-play games, "
         f"{summary['positions']:,} positions ({minutes:.1f} min this session; stopped by "
         f"{summary['stopped_by']})"
@@ -254,12 +266,15 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     play, evaluate, train = (
         spell(script, prog) for script in ("play.py", "evaluate.py", "train.py")
     )
-    for command, why in (
-        (f"{play} --agent=ckpt:{workdir}", "play against it"),
+    commands = [
+        (f"{play} --agent={agent}", "play against it"),
         (f"{evaluate} curve {workdir}", "its learning curve, checkpoint by checkpoint"),
         (f"{train} --workdir={workdir} --resume --iterations=N", "train on, to N"),
         (f"tensorboard --logdir {workdir}", "its metrics (pip install tensorboard)"),
-    ):
+    ]
+    if summary.get("shared_games"):  # evaluate.py curve does not draw shared runs yet
+        del commands[1]
+    for command, why in commands:
         lines.append(f"  {command:<60}  # {why}")
     return "\n".join(lines)
 

@@ -45,6 +45,12 @@ def run_curve(
     check_games(games)
     check_curve_options(sims=sims, mcts_sims=mcts_sims, epsilon=epsilon)
     config = read_config(run_dir)  # the latest; raises for a folder without checkpoints
+    if config.games:  # azjax/shared.py: no per-game curve yet
+        raise ValueError(
+            f"{run_dir!r} is a shared run of {config.games}: its learning curve is not drawn yet; "
+            f"play its checkpoints as ckpt:{run_dir}@STEP,game=NAME (its metrics.jsonl has "
+            "each game's in-loop evaluation)"
+        )
     if game is not None and config.make_game() != game:
         raise ValueError(
             f"{run_dir!r} is a {config.game} {dict(config.game_options)} run, "

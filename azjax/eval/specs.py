@@ -14,6 +14,8 @@ Specs (options are comma-separated `name=value`):
                                      (none | random | policy), p_r, lambda, eps, seconds; unset
                                      ones come from the checkpoint's config (search=uct: UCT
                                      on the network's values, its priors unused).
+                                     game=NAME picks one game of a shared run (`--games`),
+                                     whose network plays each of them.
     mcts[:opts]                      pure MCTS with random rollouts (uniform priors, every leaf
                                      rolled out). Options: sims (100), search (uct, the default:
                                      OpenSpiel's UCT; puct: seed 000's baseline; gumbel), c_uct
@@ -46,6 +48,7 @@ from azjax.eval.gtp import GTPClient, make_gtp_agent
 from azjax.eval.minimax import FULL_DEPTH_LIMIT, HEURISTICS, Minimax
 from azjax.eval.player import Player, make_human_agent
 from azjax.search import SearchSpec
+from azjax.shared import check_game, view
 from games.base import Game
 
 # option -> (type or tuple of choices, low, high, help)
@@ -64,11 +67,12 @@ _OPTIONS: dict[str, tuple] = {
     "seed": (int, 0, 2**31 - 1, "random seed of the tie-breaking"),
     "c": (float, 0.0, 100.0, "UCT exploration constant"),
     "heuristic": (tuple(HEURISTICS), None, None, "minimax's value at the depth limit"),
+    "game": (str, None, None, "the game of a shared run to play"),
 }
 
 KINDS = {
     "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel|uct,c_puct=..,c_uct=..,"
-    "considered=..,rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]",
+    "considered=..,rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..,game=NAME]",
     "mcts": "mcts[:sims=..,search=uct|puct|gumbel,c_uct=..,c_puct=..,considered=..,eps=..,"
     "seconds=..] (search=uct by default; search=puct is seed 000's baseline)",
     "random": "random",
@@ -128,7 +132,7 @@ def _convert(kind: str, name: str, text: str) -> Any:
         raise ValueError(
             f"{kind}: {name} ({help_}) must be {kind_of.__name__}, got {text!r}"
         ) from None
-    if not low <= value <= high:
+    if low is not None and not low <= value <= high:
         raise ValueError(f"{kind}: {name} ({help_}) must be in [{low}, {high}], got {text!r}")
     return value
 
@@ -172,22 +176,25 @@ def _mcts(game: Game, rest: str, name: str) -> Agent:
     return search_agent(name, setup)
 
 
+_CKPT_OPTIONS = _SEARCH_OPTIONS[:-2] + ("rollout", "p_r", "lambda", "eps", "seconds", "game")
+
+
 def _ckpt(game: Game, rest: str, name: str) -> Agent:
     location, _, option_text = rest.partition(",")
     path, step = parse_checkpoint_location(location)
-    opts = parse_options(
-        "ckpt", option_text, _SEARCH_OPTIONS[:-2] + ("rollout", "p_r", "lambda", "eps", "seconds")
-    )
+    opts = parse_options("ckpt", option_text, _CKPT_OPTIONS)
     _check_sims_or_seconds("ckpt", opts)
     check_run_folder(path)
-    config = read_config(path, step)
+    config = check_game(read_config(path, step), opts.get("game"), name)
     if config.make_game() != game:
         raise ValueError(
             f"{name}: checkpoint {'latest' if step is None else step} of {path!r} "
             f"is for {config.game} {dict(config.game_options)}, but the games here "
             f"are {game.name} {game.options}"
         )
-    config, variables, step = load_checkpoint(path, step)
+    saved, variables, step = load_checkpoint(path, step)
+    if saved.games:  # a shared run: the network of `config.game`
+        variables = view(variables, config.game)
     spec = SearchSpec.from_config(config, **_spec_overrides(opts))
     if spec.rollout_policy != "none" and spec.rollout_prob == 0:
         raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (p_r is 0)")
@@ -269,9 +276,11 @@ def checkpoint_config(text: str) -> Config | None:
     kind, _, rest = text.strip().partition(":")
     if kind != "ckpt":
         return None
-    path, step = parse_checkpoint_location(rest.partition(",")[0])
+    location, _, option_text = rest.partition(",")
+    path, step = parse_checkpoint_location(location)
+    opts = parse_options("ckpt", option_text, _CKPT_OPTIONS)
     check_run_folder(path)
-    return read_config(path, step)
+    return check_game(read_config(path, step), opts.get("game"), text.strip())
 
 
 def make_player(text: str, game: Game, seed: int = 0, *, announce: bool = False) -> Player:

@@ -1,0 +1,280 @@
+"""Shared learning (seed 004 section 3.6; azjax/shared.py, --games): one trunk, an input block
+and heads per game, at toy size (Tic-Tac-Toe and 4x5 Connect Four, 1 block of 8 filters)."""
+
+import dataclasses
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import games
+from azjax import gating, load_config, shared, training
+from azjax.arena import MatchResult
+from azjax.checkpoint import RunState, load_checkpoint
+from azjax.commands import train
+from azjax.config import validate
+from azjax.eval.agent import random_agent
+from azjax.eval.match import play_games
+from azjax.eval.specs import checkpoint_config, parse_agent
+from azjax.loop import train_and_evaluate
+from azjax.network import init_variables, make_network
+from azjax.replay import Batch
+
+GAMES = "tictactoe,connect_four:rows=4,cols=5"
+TOY = dict(
+    games=GAMES,
+    num_blocks=1,
+    num_filters=8,
+    value_hidden=8,
+    search="puct",
+    num_simulations=4,
+    batch_games=8,
+    train_batch_size=16,
+    train_steps=2,
+    replay_games=20,
+    iterations=2,
+    checkpoint_interval=2,
+    eval_interval=0,
+    gating=0.55,
+    gating_games=4,
+    gating_interval=2,
+)
+
+
+def equal(a, b) -> bool:
+    """Whether two trees hold the same arrays, bit for bit."""
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    return len(la) == len(lb) and all(
+        x.shape == y.shape and np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(la, lb)
+    )
+
+
+@pytest.fixture(scope="module")
+def config():
+    return load_config("tictactoe", TOY)
+
+
+@pytest.fixture(scope="module")
+def run0(config):
+    return jax.jit(lambda: shared.init_run(config))()
+
+
+# ---- the list of games and the config ------------------------------------------------------------
+def test_games_parse_with_their_options():
+    assert shared.parse_games(" connect_four:rows=4,cols=5 , othello:size=6") == (
+        ("connect_four", {"rows": 4, "cols": 5}),
+        ("othello", {"size": 6}),
+    )
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("tictactoe,chess", "unknown game 'chess'"),
+        ("tictactoe,othello,tictactoe", "tictactoe is given twice"),
+        ("othello", "give two games or more"),
+        ("tictactoe,othello:rows=4", "'rows' is not an option of othello"),
+        ("size=4,othello", "must start with a game name"),
+    ],
+)
+def test_bad_lists_of_games_are_refused(text, message):
+    with pytest.raises(ValueError, match=message):
+        shared.parse_games(text)
+
+
+def test_the_run_game_is_the_first_and_each_game_its_own_options(config):
+    assert (config.game, dict(config.game_options)) == ("tictactoe", {})
+    per_game = shared.game_configs(config)
+    assert list(per_game) == ["tictactoe", "connect_four"]
+    assert per_game["connect_four"].make_game() == games.make("connect_four", rows=4, cols=5)
+    assert all(c.games == "" and c.num_filters == 8 for c in per_game.values())
+    with pytest.raises(ValueError, match="game must be the first"):
+        validate(dataclasses.replace(config, game="connect_four"))
+    with pytest.raises(ValueError, match="give them in the list"):
+        load_config("connect_four", {**TOY, "games": "connect_four,tictactoe", "rows": 5})
+
+
+# ---- the network ---------------------------------------------------------------------------------
+def test_each_game_sees_a_single_game_network_around_one_trunk(config, run0):
+    variables = run0.train.variables
+    assert sorted(variables["params"]) == ["connect_four", "tictactoe", "trunk"]
+    assert list(variables["params"]["trunk"]) == ["ResidualBlock_0"]
+    for name, c in shared.game_configs(config).items():
+        game = c.make_game()
+        alone = jax.eval_shape(
+            lambda g=game, c=c: init_variables(make_network(c, g), g, jax.random.PRNGKey(0))
+        )
+        mine = shared.view(variables, name)
+        assert jax.tree_util.tree_structure(mine) == jax.tree_util.tree_structure(alone)
+        assert [x.shape for x in jax.tree_util.tree_leaves(mine)] == [
+            x.shape for x in jax.tree_util.tree_leaves(alone)
+        ]
+        assert equal(shared.merge(variables, name, mine), variables)
+    # each game's input block and heads are its own, initialised apart
+    ttt, c4 = (variables["params"][n]["ConvBlock_0"] for n in ("tictactoe", "connect_four"))
+    assert not equal(ttt, c4)
+
+
+def test_one_step_on_one_game_moves_the_trunk_and_that_game_only(config, run0):
+    """A step from Connect Four's batch changes what Tic-Tac-Toe's apply computes (the trunk is
+    shared) and leaves Tic-Tac-Toe's input block, heads, batch statistics and optimizer state
+    bit for bit as they were."""
+    c4_config = shared.game_configs(config)["connect_four"]
+    c4 = c4_config.make_game()
+    ttt = shared.game_configs(config)["tictactoe"].make_game()
+    net = make_network(c4_config, c4)
+    step = jax.jit(
+        training.make_train_step(
+            net, training.make_optimizer(c4_config, 10), c4_config.weight_decay
+        )
+    )
+    key = jax.random.PRNGKey(1)
+    obs = jax.random.bernoulli(key, 0.3, (16, *c4.observation_shape)).astype(jnp.float32)
+    batch = Batch(obs, jnp.full((16, c4.num_actions), 1 / c4.num_actions), jnp.ones(16))
+    before = run0.train
+    trained, _ = step(shared.view_run(run0, "connect_four", 1).train, batch)
+    after = shared.merge_train(before, "connect_four", trained)
+
+    for c in ("params", "batch_stats"):
+        assert equal(after.variables[c]["tictactoe"], before.variables[c]["tictactoe"])
+        assert not equal(after.variables[c]["trunk"], before.variables[c]["trunk"])
+        assert not equal(after.variables[c]["connect_four"], before.variables[c]["connect_four"])
+    assert equal(after.opt_state["tictactoe"], before.opt_state["tictactoe"])
+    assert int(after.step) == int(before.step) + 1
+
+    apply = make_network(shared.game_configs(config)["tictactoe"], ttt).apply
+    ttt_obs = jax.vmap(ttt.observe)(jax.vmap(lambda _: ttt.init())(jnp.arange(2)))
+    old = apply(shared.view(before.variables, "tictactoe"), ttt_obs)
+    new = apply(shared.view(after.variables, "tictactoe"), ttt_obs)
+    assert not np.allclose(old[0], new[0]) and not np.allclose(old[1], new[1])
+
+
+def test_the_update_order_is_a_random_permutation_per_iteration():
+    orders = {tuple(shared.update_order(0, it, 2)) for it in range(1, 20)}
+    assert orders == {(0, 1), (1, 0)}
+    assert shared.update_order(3, 7, 3) == shared.update_order(3, 7, 3)  # again on resume
+
+
+# ---- the gate's per-game floor -------------------------------------------------------------------
+def _stub(by_game: dict[str, list[float]]):
+    def match(candidate, best, key):
+        return {
+            g: (np.asarray(r, np.float32), np.arange(len(r)) < len(r) // 2)
+            for g, r in by_game.items()
+        }
+
+    return match
+
+
+def _fake_run():
+    tree = {"params": {"w": jnp.zeros(3)}}
+
+    @dataclasses.dataclass(frozen=True)
+    class Train:
+        variables: dict
+
+    cand = {"params": {"w": jnp.ones(3)}}
+    return RunState(
+        train=Train(cand),
+        iteration=jnp.int32(5),
+        key=jax.random.PRNGKey(0),
+        gate=gating.init_gate(tree),
+    )
+
+
+def test_the_gate_keeps_the_best_when_one_game_scores_48_percent_or_less(config):
+    """Seed 004: above 55% overall and above 48% in each game. 50 games each: Tic-Tac-Toe
+    won 50 of 50, Connect Four 24 of 50 (48%): 74% overall, still rejected; 25 of 50 passes."""
+    at_floor = {"tictactoe": [1.0] * 50, "connect_four": [1.0] * 24 + [-1.0] * 26}
+    run, values = gating.make_gate(config, match=_stub(at_floor))(_fake_run(), 5)
+    assert values["gate/score"] == pytest.approx(0.74)
+    assert values["gate/connect_four/score"] == pytest.approx(0.48)
+    assert values["gate/tictactoe/wdl"] == [50, 0, 0]
+    assert values["gate/accepted"] == 0
+    np.testing.assert_array_equal(run.gate.best["params"]["w"], 0.0)
+
+    above = {"tictactoe": [1.0] * 50, "connect_four": [1.0] * 25 + [-1.0] * 25}
+    run, values = gating.make_gate(config, match=_stub(above))(_fake_run(), 5)
+    assert values["gate/accepted"] == 1
+    np.testing.assert_array_equal(run.gate.best["params"]["w"], 1.0)
+    assert not gating.accepts(0.5, 0.55, [0.9, 0.9])  # the threshold still holds overall
+
+
+# ---- a run, its checkpoint, and the command line -------------------------------------------------
+@pytest.fixture(scope="module")
+def shared_run(config, tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("shared") / "run")
+    summary = train_and_evaluate(config, workdir, progress=False)
+    return workdir, summary
+
+
+def test_a_shared_run_trains_every_game_and_gates_them(shared_run, run0):
+    workdir, summary = shared_run
+    assert summary["shared_games"] == GAMES and summary["iterations"] == 2
+    rows = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl"))]
+    last = rows[-1]
+    for name in ("tictactoe", "connect_four"):
+        assert np.isfinite(last[f"loss/{name}/total"])
+        assert len(last[f"gate/{name}/wdl"]) == 3 and sum(last[f"gate/{name}/wdl"]) == 4
+    assert last["loss/total"] == pytest.approx(
+        (last["loss/tictactoe/total"] + last["loss/connect_four/total"]) / 2
+    )
+    _, variables, step = load_checkpoint(workdir)
+    assert step == 2
+    for part in ("trunk", "tictactoe", "connect_four"):  # every part learned
+        assert not equal(variables["params"][part], run0.train.variables["params"][part])
+
+
+def test_a_shared_checkpoint_plays_each_of_its_games(shared_run):
+    workdir, _ = shared_run
+    for name, options in shared.parse_games(GAMES):
+        game = games.make(name, **options)
+        spec = f"ckpt:{workdir},game={name},sims=2"
+        assert checkpoint_config(spec).make_game() == game
+        agent = parse_agent(spec, game)
+        outcome = play_games(game, agent, random_agent("random", game), 2, jax.random.PRNGKey(0))
+        assert isinstance(outcome.result, MatchResult) and outcome.result.games == 2
+
+
+def test_a_shared_checkpoint_names_its_games_when_asked_for_another(shared_run):
+    workdir, _ = shared_run
+    hex3 = games.make("hex", size=3)
+    with pytest.raises(ValueError, match="did not train hex; it has tictactoe, connect_four"):
+        parse_agent(f"ckpt:{workdir},game=hex", hex3)
+    with pytest.raises(ValueError, match="give game=NAME: the run trained tictactoe, connect_four"):
+        parse_agent(f"ckpt:{workdir}", games.make("tictactoe"))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--games=tictactoe,chess"], "unknown game 'chess'"),
+        (["--games=tictactoe,tictactoe"], "tictactoe is given twice"),
+        (["--games=tictactoe,hex", "--game=hex"], "give one of them"),
+        (["--games=hex:size=3,tictactoe", "--size=4"], "--size with --games"),
+    ],
+)
+def test_bad_games_flags_are_one_line(argv, message, tmp_path, capsys):
+    assert train.main([*argv, f"--workdir={tmp_path}", "--no_progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_help_lists_the_games_flag(capsys):
+    with pytest.raises(SystemExit):
+        train.main(["--games=tictactoe,hex:size=3", "--help"])
+    assert "--games" in capsys.readouterr().out
+
+
+def test_tools_that_do_not_read_a_shared_run_refuse_it_in_one_line(shared_run, tmp_path):
+    from azjax.eval.curve import run_curve
+    from azjax.transfer import resolve
+
+    workdir, _ = shared_run
+    with pytest.raises(ValueError, match="is a shared run of tictactoe,connect_four"):
+        run_curve(workdir, str(tmp_path), games=2)
+    with pytest.raises(ValueError, match="the source is a shared run"):
+        resolve(load_config("tictactoe", {**TOY, "games": "", "init_from": workdir}))
