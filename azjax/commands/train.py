@@ -6,6 +6,7 @@
     python train.py --workdir=runs/hex6 --resume            # continue a run
     python train.py --workdir=runs/hex6 --resume_step=40    # continue from an earlier checkpoint
     python train.py --game=othello --size=6 --init_from=runs/c4   # start from another run's trunk
+    python train.py --games=connect_four,othello:size=6     # one shared trunk, both games
     python train.py --game=othello --help                   # every field, its default and meaning
     python train.py --game=hex --distributed                # one process per host (docs/scaling.md)
 
@@ -114,11 +115,21 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     workdir's config.json, else (deleted) the one saved in the checkpoint."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--game", default=None)
+    pre.add_argument("--games", default=None)
     pre.add_argument("--config", default=None)
     pre.add_argument("--workdir", default=None)
     pre.add_argument("--resume", action="store_true")
     pre.add_argument("--resume_step", default=None)
     known, _ = pre.parse_known_args(argv)
+    if known.games is not None:  # a shared run: the first game of the list is `game`
+        if known.game is not None:
+            raise ValueError(
+                "--games trains one network on several games and --game one: give one of them "
+                "(game options go in the list: --games=connect_four,othello:size=6)"
+            )
+        from azjax.shared import parse_games
+
+        known.game = parse_games(known.games)[0][0]
     base: dict = {}
     if known.config is not None:
         config_game, base = cfg.named_defaults(known.config, known.game)
@@ -150,6 +161,13 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
         **flags.game_options(args, game, option_flags),
     }
     overrides.pop("game", None)
+    if overrides.get("games"):
+        given = [f"--{k}" for k in flags.game_options(args, game, option_flags)]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} with --games: give each game's options in the list, "
+                "e.g. --games=connect_four,othello:size=6"
+            )
     return cfg.load(game, overrides), args
 
 
@@ -202,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     config, args = parse(argv)
     resume = args.resume or args.resume_step is not None
-    workdir = args.workdir or default_workdir(config.game, resume=resume)
+    name = config.game if not config.games else "+".join(shared_names(config))
+    workdir = args.workdir or default_workdir(name, resume=resume)
     multi = {
         "--coordinator": args.coordinator,
         "--num_processes": args.num_processes,
