@@ -212,6 +212,18 @@ def place(
     return Placement(current.elo, Z95 * current.stderr, int(played.sum()), points, played)
 
 
+def off_scale(p: Placement) -> int:
+    """+1 where the player won every game it played against the ladder's top rung (its Elo is
+    then only a lower bound: the ladder is too short for it), -1 where it lost every game
+    against the bottom rung (an upper bound), else 0 (no game against either end: 0 too)."""
+    top, bottom = len(p.played) - 1, 0
+    if p.played[top] > 0 and p.points[top] == p.played[top]:
+        return 1
+    if p.played[bottom] > 0 and p.points[bottom] == 0:
+        return -1
+    return 0
+
+
 # ---- the training loop's placement ---------------------------------------------------------------
 def ladder_games_per_rung(eval_games: int) -> int:
     """Games against each rung in each of the in-loop placement's two rounds: eval_games in all
@@ -220,7 +232,8 @@ def ladder_games_per_rung(eval_games: int) -> int:
 
 
 def make_ladder_evaluation(config, path: str | None = None) -> Callable | None:
-    """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games"}: the network
+    """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games",
+    "eval/elo_off_scale", "eval/elo_top"}: the network
     (the run's search, greedy) placed on the game's ladder by `place`, two rounds of
     `ladder_games_per_rung(eval_games)` games against each of two rungs, starting at the previous
     evaluation's rating (the Python loop keeps it; 0 at the start of a session). None where
@@ -257,6 +270,12 @@ def make_ladder_evaluation(config, path: str | None = None) -> Callable | None:
 
         p = place(play, ladder.elo, rounds=2, games_per_rung=n, start=last[0])
         last[0] = p.elo
-        return {"eval/elo": p.elo, "eval/elo_ci95": p.ci95, "eval/elo_games": p.games}
+        return {
+            "eval/elo": p.elo,
+            "eval/elo_ci95": p.ci95,
+            "eval/elo_games": p.games,
+            "eval/elo_off_scale": off_scale(p),  # +1: above the top rung, a lower bound
+            "eval/elo_top": float(ladder.elo[-1]),
+        }
 
     return evaluate

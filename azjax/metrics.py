@@ -174,7 +174,11 @@ class Progress:
                 vs_prev=f"{values['eval/previous_score']:.2f}",
             )
         if "eval/elo" in values:
-            post.update(elo=f"{values['eval/elo']:.0f}")
+            above = values.get("eval/elo_off_scale", 0) > 0  # won every game against the top
+            top = values.get("eval/elo_top")
+            post.update(
+                elo=f">{top:.0f}" if above and top is not None else f"{values['eval/elo']:.0f}"
+            )
         if "gate/best_iteration" in values:
             post.update(
                 plays=f"it{values['gate/best_iteration']}",

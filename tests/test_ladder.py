@@ -14,6 +14,7 @@ from azjax.ladder import (
     bracket,
     estimate,
     load_ladder,
+    off_scale,
     place,
     save_ladder,
     table_name,
@@ -79,6 +80,10 @@ def test_placement_moves_to_the_rungs_near_the_player():
 def test_placement_of_a_player_off_the_top_stays_above_it():
     p = place(lambda i, n: float(n), RUNGS, rounds=3, games_per_rung=10)
     assert p.elo > RUNGS[-1] and p.played[-1] > 0
+    assert off_scale(p) == 1  # the loop and `evaluate.py place` call it a lower bound
+    assert off_scale(place(lambda i, n: 0.0, RUNGS, rounds=3, games_per_rung=10)) == -1
+    on_scale = place(lambda i, n: n / 2, RUNGS, rounds=3, games_per_rung=10)
+    assert off_scale(on_scale) == 0
 
 
 def test_place_rejects_zero_rounds():
@@ -179,6 +184,7 @@ def test_the_training_loops_placement(tmp_path):
     evaluate = make_ladder_evaluation(config, table)
     values = evaluate(initial_variables(config), jax.random.PRNGKey(0))
     assert values["eval/elo_games"] == 2 * 2  # two rounds of 2 games against the one rung
+    assert values["eval/elo_off_scale"] in (-1, 0, 1) and values["eval/elo_top"] == 0.0
     assert math.isfinite(values["eval/elo"]) and 0 < values["eval/elo_ci95"] < 5000
     # the untrained network against 16 simulations of pure MCTS: well below it
     assert values["eval/elo"] < 0

@@ -305,6 +305,7 @@ def run_place(args, game, folder: str) -> None:
     from azjax.eval import parse_agent
     from azjax.eval.ladder import place_agent, require_ladder
     from azjax.eval.records import write_json
+    from azjax.ladder import off_scale
 
     if args.rounds < 1 or args.games < 1:
         raise ValueError(f"--rounds and --games must be >= 1, got {args.rounds}, {args.games}")
@@ -323,6 +324,14 @@ def run_place(args, game, folder: str) -> None:
     finally:
         agent.close()
     print(f"{args.agents[0]}: Elo {p.elo:+.0f} ± {p.ci95:.0f} ({p.games} games)")
+    side = off_scale(p)
+    if side:
+        end, rung = ("above", ladder.sims[-1]) if side > 0 else ("below", ladder.sims[0])
+        print(
+            f"  {end} the ladder: it {'won' if side > 0 else 'lost'} every game against the "
+            f"rung of {rung} simulations, so the Elo is only a {'lower' if side > 0 else 'upper'} "
+            f"bound (rate a longer ladder: evaluate.py ladder --rungs=2:12)"
+        )
     record = dict(
         agent=args.agents[0],
         game=game.name,
@@ -330,6 +339,7 @@ def run_place(args, game, folder: str) -> None:
         elo=p.elo,
         ci95=p.ci95,
         games=p.games,
+        off_scale=side,  # +1: above the top rung (a lower bound), -1: below the bottom one
         rungs=[
             dict(sims=s, elo=e, points=float(pt), games=int(n))
             for s, e, pt, n in zip(ladder.sims, ladder.elo, p.points, p.played)
