@@ -160,6 +160,15 @@ class Config:
         "eval/elo_ci95; eval_games games against the rungs nearest its rating), where "
         "azjax/ladders/ has a table for the game and options",
     )
+    eval_opponent: str = _field(
+        "",
+        "also play this agent at each evaluation, any spec evaluate.py match accepts "
+        "(gtp:\"COMMAND\", spiel:sims=1000, minimax:depth=4, ckpt:PATH, ...; '': none): "
+        "eval/opponent_score, eval/opponent_ci95, eval/opponent_wdl, eval/opponent_seconds",
+    )
+    eval_opponent_games: int = _field(
+        0, "games against eval_opponent per evaluation (even; 0: eval_games)", low=0
+    )
     checkpoint_interval: int = _field(10, "iterations between checkpoints", low=1)
     keep_checkpoints: int = _field(0, "checkpoints kept on disk (0: all)", low=0)
     iterations: int = _field(100, "stop after this many iterations", low=1)
@@ -403,6 +412,13 @@ def validate(config: Config) -> Config:
         )
     if config.eval_games % 2:
         raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
+    if config.eval_opponent and not config.eval_interval:
+        raise ValueError("eval_opponent is played at each evaluation: it needs eval_interval > 0")
+    if config.eval_opponent_games % 2:
+        raise ValueError(
+            f"eval_opponent_games must be even so colours alternate, got "
+            f"{config.eval_opponent_games}"
+        )
     if not config.gating < 1:
         raise ValueError(f"gating must be in [0, 1) (0: off; e.g. 0.55), got {config.gating!r}")
     if config.gating_games % 2:

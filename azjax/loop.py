@@ -10,7 +10,9 @@ Evaluation plays, batched: the current network against the network of the previo
 (both epsilon-greedy, epsilon = `eval_epsilon`) and against pure MCTS with random rollouts at twice
 the simulations (seed 000's PUCT baseline). Score = (wins + draws / 2) / games. Where the package
 has an Elo ladder for the game (`azjax.ladder`, `eval_ladder`), the network is also placed on it:
-`eval/elo` and `eval/elo_ci95`, on a scale that keeps its meaning across runs.
+`eval/elo` and `eval/elo_ci95`, on a scale that keeps its meaning across runs. The caller may add
+an evaluation of its own (`extra_evaluation`: train.py plays `--eval_opponent`, any agent spec, with
+the evaluation wing, `azjax.eval.TrainingOpponent`); its values join the iteration's metrics.
 
 Gating (`--gating`, `azjax.gating`): self-play is played by the best network kept in the run
 state; every `gating_interval` iterations the learner's network plays it (`gating_games` games)
@@ -75,6 +77,7 @@ from azjax.selfplay import init_states, make_selfplay
 from azjax.training import Losses
 
 VARIETY_PLIES = (2, 4)  # self-play variety is logged at these plies
+EXTRA_EVALUATION_STREAM = 1  # the caller's evaluation key: fold_in(the evaluation key, this)
 
 
 class PlayStats(NamedTuple):
@@ -536,12 +539,16 @@ def train_and_evaluate(
     on_iteration: Callable[[int, dict[str, Any]], None] | None = None,
     *,
     resume_step: int | None = None,
+    extra_evaluation: Callable[[Any, jax.Array], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Train `config` in `workdir` until `iterations` or `time_budget`; returns a summary dict.
 
     Runs on every device (`jax.devices()`). `on_iteration(iteration, metrics)` is called on
     process 0 after each iteration (e.g. to redraw a plot in a notebook). `resume_step` resumes
-    from that checkpoint instead of the latest (and implies `resume`).
+    from that checkpoint instead of the latest (and implies `resume`). `extra_evaluation(variables,
+    key) -> {"eval/...": value}` runs after the loop's own evaluation, every `eval_interval`
+    iterations, on the current network's variables; its values join that iteration's metrics
+    (and its `eval_seconds`). `config.eval_opponent` needs one (train.py builds it).
 
     Reliability (docs/reliability.md): the workdir is locked for the run; SIGINT and SIGTERM
     finish the iteration, save a checkpoint and raise `Interrupted` (a KeyboardInterrupt); a
@@ -550,6 +557,11 @@ def train_and_evaluate(
     before any work starts.
     """
     t_start = time.time()
+    if config.eval_opponent and extra_evaluation is None:
+        raise ValueError(
+            f"eval_opponent={config.eval_opponent!r} is played by train.py: pass "
+            "extra_evaluation=azjax.eval.TrainingOpponent(config) to train_and_evaluate"
+        )
     primary = parallel.is_primary()
     if primary:
         check_workdir(workdir)
@@ -564,6 +576,7 @@ def train_and_evaluate(
             progress,
             on_iteration,
             t_start,
+            extra_evaluation,
         )
 
 
@@ -575,6 +588,7 @@ def _train(
     progress: bool,
     on_iteration: Callable | None,
     t_start: float,
+    extra_evaluation: Callable | None = None,
 ) -> dict[str, Any]:
     primary = parallel.is_primary()
     if config.init_from and not resume:  # a resumed run keeps the source its config records
@@ -670,7 +684,11 @@ def _train(
 
                 if evaluate is not None and it % config.eval_interval == 0:
                     t_eval = time.time()
-                    values.update(evaluate(run.train.variables, previous, fns.eval_key(run)))
+                    key = fns.eval_key(run)
+                    values.update(evaluate(run.train.variables, previous, key))
+                    if extra_evaluation is not None:  # a key of its own, the loop's unchanged
+                        extra_key = jax.random.fold_in(key, EXTRA_EVALUATION_STREAM)
+                        values.update(extra_evaluation(run.train.variables, extra_key))
                     previous = fns.copy(run.train.variables)
                     values["eval_seconds"] = time.time() - t_eval
                 if primary:

@@ -13,8 +13,9 @@ resumes (dropping a torn last line), and TensorBoard hides the events after it (
 
 Progress bar fields: games/s and pos/s of self-play; `v` and `p` the value and policy losses;
 `vs_mcts` and `vs_prev` the scores of the last evaluation against pure MCTS and the previous
-network; with `--gating`, `plays` the iteration whose network plays self-play (0: the untrained
-one) and `gate` the gates passed out of those held (`azjax.gating`).
+network; `vs_opp` the score against `--eval_opponent` (`azjax.eval.opponent`); with
+`--gating`, `plays` the iteration whose network plays self-play (0: the untrained one) and `gate`
+the gates passed out of those held (`azjax.gating`).
 """
 
 from __future__ import annotations
@@ -173,6 +174,8 @@ class Progress:
                 vs_mcts=f"{values['eval/mcts_score']:.2f}",
                 vs_prev=f"{values['eval/previous_score']:.2f}",
             )
+        if "eval/opponent_score" in values:
+            post.update(vs_opp=f"{values['eval/opponent_score']:.2f}")
         if "eval/elo" in values:
             above = values.get("eval/elo_off_scale", 0) > 0  # won every game against the top
             top = values.get("eval/elo_top")

@@ -18,6 +18,7 @@ INTEGRATION = {
     "test_benchmarks_games.py",
     "test_benchmarks_selfplay.py",
     "test_distributed.py",
+    "test_eval_opponent.py",
     "test_evaluate.py",
     "test_exit.py",
     "test_experiments.py",

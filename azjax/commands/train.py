@@ -9,6 +9,11 @@
     python train.py --games=connect_four,othello:size=6     # one shared trunk, both games
     python train.py --game=othello --help                   # every field, its default and meaning
     python train.py --game=hex --distributed                # one process per host (docs/scaling.md)
+    python train.py --game=hex --size=5 --eval_opponent=spiel:sims=200   # also play an engine
+
+`--eval_opponent=SPEC` plays any agent `evaluate.py match` accepts (gtp:"COMMAND", spiel:, mcts:,
+minimax:, ckpt:, ...) at each evaluation (azjax/eval/opponent.py): eval/opponent_score, _ci95,
+_wdl and _seconds in metrics.jsonl and TensorBoard.
 
 Defaults come from configs/<game>.py, or from configs/NAME.py with --config=NAME (a variant such
 as connect_four_thesis, seed 001's Table 5.4); every field can be overridden as --name=value, game
@@ -22,6 +27,7 @@ shows their tracebacks); docs/reliability.md lists what is handled and how.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -230,6 +236,8 @@ def _main(argv: list[str]) -> int:
     if not args.distributed and any(v is not None for v in multi.values()):
         given = ", ".join(k for k, v in multi.items() if v is not None)
         raise ValueError(f"{given} only make sense with --distributed")
+    if args.distributed and config.eval_opponent:
+        raise ValueError("--eval_opponent is played by one process: not with --distributed")
     if args.distributed:  # before anything else touches JAX
         from azjax import parallel
 
@@ -239,13 +247,16 @@ def _main(argv: list[str]) -> int:
 
     from azjax.loop import train_and_evaluate
 
-    summary = train_and_evaluate(
-        config,
-        workdir,
-        resume=args.resume,
-        progress=not args.no_progress,
-        resume_step=args.resume_step,
-    )
+    opponent = _opponent(config)
+    with opponent or contextlib.nullcontext():
+        summary = train_and_evaluate(
+            config,
+            workdir,
+            resume=args.resume,
+            progress=not args.no_progress,
+            resume_step=args.resume_step,
+            extra_evaluation=opponent,
+        )
     if jax.process_index() == 0:
         print(json.dumps(summary, indent=2) if args.json else closing_message(summary, workdir))
     return 0
@@ -256,6 +267,19 @@ def shared_names(config: cfg.Config) -> list[str]:
     from azjax.shared import game_configs
 
     return list(game_configs(config))
+
+
+def _opponent(config: cfg.Config):
+    """The run's `--eval_opponent` (`azjax.eval.TrainingOpponent`), checked before anything
+    compiles; None without one."""
+    if not config.eval_opponent:
+        return None
+    from azjax.eval import TrainingOpponent
+
+    try:
+        return TrainingOpponent(config, prog=prog_name("train.py"))
+    except ValueError as e:
+        raise ValueError(f"--eval_opponent: {e}") from None
 
 
 def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str:

@@ -15,7 +15,9 @@ One job per module:
 - `curve`: a run's learning curve (`run_curve`);
 - `ladder`: the Elo ladder's round robin (`rate_rungs`) and placing agents on it (`place_agent`;
   `azjax.ladder` holds the tables and the placement's arithmetic);
-- `gtp`: the Go Text Protocol engine and client.
+- `gtp`: the Go Text Protocol engine and client;
+- `opponent`: any agent as an opponent at each of a training run's evaluations
+  (`TrainingOpponent`, train.py --eval_opponent).
 
 The core (`azjax/*.py`) never imports this package.
 """
@@ -36,6 +38,7 @@ from azjax.eval.gtp import GTPClient, GTPEngine, GTPError, GTPTimeout, make_gtp_
 from azjax.eval.ladder import place_agent, rate_rungs
 from azjax.eval.match import MatchOutcome, MoveStats, play_games, run_match
 from azjax.eval.minimax import Minimax
+from azjax.eval.opponent import TrainingOpponent
 from azjax.eval.player import Player, make_human_agent, play_human, watch
 from azjax.eval.records import (
     format_match,
@@ -70,6 +73,7 @@ __all__ = [
     "MoveStats",
     "Player",
     "SearchSetup",
+    "TrainingOpponent",
     "calibrate",
     "checkpoint_config",
     "format_match",

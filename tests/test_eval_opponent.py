@@ -1,0 +1,145 @@
+"""train.py --eval_opponent=SPEC at toy scale: the metrics rows hold eval/opponent_* against
+random, minimax and our own GTP engine; a bad spec is one line and exit code 2 before training;
+a resumed run keeps its opponent; an engine that dies is dropped and training goes on."""
+
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from azjax.commands import train
+from azjax.eval.stats import score_ci
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOY = [
+    "--game=tictactoe",
+    "--batch_games=8",
+    "--num_simulations=4",
+    "--num_blocks=1",
+    "--num_filters=8",
+    "--value_hidden=8",
+    "--train_steps=2",
+    "--train_batch_size=16",
+    "--eval_interval=1",
+    "--eval_games=2",
+    "--eval_ladder=false",
+    "--checkpoint_interval=1",
+    "--no_progress",
+]
+NAMES = ("score", "ci95", "wdl", "seconds")
+
+
+def _rows(workdir):
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def _check_opponent_values(row, games):
+    w, d, l = row["eval/opponent_wdl"]
+    assert w + d + l == games
+    score, half = score_ci(w, d, l)
+    assert row["eval/opponent_score"] == pytest.approx(score)
+    assert row["eval/opponent_ci95"] == pytest.approx(half)
+    assert row["eval/opponent_seconds"] > 0
+
+
+@pytest.fixture(scope="module")
+def random_run(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("vs_random"))
+    assert (
+        train.main(TOY + [f"--workdir={workdir}", "--iterations=1", "--eval_opponent=random"]) == 0
+    )
+    return workdir
+
+
+def test_the_metrics_row_holds_the_match_against_random(random_run):
+    (row,) = _rows(random_run)
+    _check_opponent_values(row, 2)
+    assert "eval/mcts_score" in row  # beside the loop's own evaluation
+
+
+def test_a_resumed_run_keeps_its_opponent(random_run, tmp_path):
+    workdir = str(tmp_path / "copy")
+    shutil.copytree(random_run, workdir)
+    argv = [f"--workdir={workdir}", "--resume", "--iterations=2", "--no_progress"]
+    assert train.main(argv + ["--eval_opponent_games=4"]) == 0
+    rows = _rows(workdir)
+    assert [r["iteration"] for r in rows] == [1, 2]
+    _check_opponent_values(rows[1], 4)
+    config = json.load(open(os.path.join(workdir, "config.json")))
+    assert config["eval_opponent"] == "random" and config["eval_opponent_games"] == 4
+
+
+def _one_iteration_against(spec, workdir):
+    argv = TOY + [f"--workdir={workdir}", "--iterations=1", f"--eval_opponent={spec}"]
+    assert train.main(argv) == 0
+    (row,) = _rows(workdir)
+    _check_opponent_values(row, 2)
+    return row
+
+
+def test_minimax_as_opponent(tmp_path):
+    """Minimax plays perfect Tic-Tac-Toe: an untrained network scores at most a draw."""
+    row = _one_iteration_against("minimax", tmp_path / "run")
+    assert row["eval/opponent_wdl"][0] == 0
+
+
+@pytest.mark.slow  # the dying engine below covers gtp: in the loop; this adds a real engine
+def test_our_own_gtp_engine_as_opponent(tmp_path):
+    play = os.path.join(ROOT, "play.py")
+    engine = f"{sys.executable} {play} --gtp --game=tictactoe --agent=random"
+    _one_iteration_against(f'gtp:"{engine}"', tmp_path / "run")
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("alphabeta", "unknown agent 'alphabeta'"),
+        ("mcts:depth=3", "mcts: unknown option 'depth'"),
+        ("human", "human asks for moves on stdin"),
+        ("gtp:/no/such/engine --gtp", "gtp: cannot start"),
+        (f'gtp:"{sys.executable} -c pass"', "the engine does not answer"),
+    ],
+)
+def test_a_bad_spec_is_one_line_and_exit_2_before_training(spec, message, tmp_path, capsys):
+    workdir = tmp_path / "run"
+    assert train.main(TOY + [f"--workdir={workdir}", f"--eval_opponent={spec}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("train.py: error: --eval_opponent: ") and message in err
+    assert err.count("\n") == 1
+    assert not workdir.exists()  # nothing trained
+
+
+def test_a_checkpoint_of_another_game_is_refused(random_run, tmp_path, capsys):
+    argv = ["--game=connect_four", f"--workdir={tmp_path}/c4", f"--eval_opponent=ckpt:{random_run}"]
+    assert train.main(argv) == 2
+    assert "is for tictactoe" in capsys.readouterr().err
+
+
+def test_an_engine_that_dies_is_dropped_and_training_goes_on(tmp_path, capsys):
+    dying = tmp_path / "dying.py"
+    dying.write_text(
+        "import sys\n"
+        "for line in sys.stdin:\n"
+        "    if line.startswith('genmove'):\n"
+        "        print('out of cheese', file=sys.stderr)\n"
+        "        sys.exit(3)\n"
+        "    print('=\\n', flush=True)\n"
+    )
+    workdir = str(tmp_path / "run")
+    argv = TOY + [
+        f"--workdir={workdir}",
+        "--iterations=2",
+        f"--eval_opponent=gtp:{sys.executable} {dying}",
+    ]
+    assert train.main(argv) == 0
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if "--eval_opponent" in x]  # said once
+    assert "failed and is dropped, training goes on" in line and "out of cheese" in line
+    rows = _rows(workdir)
+    assert [r["iteration"] for r in rows] == [1, 2]
+    assert not any(k.startswith("eval/opponent") for r in rows for k in r)
+    assert all(np.isfinite(r["eval/mcts_score"]) for r in rows)
