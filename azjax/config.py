@@ -462,3 +462,8 @@ def _validate_shared(config: Config) -> None:
         raise ValueError("games needs algorithm=alphazero (Expert Iteration trains one game)")
     if config.init_from:
         raise ValueError("games with init_from: a shared run starts from a fresh network")
+    if config.eval_opponent:
+        raise ValueError(
+            "games with eval_opponent: the opponent plays one game's network, not a shared run's "
+            "(measure a shared run's checkpoints with evaluate.py match ckpt:RUN,game=NAME)"
+        )

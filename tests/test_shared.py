@@ -254,6 +254,7 @@ def test_a_shared_checkpoint_names_its_games_when_asked_for_another(shared_run):
         (["--games=tictactoe,chess"], "unknown game 'chess'"),
         (["--games=tictactoe,tictactoe"], "tictactoe is given twice"),
         (["--games=tictactoe,hex", "--game=hex"], "give one of them"),
+        (["--games=tictactoe,hex:size=3", "--eval_opponent=random"], "games with eval_opponent"),
         (["--games=hex:size=3,tictactoe", "--size=4"], "--size with --games"),
     ],
 )
