@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import mctx
 from mctx._src import action_selection, seq_halving
 from mctx._src import search as mctx_search
+from mctx._src.policies import _mask_invalid_actions
 
 Tree = mctx.Tree
 
@@ -134,7 +135,7 @@ def gumbel_muzero_policy(
     qtransform=mctx.qtransform_completed_by_mix_value,
 ) -> mctx.PolicyOutput:
     """`mctx.gumbel_muzero_policy` (same arguments and result for the same key) over `search`."""
-    root = root.replace(prior_logits=_mask_invalid(root.prior_logits, invalid_actions))
+    root = root.replace(prior_logits=_mask_invalid_actions(root.prior_logits, invalid_actions))
     rng_key, gumbel_key = jax.random.split(rng_key)
     gumbel = gumbel_scale * jax.random.gumbel(
         gumbel_key, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype
@@ -164,14 +165,7 @@ def gumbel_muzero_policy(
         considered_visit, gumbel, root.prior_logits, completed_q, summary.visit_counts
     )
     action = action_selection.masked_argmax(to_argmax, invalid_actions)
-    weights = jax.nn.softmax(_mask_invalid(root.prior_logits + completed_q, invalid_actions))
+    weights = jax.nn.softmax(
+        _mask_invalid_actions(root.prior_logits + completed_q, invalid_actions)
+    )
     return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=tree)
-
-
-def _mask_invalid(logits, invalid_actions):
-    """mctx's `_mask_invalid_actions`: invalid actions at the lowest logit, the rest shifted so
-    that the largest is 0."""
-    if invalid_actions is None:
-        return logits
-    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-    return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
