@@ -81,6 +81,7 @@ def _one_iteration_against(spec, workdir):
     return row
 
 
+@pytest.mark.slow  # suite time: the random opponent and the dying engine cover the loop's path
 def test_minimax_as_opponent(tmp_path):
     """Minimax plays perfect Tic-Tac-Toe: an untrained network scores at most a draw."""
     row = _one_iteration_against("minimax", tmp_path / "run")
