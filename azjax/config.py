@@ -145,6 +145,14 @@ class Config:
     eval_epsilon: float = _field(
         0.05, "epsilon-greedy move choice against the previous network", low=0.0, high=1.0
     )
+    eval_opening_plies: int = _field(
+        0,
+        "in-loop evaluation: each game pair (one game with each colour) of the matches against "
+        "the previous network and pure MCTS starts after this many uniformly random plies "
+        "(0: from the empty board)",
+        low=0,
+        high=64,
+    )
     gating: float = _field(
         0.0,
         "gating (seed 004): self-play is played by the best network, which a new one replaces "
@@ -412,6 +420,10 @@ def validate(config: Config) -> Config:
         )
     if config.eval_games % 2:
         raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
+    if config.eval_opening_plies and not config.make_game().alternating:
+        raise ValueError(
+            "eval_opening_plies needs a game whose players alternate (Hex's swap rule breaks it)"
+        )
     if config.eval_opponent and not config.eval_interval:
         raise ValueError("eval_opponent is played at each evaluation: it needs eval_interval > 0")
     if config.eval_opponent_games % 2:

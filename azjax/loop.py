@@ -8,7 +8,9 @@ outcome. Python only drives the loop: progress, metrics (`azjax.metrics`), evalu
 
 Evaluation plays, batched: the current network against the network of the previous evaluation
 (both epsilon-greedy, epsilon = `eval_epsilon`) and against pure MCTS with random rollouts at twice
-the simulations (seed 000's PUCT baseline). Score = (wins + draws / 2) / games. Where the package
+the simulations (seed 000's PUCT baseline). Score = (wins + draws / 2) / games. With
+`eval_opening_plies` = n both matches start their game pairs from positions after n random plies,
+each position once with each colour (`paired_openings`). Where the package
 has an Elo ladder for the game (`azjax.ladder`, `eval_ladder`), the network is also placed on it:
 `eval/elo` and `eval/elo_ci95`, on a scale that keeps its meaning across runs. The caller may add
 an evaluation of its own (`extra_evaluation`: train.py plays `--eval_opponent`, any agent spec, with
@@ -73,7 +75,7 @@ from azjax.ladder import make_ladder_evaluation
 from azjax.metrics import Metrics, MoveTicker, Progress
 from azjax.network import make_apply, make_network, num_parameters
 from azjax.search import SearchSpec
-from azjax.selfplay import init_states, make_selfplay
+from azjax.selfplay import init_states, make_selfplay, random_moves
 from azjax.training import Losses
 
 VARIETY_PLIES = (2, 4)  # self-play variety is logged at these plies
@@ -409,6 +411,7 @@ def make_evaluation(config: Config) -> Callable:
         }
     vs_previous, vs_mcts = evaluation_matches(config, config.eval_games)
     on_ladder = make_ladder_evaluation(config)  # None without a table for the game
+    game = config.make_game()
 
     def evaluate(variables, previous, key) -> dict[str, Any]:
         k_prev, k_mcts, k_ladder = jax.random.split(key, 3)
@@ -417,7 +420,12 @@ def make_evaluation(config: Config) -> Callable:
             ("previous", vs_previous, previous, k_prev),
             ("mcts", vs_mcts, None, k_mcts),
         ):
-            res = MatchResult.from_returns(*parallel.fetch(match(variables, opponent, k)))
+            args = (variables, opponent, k)  # from the empty board: the keys as before
+            if config.eval_opening_plies:
+                k_match, k_open = jax.random.split(k)
+                starts = paired_openings(game, k_open, config.eval_games, config.eval_opening_plies)
+                args = (variables, opponent, k_match, starts)
+            res = MatchResult.from_returns(*parallel.fetch(match(*args)))
             out[f"eval/{name}_score"] = res.score
             out[f"eval/{name}_wdl"] = [res.wins, res.draws, res.losses]
         if on_ladder is not None:
@@ -425,6 +433,16 @@ def make_evaluation(config: Config) -> Callable:
         return out
 
     return evaluate
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 3))
+def paired_openings(game, key, num_games: int, plies: int):
+    """num_games start states (even): num_games / 2 positions after `plies` uniformly random legal
+    moves, each twice, at i and i + num_games / 2, where `azjax.arena.make_match` gives the first
+    agent the other colour: every opening is played once with each colour."""
+    keys = jax.random.split(key, num_games // 2)
+    half = jax.vmap(lambda k: random_moves(game, k, plies, plies))(keys)
+    return jax.tree_util.tree_map(lambda x: jnp.concatenate([x, x]), half)
 
 
 # ---- divergence ----------------------------------------------------------------------------------

@@ -74,3 +74,49 @@ def test_random_agents_play_legal_complete_games():
     result = MatchResult.from_returns(*match(None, None, jax.random.PRNGKey(3)))
     assert result.games == 8 and result.first[0] + result.first[1] + result.first[2] == 4
     assert result.score == pytest.approx((result.wins + result.draws / 2) / 8)
+
+
+def test_paired_openings_give_each_position_to_both_colours():
+    """The in-loop evaluation's `eval_opening_plies`: N/2 random positions, each twice, at i and
+    i + N/2 (where make_match swaps the colours), every one `plies` moves in."""
+    from azjax.loop import paired_openings
+
+    ttt = games.make("tictactoe")
+    starts = paired_openings(ttt, jax.random.PRNGKey(3), 16, 3)
+    legal = np.asarray(jax.vmap(ttt.legal_mask)(starts)).sum(-1)
+    assert (legal == 9 - 3).all()  # three stones on every board
+    first, second = (
+        jax.tree_util.tree_map(lambda x, h=h: x[h * 8 : (h + 1) * 8], starts) for h in (0, 1)
+    )
+    for a, b in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(second)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    leaves = jax.tree_util.tree_leaves(first)
+    boards = np.concatenate([np.asarray(x).reshape(8, -1).astype(np.int64) for x in leaves], 1)
+    assert len({b.tobytes() for b in boards}) > 1  # random, not one opening
+    movers = np.asarray(jax.vmap(ttt.current_player)(starts))
+    assert (movers == movers[0]).all()  # make_match needs one player to move in every start
+
+
+def test_the_loops_evaluation_plays_from_paired_openings():
+    from azjax import config as cfg
+    from azjax.checkpoint import initial_variables
+    from azjax.loop import make_evaluation
+
+    config = cfg.load(
+        "tictactoe",
+        dict(
+            num_blocks=1,
+            num_filters=4,
+            value_hidden=4,
+            num_simulations=2,
+            eval_games=4,
+            eval_opening_plies=2,
+            eval_ladder=False,
+        ),
+    )
+    variables = initial_variables(config)
+    values = make_evaluation(config)(variables, variables, jax.random.PRNGKey(0))
+    for name in ("previous", "mcts"):
+        assert sum(values[f"eval/{name}_wdl"]) == 4 and 0 <= values[f"eval/{name}_score"] <= 1
+    with pytest.raises(ValueError, match="eval_opening_plies needs a game whose players alternate"):
+        cfg.load("hex", dict(size=3, swap=True, eval_opening_plies=2))
