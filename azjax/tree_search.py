@@ -3,16 +3,17 @@
     tree = search(params, key, root=root, recurrent_fn=fn, root_action_selection_fn=select,
                   interior_action_selection_fn=select, num_simulations=32)   # as mctx.search
 
-mctx's tree (`mctx.Tree`), its simulation (`simulate`, the walk down with the selection
-functions) and its expansion (`expand`) are used unchanged. Only the backward pass differs:
-mctx's `backward` is a `jax.vmap` of a per-tree `while_loop`, and under `vmap` a loop whose
-condition differs between trees runs until the deepest tree is done, and at every level selects
-between the old and the updated *whole* tree of every game (every [B, N, A] array and every
-node's game state), so a simulation costs a copy of the batch's trees per level of the deepest
-new leaf. Here one `while_loop` climbs all B paths together and writes only the B entries each
-level changes (`backward`), which computes the same numbers in the same order
-(tests/test_tree_search.py compares whole trees with mctx's). Deep trees (PUCT with a peaky
-prior, many simulations, large batches on an accelerator) are where it pays.
+mctx's tree (`mctx.Tree`), its selection functions and its expansion (`expand`) are used unchanged.
+The walk down (`simulate`) is mctx's, written over the batch so that it can take several levels per
+loop turn (`unroll`; one by default, exactly mctx's loop). The backward pass differs: mctx's
+`backward` is a `jax.vmap` of a per-tree `while_loop`, and under `vmap` a loop whose condition
+differs between trees runs until the deepest tree is done, and at every level selects between the
+old and the updated *whole* tree of every game (every [B, N, A] array and every node's game state),
+so a simulation costs a copy of the batch's trees per level of the deepest new leaf. Here one
+`while_loop` climbs all B paths together and writes only the B entries each level changes
+(`backward`), which computes the same numbers in the same order (tests/test_tree_search.py compares
+whole trees with mctx's). Deep trees (PUCT with a peaky prior, many simulations, large batches on
+an accelerator) are where it pays.
 """
 
 from __future__ import annotations
@@ -29,6 +30,21 @@ from mctx._src import search as mctx_search
 from mctx._src.policies import _mask_invalid_actions
 
 Tree = mctx.Tree
+# Levels of the walk down and of the climb back per loop turn (`simulate`, `backward`); None: 1.
+# The same trees for any value; only the speed differs. On the 2-core CPU 4 levels a turn were
+# slower (every level computes all B games; docs/benchmarks.md); on an accelerator, where a loop
+# turn costs kernel launches and a round trip for its condition, it is to be measured
+# (`python -m benchmarks.selfplay --unroll=4`).
+UNROLL: int | None = None
+
+
+def unroll_levels(unroll: int | None = None) -> int:
+    """`unroll`, else UNROLL, else 1."""
+    if unroll is None:
+        unroll = 1 if UNROLL is None else UNROLL
+    if unroll < 1:
+        raise ValueError(f"unroll must be at least 1, got {unroll}")
+    return unroll
 
 
 class _Climb(NamedTuple):
@@ -39,7 +55,7 @@ class _Climb(NamedTuple):
     index: chex.Array  # int32[B], the node whose parent is updated next (ROOT_INDEX: done)
 
 
-def backward(tree: Tree, leaf_index: chex.Array) -> Tree:
+def backward(tree: Tree, leaf_index: chex.Array, *, unroll: int | None = None) -> Tree:
     """mctx's backward pass from `leaf_index` int[B] to each root, over the batch at once.
 
     Level by level, for every game whose climb has not reached its root: the parent's value
@@ -77,9 +93,77 @@ def backward(tree: Tree, leaf_index: chex.Array) -> Tree:
         )
         return _Climb(t, jnp.where(active, value, c.value), jnp.where(active, parent, root))
 
+    def turn(c: _Climb) -> _Climb:  # `unroll` levels; a game at its root is left as it is
+        for _ in range(unroll_levels(unroll)):
+            c = level(c)
+        return c
+
     leaf_index = jnp.asarray(leaf_index, dtype=jnp.int32)
     start = _Climb(tree, tree.node_values[batch, leaf_index], leaf_index)
-    return jax.lax.while_loop(unfinished, level, start).tree
+    return jax.lax.while_loop(unfinished, turn, start).tree
+
+
+class _Walk(NamedTuple):
+    """The walk down's carry, per game (mctx's `_SimulationState` with a batch axis)."""
+
+    rng_key: chex.PRNGKey  # [B]
+    node_index: chex.Array  # int32[B], the node whose action was selected last
+    action: chex.Array  # int32[B], that action
+    next_node_index: chex.Array  # int32[B], the child it leads to (UNVISITED: a new leaf)
+    depth: chex.Array  # float[B]
+    is_continuing: chex.Array  # bool[B]
+
+
+def _lift(mask: chex.Array, x: chex.Array) -> chex.Array:
+    """`mask` [B] with trailing axes of length 1, to broadcast against `x` [B, ...]."""
+    return mask.reshape(mask.shape + (1,) * (x.ndim - 1))
+
+
+def _keep_finished(going: chex.Array, new: _Walk, old: _Walk) -> _Walk:
+    """`new` for the walks still `going` bool[B], `old` for the others (as vmap's loop selects)."""
+    return jax.tree.map(
+        lambda n, o: jax.lax.select(jnp.broadcast_to(_lift(going, n), n.shape), n, o), new, old
+    )
+
+
+def simulate(keys, tree: Tree, select, max_depth: int, *, unroll: int | None = None):
+    """mctx's `simulate` over the batch: the same walk, keys and result, `unroll` steps a loop turn.
+
+    `jax.vmap` of mctx's per-tree `while_loop` turns the loop over the batch and runs one level
+    per turn until the deepest walk stops. Here one loop takes `unroll` levels a turn, each
+    applied only to the walks still going (a finished walk keeps its state and key, as under
+    vmap), so the same walks end in a fraction of the turns: a loop turn costs a round trip and
+    kernel launches on an accelerator, which is what deep PUCT trees pay for.
+    """
+
+    def one(state: _Walk, t: Tree) -> _Walk:  # mctx's body_fun for one tree
+        node_index = state.next_node_index
+        rng_key, selection_key = jax.random.split(state.rng_key)
+        action = select(selection_key, t, node_index, state.depth)
+        next_node_index = t.children_index[node_index, action]
+        depth = state.depth + 1
+        is_continuing = jnp.logical_and(next_node_index != Tree.UNVISITED, depth < max_depth)
+        return _Walk(rng_key, node_index, action, next_node_index, depth, is_continuing)
+
+    step = jax.vmap(one)
+
+    def turn(state: _Walk) -> _Walk:
+        for _ in range(unroll_levels(unroll)):
+            new = step(state, tree)
+            state = _keep_finished(state.is_continuing, new, state)
+        return state
+
+    batch_size = keys.shape[0]
+    start = _Walk(
+        rng_key=keys,
+        node_index=jnp.full((batch_size,), Tree.NO_PARENT, jnp.int32),
+        action=jnp.full((batch_size,), Tree.NO_PARENT, jnp.int32),
+        next_node_index=jnp.full((batch_size,), Tree.ROOT_INDEX, jnp.int32),
+        depth=jnp.zeros((batch_size,), tree.children_prior_logits.dtype),
+        is_continuing=jnp.ones((batch_size,), bool),
+    )
+    end = jax.lax.while_loop(lambda s: jnp.any(s.is_continuing), turn, start)
+    return end.node_index, end.action
 
 
 def search(
@@ -94,6 +178,7 @@ def search(
     max_depth: int | None = None,
     invalid_actions: chex.Array | None = None,
     extra_data: Any = None,
+    unroll: int | None = None,
 ) -> Tree:
     """`mctx.search` (same arguments, keys split the same way, the same tree) with `backward`."""
     select = action_selection.switching_action_selection_wrapper(
@@ -110,11 +195,11 @@ def search(
         key, tree = carry
         key, simulate_key, expand_key = jax.random.split(key, 3)
         keys = jax.random.split(simulate_key, batch_size)
-        parent, action = mctx_search.simulate(keys, tree, select, max_depth)
+        parent, action = simulate(keys, tree, select, max_depth, unroll=unroll)
         child = tree.children_index[batch, parent, action]
         child = jnp.where(child == Tree.UNVISITED, sim + 1, child)
         tree = mctx_search.expand(params, expand_key, tree, recurrent_fn, parent, action, child)
-        return key, backward(tree, child)
+        return key, backward(tree, child, unroll=unroll)
 
     tree = mctx_search.instantiate_tree_from_root(
         root, num_simulations, root_invalid_actions=invalid_actions, extra_data=extra_data

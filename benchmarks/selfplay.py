@@ -52,7 +52,7 @@ import jax.numpy as jnp
 import mctx
 
 import games
-from azjax import parallel
+from azjax import parallel, tree_search
 from azjax.config import Config
 from azjax.network import PolicyValueNet, make_apply
 from azjax.search import SearchSpec
@@ -543,8 +543,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="float32",
         help="the ResNet's compute dtype, for azjax and the recipe alike (default float32)",
     )
+    p.add_argument(
+        "--unroll",
+        type=int,
+        help="tree levels per loop turn in azjax's walk down and back up (azjax.tree_search; "
+        "default 1; the same trees for any value)",
+    )
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    if args.unroll is not None and args.unroll < 1:
+        p.error(f"--unroll must be >= 1, got {args.unroll}")
 
     names = [g.strip() for g in args.games.split(",") if g.strip()]
     unknown = [g for g in names if g not in GAMES]
@@ -601,13 +609,15 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         dtype=args.dtype,
     )
     log = lambda text: print(text, file=sys.stderr, flush=True)
+    tree_search.UNROLL = args.unroll  # read when the searches are traced
     start = time.perf_counter()
     print(machine())
     print(
         f"setting: batch {setting.batch}, {setting.simulations} simulations, "
         f"{_describe_network(setting)}, {setting.steps} moves per chunk, "
         f"{setting.repeats} timed chunks per variant, "
-        f"{setting.devices} device(s) ({jax.devices()[0].platform})"
+        f"{setting.devices} device(s) ({jax.devices()[0].platform}), "
+        f"tree levels per loop turn {tree_search.unroll_levels()}"
     )
     rows = []
     key = jax.random.PRNGKey(args.seed)

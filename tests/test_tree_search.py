@@ -70,8 +70,8 @@ def _assert_same_tree(ours, theirs):
         )
 
 
-@pytest.mark.parametrize("max_depth", [None, 3])
-def test_search_builds_the_same_trees_as_mctx(keys, max_depth):
+@pytest.mark.parametrize("max_depth,unroll", [(None, 1), (3, 1), (None, 3)])
+def test_search_builds_the_same_trees_as_mctx(keys, max_depth, unroll):
     select = functools.partial(mctx.muzero_action_selection, pb_c_init=1.25)
     kwargs = dict(
         root=_root(keys[0]),
@@ -82,7 +82,7 @@ def test_search_builds_the_same_trees_as_mctx(keys, max_depth):
         max_depth=max_depth,
         invalid_actions=jnp.zeros((B, A)).at[0, 1].set(1),
     )
-    ours = jax.jit(lambda k: tree_search.search((), k, **kwargs))(keys[1])
+    ours = jax.jit(lambda k: tree_search.search((), k, unroll=unroll, **kwargs))(keys[1])
     theirs = jax.jit(lambda k: mctx.search((), k, **kwargs))(keys[1])
     _assert_same_tree(ours, theirs)
     assert int(jnp.max(ours.node_visits[:, 0])) == SIMS + 1
