@@ -2,7 +2,7 @@
 
     python -m experiments.experiment1 --game=hex                 # CPU scale, ~25 min on 2 cores
     python -m experiments.experiment1 --game=othello --minutes=12
-    python -m experiments.experiment1 --game=hex --full          # configs/hex.py (Table 5.1)
+    python -m experiments.experiment1 --game=hex --full          # configs/hex_thesis.py (Table 5.1)
     python -m experiments.experiment1 --game=hex --eval_only     # re-evaluate a finished run
     python -m experiments.experiment1 --game=hex --num_filters=48   # any Config field
     python -m experiments.experiment1 --game=hex --size=5 --swap    # any game option
@@ -43,6 +43,7 @@ from azjax import (
     make_search_agent,
     train_and_evaluate,
 )
+from azjax.config import named_defaults
 from azjax.eval import training_games
 from azjax.loop import evaluation_matches
 from configs.cpu import cpu_recipe
@@ -62,7 +63,10 @@ CPU_RUN = dict(iterations=1000, checkpoint_interval=5)
 
 
 def make_config(game: str, full: bool, minutes: float, overrides: dict):
-    base = {} if full else {**cpu_recipe(game), **CPU_RUN}
+    if full:  # Table 5.1 as configs/<game>_thesis.py has it
+        base = named_defaults(f"{game}_thesis", game)[1]
+    else:
+        base = {**cpu_recipe(game), **CPU_RUN}
     base.update(eval_interval=0)  # this script evaluates the checkpoints afterwards
     if minutes:
         base["time_budget"] = minutes
@@ -191,7 +195,7 @@ def parse(argv):
     parser.add_argument("--game", default="hex")
     parser.add_argument("--workdir", default=None, help="default runs/exp1_<game>[_full]")
     parser.add_argument("--out", default=None, help="default <workdir>/results")
-    parser.add_argument("--full", action="store_true", help="configs/<game>.py as is (Table 5.1)")
+    parser.add_argument("--full", action="store_true", help="configs/<game>_thesis.py (Table 5.1)")
     parser.add_argument(
         "--minutes", type=float, default=22.0, help="training time budget (0: none)"
     )
@@ -207,7 +211,7 @@ def parse(argv):
     parser.add_argument("--no_progress", action="store_true")
     config_flags = flags.add_config_flags(
         parser.add_argument_group(
-            "run settings (default: CPU scale, or configs/<game>.py with --full)"
+            "run settings (default: CPU scale, or configs/<game>_thesis.py with --full)"
         ),
         skip=("game", "eval_games"),
         default_text="see above",

@@ -11,8 +11,37 @@ def test_game_defaults_then_overrides():
     config = cfg.load("hex", {"num_simulations": 7, "size": 5})
     assert config.num_simulations == 7
     assert config.game_options == {"size": 5, "swap": False}
-    assert config.num_filters == 128  # configs/hex.py
+    assert config.num_filters == 64  # configs/hex.py
     assert cfg.load("hex").game_options["size"] == 6
+
+
+@pytest.mark.parametrize("game", ["hex", "othello"])
+def test_the_thesis_settings_are_their_own_config(game):
+    """configs/<game>.py is the measured recipe; <game>_thesis, applied over it, is Table 5.1
+    again (the experiment1 --full settings), whatever the default sets."""
+    default = cfg.load(game)
+    assert (default.search, default.num_simulations, default.optimizer) == ("gumbel", 64, "adam")
+    name, overrides = cfg.named_defaults(f"{game}_thesis")
+    assert name == game
+    thesis = cfg.load(game, overrides)
+    table_5_1 = dict(
+        search="puct",
+        num_simulations=50,
+        num_blocks=3,
+        num_filters=128,
+        value_hidden=128,
+        batch_games=1024,
+        optimizer="sgd",
+        learning_rate=0.01,
+        momentum=0.9,
+        weight_decay=0.001,
+        replay_games=5000,
+        train_batch_size=1024,
+        train_steps=100,
+        opening_plies=0,
+    )
+    assert {k: getattr(thesis, k) for k in table_5_1} == table_5_1
+    assert thesis.game_options["size"] == 6
 
 
 def test_json_round_trip_is_exact():

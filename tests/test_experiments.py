@@ -88,6 +88,22 @@ def test_experiment1_takes_every_config_field_and_game_option():
     assert overrides == dict(rows=5)
 
 
+@pytest.mark.parametrize("game", ["hex", "othello"])
+def test_experiment1_full_is_table_5_1_not_the_default_recipe(game):
+    from experiments import experiment1
+
+    full = experiment1.make_config(game, True, 0, {})
+    assert (full.search, full.num_simulations, full.num_filters, full.optimizer) == (
+        "puct",
+        50,
+        128,
+        "sgd",
+    )
+    assert full.eval_interval == 0  # the script evaluates the checkpoints afterwards
+    cpu = experiment1.make_config(game, False, 5, {})
+    assert (cpu.search, cpu.num_filters, cpu.time_budget) == ("gumbel", 32, 5)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

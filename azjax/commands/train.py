@@ -2,6 +2,7 @@
 
     python train.py --game=hex --batch_games=1024
     python train.py --config=connect_four_thesis            # configs/connect_four_thesis.py
+    python train.py --config=hex_thesis                     # seed 000's Table 5.1 settings
     python train.py --game=tictactoe --workdir=runs/ttt --iterations=40
     python train.py --workdir=runs/hex6 --resume            # continue a run
     python train.py --workdir=runs/hex6 --resume_step=40    # continue from an earlier checkpoint
@@ -15,9 +16,10 @@
 minimax:, ckpt:, ...) at each evaluation (azjax/eval/opponent.py): eval/opponent_score, _ci95,
 _wdl and _seconds in metrics.jsonl and TensorBoard.
 
-Defaults come from configs/<game>.py, or from configs/NAME.py with --config=NAME (a variant such
-as connect_four_thesis, seed 001's Table 5.4); every field can be overridden as --name=value, game
-options (--size, --swap, --rows, ...) included.
+Defaults come from configs/<game>.py, and from configs/NAME.py over them with --config=NAME (a
+variant such as hex_thesis, seed 000's Table 5.1, or connect_four_thesis, seed 001's Table 5.4;
+cpu, the CPU recipe); every field can be overridden as --name=value, game options (--size,
+--swap, --rows, ...) included.
 
 Ctrl-C or SIGTERM finishes the iteration, saves a checkpoint and exits with 130 or 143; a second
 one stops at once. One run at a time per workdir. Errors are one line and exit code 2 (`--debug`
@@ -63,7 +65,7 @@ def build_parser(
         "--config",
         default=None,
         metavar="NAME|FILE",
-        help=f"defaults from configs/NAME.py instead of configs/<game>.py "
+        help=f"defaults from configs/NAME.py over configs/<game>.py "
         f"({', '.join(cfg.config_names())}), or from a .json file (a run's config.json, or "
         '{"name": value, ...}) or a .py file (OVERRIDES = {...}, GAME = ...)',
     )

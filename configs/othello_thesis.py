@@ -1,0 +1,31 @@
+"""6x6 Othello as in seed 000, Table 5.1 (Experiment 1): `train.py --config=othello_thesis`.
+
+Bruåsdal's (2020) settings: PUCT at 50 simulations, a 3-block, 128-filter ResNet, SGD with
+momentum. `experiments.experiment1 --game=othello --full` trains with them. The faster default is
+configs/othello.py (docs/strength.md, "Time to strength").
+"""
+
+GAME = "othello"
+
+OVERRIDES = dict(
+    # every field configs/othello.py sets, as Table 5.1 has it (a named config applies over it)
+    search="puct",
+    batch_games=1024,
+    optimizer="sgd",
+    train_steps=100,
+    size=6,
+    num_blocks=3,
+    num_filters=128,
+    value_hidden=128,
+    num_simulations=50,
+    c_puct=1.25,
+    dirichlet_alpha=1.0,
+    dirichlet_fraction=0.25,
+    sample_moves=10,
+    replay_games=5000,
+    train_batch_size=1024,
+    learning_rate=0.01,
+    momentum=0.9,
+    weight_decay=0.001,
+    eval_epsilon=0.05,
+)
