@@ -21,7 +21,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
+from azjax import parallel
+from azjax.parallel import AXIS
 from azjax.search import SearchSpec, make_search, select_action
 from games.base import Game, sample_legal
 
@@ -73,6 +77,7 @@ def make_match(
     *,
     split: bool | None = None,
     record: bool = False,
+    mesh: Mesh | None = None,
 ) -> Callable:
     """match(variables_a, variables_b, key, starts=None) -> (returns_a float32[N], a_first
     bool[N]), jitted; with `record`, a `MatchGames` that also holds each game's actions.
@@ -82,7 +87,23 @@ def make_match(
     to move. Where the players alternate (`game.alternating`) and N is even, each ply every agent
     searches only the half of the games where it is to move; otherwise both search every game
     and the moves of the side to move are kept (`split` forces either way).
+
+    With a `mesh` of D devices (`azjax.parallel`) and N a multiple of 2D, the games are split
+    over the devices as self-play's are (`sharded_match`): each plays N / D of them, half with
+    each colour, with the key `fold_in(key, device index)`; the results come back in the same
+    order, so game i and game i + N / 2 are still the same start with the colours swapped.
     """
+    if (
+        mesh is not None
+        and parallel.num_devices(mesh) > 1
+        and num_games % (2 * parallel.num_devices(mesh)) == 0
+    ):
+        return sharded_match(game, act_a, act_b, num_games, mesh, split=split, record=record)
+    return jax.jit(_match_fn(game, act_a, act_b, num_games, split=split, record=record))
+
+
+def _match_fn(game: Game, act_a: Act, act_b: Act, num_games: int, *, split, record) -> Callable:
+    """make_match's match, not jitted: N games on one device."""
     a_first = jnp.arange(num_games) < (num_games + 1) // 2
     half = num_games // 2
 
@@ -120,7 +141,6 @@ def make_match(
         played = jnp.where(jax.vmap(game.is_terminal)(states), -1, action) if record else None
         return (jax.vmap(game.step)(states, action), first_mover, va, vb), played
 
-    @jax.jit
     def match(variables_a, variables_b, key, starts=None):
         if starts is None:
             starts = jax.vmap(lambda _: game.init())(jnp.arange(num_games))
@@ -135,6 +155,58 @@ def make_match(
         if record:
             return MatchGames(returns_a, a_first, played.T.astype(jnp.int32))
         return returns_a, a_first
+
+    return match
+
+
+def device_order(num_games: int, num_devices: int) -> np.ndarray:
+    """int[N]: the games in the order the devices hold them. Device d plays the `N / 2D` games
+    from d * N / 2D on in which A moves first, then the same number from N / 2 + d * N / 2D on,
+    in which B does, so that each device's first half has A first, as a one-device match."""
+    h = num_games // (2 * num_devices)
+    return np.concatenate(
+        [
+            np.concatenate(
+                [np.arange(d * h, (d + 1) * h), num_games // 2 + np.arange(d * h, (d + 1) * h)]
+            )
+            for d in range(num_devices)
+        ]
+    )
+
+
+def sharded_match(
+    game: Game, act_a: Act, act_b: Act, num_games: int, mesh: Mesh, *, split=None, record=False
+) -> Callable:
+    """make_match's match with its N games split over the D devices of `mesh` (N % 2D == 0)."""
+    d = parallel.num_devices(mesh)
+    if num_games % (2 * d):
+        raise ValueError(f"{num_games} games do not split into halves over {d} devices")
+    local = _match_fn(game, act_a, act_b, num_games // d, split=split, record=record)
+    order = device_order(num_games, d)
+    back = np.argsort(order)
+
+    def shard(variables_a, variables_b, key, starts):
+        return local(
+            variables_a, variables_b, jax.random.fold_in(key, jax.lax.axis_index(AXIS)), starts
+        )
+
+    # check_vma=False: mctx's loops mix per-device and replicated values in one carry.
+    played = jax.shard_map(
+        shard, mesh=mesh, in_specs=(P(), P(), P(), P(AXIS)), out_specs=P(AXIS), check_vma=False
+    )
+
+    @jax.jit
+    def run(variables_a, variables_b, key, starts):
+        starts = jax.tree_util.tree_map(lambda x: x[order], starts)
+        out = played(variables_a, variables_b, key, starts)
+        return jax.tree_util.tree_map(lambda x: x[back], out)
+
+    everywhere = parallel.replicated(mesh)  # the starts join the mesh the variables are on
+    initial = jax.device_put(jax.vmap(lambda _: game.init())(jnp.arange(num_games)), everywhere)
+
+    def match(variables_a, variables_b, key, starts=None):
+        starts = initial if starts is None else jax.device_put(starts, everywhere)
+        return run(variables_a, variables_b, key, starts)
 
     return match
 

@@ -231,12 +231,13 @@ def ladder_games_per_rung(eval_games: int) -> int:
     return max(2, 2 * (eval_games // 8))
 
 
-def make_ladder_evaluation(config, path: str | None = None) -> Callable | None:
+def make_ladder_evaluation(config, path: str | None = None, *, mesh=None) -> Callable | None:
     """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games",
     "eval/elo_off_scale", "eval/elo_top"}: the network
     (the run's search, greedy) placed on the game's ladder by `place`, two rounds of
     `ladder_games_per_rung(eval_games)` games against each of two rungs, starting at the previous
-    evaluation's rating (the Python loop keeps it; 0 at the start of a session). None where
+    evaluation's rating (the Python loop keeps it; 0 at the start of a session), its games split
+    over `mesh`'s devices where they divide (`azjax.arena.make_match`). None where
     `config.eval_ladder` is off or the package has no table for the game and options (`path`:
     another table)."""
     from azjax import parallel
@@ -262,7 +263,7 @@ def make_ladder_evaluation(config, path: str | None = None) -> Callable | None:
         def play(i: int, games: int) -> float:
             if i not in matches:
                 rung = make_search_agent(game, rung_spec(ladder.sims[i]), None)
-                matches[i] = make_match(game, agent, rung, games)
+                matches[i] = make_match(game, agent, rung, games, mesh=mesh)
             calls[0] += 1
             out = matches[i](variables, None, jax.random.fold_in(key, calls[0]))
             r = MatchResult.from_returns(*parallel.fetch(out))

@@ -381,9 +381,12 @@ def check_memory(config: Config, fns: Iteration, devices: int) -> None:
     )
 
 
-def evaluation_matches(config: Config, num_games: int) -> tuple[Callable, Callable]:
+def evaluation_matches(
+    config: Config, num_games: int, mesh: Mesh | None = None
+) -> tuple[Callable, Callable]:
     """(vs_previous, vs_mcts): the in-loop evaluation's two jitted matches of `num_games` games
-    (`azjax.arena.make_match`; module doc)."""
+    (`azjax.arena.make_match`, its games split over `mesh`'s devices where they divide; module
+    doc)."""
     game = config.make_game()
     apply = make_apply(make_network(config, game))
     spec = SearchSpec.from_config(config)
@@ -392,25 +395,26 @@ def evaluation_matches(config: Config, num_games: int) -> tuple[Callable, Callab
     baseline = SearchSpec.pure_mcts(2 * config.num_simulations, search="puct")  # seed 000's
     mcts = make_search_agent(game, baseline, None)
     return (
-        make_match(game, agent_eps, agent_eps, num_games),
-        make_match(game, agent, mcts, num_games),
+        make_match(game, agent_eps, agent_eps, num_games, mesh=mesh),
+        make_match(game, agent, mcts, num_games, mesh=mesh),
     )
 
 
-def make_evaluation(config: Config) -> Callable:
-    """evaluate(variables, previous, key) -> {"eval/...": ...}: the in-loop matches (module doc);
-    for a shared run each game's, as eval/<game>/...."""
+def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
+    """evaluate(variables, previous, key) -> {"eval/...": ...}: the in-loop matches (module doc),
+    split over `mesh`'s devices where the games divide; for a shared run each game's, as
+    eval/<game>/...."""
     if config.games:
         from azjax import shared
 
-        each = shared.per_game(config, make_evaluation)
+        each = shared.per_game(config, lambda c: make_evaluation(c, mesh))
         return lambda variables, previous, key: {
             k.replace("eval/", f"eval/{name}/", 1): v
             for name, values in each(variables, previous, key).items()
             for k, v in values.items()
         }
-    vs_previous, vs_mcts = evaluation_matches(config, config.eval_games)
-    on_ladder = make_ladder_evaluation(config)  # None without a table for the game
+    vs_previous, vs_mcts = evaluation_matches(config, config.eval_games, mesh)
+    on_ladder = make_ladder_evaluation(config, mesh=mesh)  # None without a table for the game
     game = config.make_game()
 
     def evaluate(variables, previous, key) -> dict[str, Any]:
@@ -647,7 +651,7 @@ def _train(
             )
             metrics.text("config", config.to_json())  # the run's settings, on TensorBoard too
         health = Health(run.train.variables, _reference_loss(metrics))
-        evaluate = make_evaluation(config) if config.eval_interval else None
+        evaluate = make_evaluation(config, mesh) if config.eval_interval else None
         gate = gating.make_gate(config) if config.gating else None
         buffer = fns.init_buffer()
         states = fns.init_states()

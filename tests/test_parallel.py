@@ -93,6 +93,19 @@ def test_bfloat16_run_end_to_end_keeps_float32_parameters_and_statistics(found):
     assert run["losses_finite"] and run["trained"]
 
 
+def test_sharded_match_plays_what_one_device_plays(found):
+    """The evaluation's matches split over 4 devices: key-independent players give the one-device
+    results game for game (openings still paired, colours where they were), and search players
+    give what each device's games played alone with its key give, in the global order."""
+    assert found["match_deterministic_equal"] and found["match_a_first_equal"]
+    assert found["match_search_equal"]
+
+
+def test_the_loop_evaluates_on_four_devices(found):
+    run = found["bf16_run"]
+    assert run["evaluated"] and 0.0 <= run["mcts_score"] <= 1.0
+
+
 def test_selfplay_benchmark_reports_positions_per_device_and_in_total():
     from benchmarks import selfplay as bench
 
@@ -115,6 +128,8 @@ def test_selfplay_benchmark_reports_positions_per_device_and_in_total():
 
 
 def _checks(tmp: str) -> dict:
+    import dataclasses
+
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -199,6 +214,30 @@ def _checks(tmp: str) -> dict:
         training.learn(learn_one, jax.jit(learn_one.chunk), state, buffer, key),
     )
 
+    # Matches (the in-loop evaluation's) split over the devices, against one device.
+    from azjax.arena import _match_fn, device_order, make_match, make_search_agent
+
+    def first_legal(v, k, states):
+        return jnp.argmax(jax.vmap(game.legal_mask)(states), axis=-1).astype(jnp.int32)
+
+    n_games = 16
+    starts = loop.paired_openings(game, jax.random.PRNGKey(3), n_games, 2)
+    one = make_match(game, first_legal, first_legal, n_games, record=True)(None, None, key, starts)
+    split_games = make_match(game, first_legal, first_legal, n_games, record=True, mesh=mesh)(
+        None, None, key, starts
+    )
+    out["match_deterministic_equal"] = all(np.array_equal(x, y) for x, y in zip(one, split_games))
+    out["match_a_first_equal"] = np.array_equal(split_games.a_first, np.arange(n_games) < 8)
+    searcher = make_search_agent(game, SearchSpec.from_config(config), make_apply(net), 0.2)
+    got = make_match(game, searcher, searcher, n_games, mesh=mesh)(variables, variables, key)
+    local = jax.jit(_match_fn(game, searcher, searcher, n_games // d, split=None, record=False))
+    order = device_order(n_games, d)
+    initial = jax.vmap(lambda _: game.init())(jnp.arange(n_games // d))
+    parts = [local(variables, variables, jax.random.fold_in(key, i), initial) for i in range(d)]
+    want = np.empty(n_games)
+    want[order] = np.concatenate([np.asarray(p[0]) for p in parts])
+    out["match_search_equal"] = np.array_equal(np.asarray(got[0]), want)
+
     # The jitted iteration under a transfer guard: no copy to or from the host inside it.
     bf16 = cfg.load("tictactoe", dict(TOY, dtype="bfloat16"))
     fns = loop.make_iteration(bf16, mesh)
@@ -232,9 +271,11 @@ def _checks(tmp: str) -> dict:
     out["checkpoint_restored_equal"] = max_diff(restored, kept) == 0.0
     ckpt.close()
 
-    # The whole loop in bfloat16 on 4 devices.
+    # The whole loop in bfloat16 on 4 devices, its evaluation's matches split over them.
     workdir = os.path.join(tmp, "bf16")
-    summary = loop.train_and_evaluate(bf16, workdir, progress=False)
+    summary = loop.train_and_evaluate(
+        dataclasses.replace(bf16, eval_interval=2, eval_games=8), workdir, progress=False
+    )
     restored, _ = Checkpointer(workdir).restore(fns.init_run())
     variables = restored.train.variables
     rows = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl"))]
@@ -246,6 +287,8 @@ def _checks(tmp: str) -> dict:
             for k in ("params", "batch_stats")
         },
         trained=any("loss/total" in r for r in rows),
+        evaluated=any("eval/mcts_score" in r for r in rows),
+        mcts_score=next((r["eval/mcts_score"] for r in rows if "eval/mcts_score" in r), -1.0),
         losses_finite=all(np.isfinite(r["loss/total"]) for r in rows if "loss/total" in r),
     )
     return out
