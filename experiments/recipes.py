@@ -1,0 +1,361 @@
+"""Recipes side by side: each trained for the same wall time with several seeds, then rated.
+
+    python -m experiments.recipes --game=hex --size=6 --minutes=6 --seeds=0,1 \\
+        --recipe=base: --recipe=augment:augment=true \\
+        --recipe=pcr:full_search_prob=0.25,fast_simulations=8 --recipe=puct:search=puct
+    python -m experiments.recipes --game=othello --size=6 --at_once=1 ...   # one run at a time
+    python -m experiments.recipes ... --rate_only                             # rate finished runs
+
+Every recipe is `--config` (default `cpu`, configs/cpu.py) for `--game` with the recipe's overrides
+(`NAME:field=value,field=value`; `NAME:` is the config as is) and `--set`'s, which all recipes
+share. Each (recipe, seed) trains into <out>/<recipe>-s<seed> with `--time_budget` set to
+`--minutes`, no in-loop evaluation and a checkpoint every 5 iterations, as its own `train.py`
+process. `--at_once=K` runs K of them at a time, each pinned to its own share of this machine's
+cores (`os.sched_setaffinity`; default: one run per two cores), so every run gets the same compute:
+their wall times are equal and so is the hardware under them.
+
+Then every final network (its search as trained, `--sims` simulations, no noise) and the
+`--anchors` (default: pure MCTS with random rollouts, `mcts:sims=512`) play a round robin of
+`--games` games per pair (`evaluate.py tournament`), and maximum-likelihood Elo rates them all on
+one scale, shifted so that the anchors' mean is 0 (without anchors, the mean of all). A recipe's
+Elo is the mean of its seeds' networks; its interval, 1.96 x the standard deviation over seeds /
+sqrt(seeds) together with the networks' own rating error. Where two recipes differ by less than
+that, this experiment does not tell them apart.
+
+Writes <out>/results.json (the recipes, each run's training summary, the tournament, the table),
+<out>/tournament/ (tournament.json, win_ratio.png) and <out>/log.txt; prints the table.
+A run whose folder already has a summary.json is not trained again (`--rate_only`: none is).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import games
+from azjax import config as cfg
+from azjax import flags
+from azjax.config import FIELDS
+from azjax.eval.tournament import run_tournament
+from experiments.common import Log, write_results
+
+RUN = dict(iterations=100000, checkpoint_interval=5, eval_interval=0)
+
+
+def parse_recipe(text: str) -> tuple[str, dict[str, str]]:
+    """`NAME:field=value,field=value` -> (NAME, {field: value}); ValueError naming the problem."""
+    name, sep, rest = text.partition(":")
+    if not sep or not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(
+            f"--recipe: expected NAME:field=value,... (NAME of letters, digits, - or _; "
+            f"'NAME:' for the config as is), got {text!r}"
+        )
+    return name, parse_settings(rest, "--recipe " + name)
+
+
+def parse_settings(text: str, flag: str) -> dict[str, str]:
+    out = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{flag}: expected field=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def typed_settings(settings: dict[str, str], game: str, where: str) -> dict:
+    """`settings` {name: text} as Config fields and `game`'s options, converted and checked as
+    train.py's flags are; ValueError naming `where` and the problem."""
+    options = flags.option_fields(game)
+    unknown = sorted(set(settings) - set(FIELDS) - set(options))
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown setting(s) {', '.join(unknown)} (train.py --help lists the fields)"
+        )
+    out = {}
+    for name, text in settings.items():
+        if name in FIELDS:
+            meta = FIELDS[name].metadata
+            kind, choices, low, high = (
+                type(FIELDS[name].default),
+                meta["choices"],
+                meta["low"],
+                meta["high"],
+            )
+        else:
+            kind, choices, low, high = type(options[name].default), None, None, None
+        try:
+            out[name] = flags.parse_value(name, text, kind, choices=choices, low=low, high=high)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+    return out
+
+
+def build_configs(args) -> dict[str, cfg.Config]:
+    """{run name: Config} for every recipe and seed, validated (ValueError naming the problem)."""
+    game_name, base = cfg.named_defaults(args.config, args.game)
+    if game_name not in (None, args.game):
+        raise ValueError(f"--config={args.config} is for {game_name}, not --game={args.game}")
+    shared = typed_settings(args.set, args.game, "--set")
+    configs = {}
+    for name, recipe in args.recipes.items():
+        typed = {**shared, **typed_settings(recipe, args.game, f"--recipe {name}")}
+        for seed in args.seeds:
+            values = {**base, **RUN, **typed, "seed": seed, "time_budget": args.minutes}
+            try:
+                configs[f"{name}-s{seed}"] = cfg.load(args.game, values)
+            except ValueError as e:
+                raise ValueError(f"recipe {name}: {e}") from None
+    return configs
+
+
+def core_list() -> list[int]:
+    """The cores this process may run on (none known: [])."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def core_shares(at_once: int) -> list[set[int]]:
+    """`at_once` disjoint sets of this process's cores, as equal as they divide."""
+    cores = core_list()
+    if not cores:
+        return [set() for _ in range(at_once)]
+    each = max(1, len(cores) // at_once)
+    return [set(cores[i * each : (i + 1) * each]) or {cores[-1]} for i in range(at_once)]
+
+
+def train_all(configs: dict, out: str, at_once: int, log) -> dict:
+    """Trains the runs of `configs` not yet finished, `at_once` at a time on their own cores;
+    returns {run: summary} of every finished run in `out`. A run that fails is reported with its
+    log's last lines and left out."""
+    todo = [n for n in configs if not os.path.exists(os.path.join(out, n, "summary.json"))]
+    shares = core_shares(at_once)
+    running: dict[str, tuple[subprocess.Popen, int]] = {}
+    free = list(range(at_once))
+    while todo or running:
+        while todo and free:
+            name, slot = todo.pop(0), free.pop(0)
+            folder = os.path.join(out, name)
+            os.makedirs(folder, exist_ok=True)
+            recipe = os.path.join(out, f"{name}.json")
+            with open(recipe, "w") as f:
+                f.write(configs[name].to_json())
+            cores = shares[slot]
+            command = [
+                sys.executable,
+                "-m",
+                "azjax.commands.train",
+                f"--config={recipe}",
+                f"--workdir={folder}",
+                "--no_progress",
+            ]
+            log(f"{name}: training on cores {sorted(cores) or 'all'}: {' '.join(command[1:])}")
+            with open(os.path.join(out, f"{name}.log"), "w") as stdout:
+                running[name] = (
+                    subprocess.Popen(
+                        command,
+                        stdout=stdout,
+                        stderr=subprocess.STDOUT,
+                        preexec_fn=(lambda c=cores: os.sched_setaffinity(0, c)) if cores else None,
+                    ),
+                    slot,
+                )
+        time.sleep(1.0)
+        for name, (process, slot) in list(running.items()):
+            if process.poll() is None:
+                continue
+            del running[name]
+            free.append(slot)
+            if process.returncode:
+                with open(os.path.join(out, f"{name}.log")) as f:
+                    tail = f.read().splitlines()[-5:]
+                log(f"{name}: train.py exited with {process.returncode}: " + " | ".join(tail))
+            else:
+                log(f"{name}: done")
+    summaries = {}
+    for name in sorted(os.listdir(out)):
+        path = os.path.join(out, name, "summary.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                summaries[name] = json.load(f)
+    return summaries
+
+
+def anchored(elo: dict, anchors: list[str]) -> dict:
+    """The tournament's ratings (their mean at 0) shifted so that the anchors' mean is 0."""
+    rated = [elo[a]["elo"] for a in anchors if elo.get(a)]
+    shift = float(np.mean(rated)) if rated else 0.0
+    return {k: None if v is None else {**v, "elo": v["elo"] - shift} for k, v in elo.items()}
+
+
+def recipe_table(recipes: list[str], runs: list[str], elo: dict) -> list[dict]:
+    """Per recipe: its runs' Elo, their mean and a 95% interval (between-seed spread and the
+    ratings' own errors, added in quadrature)."""
+    table = []
+    for recipe in recipes:
+        mine = [r for r in runs if r.rsplit("-s", 1)[0] == recipe and elo.get(r)]
+        if not mine:
+            continue
+        values = np.array([elo[r]["elo"] for r in mine])
+        errors = np.array([elo[r]["stderr"] for r in mine])
+        spread = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+        stderr = math.sqrt(spread**2 + float(np.mean(errors**2)) / len(values))
+        table.append(
+            dict(
+                recipe=recipe,
+                runs=len(mine),
+                elo=float(values.mean()),
+                ci95=1.96 * stderr,
+                each=[round(float(v), 1) for v in values],
+            )
+        )
+    return table
+
+
+def format_table(table: list[dict], summaries: dict) -> str:
+    lines = [
+        "| recipe | runs | Elo (mean) | ± 95% | each seed | iterations | self-play games |",
+        "|---|--:|--:|--:|---|---|---|",
+    ]
+    for row in table:
+        runs = sorted(r for r in summaries if r.rsplit("-s", 1)[0] == row["recipe"])
+        its = ", ".join(str(summaries[r].get("iterations", "?")) for r in runs)
+        games = ", ".join(str(summaries[r].get("games", "?")) for r in runs)
+        lines.append(
+            f"| {row['recipe']} | {row['runs']} | {row['elo']:+.0f} | {row['ci95']:.0f} | "
+            f"{', '.join(f'{v:+.0f}' for v in row['each'])} | {its} | {games} |"
+        )
+    return "\n".join(lines)
+
+
+def parse(argv: list[str]):
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--game", default="hex")
+    game = pre.parse_known_args(argv)[0].game
+    p = argparse.ArgumentParser(
+        prog="python -m experiments.recipes",
+        description="Recipes trained side by side for the same wall time, then rated together.",
+    )
+    p.add_argument("--game", default="hex", help=f"one of {', '.join(games.names())}")
+    if game not in games.names():
+        p.error(f"--game: unknown game {game!r}; choose from {', '.join(games.names())}")
+    option_names = flags.add_game_flags(p, game, defaults=cfg.game_defaults(game))
+    p.add_argument("--config", default="cpu", help="the recipes' base config (default cpu)")
+    p.add_argument(
+        "--recipe",
+        action="append",
+        default=None,
+        help="NAME:field=value,... (repeat; default: base: and augment:augment=true)",
+    )
+    p.add_argument("--set", default="", help="field=value,... for every recipe")
+    p.add_argument("--seeds", default="0,1", help="comma-separated run seeds (default 0,1)")
+    p.add_argument("--minutes", type=float, default=6.0, help="training time of each run")
+    p.add_argument(
+        "--at_once", type=int, default=0, help="runs trained at a time (default: cores / 2)"
+    )
+    p.add_argument("--games", type=int, default=20, help="games per pair in the rating (even)")
+    p.add_argument("--sims", type=int, default=50, help="the networks' simulations when rated")
+    p.add_argument(
+        "--anchors",
+        default="mcts:sims=512",
+        help="comma-separated agent specs rated with the networks ('' for none)",
+    )
+    p.add_argument("--out", default=None, help="default runs/recipes_<game>")
+    p.add_argument("--rate_only", action="store_true", help="rate the finished runs only")
+    p.add_argument("--seed", type=int, default=0, help="the rating tournament's seed")
+    args = p.parse_args(argv)
+    try:
+        recipes = [parse_recipe(r) for r in (args.recipe or ["base:", "augment:augment=true"])]
+        options = {k: getattr(args, k) for k in option_names if getattr(args, k) is not None}
+        args.set = {**options, **parse_settings(args.set, "--set")}
+        args.seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError as e:
+        p.error(str(e))
+    names = [n for n, _ in recipes]
+    if len(set(names)) != len(names):
+        p.error(f"--recipe: names must differ, got {', '.join(names)}")
+    args.recipes = dict(recipes)
+    if not args.seeds or min(args.seeds) < 0:
+        p.error(f"--seeds: give one or more seeds >= 0, got {args.seeds}")
+    if args.minutes <= 0:
+        p.error(f"--minutes must be > 0, got {args.minutes}")
+    if args.games < 2 or args.games % 2:
+        p.error(f"--games must be even and at least 2 (colours alternate), got {args.games}")
+    if args.sims < 1:
+        p.error(f"--sims must be >= 1, got {args.sims}")
+    if args.at_once < 0:
+        p.error(f"--at_once must be >= 1 (0: cores / 2), got {args.at_once}")
+    args.at_once = args.at_once or max(1, len(core_list()) // 2)
+    args.anchors = [a for a in (s.strip() for s in args.anchors.split(",")) if a]
+    args.out = args.out or os.path.join("runs", f"recipes_{args.game}")
+    try:
+        configs = build_configs(args)
+    except ValueError as e:
+        p.error(str(e))
+    if len(configs) + len(args.anchors) < 2:
+        p.error("nothing to rate: give two runs or more, or an anchor")
+    return args, configs
+
+
+def _fail(message: str) -> int:
+    print(f"python -m experiments.recipes: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args, configs = parse(argv)
+    os.makedirs(args.out, exist_ok=True)
+    log = Log(os.path.join(args.out, "log.txt"))
+    t_start = time.time()
+    summaries = train_all({} if args.rate_only else configs, args.out, args.at_once, log)
+    summaries = {n: summaries[n] for n in configs if n in summaries}  # this experiment's runs
+    t_train = time.time() - t_start
+    runs = [n for n in configs if n in summaries]
+    if not runs or len(runs) + len(args.anchors) < 2:
+        return _fail(f"too few finished runs to rate in {args.out}: {', '.join(runs) or 'none'}")
+    game = configs[runs[0]].make_game()
+    specs = [f"ckpt:{os.path.join(args.out, r)},sims={args.sims}" for r in runs] + args.anchors
+    names = runs + args.anchors
+    log(f"rating {len(specs)} agents, {args.games} games per pair")
+    record = run_tournament(
+        game, specs, os.path.join(args.out, "tournament"), games=args.games, seed=args.seed, log=log
+    )
+    elo = anchored({name: record["elo"][spec] for name, spec in zip(names, specs)}, args.anchors)
+    table = recipe_table(list(args.recipes), runs, elo)
+    text = format_table(table, summaries)
+    for name in args.anchors:
+        rating = elo.get(name)
+        if rating:
+            text += f"\nanchor {name}: {rating['elo']:+.0f} ± {rating['ci95']:.0f}"
+    log(text)
+    results = dict(
+        command="python -m experiments.recipes " + " ".join(argv),
+        recipes={n: r for n, r in args.recipes.items()},
+        shared=args.set,
+        seeds=args.seeds,
+        minutes=args.minutes,
+        at_once=args.at_once,
+        cores=[sorted(s) for s in core_shares(args.at_once)],
+        configs={k: json.loads(c.to_json()) for k, c in configs.items()},
+        training=summaries,
+        elo=elo,
+        table=table,
+        seconds=dict(
+            train=round(t_train, 1),
+            rate=round(time.time() - t_start - t_train, 1),
+            total=round(time.time() - t_start, 1),
+        ),
+    )
+    write_results(args, results, log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""experiments.recipes: recipes trained side by side at equal wall time, then rated together."""
+
+import json
+import os
+
+import pytest
+
+from experiments import recipes
+
+TOY = (
+    "num_blocks=1,num_filters=4,value_hidden=4,num_simulations=4,batch_games=8,"
+    "replay_games=16,train_batch_size=8,train_steps=2,min_replay=1,selfplay_steps=4"
+)
+
+
+def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, capsys):
+    out = str(tmp_path / "rec")
+    argv = [
+        "--game=tictactoe",
+        "--minutes=0.3",
+        "--seeds=0",
+        "--recipe=base:",
+        "--recipe=aug:augment=true",
+        f"--set={TOY}",
+        "--games=2",
+        "--sims=2",
+        "--anchors=random",
+        "--at_once=1",
+        f"--out={out}",
+    ]
+    assert recipes.main(argv) == 0
+    results = json.load(open(os.path.join(out, "results.json")))
+    assert results["configs"]["aug-s0"]["augment"] and not results["configs"]["base-s0"]["augment"]
+    for run in ("base-s0", "aug-s0"):
+        config = results["configs"][run]
+        assert config["time_budget"] == 0.3 and config["eval_interval"] == 0
+        assert config["num_filters"] == 4 and config["search"] == "gumbel"  # --config=cpu, --set
+        assert results["training"][run]["stopped_by"] == "time_budget"
+    assert abs(results["elo"]["random"]["elo"]) < 1e-9  # the anchor is the scale's 0
+    assert [row["recipe"] for row in results["table"]] == ["base", "aug"]
+    assert os.path.exists(os.path.join(out, "tournament", "tournament.json"))
+    text = capsys.readouterr().out
+    assert "| base | 1 |" in text and "anchor random: +0" in text
+    # a finished run is not trained again
+    said = []
+    again = recipes.train_all(recipes.parse(argv)[1], out, 1, said.append)
+    assert set(again) == {"base-s0", "aug-s0"} and said == []
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--recipe=base"], "expected NAME:field=value"),
+        (["--recipe=a:nope=1"], "unknown setting(s) nope"),
+        (["--recipe=a:num_simulations=lots"], "--num_simulations: expected int"),
+        (["--recipe=a:", "--recipe=a:augment=true"], "names must differ"),
+        (["--games=3"], "--games must be even"),
+        (["--game=chess"], "unknown game 'chess'"),
+        (["--seeds="], "give one or more seeds"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        recipes.parse(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_recipe_table_means_seeds_and_widens_by_their_spread():
+    elo = {
+        "a-s0": dict(elo=100.0, stderr=10.0),
+        "a-s1": dict(elo=140.0, stderr=10.0),
+        "b-s0": dict(elo=0.0, stderr=10.0),
+        "mcts": dict(elo=-50.0, stderr=5.0),
+    }
+    table = recipes.recipe_table(["a", "b"], ["a-s0", "a-s1", "b-s0"], elo)
+    a, b = table
+    assert a["elo"] == 120.0 and a["each"] == [100.0, 140.0]
+    assert a["ci95"] == pytest.approx(1.96 * (400 + 50) ** 0.5)  # spread 20, errors 10/sqrt(2)
+    assert b["elo"] == 0.0 and b["ci95"] == pytest.approx(1.96 * 10)
+    shifted = recipes.anchored(elo, ["mcts"])
+    assert shifted["mcts"]["elo"] == 0.0 and shifted["a-s0"]["elo"] == 150.0
