@@ -145,6 +145,15 @@ class Config:
     eval_epsilon: float = _field(
         0.05, "epsilon-greedy move choice against the previous network", low=0.0, high=1.0
     )
+    eval_budget: float = _field(
+        0.1,
+        "largest share of the session's wall time the in-loop evaluation may take: an "
+        "evaluation that falls due while the evaluations so far took more than this share is "
+        "put off to the next interval (0: evaluate at every interval whatever it costs; runs of "
+        "several processes always do)",
+        low=0.0,
+        high=1.0,
+    )
     eval_opening_plies: int = _field(
         0,
         "in-loop evaluation: each game pair (one game with each colour) of the matches against "

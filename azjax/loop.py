@@ -15,6 +15,8 @@ has an Elo ladder for the game (`azjax.ladder`, `eval_ladder`), the network is a
 `eval/elo` and `eval/elo_ci95`, on a scale that keeps its meaning across runs. The caller may add
 an evaluation of its own (`extra_evaluation`: train.py plays `--eval_opponent`, any agent spec, with
 the evaluation wing, `azjax.eval.TrainingOpponent`); its values join the iteration's metrics.
+Evaluation is held to `eval_budget` of the session's wall time (`evaluation_affordable`): one that
+falls due while the evaluations so far took more is put off to the next interval (`eval_postponed`).
 
 Gating (`--gating`, `azjax.gating`): self-play is played by the best network kept in the run
 state; every `gating_interval` iterations the learner's network plays it (`gating_games` games)
@@ -661,6 +663,8 @@ def _train(
         if moves is not None:
             moves.progress = bar
         session = dict(games=0, positions=0)
+        spent = dict(eval=0.0)  # seconds of in-loop evaluation this session
+        t_loop = time.time()
         last: dict[str, Any] = {}
         stop_reason = "iterations"
         with StopSignals(lambda: f"finishing iteration {it}, then saving a checkpoint") as stop:
@@ -704,7 +708,10 @@ def _train(
                     values.update(gate_values, gate_seconds=time.time() - t_gate)
                 values.update(gating.gate_values(run))
 
-                if evaluate is not None and it % config.eval_interval == 0:
+                due = evaluate is not None and it % config.eval_interval == 0
+                if due and not evaluation_affordable(config, spent["eval"], time.time() - t_loop):
+                    values["eval_postponed"] = 1  # over eval_budget: the next interval
+                elif due:
                     t_eval = time.time()
                     key = fns.eval_key(run)
                     values.update(evaluate(run.train.variables, previous, key))
@@ -713,6 +720,7 @@ def _train(
                         values.update(extra_evaluation(run.train.variables, extra_key))
                     previous = fns.copy(run.train.variables)
                     values["eval_seconds"] = time.time() - t_eval
+                    spent["eval"] += values["eval_seconds"]
                 if primary:
                     metrics.add(it, values)
                     if on_iteration is not None:
@@ -755,6 +763,15 @@ def _train(
     if stop.signum is not None:
         raise Interrupted(stop.signum, f"checkpoint {it} saved; continue with --resume")
     return summary
+
+
+def evaluation_affordable(config: Config, eval_seconds: float, session_seconds: float) -> bool:
+    """Whether an evaluation that falls due may run: the evaluations of this session so far
+    (`eval_seconds`) took at most `config.eval_budget` of its `session_seconds` (always with
+    eval_budget 0, and in runs of several processes, which must all decide alike)."""
+    if not config.eval_budget or jax.process_count() > 1:
+        return True
+    return eval_seconds <= config.eval_budget * session_seconds
 
 
 def _play_values(played: PlayStats, positions: int, seconds: float, devices: int) -> dict[str, Any]:

@@ -26,6 +26,7 @@ TOY = [
     "--eval_interval=1",
     "--eval_games=2",
     "--eval_ladder=false",
+    "--eval_budget=0",  # an evaluation at every interval, whatever it costs
     "--checkpoint_interval=1",
     "--no_progress",
 ]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from azjax import config as cfg
-from azjax import network, training
+from azjax import loop, network, training
 from azjax.checkpoint import Checkpointer
 from azjax.commands import train
 from azjax.replay import Batch
@@ -69,6 +69,22 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
     assert train.main([f"--workdir={workdir}", "--resume", "--iterations=4", "--no_progress"]) == 0
     assert [r["iteration"] for r in _metrics(workdir)] == [1, 2, 3, 4]
     assert Checkpointer(workdir).steps() == [2, 4]
+
+
+def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
+    """--eval_budget: a session's first evaluation runs; one that falls due while the evaluations
+    so far took more than that share of the session's time waits for a later interval."""
+    workdir = str(tmp_path / "budget")
+    shutil.copytree(run, workdir)
+    argv = [f"--workdir={workdir}", "--resume", "--iterations=6", "--eval_budget=0.001"]
+    assert train.main(argv + ["--no_progress"]) == 0
+    rows = _metrics(workdir)
+    assert "eval/mcts_score" in rows[3] and rows[3]["eval_seconds"] > 0  # iteration 4: the first
+    assert rows[5]["eval_postponed"] == 1 and "eval/mcts_score" not in rows[5]
+    config = cfg.load("tictactoe", {"eval_budget": 0.1})
+    assert loop.evaluation_affordable(config, 10.0, 100.0)
+    assert not loop.evaluation_affordable(config, 10.1, 100.0)
+    assert loop.evaluation_affordable(cfg.load("tictactoe", {"eval_budget": 0.0}), 99.0, 100.0)
 
 
 def test_restart_without_resume_is_refused(run, capsys):
