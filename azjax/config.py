@@ -149,8 +149,7 @@ class Config:
         0.1,
         "largest share of the session's wall time the in-loop evaluation may take: an "
         "evaluation that falls due while the evaluations so far took more than this share is "
-        "put off to the next interval (0: evaluate at every interval whatever it costs; runs of "
-        "several processes always do)",
+        "put off to the next interval (0: evaluate at every interval whatever it costs)",
         low=0.0,
         high=1.0,
     )

@@ -757,6 +757,7 @@ def _train(
     summary = _summary(
         config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last
     )
+    summary["eval_seconds"] = round(spent["eval"], 1)  # this session's in-loop evaluation
     _close(checkpointer, metrics)
     if primary:
         _write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=2))
@@ -768,10 +769,13 @@ def _train(
 def evaluation_affordable(config: Config, eval_seconds: float, session_seconds: float) -> bool:
     """Whether an evaluation that falls due may run: the evaluations of this session so far
     (`eval_seconds`) took at most `config.eval_budget` of its `session_seconds` (always with
-    eval_budget 0, and in runs of several processes, which must all decide alike)."""
-    if not config.eval_budget or jax.process_count() > 1:
-        return True
-    return eval_seconds <= config.eval_budget * session_seconds
+    eval_budget 0). In a multi-host run process 0's clock decides for all, which must agree."""
+    ok = not config.eval_budget or eval_seconds <= config.eval_budget * session_seconds
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        ok = bool(multihost_utils.broadcast_one_to_all(np.bool_(ok)))
+    return ok
 
 
 def _play_values(played: PlayStats, positions: int, seconds: float, devices: int) -> dict[str, Any]:

@@ -301,6 +301,12 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
         f"{summary['positions']:,} positions ({minutes:.1f} min this session; stopped by "
         f"{summary['stopped_by']})"
     ]
+    if summary.get("eval_seconds"):
+        share = summary["eval_seconds"] / max(summary["wall_seconds"], 1e-9)
+        lines.append(
+            f"in-loop evaluation: {summary['eval_seconds']:.0f} s, {share:.0%} of the session "
+            "(--eval_budget)"
+        )
     if "loss/total" in last:
         lines.append(
             f"last iteration: loss {last['loss/total']:.3f} (value {last['loss/value']:.3f}, "
