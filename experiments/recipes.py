@@ -16,8 +16,10 @@ their wall times are equal and so is the hardware under them.
 
 Then every final network (its search as trained, `--sims` simulations, no noise) and the
 `--anchors` (default: pure MCTS with random rollouts, `mcts:sims=512`) play a round robin of
-`--games` games per pair (`evaluate.py tournament`), and maximum-likelihood Elo rates them all on
-one scale, shifted so that the anchors' mean is 0 (without anchors, the mean of all). A recipe's
+`--games` games per pair (`evaluate.py tournament`), from `--games` / 2 random openings of
+`--opening_plies` plies each played with both colours (networks that search without noise would
+otherwise play one game per colour, twenty times over), and maximum-likelihood Elo rates them all
+on one scale, shifted so that the anchors' mean is 0 (without anchors, the mean of all). A recipe's
 Elo is the mean of its seeds' networks; its interval, 1.96 x the standard deviation over seeds /
 sqrt(seeds) together with the networks' own rating error. Where two recipes differ by less than
 that, this experiment does not tell them apart.
@@ -262,6 +264,13 @@ def parse(argv: list[str]):
     p.add_argument("--games", type=int, default=20, help="games per pair in the rating (even)")
     p.add_argument("--sims", type=int, default=50, help="the networks' simulations when rated")
     p.add_argument(
+        "--opening_plies",
+        type=int,
+        default=2,
+        help="each pair's games start from --games / 2 random positions this many plies in, "
+        "each once with each colour (0: from the empty board; default 2)",
+    )
+    p.add_argument(
         "--anchors",
         default="mcts:sims=512",
         help="comma-separated agent specs rated with the networks ('' for none)",
@@ -289,6 +298,8 @@ def parse(argv: list[str]):
         p.error(f"--games must be even and at least 2 (colours alternate), got {args.games}")
     if args.sims < 1:
         p.error(f"--sims must be >= 1, got {args.sims}")
+    if args.opening_plies < 0:
+        p.error(f"--opening_plies must be >= 0, got {args.opening_plies}")
     if args.at_once < 0:
         p.error(f"--at_once must be >= 1 (0: cores / 2), got {args.at_once}")
     args.at_once = args.at_once or max(1, len(core_list()) // 2)
@@ -324,8 +335,15 @@ def main(argv: list[str] | None = None) -> int:
     specs = [f"ckpt:{os.path.join(args.out, r)},sims={args.sims}" for r in runs] + args.anchors
     names = runs + args.anchors
     log(f"rating {len(specs)} agents, {args.games} games per pair")
+    openings = f"random:{args.games // 2}:{args.opening_plies}" if args.opening_plies else "none"
     record = run_tournament(
-        game, specs, os.path.join(args.out, "tournament"), games=args.games, seed=args.seed, log=log
+        game,
+        specs,
+        os.path.join(args.out, "tournament"),
+        games=args.games,
+        seed=args.seed,
+        openings=openings,
+        log=log,
     )
     elo = anchored({name: record["elo"][spec] for name, spec in zip(names, specs)}, args.anchors)
     table = recipe_table(list(args.recipes), runs, elo)

@@ -82,6 +82,23 @@ def test_tournament_writes_matrix_heatmap_and_elo(tmp_path, capsys):
     assert "Elo" in capsys.readouterr().out
 
 
+def test_a_tournament_from_openings_plays_each_with_both_colours(tmp_path):
+    """--openings: minimax at full depth is deterministic, so without openings its pair plays
+    two distinct games; from 3 random openings it plays each once with each colour."""
+    out = str(tmp_path / "o")
+    specs = ["minimax:depth=9", "minimax:depth=2"]
+    argv = ["tournament", *specs, "--game=tictactoe", "--openings=random:3:2", f"--out={out}"]
+    assert evaluate.main(argv) == 0
+    record = _json(out, "tournament.json")
+    assert record["openings"] == "random:3:2"
+    games = record["matches"][0]["game_records"]
+    assert len(games) == 6  # --games is twice the openings
+    starts = [tuple(g["moves"][:2]) for g in games]
+    assert starts[:3] == starts[3:] and len(set(starts)) == 3
+    assert [g["a_played"] for g in games] == ["black"] * 3 + ["white"] * 3
+    assert evaluate.main([*argv[:-1], "--openings=sometimes", f"--out={out}2"]) == 2
+
+
 def test_curve_plots_every_checkpoint(tiny_run, tmp_path):
     out = str(tmp_path / "c")
     assert (

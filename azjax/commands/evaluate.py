@@ -115,6 +115,12 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     tour = commands.add_parser("tournament", parents=[common], help="round robin, Elo")
     tour.add_argument("agents", nargs="+", metavar="AGENT")
     tour.add_argument("--games", type=int, default=20, help="games per pair (default 20)")
+    tour.add_argument(
+        "--openings",
+        default="none",
+        help="none | all | random:N[:PLIES]: every pair plays each opening once with each "
+        "colour (--games is then twice their number), as match's --openings",
+    )
     curve = commands.add_parser("curve", parents=[common], help="a run's checkpoints")
     curve.add_argument("run", metavar="RUN_DIR")
     curve.add_argument("--games", type=int, default=64, help="games per match (default 64)")
@@ -250,6 +256,7 @@ def run(args, option_flags: list[str]) -> None:
             folder,
             games=args.games,
             seed=args.seed,
+            openings=args.openings,
             log=lambda text: print(text, flush=True),
         )
         print(ev.format_tournament(record))

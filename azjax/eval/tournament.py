@@ -20,10 +20,28 @@ from games.base import Game
 
 
 def run_tournament(
-    game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0, log=print
+    game: Game,
+    specs: list[str],
+    folder: str,
+    *,
+    games: int,
+    seed: int = 0,
+    openings: str = "none",
+    log=print,
 ) -> dict:
     """The agents `specs` name in a round robin of `games` games per pair; writes
-    tournament.json and win_ratio.png into `folder` and returns the record."""
+    tournament.json and win_ratio.png into `folder` and returns the record.
+
+    `openings` (`azjax.eval.openings`): "all" or "random:N[:PLIES]" start every pair's games from
+    those openings, each once with each colour (`games` is then twice their number), so that
+    players that search deterministically do not play one game per colour over and over."""
+    from azjax.eval import openings as op
+
+    k_open, k_play = jax.random.split(jax.random.PRNGKey(seed))
+    moves = op.openings(game, openings, k_open)
+    starts = op.both_colours(moves) if openings != "none" else None
+    if starts is not None:
+        games = len(starts)
     check_games(games)
     if len(specs) < 2:
         raise ValueError("tournament: give at least two agents")
@@ -38,23 +56,32 @@ def run_tournament(
             unique_names(specs),
             agents,
             games,
-            jax.random.PRNGKey(seed),
+            k_play if starts is not None else jax.random.PRNGKey(seed),  # none: the keys as before
             log=log,
             on_match=keep,
+            openings=starts,
         )
     finally:
         for agent in agents:
             agent.close()
-    record.update(seed=seed, complete=True)
+    record.update(seed=seed, openings=openings, complete=True)
     plot_heatmap(record, os.path.join(folder, "win_ratio.png"))
     write_json(folder, "tournament.json", record)
     return record
 
 
 def round_robin(
-    game: Game, names: list[str], agents: list, num_games: int, key, log=None, on_match=None
+    game: Game,
+    names: list[str],
+    agents: list,
+    num_games: int,
+    key,
+    log=None,
+    on_match=None,
+    openings: list[tuple[int, ...]] | None = None,
 ) -> dict:
-    """Every pair of `agents` (called `names`) plays `num_games` games, colours alternating.
+    """Every pair of `agents` (called `names`) plays `num_games` games, colours alternating
+    (from `openings`, `num_games` move sequences in `play_games`'s order, where given).
 
     `seconds` agents are calibrated once, for the batch every match plays. Returns the record
     `evaluate.py tournament` writes: the matches, the win-ratio matrix and Elo ratings.
@@ -69,7 +96,7 @@ def round_robin(
     for i in range(num):
         for j in range(i + 1, num):
             k = jax.random.fold_in(key, 1000 + i * num + j)
-            outcome = play_games(game, agents[i], agents[j], num_games, k)
+            outcome = play_games(game, agents[i], agents[j], num_games, k, openings=openings)
             r = outcome.result
             points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
             played[i, j] = played[j, i] = r.games
