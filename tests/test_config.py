@@ -151,5 +151,6 @@ def test_the_cpu_recipe_applies_to_any_game():
         recipe["num_filters"],
         2,
     )
+    assert run.augment  # measured on 6x6 Hex (docs/strength.md)
     othello, _ = train.parse(["--game=othello", "--config=cpu"])
-    assert othello.game == "othello" and othello.opening_plies == 0
+    assert othello.game == "othello" and othello.opening_plies == 0 and not othello.augment
