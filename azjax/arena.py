@@ -88,15 +88,17 @@ def make_match(
     searches only the half of the games where it is to move; otherwise both search every game
     and the moves of the side to move are kept (`split` forces either way).
 
-    With a `mesh` of D devices (`azjax.parallel`) and N a multiple of 2D, the games are split
-    over the devices as self-play's are (`sharded_match`): each plays N / D of them, half with
-    each colour, with the key `fold_in(key, device index)`; the results come back in the same
-    order, so game i and game i + N / 2 are still the same start with the colours swapped.
+    With a `mesh` of D devices (`azjax.parallel`) of one process and N a multiple of 2D, the
+    games are split over the devices as self-play's are (`sharded_match`): each plays N / D of
+    them, half with each colour, with the key `fold_in(key, device index)`; the results come
+    back in the same order, so game i and game i + N / 2 are still the same start with the
+    colours swapped.
     """
     if (
         mesh is not None
         and parallel.num_devices(mesh) > 1
         and num_games % (2 * parallel.num_devices(mesh)) == 0
+        and jax.process_count() == 1  # multi-host: not tested yet, so replicated as before
     ):
         return sharded_match(game, act_a, act_b, num_games, mesh, split=split, record=record)
     return jax.jit(_match_fn(game, act_a, act_b, num_games, split=split, record=record))
