@@ -25,7 +25,7 @@ def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, cap
         "--games=2",
         "--sims=2",
         "--anchors=random",
-        "--at_once=1",
+        "--at_once=2",  # one core each where there are two
         f"--out={out}",
     ]
     assert recipes.main(argv) == 0
