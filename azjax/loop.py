@@ -16,7 +16,8 @@ has an Elo ladder for the game (`azjax.ladder`, `eval_ladder`), the network is a
 an evaluation of its own (`extra_evaluation`: train.py plays `--eval_opponent`, any agent spec, with
 the evaluation wing, `azjax.eval.TrainingOpponent`); its values join the iteration's metrics.
 Evaluation is held to `eval_budget` of the session's wall time (`evaluation_affordable`): one that
-falls due while the evaluations so far took more is put off to the next interval (`eval_postponed`).
+falls due when, with it (as long as the last), the evaluations would take more is put off to the
+next interval (`eval_postponed`).
 
 Gating (`--gating`, `azjax.gating`): self-play is played by the best network kept in the run
 state; every `gating_interval` iterations the learner's network plays it (`gating_games` games)
@@ -663,7 +664,7 @@ def _train(
         if moves is not None:
             moves.progress = bar
         session = dict(games=0, positions=0)
-        spent = dict(eval=0.0)  # seconds of in-loop evaluation this session
+        spent = dict(eval=0.0, last=0.0)  # seconds of in-loop evaluation this session, the last
         t_loop = time.time()
         last: dict[str, Any] = {}
         stop_reason = "iterations"
@@ -709,7 +710,10 @@ def _train(
                 values.update(gating.gate_values(run))
 
                 due = evaluate is not None and it % config.eval_interval == 0
-                if due and not evaluation_affordable(config, spent["eval"], time.time() - t_loop):
+                session_seconds = time.time() - t_loop
+                if due and not evaluation_affordable(
+                    config, spent["eval"], session_seconds, spent["last"]
+                ):
                     values["eval_postponed"] = 1  # over eval_budget: the next interval
                 elif due:
                     t_eval = time.time()
@@ -721,6 +725,7 @@ def _train(
                     previous = fns.copy(run.train.variables)
                     values["eval_seconds"] = time.time() - t_eval
                     spent["eval"] += values["eval_seconds"]
+                    spent["last"] = values["eval_seconds"]
                 if primary:
                     metrics.add(it, values)
                     if on_iteration is not None:
@@ -766,11 +771,15 @@ def _train(
     return summary
 
 
-def evaluation_affordable(config: Config, eval_seconds: float, session_seconds: float) -> bool:
-    """Whether an evaluation that falls due may run: the evaluations of this session so far
-    (`eval_seconds`) took at most `config.eval_budget` of its `session_seconds` (always with
-    eval_budget 0). In a multi-host run process 0's clock decides for all, which must agree."""
-    ok = not config.eval_budget or eval_seconds <= config.eval_budget * session_seconds
+def evaluation_affordable(
+    config: Config, eval_seconds: float, session_seconds: float, expected: float = 0.0
+) -> bool:
+    """Whether an evaluation that falls due may run: with it, taking `expected` seconds (as
+    long as the last one), the evaluations of this session (`eval_seconds` so far) would take at
+    most `config.eval_budget` of its time (`session_seconds` so far); always with eval_budget
+    0. In a multi-host run process 0's clock decides for all, which must agree."""
+    budget = config.eval_budget
+    ok = not budget or eval_seconds + expected <= budget * (session_seconds + expected)
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 

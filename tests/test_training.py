@@ -72,8 +72,9 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
 
 
 def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
-    """--eval_budget: a session's first evaluation runs; one that falls due while the evaluations
-    so far took more than that share of the session's time waits for a later interval."""
+    """--eval_budget: a session's first evaluation runs; one that falls due when, with it (as
+    long as the last), the evaluations would take more than that share of the session's time
+    waits for a later interval."""
     workdir = str(tmp_path / "budget")
     shutil.copytree(run, workdir)
     argv = [f"--workdir={workdir}", "--resume", "--iterations=6", "--eval_budget=0.001"]
@@ -87,6 +88,8 @@ def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
     config = cfg.load("tictactoe", {"eval_budget": 0.1})
     assert loop.evaluation_affordable(config, 10.0, 100.0)
     assert not loop.evaluation_affordable(config, 10.1, 100.0)
+    assert loop.evaluation_affordable(config, 10.0, 190.0, expected=10.0)  # 20 of 200 s
+    assert not loop.evaluation_affordable(config, 10.0, 180.0, expected=10.0)  # 20 of 190 s
     assert loop.evaluation_affordable(cfg.load("tictactoe", {"eval_budget": 0.0}), 99.0, 100.0)
 
 
