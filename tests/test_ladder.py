@@ -198,11 +198,13 @@ def test_the_loop_logs_the_ladders_elo(monkeypatch):
         return np.array([1.0, -1.0]), np.array([True, False])
 
     seen = []
-    monkeypatch.setattr(loop, "evaluation_matches", lambda config, n: (match, match))
+    monkeypatch.setattr(loop, "evaluation_matches", lambda config, n, mesh=None: (match, match))
     monkeypatch.setattr(
         loop,
         "make_ladder_evaluation",
-        lambda config: lambda v, k: seen.append(v) or {"eval/elo": 12.0, "eval/elo_ci95": 3.0},
+        lambda config, mesh=None: (
+            lambda v, k: seen.append(v) or {"eval/elo": 12.0, "eval/elo_ci95": 3.0}
+        ),
     )
     values = loop.make_evaluation(cfg.load("tictactoe", {}))("vars", None, jax.random.PRNGKey(0))
     assert seen == ["vars"] and values["eval/elo"] == 12.0 and values["eval/mcts_score"] == 0.5
