@@ -274,7 +274,9 @@ def _checks(tmp: str) -> dict:
     # The whole loop in bfloat16 on 4 devices, its evaluation's matches split over them.
     workdir = os.path.join(tmp, "bf16")
     summary = loop.train_and_evaluate(
-        dataclasses.replace(bf16, eval_interval=2, eval_games=8), workdir, progress=False
+        dataclasses.replace(bf16, eval_interval=2, eval_games=8, eval_ladder=False),
+        workdir,
+        progress=False,
     )
     restored, _ = Checkpointer(workdir).restore(fns.init_run())
     variables = restored.train.variables
