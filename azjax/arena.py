@@ -27,6 +27,7 @@ from jax.sharding import PartitionSpec as P
 from azjax import parallel
 from azjax.parallel import AXIS
 from azjax.search import SearchSpec, make_search, select_action
+from azjax.selfplay import init_states
 from games.base import Game, sample_legal
 
 Act = Callable  # (variables, key, states[B]) -> int32[B]
@@ -145,7 +146,7 @@ def _match_fn(game: Game, act_a: Act, act_b: Act, num_games: int, *, split, reco
 
     def match(variables_a, variables_b, key, starts=None):
         if starts is None:
-            starts = jax.vmap(lambda _: game.init())(jnp.arange(num_games))
+            starts = init_states(game, num_games)
         keys = jax.random.split(key, game.max_game_length)
         plies = jnp.arange(game.max_game_length)
         first_mover = game.current_player(jax.tree_util.tree_map(lambda x: x[0], starts))
@@ -204,7 +205,7 @@ def sharded_match(
         return jax.tree_util.tree_map(lambda x: x[back], out)
 
     everywhere = parallel.replicated(mesh)  # the starts join the mesh the variables are on
-    initial = jax.device_put(jax.vmap(lambda _: game.init())(jnp.arange(num_games)), everywhere)
+    initial = jax.device_put(init_states(game, num_games), everywhere)
 
     def match(variables_a, variables_b, key, starts=None):
         starts = initial if starts is None else jax.device_put(starts, everywhere)

@@ -74,30 +74,22 @@ def parse_settings(text: str, flag: str) -> dict[str, str]:
 
 def typed_settings(settings: dict[str, str], game: str, where: str) -> dict:
     """`settings` {name: text} as Config fields and `game`'s options, converted and checked as
-    train.py's flags are; ValueError naming `where` and the problem."""
+    train.py's flags are (`flags.config_overrides`, `flags.game_options`); ValueError naming
+    `where` and the problem."""
     options = flags.option_fields(game)
     unknown = sorted(set(settings) - set(FIELDS) - set(options))
     if unknown:
         raise ValueError(
             f"{where}: unknown setting(s) {', '.join(unknown)} (train.py --help lists the fields)"
         )
-    out = {}
-    for name, text in settings.items():
-        if name in FIELDS:
-            meta = FIELDS[name].metadata
-            kind, choices, low, high = (
-                type(FIELDS[name].default),
-                meta["choices"],
-                meta["low"],
-                meta["high"],
-            )
-        else:
-            kind, choices, low, high = type(options[name].default), None, None, None
-        try:
-            out[name] = flags.parse_value(name, text, kind, choices=choices, low=low, high=high)
-        except ValueError as e:
-            raise ValueError(f"{where}: {e}") from None
-    return out
+    given = argparse.Namespace(**settings)
+    try:
+        return {
+            **flags.config_overrides(given, [n for n in settings if n in FIELDS]),
+            **flags.game_options(given, game, [n for n in settings if n in options]),
+        }
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
 
 
 def build_configs(args) -> dict[str, cfg.Config]:
