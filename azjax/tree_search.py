@@ -5,15 +5,15 @@
 
 mctx's tree (`mctx.Tree`), its selection functions and its expansion (`expand`) are used unchanged.
 The walk down (`simulate`) is mctx's, written over the batch so that it can take several levels per
-loop turn (`unroll`; one by default, exactly mctx's loop). The backward pass differs: mctx's
-`backward` is a `jax.vmap` of a per-tree `while_loop`, and under `vmap` a loop whose condition
-differs between trees runs until the deepest tree is done, and at every level selects between the
-old and the updated *whole* tree of every game (every [B, N, A] array and every node's game state),
-so a simulation costs a copy of the batch's trees per level of the deepest new leaf. Here one
-`while_loop` climbs all B paths together and writes only the B entries each level changes
-(`backward`), which computes the same numbers in the same order (tests/test_tree_search.py compares
-whole trees with mctx's). Deep trees (PUCT with a peaky prior, many simulations, large batches on
-an accelerator) are where it pays.
+loop turn (`unroll`; one on the CPU, exactly mctx's loop, four on an accelerator). The backward
+pass differs: mctx's `backward` is a `jax.vmap` of a per-tree `while_loop`, and under `vmap` a loop
+whose condition differs between trees runs until the deepest tree is done, and at every level
+selects between the old and the updated *whole* tree of every game (every [B, N, A] array and every
+node's game state), so a simulation costs a copy of the batch's trees per level of the deepest new
+leaf. Here one `while_loop` climbs all B paths together and writes only the B entries each level
+changes (`backward`), which computes the same numbers in the same order (tests/test_tree_search.py
+compares whole trees with mctx's). Deep trees (PUCT with a peaky prior, many simulations, large
+batches on an accelerator) are where it pays.
 """
 
 from __future__ import annotations
@@ -30,18 +30,23 @@ from mctx._src import search as mctx_search
 from mctx._src.policies import _mask_invalid_actions
 
 Tree = mctx.Tree
-# Levels of the walk down and of the climb back per loop turn (`simulate`, `backward`); None: 1.
-# The same trees for any value; only the speed differs. On the 2-core CPU 4 levels a turn were
-# slower (every level computes all B games; docs/benchmarks.md); on an accelerator, where a loop
-# turn costs kernel launches and a round trip for its condition, it is to be measured
-# (`python -m benchmarks.selfplay --unroll=4`).
+# Levels of the walk down and of the climb back per loop turn (`simulate`, `backward`); None:
+# by backend (`unroll_levels`). The same trees for any value; only the speed differs: on the
+# 2-core CPU 4 levels a turn were slower (every level computes all B games), on an H100 faster
+# where a loop turn's kernel launches and its condition's round trip are the cost (PUCT +23% on
+# 11x11 Hex, +30% on 8x8 Othello; docs/benchmarks.md). `python -m benchmarks.selfplay --unroll=N`.
 UNROLL: int | None = None
+CPU_UNROLL = 1
+ACCELERATOR_UNROLL = 4
 
 
 def unroll_levels(unroll: int | None = None) -> int:
-    """`unroll`, else UNROLL, else 1."""
+    """`unroll`, else UNROLL, else CPU_UNROLL on the CPU and ACCELERATOR_UNROLL on a GPU or TPU
+    (the default backend's, read when the search is traced)."""
     if unroll is None:
-        unroll = 1 if UNROLL is None else UNROLL
+        unroll = UNROLL
+    if unroll is None:
+        unroll = CPU_UNROLL if jax.default_backend() == "cpu" else ACCELERATOR_UNROLL
     if unroll < 1:
         raise ValueError(f"unroll must be at least 1, got {unroll}")
     return unroll

@@ -547,7 +547,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--unroll",
         type=int,
         help="tree levels per loop turn in azjax's walk down and back up (azjax.tree_search; "
-        "default 1; the same trees for any value)",
+        "default: 1 on the CPU, 4 on a GPU or TPU; the same trees for any value)",
     )
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

@@ -94,6 +94,18 @@ def test_search_builds_the_same_trees_as_mctx(keys, max_depth, unroll):
         assert depth.max() >= 4 and depth.max(axis=1).min() < depth.max()
 
 
+def test_levels_per_turn_default_by_backend_and_the_override_wins(monkeypatch):
+    monkeypatch.setattr(tree_search, "UNROLL", None)
+    for backend, levels in (("cpu", 1), ("gpu", 4), ("tpu", 4)):
+        monkeypatch.setattr(jax, "default_backend", lambda b=backend: b)
+        assert tree_search.unroll_levels() == levels
+        assert tree_search.unroll_levels(2) == 2
+    monkeypatch.setattr(tree_search, "UNROLL", 3)
+    assert tree_search.unroll_levels() == 3
+    with pytest.raises(ValueError, match="at least 1"):
+        tree_search.unroll_levels(0)
+
+
 def test_gumbel_policy_is_mctx_gumbel_muzero_policy(keys):
     invalid = jnp.zeros((B, A), bool).at[2, :2].set(True)
     kwargs = dict(
