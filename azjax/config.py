@@ -157,8 +157,8 @@ class Config:
     eval_opening_plies: int = _field(
         0,
         "in-loop evaluation: each game pair (one game with each colour) of the matches against "
-        "the previous network and pure MCTS starts after this many uniformly random plies "
-        "(0: from the empty board)",
+        "the previous network, pure MCTS and eval_opponent starts after this many uniformly "
+        "random plies (0: from the empty board)",
         low=0,
         high=64,
     )

@@ -1,6 +1,7 @@
 """train.py --eval_opponent=SPEC at toy scale: the metrics rows hold eval/opponent_* against
 random, minimax and our own GTP engine; a bad spec is one line and exit code 2 before training;
-a resumed run keeps its opponent; an engine that dies is dropped and training goes on."""
+a resumed run keeps its opponent; an engine that dies is dropped and training goes on; the match
+starts from `eval_opening_plies` openings."""
 
 import json
 import os
@@ -145,3 +146,41 @@ def test_an_engine_that_dies_is_dropped_and_training_goes_on(tmp_path, capsys):
     assert [r["iteration"] for r in rows] == [1, 2]
     assert not any(k.startswith("eval/opponent") for r in rows for k in r)
     assert all(np.isfinite(r["eval/mcts_score"]) for r in rows)
+
+
+@pytest.mark.parametrize("plies", [0, 2])
+def test_the_opponent_match_starts_from_eval_opening_plies(plies, monkeypatch):
+    """As the loop's own matches: each game pair from one position `plies` random plies in, once
+    with each colour; from the empty board without them."""
+    import jax
+
+    import azjax
+    from azjax.eval import opponent as opponent_module
+    from azjax.eval.agent import batch_functions
+
+    seen = {}
+
+    def fake_play_games(game, a, b, num_games, key, *, openings=None):
+        seen.update(num_games=num_games, openings=openings)
+        raise RuntimeError("stop here")  # the opponent is then dropped: nothing else to check
+
+    monkeypatch.setattr(opponent_module, "play_games", fake_play_games)
+    config = azjax.load_config(
+        "tictactoe",
+        dict(eval_opponent="random", eval_opponent_games=6, eval_opening_plies=plies),
+    )
+    opponent = opponent_module.TrainingOpponent(config)
+    assert opponent(None, jax.random.PRNGKey(0)) == {}
+    assert seen["num_games"] == 6
+    if not plies:
+        assert seen["openings"] is None
+        return
+    starts = seen["openings"]
+    assert len(starts) == 6 and starts[:3] == starts[3:]  # game i and i + 3: one opening
+    fns = batch_functions(config.make_game())
+    for moves in starts[:3]:
+        assert len(moves) == plies and len(set(moves)) == plies
+        state = fns.init(1)
+        for move in moves:
+            assert bool(np.asarray(fns.legal(state))[0, move])
+            state = fns.step(state, np.asarray([move], np.int32))

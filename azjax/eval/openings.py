@@ -47,26 +47,40 @@ def openings(game: Game, text: str, key=None) -> list[tuple[int, ...]]:
     if kind == "all":
         legal = np.asarray(jax.device_get(fns.legal(fns.init(1))))[0]
         return [(int(a),) for a in np.flatnonzero(legal)]
+    return random_sequences(game, n, plies, key)
+
+
+def random_sequences(
+    game: Game, n: int, plies: int, key=None, *, distinct: bool = True
+) -> list[tuple[int, ...]]:
+    """`n` move sequences of `plies` uniformly random legal moves that leave the game unfinished
+    (from `key`; None: seed 0), all different unless `distinct` is False (ValueError if `n`
+    distinct ones are not found)."""
+    fns = batch_functions(game)
     rng = np.random.default_rng(
         np.asarray(jax.random.key_data(key)).ravel() if key is not None else 0
     )
     found: dict[tuple[int, ...], None] = {}
+    drawn: list[tuple[int, ...]] = []
     for _ in range(50 * n):
-        if len(found) == n:
+        if len(drawn) == n:
             break
         moves, state = [], fns.init(1)
         for _ in range(plies):
             legal = np.flatnonzero(np.asarray(jax.device_get(fns.legal(state)))[0])
             moves.append(int(rng.choice(legal)))
             state = fns.step(state, np.asarray(moves[-1:], np.int32))
-        if not bool(np.asarray(fns.status(state)[0])[0]):  # not already over
+        if bool(np.asarray(fns.status(state)[0])[0]):  # already over
+            continue
+        if not distinct or tuple(moves) not in found:
             found[tuple(moves)] = None
-    if len(found) < n:
+            drawn.append(tuple(moves))
+    if len(drawn) < n:
         raise ValueError(
-            f"--openings=random:{n}:{plies}: only {len(found)} distinct positions "
+            f"--openings=random:{n}:{plies}: only {len(drawn)} distinct positions "
             f"of {plies} plies found in {game.name} {game.options}"
         )
-    return list(found)
+    return drawn
 
 
 def both_colours(moves: list[tuple[int, ...]]) -> list[tuple[int, ...]]:

@@ -8,7 +8,9 @@ At each in-loop evaluation (`azjax.loop`, every `eval_interval` iterations) the 
 searching as the loop's evaluation has it search against pure MCTS (the run's `SearchSpec`, no
 epsilon), plays `eval_opponent_games` games (0: `eval_games`) against the agent the spec names
 (`azjax.eval.specs`: gtp:"COMMAND", spiel:, mcts:, minimax:, ckpt:, ...), half with each colour
-(`play_games`). The values, from the network's side:
+(`play_games`); with `eval_opening_plies` = n, as the loop's own matches, each game pair starts
+from a position after n uniformly random plies, once with each colour (positions may repeat
+between pairs). The values, from the network's side:
 
     eval/opponent_score     (wins + draws / 2) / games
     eval/opponent_ci95      the half-width of its 95% interval (`stats.score_ci`)
@@ -34,6 +36,7 @@ from azjax.config import Config
 from azjax.eval.agent import Agent, SearchSetup, search_agent
 from azjax.eval.gtp import GTPError
 from azjax.eval.match import play_games
+from azjax.eval.openings import both_colours, random_sequences
 from azjax.eval.specs import parse_agent
 from azjax.eval.stats import score_ci
 from azjax.network import make_apply, make_network
@@ -49,6 +52,7 @@ class TrainingOpponent:
     def __init__(self, config: Config, *, prog: str = "train.py"):
         self.spec, self.prog = config.eval_opponent, prog
         self.num_games = config.eval_opponent_games or config.eval_games
+        self.opening_plies = config.eval_opening_plies
         game = config.make_game()
         self.game = game
         self.opponent: Agent | None = make_opponent(self.spec, game)
@@ -61,7 +65,16 @@ class TrainingOpponent:
             return {}
         network = dataclasses.replace(self.network, variables=variables)
         try:
-            outcome = play_games(self.game, network, self.opponent, self.num_games, key)
+            starts = None
+            if self.opening_plies:
+                key, k_open = jax.random.split(key)
+                pairs, plies = self.num_games // 2, self.opening_plies
+                starts = both_colours(
+                    random_sequences(self.game, pairs, plies, k_open, distinct=False)
+                )
+            outcome = play_games(
+                self.game, network, self.opponent, self.num_games, key, openings=starts
+            )
         except Exception as e:  # noqa: BLE001 - any failure of the opponent: report, train on
             print(
                 f"{self.prog}: --eval_opponent={self.spec} failed and is dropped, training goes "
