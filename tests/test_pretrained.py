@@ -140,7 +140,8 @@ def test_every_shipped_network_loads_and_beats_a_random_player(name, tmp_path, m
         config.game,
         dict(config.game_options),
     )
-    assert os.path.getsize(os.path.join(pretrained.package_folder(name), "variables.msgpack")) < 1.5e6
+    variables = os.path.join(pretrained.package_folder(name), "variables.msgpack")
+    assert os.path.getsize(variables) < 1.5e6
     agent = parse_agent(f"ckpt:pretrained/{name},sims=8", game)
     result = play_games(game, agent, random_agent("random", game), 20, jax.random.PRNGKey(0))
     r = result.result
