@@ -341,11 +341,12 @@ class GTPClient:
         threading.Thread(
             target=self._pump, args=(self.process.stdout, self._lines.put), daemon=True
         ).start()
-        threading.Thread(
+        self._stderr_pump = threading.Thread(
             target=self._pump,
             args=(self.process.stderr, self.stderr_tail.append, False),
             daemon=True,
-        ).start()
+        )
+        self._stderr_pump.start()
 
     @staticmethod
     def _pump(stream, put, mark_end: bool = True) -> None:
@@ -404,6 +405,8 @@ class GTPClient:
             code = self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             code = "(still running)"
+        else:  # the pipe is at its end: let the pump read the engine's last words
+            self._stderr_pump.join(timeout=5)
         tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
         return GTPError(
             f"{command!r}: the engine {self.command!r} exited with code {code}; "
