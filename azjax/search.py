@@ -265,7 +265,7 @@ def make_search(
 
     if game_by_game is None:
         game_by_game = one_game_at_a_time(spec)
-    return _game_by_game(search) if game_by_game else search
+    return _game_by_game(game, search) if game_by_game else search
 
 
 # On XLA:CPU a search over B > 1 games costs more per game than B searches of one as the tree
@@ -286,17 +286,26 @@ def one_game_at_a_time(spec: SearchSpec) -> bool:
     )
 
 
-def _game_by_game(search: Callable) -> Callable:
+def _game_by_game(game: Game, search: Callable) -> Callable:
     """search(variables, key, states[B]), run as B searches of one game in a `lax.map` (each game
-    with its own key split from `key`)."""
+    with its own key split from `key`). A finished game is not searched: its output is zeros
+    (a match or a ladder's pure MCTS searches every ply of its scan, over games long over)."""
 
     def one(variables, key, state):
         out = search(variables, key, jax.tree_util.tree_map(lambda x: x[None], state))
         return jax.tree_util.tree_map(lambda x: x[0], out)
 
+    def one_unless_over(variables, key, state):
+        shapes = jax.eval_shape(one, variables, key, state)
+        return jax.lax.cond(
+            game.is_terminal(state),
+            lambda: jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes),
+            lambda: one(variables, key, state),
+        )
+
     def by_game(variables, key, states):
         keys = jax.random.split(key, _batch_size(states))
-        return jax.lax.map(lambda ks: one(variables, *ks), (keys, states))
+        return jax.lax.map(lambda ks: one_unless_over(variables, *ks), (keys, states))
 
     return by_game
 

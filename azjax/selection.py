@@ -63,7 +63,13 @@ def exit_action_selection(
     untried = legal & (visits == 0)
     first = jnp.where(untried, prior_weight * prior + noise, -jnp.inf)
     best = jnp.where(legal, score + noise, -jnp.inf)
-    return jnp.where(jnp.any(untried), jnp.argmax(first), jnp.argmax(best)).astype(jnp.int32)
+    # No legal child (a finished game, in the tree or at the root): the walk must still go on,
+    # and its value no longer counts (the edge into a finished game has discount 0). Taking the
+    # least-visited child fans the visits out; argmax over all -inf would take child 0 every time
+    # and grow a chain one node deeper per visit, each walk longer than the last.
+    stuck = jnp.argmin(visits + noise)
+    chosen = jnp.where(jnp.any(legal), jnp.argmax(best), stuck)
+    return jnp.where(jnp.any(untried), jnp.argmax(first), chosen).astype(jnp.int32)
 
 
 def uct_action_selection(

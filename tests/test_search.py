@@ -327,12 +327,19 @@ def test_game_by_game_search_is_each_game_searched_alone():
     search = make_search(game, SearchSpec.pure_mcts(6), None)
     key = jax.random.PRNGKey(3)
     states = jax.vmap(lambda k: random_opening(game, k, 3))(jax.random.split(key, 3))
-    together = jax.jit(_game_by_game(search))(None, key, states)
+    won = game.init()
+    for a in (0, 3, 1, 4, 2):  # the first player's top row: over
+        won = game.step(won, a)
+    states = jax.tree_util.tree_map(lambda x, y: jnp.concatenate([x, y[None]]), states, won)
+    together = jax.jit(_game_by_game(game, search))(None, key, states)
     single = jax.jit(search)  # compiled once for the three games
-    for i, k in enumerate(jax.random.split(key, 3)):
+    for i, k in enumerate(jax.random.split(key, 4)[:3]):
         alone = single(None, k, jax.tree_util.tree_map(lambda x, i=i: x[i : i + 1], states))
         np.testing.assert_allclose(together.action_weights[i], alone.action_weights[0], atol=1e-6)
         assert int(together.action[i]) == int(alone.action[0])
+    assert bool(game.is_terminal(won))  # the finished game is not searched: zeros
+    assert not np.any(np.asarray(together.action_weights[3]))
+    assert not np.any(np.asarray(together.search_tree.node_visits[3]))
     assert one_game_at_a_time(SearchSpec.pure_mcts(100)) == (jax.default_backend() == "cpu")
     assert not one_game_at_a_time(SearchSpec.pure_mcts(50))
     assert not one_game_at_a_time(SearchSpec(num_simulations=400))  # a network batches well

@@ -123,3 +123,29 @@ def test_uct_policy_visit_distribution_on_a_bandit():
         invalid_actions=jnp.array([[1, 0, 0]] * 2, bool),
     )
     assert float(out.action_weights[0, 0]) == 0.0
+
+
+def test_a_node_without_legal_children_fans_out_instead_of_growing_a_chain():
+    # Every child illegal (a finished game): the least-visited one, so that repeated visits
+    # spread over the children instead of adding one node below the last each time.
+    tree = root_tree(visits=(2, 1, 2), q=(0.0, 0.0, 0.0), prior=(0.0, 0.0, 0.0))
+    assert int(uct_action_selection(KEY, tree, 0, 1, c_uct=1.4)) == 1
+    assert int(exit_action_selection(KEY, tree, 0, 1, c_uct=1.4, prior_weight=2.0)) == 1
+
+
+def test_uct_search_of_a_finished_game_stays_shallow():
+    import games
+    from azjax.search import SearchSpec, make_search
+
+    game = games.make("tictactoe")
+    won = game.init()
+    for a in (0, 3, 1, 4, 2):  # the first player's top row: over
+        won = game.step(won, a)
+    states = jax.tree_util.tree_map(lambda x: x[None], won)
+    spec = SearchSpec.pure_mcts(60, search="uct")
+    tree = make_search(game, spec, None, game_by_game=False)(None, KEY, states).search_tree
+    parents = np.asarray(tree.parents[0])
+    depth = np.zeros(len(parents), int)
+    for i in range(1, len(parents)):
+        depth[i] = depth[parents[i]] + 1
+    assert depth.max() <= 2  # 60 visits over 9 children and their 9: not a chain 60 deep
