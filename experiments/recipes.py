@@ -45,6 +45,7 @@ import games
 from azjax import config as cfg
 from azjax import flags
 from azjax.config import FIELDS
+from azjax.eval.openings import random_sequences
 from azjax.eval.tournament import run_tournament
 from experiments.common import Log, write_results
 
@@ -303,6 +304,12 @@ def parse(argv: list[str]):
         p.error(str(e))
     if len(configs) + len(args.anchors) < 2:
         p.error("nothing to rate: give two runs or more, or an anchor")
+    if args.opening_plies:  # before training: the rating needs that many distinct openings
+        game = next(iter(configs.values())).make_game()
+        try:
+            random_sequences(game, args.games // 2, args.opening_plies, None)
+        except ValueError as e:
+            p.error(f"{e}: give fewer --games or more --opening_plies")
     return args, configs
 
 

@@ -57,6 +57,7 @@ def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, cap
         (["--games=3"], "--games must be even"),
         (["--game=chess"], "unknown game 'chess'"),
         (["--seeds="], "give one or more seeds"),
+        (["--game=othello", "--size=6", "--games=60"], "only 12 distinct positions of 2 plies"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):
