@@ -153,4 +153,6 @@ def test_the_cpu_recipe_applies_to_any_game():
     )
     assert run.augment  # measured on 6x6 Hex (docs/strength.md)
     othello, _ = train.parse(["--game=othello", "--config=cpu"])
-    assert othello.game == "othello" and othello.opening_plies == 0 and not othello.augment
+    assert othello.game == "othello" and othello.opening_plies == 0 and othello.augment
+    c4, _ = train.parse(["--game=connect_four", "--config=cpu"])
+    assert not c4.augment  # not measured there
