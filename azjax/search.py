@@ -6,6 +6,9 @@ rollout from it and blends its outcome z into the leaf value (seed 000, section 
 
     v_leaf = (1 - rollout_weight) * v_eval + rollout_weight * z      (where a rollout happened)
 
+At rollout_prob < 1 only the leaves drawn for a rollout are played out (`rollout_where`), so a
+search's rollout cost grows with rollout_prob instead of being that of p = 1 at every p.
+
 Two-player convention: values are from the player to move; a transition's reward is the return of
 the player who moved; the discount between plies is -1, and 0 once the game is over (a terminal
 leaf has its reward and value 0, and nothing below it counts).
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -120,11 +124,22 @@ def make_evaluator(game: Game, kind: str, apply: Callable | None) -> Evaluate:
 
 def make_rollout(game: Game, spec: SearchSpec, apply: Callable | None) -> Callable:
     """rollout(variables, key, states[B]) -> z float32[B], the outcome for each state's mover."""
+    per_state = make_rollout_per_state(game, spec, apply)
+
+    def rollout(variables, key, states):
+        return per_state(variables, jax.random.split(key, _batch_size(states)), states)
+
+    return rollout
+
+
+def make_rollout_per_state(game: Game, spec: SearchSpec, apply: Callable | None) -> Callable:
+    """rollout(variables, keys[B], states[B]) -> z float32[B]: each state played out with its own
+    key, so a state's outcome does not depend on the others in the batch (`rollout_where` plays
+    out a subset)."""
     if spec.rollout_policy == "random":
 
-        def random_rollout(variables, key, states):
+        def random_rollout(variables, keys, states):
             del variables
-            keys = jax.random.split(key, _batch_size(states))
             returns = jax.vmap(game.random_playout)(states, keys)
             return _for_mover(game, states, returns)
 
@@ -133,13 +148,13 @@ def make_rollout(game: Game, spec: SearchSpec, apply: Callable | None) -> Callab
     if spec.rollout_policy == "policy":
         network = make_evaluator(game, "network", apply)
 
-        def policy_rollout(variables, key, states):
+        def policy_rollout(variables, keys, states):
             def body(carry):
                 s, k = carry
-                k, sub = jax.random.split(k)
                 logits, _ = network(variables, s)
                 if spec.rollout_sample:
-                    action = jax.random.categorical(sub, logits)
+                    k, sub = jnp.moveaxis(jax.vmap(jax.random.split)(k), 1, 0)
+                    action = jax.vmap(jax.random.categorical)(sub, logits)
                 else:
                     action = jnp.argmax(logits, axis=-1)
                 return jax.vmap(game.step)(s, action.astype(jnp.int32)), k
@@ -147,11 +162,47 @@ def make_rollout(game: Game, spec: SearchSpec, apply: Callable | None) -> Callab
             def unfinished(carry):
                 return ~jnp.all(jax.vmap(game.is_terminal)(carry[0]))
 
-            final, _ = jax.lax.while_loop(unfinished, body, (states, key))
+            final, _ = jax.lax.while_loop(unfinished, body, (states, keys))
             return _for_mover(game, states, jax.vmap(game.returns)(final))
 
         return policy_rollout
     raise ValueError(f"no rollout for rollout_policy={spec.rollout_policy!r}")
+
+
+def rollout_capacity(batch: int, prob: float) -> int:
+    """How many of `batch` leaves `rollout_where` plays out when each is rolled out with
+    probability `prob`: the mean number plus four standard deviations (a batch holds more about 3
+    times in 100,000, and then all of it is played out), or the whole batch where that is no
+    fewer."""
+    if prob >= 1.0:
+        return batch
+    mean, sd = batch * prob, math.sqrt(batch * prob * (1.0 - prob))
+    return min(batch, math.ceil(mean + 4.0 * sd) + 1)
+
+
+def rollout_where(rollout: Callable, variables, keys, states, rolled, *, capacity: int):
+    """z float32[B] from `rollout(variables, keys[B], states[B])` (`make_rollout_per_state`),
+    the same where `rolled` (bool[B]) and anything elsewhere, playing out only `capacity` states.
+
+    Rollouts cost the same whichever leaves keep their results, so at rollout_prob p < 1 only
+    the leaves drawn for one need playing out: they are gathered (first) into a batch of
+    `capacity` (`rollout_capacity(B, p)`; the rest of it other leaves), played out with their own
+    keys and scattered back, which gives each the outcome the whole batch's rollout would. A batch
+    with more rolled leaves than that (rare) is played out whole.
+    """
+    batch = rolled.shape[0]
+    if capacity >= batch:
+        return rollout(variables, keys, states)
+
+    def gathered():
+        order = jnp.argsort(~rolled, stable=True)[:capacity]  # the rolled leaves first, distinct
+        z = rollout(variables, keys[order], jax.tree_util.tree_map(lambda x: x[order], states))
+        return jnp.zeros(batch, z.dtype).at[order].set(z)
+
+    def whole():
+        return rollout(variables, keys, states)
+
+    return jax.lax.cond(jnp.sum(rolled) <= capacity, gathered, whole)
 
 
 class Model(NamedTuple):
@@ -168,14 +219,16 @@ def make_model(game: Game, spec, apply: Callable | None = None) -> Model:
     evaluate = make_evaluator(game, spec.evaluator, apply)
     rollout = None
     if spec.rollout_policy != "none" and spec.rollout_prob > 0:
-        rollout = make_rollout(game, spec, apply)
+        rollout = make_rollout_per_state(game, spec, apply)
 
     def leaf_value(variables, key, states, value):
         if rollout is None:
             return value
         k_coin, k_roll = jax.random.split(key)
-        z = rollout(variables, k_roll, states)
         rolled = jax.random.bernoulli(k_coin, spec.rollout_prob, value.shape)
+        keys = jax.random.split(k_roll, value.shape[0])
+        capacity = rollout_capacity(value.shape[0], spec.rollout_prob)
+        z = rollout_where(rollout, variables, keys, states, rolled, capacity=capacity)
         blended = (1.0 - spec.rollout_weight) * value + spec.rollout_weight * z
         return jnp.where(rolled, blended, value)
 

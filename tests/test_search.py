@@ -343,3 +343,64 @@ def test_game_by_game_search_is_each_game_searched_alone():
     assert one_game_at_a_time(SearchSpec.pure_mcts(100)) == (jax.default_backend() == "cpu")
     assert not one_game_at_a_time(SearchSpec.pure_mcts(50))
     assert not one_game_at_a_time(SearchSpec(num_simulations=400))  # a network batches well
+
+
+# ---- rollouts at rollout_prob < 1: only the drawn leaves are played out ----------------------
+
+
+@pytest.mark.parametrize("policy", ["random", "policy"])
+def test_rollout_where_gives_the_whole_batchs_outcomes(policy):
+    # The leaves drawn for a rollout, gathered and played out alone, get the outcomes a rollout
+    # of the whole batch gives them; with more drawn than the capacity, the whole batch is
+    # played out. (Sampled policy rollouts too: each state plays with its own keys.)
+    from azjax.search import make_rollout_per_state, rollout_capacity, rollout_where
+
+    apply, variables = linear_net(HEX, seed=12)
+    spec = SearchSpec(rollout_policy=policy, rollout_prob=0.3, rollout_sample=True)
+    rollout = make_rollout_per_state(HEX, spec, apply)
+    n = 64
+    states = spread(HEX, n, 12, seed=13)
+    keys = jax.random.split(jax.random.PRNGKey(14), n)
+    capacity = rollout_capacity(n, 0.3)
+    assert capacity < n
+
+    @jax.jit
+    def both(rolled):
+        where = rollout_where(rollout, variables, keys, states, rolled, capacity=capacity)
+        return where, rollout(variables, keys, states)
+
+    few = np.asarray(jax.random.bernoulli(jax.random.PRNGKey(15), 0.3, (n,)))
+    for rolled in (few, np.ones(n, bool)):  # gathered, then whole
+        where, whole = map(np.asarray, both(rolled))
+        np.testing.assert_array_equal(where[rolled], whole[rolled])
+    assert set(np.unique(whole)) <= {-1.0, 1.0}
+    assert 0 < few.sum() <= capacity
+
+
+def test_rollout_where_plays_out_only_the_capacity():
+    # A stand-in rollout that returns the size of the batch it was given.
+    from azjax.search import rollout_where
+
+    size = lambda variables, keys, states: jnp.full(keys.shape[0], keys.shape[0], jnp.float32)
+    n, capacity = 20, 8
+    states, keys = jnp.zeros(n), jax.random.split(jax.random.PRNGKey(0), n)
+    run = jax.jit(lambda rolled: rollout_where(size, None, keys, states, rolled, capacity=capacity))
+    rolled = np.arange(n) % 3 == 0  # 7 of 20
+    np.testing.assert_array_equal(np.asarray(run(rolled))[rolled], capacity)
+    rolled = np.arange(n) % 2 == 0  # 10 of 20: more than the capacity
+    np.testing.assert_array_equal(np.asarray(run(rolled))[rolled], n)
+    all_of_them = rollout_where(size, None, keys, states, rolled, capacity=n)
+    np.testing.assert_array_equal(np.asarray(all_of_them), n)
+
+
+@pytest.mark.parametrize("n", [16, 256, 1024, 4096])
+@pytest.mark.parametrize("prob", [0.05, 0.3, 0.5, 0.9])
+def test_rollout_capacity_is_rarely_exceeded(n, prob):
+    from azjax.search import rollout_capacity
+
+    capacity = rollout_capacity(n, prob)
+    assert n * prob < capacity <= n
+    assert stats.binom.sf(capacity, n, prob) < 1e-4  # P(more drawn than the capacity)
+    if n >= 256 and prob <= 0.5:
+        assert capacity < 0.75 * n  # and the saving is real
+    assert rollout_capacity(n, 1.0) == n

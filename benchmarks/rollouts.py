@@ -1,0 +1,177 @@
+"""What rollouts cost at each rollout probability: searches at rollout_prob p, and the rollouts
+alone, the drawn leaves gathered against the whole batch, side by side in one run.
+
+    python -m benchmarks.rollouts                                  # 11x11 Hex, B 256, 32 sims
+    python -m benchmarks.rollouts --game=othello --size=8 --rollout=policy --probs=0,0.25,1
+
+Two tables, each line the median of `--repeats` calls after a compiling call, the lines of a
+table timed in turns:
+- searches: one self-play search (`make_search`: the game's config's search and network, or
+  `--network stub` for the plumbing alone; self-play noise) of B positions spread over the first
+  half of a game, at each p of `--probs` with `--rollout` rollouts (weight 0.5); the last column
+  is the time over that of no rollouts.
+- rollouts alone, for each p < 1: `rollout_where` on B leaves of which a Bernoulli(p) draw keeps
+  rollouts (it plays out `rollout_capacity(B, p)` of them) against the rollout of all B leaves,
+  which is what every p cost before rollouts were gathered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+
+import jax
+
+import games
+from azjax import config as cfg
+from azjax import flags
+from azjax.network import init_variables, make_apply, make_network
+from azjax.search import (
+    SearchSpec,
+    make_rollout_per_state,
+    make_search,
+    rollout_capacity,
+    rollout_where,
+)
+from benchmarks.selfplay import StubNet, azjax_openings
+
+
+def median_ms(calls, repeats: int) -> list[float]:
+    """Median milliseconds of each `fn(*args)` of `calls` [(fn, args)], after one (compiling)
+    call each. The calls take turns within each of the `repeats` rounds, so that a load on the
+    machine that comes and goes falls on all of them alike."""
+    for fn, args in calls:
+        jax.block_until_ready(fn(*args))
+    times = [[] for _ in calls]
+    for _ in range(repeats):
+        for (fn, args), timed in zip(calls, times):
+            start = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            timed.append(time.perf_counter() - start)
+    return [1000 * statistics.median(timed) for timed in times]
+
+
+def run(
+    config, *, rollout: str, probs, batch: int, repeats: int, network: str = "resnet", seed: int = 0
+):
+    """(search rows, rollout rows): [(p, ms)] and [(p, capacity, gathered ms, whole ms)].
+    `network`: the config's ResNet, or "stub" (`benchmarks.selfplay.StubNet`: plumbing alone)."""
+    game = config.make_game()
+    key = jax.random.PRNGKey(seed)
+    k_vars, k_states, k_search, k_rolled = jax.random.split(key, 4)
+    if network == "stub":
+        net = StubNet(game.num_actions)
+        variables = net.init(k_vars, None)
+    else:
+        net = make_network(config, game)
+        variables = init_variables(net, game, k_vars)
+    apply = make_apply(net)
+    states = azjax_openings(game, batch, k_states)
+    base = SearchSpec.from_config(config)
+    calls = []
+    for p in probs:
+        spec = dataclasses.replace(
+            base,
+            explore=True,
+            rollout_policy=rollout if p > 0 else "none",
+            rollout_prob=p,
+            rollout_weight=0.5,
+        )
+        calls.append((jax.jit(make_search(game, spec, apply)), (variables, k_search, states)))
+    searches = list(zip(probs, median_ms(calls, repeats)))
+    per_state = make_rollout_per_state(
+        game, dataclasses.replace(base, rollout_policy=rollout), apply
+    )
+    keys = jax.random.split(k_search, batch)
+    partial = [p for p in probs if 0 < p < 1]
+    calls = [(jax.jit(per_state), (variables, keys, states))]
+    for p in partial:
+        rolled = jax.random.bernoulli(k_rolled, p, (batch,))
+        capacity = rollout_capacity(batch, p)
+        gathered = jax.jit(
+            lambda v, k, s, r, c=capacity: rollout_where(per_state, v, k, s, r, capacity=c)
+        )
+        calls.append((gathered, (variables, keys, states, rolled)))
+    whole_ms, *gathered_ms = median_ms(calls, repeats)
+    rollouts = [
+        (p, rollout_capacity(batch, p), ms, whole_ms) for p, ms in zip(partial, gathered_ms)
+    ]
+    return searches, rollouts
+
+
+def parse_probs(text: str) -> list[float]:
+    try:
+        probs = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        probs = []
+    if not probs or any(not 0.0 <= p <= 1.0 for p in probs):
+        raise ValueError(f"--probs={text!r}: give comma-separated probabilities in [0, 1]")
+    return sorted(set(probs) | {0.0})
+
+
+def main(argv=None) -> int:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--game", default="hex", choices=games.names())
+    known, _ = pre.parse_known_args(argv)
+    parser = argparse.ArgumentParser(description=__doc__, parents=[pre])
+    parser.add_argument("--rollout", default="random", choices=["random", "policy"])
+    parser.add_argument("--probs", default="0,0.1,0.3,0.5,1", help="rollout probabilities")
+    parser.add_argument("--batch", type=int, default=256, help="positions searched at once")
+    parser.add_argument("--sims", type=int, default=32, help="simulations per search")
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls per line")
+    parser.add_argument(
+        "--network",
+        default="resnet",
+        choices=["resnet", "stub"],
+        help="the config's ResNet, or a stand-in that only reads the observation",
+    )
+    defaults = {"size": 11} if known.game == "hex" else {}
+    option_flags = flags.add_game_flags(
+        parser.add_argument_group(f"{known.game} options"), known.game, defaults=defaults
+    )
+    args = parser.parse_args(argv)
+    try:
+        probs = parse_probs(args.probs)
+    except ValueError as e:
+        parser.error(str(e))
+    if args.batch < 1 or args.sims < 1 or args.repeats < 1:
+        parser.error("--batch, --sims and --repeats must be at least 1")
+    options = {**defaults, **flags.game_options(args, known.game, option_flags)}
+    config = cfg.load(known.game, {**options, "num_simulations": args.sims})
+    searches, rollouts = run(
+        config,
+        rollout=args.rollout,
+        probs=probs,
+        batch=args.batch,
+        repeats=args.repeats,
+        network=args.network,
+    )
+    print(
+        f"{known.game} {options}, batch {args.batch}, {args.sims} simulations "
+        f"({config.search}, "
+        + (
+            f"{config.num_blocks}x{config.num_filters} ResNet"
+            if args.network == "resnet"
+            else "stub"
+        )
+        + "), "
+        f"{args.rollout} rollouts, {jax.devices()[0].device_kind}"
+    )
+    none = searches[0][1]
+    print(f"{'rollout_prob':>12}{'search ms':>12}{'/ no rollouts':>15}")
+    for p, ms in searches:
+        print(f"{p:>12.2f}{ms:>12.1f}{ms / none:>14.2f}x")
+    if rollouts:
+        print(
+            f"{'rollout_prob':>12}{'played out':>12}{'gathered ms':>13}{'whole ms':>10}{'ratio':>8}"
+        )
+        for p, capacity, ms, whole_ms in rollouts:
+            played = f"{capacity}/{args.batch}"
+            print(f"{p:>12.2f}{played:>12}{ms:>13.1f}{whole_ms:>10.1f}{ms / whole_ms:>7.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
