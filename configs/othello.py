@@ -3,7 +3,8 @@
 Gumbel search (Danihelka et al. 2022) at 64 simulations, whose improved policy is the policy
 target, a 3-block, 64-filter ResNet, Adam. On one H100 (`--time_budget=2.4`) its network won every
 game against the 6x6 ladder's rungs it met (up to pure MCTS with 128 simulations) from iteration 10
-(85 s); the network it trained in 149 s is `pretrained/othello6`. Seed 000's Table 5.1 settings
+(85 s). (`pretrained/othello6` is from 60 minutes of `--config=cpu` on a CPU, which beat that
+149-s network 26-14.) Seed 000's Table 5.1 settings
 (PUCT, 50 simulations, 3 x 128, SGD) are configs/othello_thesis.py (`--config=othello_thesis`); on
 a CPU use `--config=cpu` (configs/cpu.py).
 """
