@@ -7,10 +7,32 @@ rules, search, learner, agents and formats: a few minutes) as a first check.
 
 import os
 import shutil
+import tempfile
 
-import pytest
+# One XLA compilation cache for the whole suite, set before JAX is imported so that the test
+# processes (both xdist workers) and the scripts they start as subprocesses all read and write it:
+# many tests compile the same toy programs. Entries are keyed by the program and the JAX and XLA
+# versions, so a cache left from an earlier run is only ever a hit or a miss; at most 2 GiB, the
+# least recently used entries go first. Set JAX_COMPILATION_CACHE_DIR to put it elsewhere. JAX
+# locks the cache with `filelock` (a test extra) when it has a size limit; without the lock two
+# processes could read a half-written entry, so without filelock there is no cache.
+try:
+    import filelock  # noqa: F401
+except ImportError:
+    pass
+else:
+    os.environ.setdefault(
+        "JAX_COMPILATION_CACHE_DIR",
+        os.path.join(
+            tempfile.gettempdir(), f"azjax-tests-xla-cache-{getattr(os, 'getuid', str)()}"
+        ),
+    )
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+    os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2 * 2**30))
 
-import azjax
+import pytest  # noqa: E402
+
+import azjax  # noqa: E402
 
 INTEGRATION = {
     "test_adding_a_game.py",
