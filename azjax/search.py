@@ -191,16 +191,17 @@ def rollout_where(rollout: Callable, variables, keys, states, rolled, *, capacit
     with more rolled leaves than that (rare) is played out whole.
     """
     batch = rolled.shape[0]
-    if capacity >= batch:
+
+    def whole():
         return rollout(variables, keys, states)
+
+    if capacity >= batch:
+        return whole()
 
     def gathered():
         order = jnp.argsort(~rolled, stable=True)[:capacity]  # the rolled leaves first, distinct
         z = rollout(variables, keys[order], jax.tree_util.tree_map(lambda x: x[order], states))
         return jnp.zeros(batch, z.dtype).at[order].set(z)
-
-    def whole():
-        return rollout(variables, keys, states)
 
     return jax.lax.cond(jnp.sum(rolled) <= capacity, gathered, whole)
 

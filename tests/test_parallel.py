@@ -134,7 +134,9 @@ def _checks(tmp: str) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    jax.config.update("jax_compilation_cache_dir", os.path.join(tmp, "jax-cache"))
+    # the suite's shared cache where tests/conftest.py set one (this process inherits it)
+    cache = os.environ.get("JAX_COMPILATION_CACHE_DIR") or os.path.join(tmp, "jax-cache")
+    jax.config.update("jax_compilation_cache_dir", cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 
     from azjax import config as cfg
