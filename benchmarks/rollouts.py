@@ -85,19 +85,16 @@ def run(
         game, dataclasses.replace(base, rollout_policy=rollout), apply
     )
     keys = jax.random.split(k_search, batch)
-    partial = [p for p in probs if 0 < p < 1]
+    partial = [(p, rollout_capacity(batch, p)) for p in probs if 0 < p < 1]
     calls = [(jax.jit(per_state), (variables, keys, states))]
-    for p in partial:
+    for p, capacity in partial:
         rolled = jax.random.bernoulli(k_rolled, p, (batch,))
-        capacity = rollout_capacity(batch, p)
         gathered = jax.jit(
             lambda v, k, s, r, c=capacity: rollout_where(per_state, v, k, s, r, capacity=c)
         )
         calls.append((gathered, (variables, keys, states, rolled)))
     whole_ms, *gathered_ms = median_ms(calls, repeats)
-    rollouts = [
-        (p, rollout_capacity(batch, p), ms, whole_ms) for p, ms in zip(partial, gathered_ms)
-    ]
+    rollouts = [(p, c, ms, whole_ms) for (p, c), ms in zip(partial, gathered_ms)]
     return searches, rollouts
 
 
