@@ -135,6 +135,13 @@ class Config:
         "(Hex: 180-degree rotation; Othello, Tic-Tac-Toe: the square's 8; "
         "Connect Four: mirror)",
     )
+    value_target_mix: float = _field(
+        0.0,
+        "value target (1 - m) * outcome + m * the search's root value of the position "
+        "(Z+Q averaging; 0: the outcome alone)",
+        low=0.0,
+        high=1.0,
+    )
     min_replay: int = _field(
         0, "positions with a known outcome needed before training (0: one training batch)", low=0
     )
@@ -445,6 +452,11 @@ def validate(config: Config) -> Config:
     if config.gating_games % 2:
         raise ValueError(
             f"gating_games must be even so colours alternate, got {config.gating_games}"
+        )
+    if config.value_target_mix and config.algorithm != "alphazero":
+        raise ValueError(
+            "value_target_mix needs algorithm=alphazero (Expert Iteration's value target is "
+            "value_target=rollout or search)"
         )
     if config.gating and config.algorithm != "alphazero":
         raise ValueError("gating needs algorithm=alphazero (Expert Iteration has no gate)")

@@ -198,7 +198,7 @@ def make_iteration(
     def play(run, states, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]
         states, traj = selfplay(gating.selfplay_variables(run), k_play, states)
-        buffer = replay.add(buffer, traj)
+        buffer = replay.add(buffer, traj, value_mix=config.value_target_mix)
         return (
             states,
             buffer,

@@ -11,6 +11,12 @@ game and gets its target — an elementwise update, with no scatter and no per-g
     buffer = replay.add(buffer, trajectory)        # a self-play chunk, [T, B] leading axes
     batch = replay.sample(buffer, key, batch_size)  # uniform over positions with a known outcome
 
+A value target that mixes in the search's root value (`value_mix` = m > 0):
+z' = (1 - m) z + m q, with q the root value self-play recorded for the position (Z+Q averaging;
+KataGo mixes search values into its targets too). Until its game ends an entry's `value` holds
+q, and settling mixes the outcome into it: no further array and no change to the checkpointed
+layout.
+
 Observations are stored as uint8 (the planes are 0/1), policies as float32.
 
 Over several devices the buffer is split along B (`partition_specs`): each device holds the
@@ -34,7 +40,7 @@ class Buffer:
     obs: jax.Array  # uint8[R, B, H, W, C]
     policy: jax.Array  # float32[R, B, A], search policy in the network's frame
     player: jax.Array  # int8[R, B], mover of the position
-    value: jax.Array  # float32[R, B], outcome for the mover once known
+    value: jax.Array  # float32[R, B], value target for the mover once known (see module doc)
     ready: jax.Array  # bool[R, B], outcome known (samplable)
     row_step: jax.Array  # int32[R], global step that last wrote the row (-1: never)
     episode_start: jax.Array  # int32[B], global step of the current game's first position
@@ -50,6 +56,7 @@ class Trajectory(NamedTuple):
     done: jax.Array  # bool[T, B], the move ended the game (the slot restarts)
     returns: jax.Array  # float32[T, B, 2], the final returns where done
     ply: jax.Array | None = None  # int32[T, B], plies played before the position
+    root_value: jax.Array | None = None  # float32[T, B], the search's root value for the mover
 
 
 class Batch(NamedTuple):
@@ -87,12 +94,20 @@ def partition_specs(axis: str) -> Buffer:
     )
 
 
-def add_step(buffer: Buffer, obs, policy, player, done, returns) -> Buffer:
-    """Write one row (B positions) and settle the targets of the games that just ended."""
+def add_step(
+    buffer: Buffer, obs, policy, player, done, returns, root_value=None, *, value_mix: float = 0.0
+) -> Buffer:
+    """Write one row (B positions) and settle the targets of the games that just ended: the
+    outcome, or with `value_mix` = m > 0 (1 - m) * outcome + m * `root_value` (float32[B])."""
+    mixed = _check_mix(value_mix, root_value)
     rows = buffer.ready.shape[0]
     r = buffer.step % rows
     row_step = buffer.row_step.at[r].set(buffer.step)
     obs8 = obs.astype(jnp.uint8)
+    if mixed:  # held in `value` until the game ends
+        buffer = buffer.replace(
+            value=jax.lax.dynamic_update_index_in_dim(buffer.value, root_value, r, 0)
+        )
     buffer = buffer.replace(
         obs=jax.lax.dynamic_update_index_in_dim(buffer.obs, obs8, r, 0),
         policy=jax.lax.dynamic_update_index_in_dim(buffer.policy, policy, r, 0),
@@ -104,6 +119,8 @@ def add_step(buffer: Buffer, obs, policy, player, done, returns) -> Buffer:
     in_game = (row_step[:, None] >= buffer.episode_start[None, :]) & (row_step[:, None] >= 0)
     settle = done[None, :] & in_game  # [R, B]
     outcome = jnp.where(buffer.player == 0, returns[None, :, 0], returns[None, :, 1])
+    if mixed:
+        outcome = (1.0 - value_mix) * outcome + value_mix * buffer.value
     return buffer.replace(
         value=jnp.where(settle, outcome, buffer.value),
         ready=buffer.ready | settle,
@@ -112,8 +129,20 @@ def add_step(buffer: Buffer, obs, policy, player, done, returns) -> Buffer:
     )
 
 
-def add(buffer: Buffer, traj: Trajectory) -> Buffer:
-    """Write a whole self-play chunk, move by move."""
+def _check_mix(value_mix: float, root_value) -> bool:
+    """Whether the targets mix in root values; `value_mix` must be in [0, 1] and, above 0, come
+    with them."""
+    if not 0.0 <= value_mix <= 1.0:
+        raise ValueError(f"value_mix must be in [0, 1], got {value_mix!r}")
+    if value_mix > 0 and root_value is None:
+        raise ValueError("value_mix > 0 needs the positions' root values (root_value)")
+    return value_mix > 0
+
+
+def add(buffer: Buffer, traj: Trajectory, *, value_mix: float = 0.0) -> Buffer:
+    """Write a whole self-play chunk, move by move; value targets mixed with the trajectory's
+    root values by `value_mix` (module doc)."""
+    mixed = _check_mix(value_mix, traj.root_value)
     t, b = traj.done.shape
     chex.assert_shape(traj.obs, (t, b, *buffer.obs.shape[2:]))
     chex.assert_shape(traj.policy, (t, b, buffer.policy.shape[-1]))
@@ -121,11 +150,13 @@ def add(buffer: Buffer, traj: Trajectory) -> Buffer:
     chex.assert_shape(traj.returns, (t, b, 2))
 
     def body(buf, x):
-        return add_step(buf, *x), None
+        return add_step(buf, *x, value_mix=value_mix), None
 
-    buffer, _ = jax.lax.scan(
-        body, buffer, (traj.obs, traj.policy, traj.player, traj.done, traj.returns)
-    )
+    xs = (traj.obs, traj.policy, traj.player, traj.done, traj.returns)
+    if mixed:
+        chex.assert_shape(traj.root_value, (t, b))
+        xs += (traj.root_value.astype(jnp.float32),)
+    buffer, _ = jax.lax.scan(body, buffer, xs)
     return buffer
 
 

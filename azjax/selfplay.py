@@ -68,6 +68,12 @@ def random_moves(game: Game, key, plies, max_plies: int):
     return jax.lax.fori_loop(0, max_plies, body, game.init())
 
 
+def root_value(out: mctx.PolicyOutput) -> jax.Array:
+    """float32[B]: the search's value of each root, for the player to move there (mctx's
+    `summary().value`: the root's value after the simulations were backed up)."""
+    return out.search_tree.summary().value
+
+
 def make_selfplay(
     game: Game,
     spec: SearchSpec,
@@ -95,6 +101,9 @@ def make_selfplay(
     learner leaves out of the policy loss (their value targets are kept). More games per
     simulation, hence more, less correlated value targets.
 
+    The trajectory records each root's searched value (`root_value`) as well as the outcome,
+    for a value target that mixes the two (`replay.add`'s `value_mix`).
+
     `on_move(t)`, if given, is called on the host (`jax.debug.callback`) as move t (0-based) of
     the `num_steps` starts: a progress display within the iteration. With `mesh`, B is
     split along its "data" axis (states P("data"), trajectory P(None, "data"), variables and key
@@ -120,18 +129,21 @@ def make_selfplay(
     )
 
     def searched(variables, key, states):
-        """(search output, full: bool[] whether this move had the full budget)."""
+        """(search output, root value: float32[B] for the mover, full: bool[] whether this move
+        had the full budget). Under playout cap randomisation the output has no tree."""
         if not capped:
-            return search(variables, key, states), jnp.bool_(True)
+            out = search(variables, key, states)
+            return out, root_value(out), jnp.bool_(True)
         k_cap, k_search = jax.random.split(key)
         full = jax.random.uniform(k_cap) < full_search_prob
 
         def run(fn):  # the trees differ in size: keep what both searches return alike
             out = fn(variables, k_search, states)
-            return out.action, out.action_weights
+            return out.action, out.action_weights, root_value(out)
 
-        action, weights = jax.lax.cond(full, lambda: run(search), lambda: run(fast_search))
-        return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=None), full
+        action, weights, value = jax.lax.cond(full, lambda: run(search), lambda: run(fast_search))
+        out = mctx.PolicyOutput(action=action, action_weights=weights, search_tree=None)
+        return out, value, full
 
     def target(out, action):
         if policy_target == "cat":
@@ -147,7 +159,7 @@ def make_selfplay(
 
     def one_move(variables, states, key):
         k_search, k_act, k_open = jax.random.split(key, 3)
-        out, full = searched(variables, k_search, states)
+        out, value, full = searched(variables, k_search, states)
         action = select_action(k_act, spec, out, states.num_moves < sample_moves)
         nxt = jax.vmap(game.step)(states, action)
         done = jax.vmap(game.is_terminal)(nxt)
@@ -158,6 +170,7 @@ def make_selfplay(
             done=done,
             returns=jax.vmap(game.returns)(nxt),
             ply=states.num_moves,
+            root_value=value,
         )
         # a random opening that happens to be over already starts its game again
         fresh = restart_states(k_open, done.shape[0])

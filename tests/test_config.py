@@ -64,6 +64,11 @@ def test_a_config_is_frozen():
         ({"swap": True, "rows": 3}, "unknown setting(s) rows"),
         ({"opening_plies": 65}, "opening_plies must be <= 64"),
         ({"size": 1}, "size must be an integer in 2..19"),
+        ({"value_target_mix": 1.5}, "value_target_mix must be <= 1.0"),
+        (
+            {"value_target_mix": 0.5, "algorithm": "exit"},
+            "value_target_mix needs algorithm=alphazero",
+        ),
     ],
 )
 def test_bad_values_are_named(overrides, message):

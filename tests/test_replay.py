@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from azjax import replay
 
@@ -68,3 +69,27 @@ def test_sample_draws_only_settled_positions():
     assert set(zip(ts.tolist(), bs.tolist())) == {(0.0, 0.0), (1.0, 0.0)}
     np.testing.assert_array_equal(batch.value, np.where(ts == 0, 1.0, -1.0))
     assert 0.35 < np.mean(ts == 0) < 0.65
+
+
+def test_value_targets_mix_the_outcome_with_the_root_values():
+    # Slot 0: a game of 3 moves that player 0 wins; slot 1 never ends. Root values q recorded.
+    done = np.zeros((3, 2), bool)
+    done[2, 0] = True
+    returns = np.zeros((3, 2, 2))
+    returns[2, 0] = [1, -1]
+    players = np.array([[0, 0], [1, 1], [0, 0]], np.int32)
+    q = np.array([[0.2, 0.5], [-0.6, 0.5], [1.0, 0.5]], np.float32)
+    traj = _traj(done, returns, players)._replace(root_value=jnp.asarray(q))
+    buf = replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_mix=0.25)
+    z = np.array([1.0, -1.0, 1.0])  # the outcome for each mover
+    np.testing.assert_allclose(buf.value[:3, 0], 0.75 * z + 0.25 * q[:, 0], rtol=1e-6)
+    np.testing.assert_array_equal(buf.ready[:3], [[1, 0], [1, 0], [1, 0]])
+    # without the mix the root values are ignored: the outcome alone, bit for bit
+    plain = replay.add(replay.init(4, 2, (1, 1, 1), 3), traj)
+    np.testing.assert_array_equal(plain.value[:3, 0], z)
+    full = replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_mix=1.0)
+    np.testing.assert_allclose(full.value[:3, 0], q[:, 0])
+    with pytest.raises(ValueError, match="needs the positions' root values"):
+        replay.add(replay.init(4, 2, (1, 1, 1), 3), _traj(done, returns, players), value_mix=0.5)
+    with pytest.raises(ValueError, match=r"value_mix must be in \[0, 1\]"):
+        replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_mix=1.5)

@@ -7,8 +7,8 @@ import pytest
 
 import games
 from azjax import loop
-from azjax.search import SearchSpec
-from azjax.selfplay import init_states, make_selfplay, random_opening
+from azjax.search import SearchSpec, make_search
+from azjax.selfplay import init_states, make_selfplay, random_opening, root_value
 
 TTT = games.make("tictactoe")
 HEX = games.make("hex", size=4)
@@ -60,6 +60,17 @@ def test_selfplay_records_positions_and_restarts_finished_games(chunk):
     np.testing.assert_allclose(traj.policy.sum(-1), 1.0, atol=1e-5)
 
 
+def test_each_position_records_its_searched_root_value(chunk):
+    _, traj = chunk[0]
+    assert traj.root_value.shape == (12, 8)
+    assert (np.abs(traj.root_value) <= 1 + 1e-6).all()
+    # the first move's values are those of the search self-play ran, with the key it used
+    spec = SearchSpec.pure_mcts(8, explore=True)
+    k_search = jax.random.split(jax.random.split(jax.random.PRNGKey(1), 12)[0], 3)[0]
+    out = make_search(TTT, spec)(None, k_search, init_states(TTT, 8))
+    np.testing.assert_allclose(traj.root_value[0], root_value(out), rtol=1e-6)
+
+
 def test_restarted_games_begin_from_random_openings(chunk):
     _, traj = chunk[2]
     after_done = traj.ply[1:][traj.done[:-1]]
@@ -102,6 +113,7 @@ def test_playout_cap_randomisation_keeps_policy_targets_of_full_searches_only():
     assert set(np.round(total, 5).ravel().tolist()) == {0.0, 1.0}
     assert (total == total[:, :1]).all()  # one coin per move for the whole batch
     assert 0 < full.sum() < 20  # about a quarter of 40 moves
+    assert (np.abs(traj.root_value) <= 1 + 1e-6).all() and traj.root_value.std() > 0
     with pytest.raises(ValueError, match="fast_simulations must be in"):
         make_selfplay(TTT, spec, None, 5, 2, full_search_prob=0.5, fast_simulations=8)
 
