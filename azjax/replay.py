@@ -15,7 +15,8 @@ A value target that mixes in the search's root value (`value_mix` = m > 0):
 z' = (1 - m) z + m q, with q the root value self-play recorded for the position (Z+Q averaging;
 KataGo mixes search values into its targets too). Until its game ends an entry's `value` holds
 q, and settling mixes the outcome into it: no further array and no change to the checkpointed
-layout.
+layout. (A run resumed with the mix turned on after training without it mixes, for the games in
+flight at its checkpoint only, the outcome with what their entries held before: old targets.)
 
 Observations are stored as uint8 (the planes are 0/1), policies as float32.
 
