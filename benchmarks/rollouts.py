@@ -13,6 +13,9 @@ table timed in turns:
 - rollouts alone, for each p < 1: `rollout_where` on B leaves of which a Bernoulli(p) draw keeps
   rollouts (it plays out `rollout_capacity(B, p)` of them) against the rollout of all B leaves,
   which is what every p cost before rollouts were gathered.
+With `--playout_unroll=1,4,...` a third table: for each number of plies a random playout takes
+per loop turn (`games.base.playout_unroll`; the backend's choice otherwise), the search at p = 1
+and the rollouts of the whole batch alone, timed in turns.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import time
 import jax
 
 import games
+import games.base
 from azjax import config as cfg
 from azjax import flags
 from azjax.network import init_variables, make_apply, make_network
@@ -58,28 +62,9 @@ def run(
 ):
     """(search rows, rollout rows): [(p, ms)] and [(p, capacity, gathered ms, whole ms)].
     `network`: the config's ResNet, or "stub" (`benchmarks.selfplay.StubNet`: plumbing alone)."""
-    game = config.make_game()
-    key = jax.random.PRNGKey(seed)
-    k_vars, k_states, k_search, k_rolled = jax.random.split(key, 4)
-    if network == "stub":
-        net = StubNet(game.num_actions)
-        variables = net.init(k_vars, None)
-    else:
-        net = make_network(config, game)
-        variables = init_variables(net, game, k_vars)
-    apply = make_apply(net)
-    states = azjax_openings(game, batch, k_states)
+    game, apply, variables, states, k_search, k_rolled = _setup(config, batch, network, seed)
     base = SearchSpec.from_config(config)
-    calls = []
-    for p in probs:
-        spec = dataclasses.replace(
-            base,
-            explore=True,
-            rollout_policy=rollout if p > 0 else "none",
-            rollout_prob=p,
-            rollout_weight=0.5,
-        )
-        calls.append((jax.jit(make_search(game, spec, apply)), (variables, k_search, states)))
+    calls = [(_search(game, base, apply, rollout, p), (variables, k_search, states)) for p in probs]
     searches = list(zip(probs, median_ms(calls, repeats)))
     per_state = make_rollout_per_state(
         game, dataclasses.replace(base, rollout_policy=rollout), apply
@@ -96,6 +81,74 @@ def run(
     whole_ms, *gathered_ms = median_ms(calls, repeats)
     rollouts = [(p, c, ms, whole_ms) for (p, c), ms in zip(partial, gathered_ms)]
     return searches, rollouts
+
+
+def run_unrolls(
+    config, *, unrolls, batch: int, repeats: int, network: str = "resnet", seed: int = 0
+):
+    """[(plies per turn, search ms at p = 1, rollouts-alone ms)] for random rollouts, one row
+    per value of `unrolls`, and the search without rollouts' ms. Each function is compiled with
+    `games.base.PLAYOUT_UNROLL` set to its value (it is read when traced), then all are timed in
+    turns."""
+    game, apply, variables, states, k_search, _ = _setup(config, batch, network, seed)
+    base = SearchSpec.from_config(config)
+    keys = jax.random.split(k_search, batch)
+    per_state = make_rollout_per_state(
+        game, dataclasses.replace(base, rollout_policy="random"), apply
+    )
+    calls = [(_search(game, base, apply, "random", 0.0), (variables, k_search, states))]
+    saved = games.base.PLAYOUT_UNROLL
+    try:
+        for unroll in unrolls:
+            games.base.PLAYOUT_UNROLL = unroll
+            search = _search(game, base, apply, "random", 1.0)
+            alone = jax.jit(per_state)
+            for fn, args in [
+                (search, (variables, k_search, states)),
+                (alone, (variables, keys, states)),
+            ]:
+                jax.block_until_ready(fn(*args))  # traced (and compiled) with this unroll
+                calls.append((fn, args))
+    finally:
+        games.base.PLAYOUT_UNROLL = saved
+    none_ms, *timed = median_ms(calls, repeats)
+    return none_ms, [(u, timed[2 * i], timed[2 * i + 1]) for i, u in enumerate(unrolls)]
+
+
+def _setup(config, batch: int, network: str, seed: int):
+    """(game, apply, variables, states[batch], search key, coin key) for the benchmark."""
+    game = config.make_game()
+    k_vars, k_states, k_search, k_rolled = jax.random.split(jax.random.PRNGKey(seed), 4)
+    if network == "stub":
+        net = StubNet(game.num_actions)
+        variables = net.init(k_vars, None)
+    else:
+        net = make_network(config, game)
+        variables = init_variables(net, game, k_vars)
+    states = azjax_openings(game, batch, k_states)
+    return game, make_apply(net), variables, states, k_search, k_rolled
+
+
+def _search(game, base: SearchSpec, apply, rollout: str, p: float):
+    """The jitted self-play search at rollout probability p (weight 0.5)."""
+    spec = dataclasses.replace(
+        base,
+        explore=True,
+        rollout_policy=rollout if p > 0 else "none",
+        rollout_prob=p,
+        rollout_weight=0.5,
+    )
+    return jax.jit(make_search(game, spec, apply))
+
+
+def parse_unrolls(text: str) -> list[int]:
+    try:
+        unrolls = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        unrolls = []
+    if not unrolls or any(u < 1 for u in unrolls):
+        raise ValueError(f"--playout_unroll={text!r}: give comma-separated integers >= 1")
+    return unrolls
 
 
 def parse_probs(text: str) -> list[float]:
@@ -119,6 +172,11 @@ def main(argv=None) -> int:
     parser.add_argument("--sims", type=int, default=32, help="simulations per search")
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per line")
     parser.add_argument(
+        "--playout_unroll",
+        default=None,
+        help="plies per loop turn of a random playout to compare, e.g. 1,4 (a third table)",
+    )
+    parser.add_argument(
         "--network",
         default="resnet",
         choices=["resnet", "stub"],
@@ -131,6 +189,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         probs = parse_probs(args.probs)
+        unrolls = None if args.playout_unroll is None else parse_unrolls(args.playout_unroll)
     except ValueError as e:
         parser.error(str(e))
     if args.batch < 1 or args.sims < 1 or args.repeats < 1:
@@ -167,6 +226,16 @@ def main(argv=None) -> int:
         for p, capacity, ms, whole_ms in rollouts:
             played = f"{capacity}/{args.batch}"
             print(f"{p:>12.2f}{played:>12}{ms:>13.1f}{whole_ms:>10.1f}{ms / whole_ms:>7.2f}x")
+    if unrolls:
+        none_ms, rows = run_unrolls(
+            config, unrolls=unrolls, batch=args.batch, repeats=args.repeats, network=args.network
+        )
+        print(f"random playouts by plies per loop turn (no rollouts: {none_ms:.1f} ms a search)")
+        print(
+            f"{'plies/turn':>10}{'search ms p=1':>15}{'/ no rollouts':>15}{'rollouts alone ms':>19}"
+        )
+        for unroll, search_ms, alone_ms in rows:
+            print(f"{unroll:>10}{search_ms:>15.1f}{search_ms / none_ms:>14.2f}x{alone_ms:>19.1f}")
     return 0
 
 

@@ -32,6 +32,48 @@ from flax import struct
 
 Array = jax.Array
 
+# Plies a random playout takes per loop turn (`playout_unroll`). Under `vmap` a playout's
+# `while_loop` runs until the batch's longest playout ends, one turn per ply; on a GPU or TPU each
+# turn costs a round of small kernels and a check of the loop's condition on the host, whatever
+# the work, so taking several plies a turn is cheaper there; on the CPU a turn costs little and
+# the plies after a playout ends are wasted. The same results for any value (tests/test_games.py).
+# `python -m benchmarks.rollouts --playout_unroll=1,4` compares them (docs/benchmarks.md).
+CPU_PLAYOUT_UNROLL = 1
+ACCELERATOR_PLAYOUT_UNROLL = 4
+PLAYOUT_UNROLL: int | None = None  # set to override the backend's choice; read when traced
+
+
+def playout_unroll() -> int:
+    """PLAYOUT_UNROLL if set, else CPU_PLAYOUT_UNROLL on the CPU and ACCELERATOR_PLAYOUT_UNROLL on
+    a GPU or TPU: the plies a random playout takes per loop turn."""
+    unroll = PLAYOUT_UNROLL
+    if unroll is None:
+        cpu = jax.default_backend() == "cpu"
+        unroll = CPU_PLAYOUT_UNROLL if cpu else ACCELERATOR_PLAYOUT_UNROLL
+    if unroll < 1:
+        raise ValueError(f"playout unroll must be at least 1, got {unroll}")
+    return unroll
+
+
+def while_unrolled(cond, body, init, unroll: int | None = None):
+    """`jax.lax.while_loop(cond, body, init)` taking `unroll` (default `playout_unroll()`) steps a
+    loop turn: each step after a turn's first is kept only where `cond` still holds, so the result
+    is the loop's for any `unroll`. For one unbatched carry (`cond` a scalar); vmap it."""
+    unroll = playout_unroll() if unroll is None else unroll
+
+    def step_if_going(carry):
+        going = cond(carry)
+        keep = lambda new, old: jnp.where(going, new, old)  # noqa: E731
+        return jax.tree_util.tree_map(keep, body(carry), carry)
+
+    def turn(carry):
+        carry = body(carry)
+        for _ in range(unroll - 1):
+            carry = step_if_going(carry)
+        return carry
+
+    return jax.lax.while_loop(cond, turn, init)
+
 
 @struct.dataclass
 class GameState:
@@ -177,7 +219,7 @@ class Game:
             s, i = carry
             return self.step(s, random_action(u[i], self.legal_mask(s))), i + 1
 
-        final, _ = jax.lax.while_loop(lambda c: ~self.is_terminal(c[0]), body, (state, 0))
+        final, _ = while_unrolled(lambda c: ~self.is_terminal(c[0]), body, (state, 0))
         return self.returns(final)
 
     # ---- human / protocol side (Python, not jitted) -------------------------------------------

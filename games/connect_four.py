@@ -39,6 +39,7 @@ from games.base import (
     check_range,
     random_action,
     stone_planes,
+    while_unrolled,
     win_rewards,
 )
 
@@ -154,7 +155,7 @@ class ConnectFour(Game):
             return opp, mine, plies + 1, won
 
         carry = (state.own, state.opp, state.num_moves, jnp.bool_(False))
-        _, _, plies, won = jax.lax.while_loop(
+        _, _, plies, won = while_unrolled(
             lambda c: ~c[3] & (c[2] < self.max_game_length) & ~state.terminal, body, carry
         )
         last_mover = (state.player + plies - start + 1) % 2  # the player who moved last

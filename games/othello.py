@@ -49,6 +49,7 @@ from games.base import (
     check_range,
     column_letters,
     stone_planes,
+    while_unrolled,
     win_rewards,
 )
 
@@ -269,7 +270,7 @@ class Othello(Game):
             return theirs, mine, next_moves, 1 - player, done, t + 1
 
         start = (state.own, state.opp, state.moves, state.player, state.terminal, jnp.int32(0))
-        own, opp, _, player, _, _ = jax.lax.while_loop(lambda c: ~c[4], body, start)
+        own, opp, _, player, _, _ = while_unrolled(lambda c: ~c[4], body, start)
         return jnp.where(state.terminal, state.rewards, _result(opp, own, 1 - player))
 
     # ---- human side ---------------------------------------------------------------------------

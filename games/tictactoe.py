@@ -27,6 +27,7 @@ from games.base import (
     column_letters,
     random_action,
     stone_planes,
+    while_unrolled,
     win_rewards,
 )
 
@@ -87,7 +88,7 @@ class TicTacToe(Game):
         def running(carry):
             return ~carry[3] & (carry[2] < 9) & ~state.terminal
 
-        _, _, plies, won = jax.lax.while_loop(running, body, (own, opp, start, jnp.bool_(False)))
+        _, _, plies, won = while_unrolled(running, body, (own, opp, start, jnp.bool_(False)))
         last_mover = (state.player + plies - start + 1) % 2
         result = jnp.where(won, win_rewards(last_mover), jnp.zeros(2, jnp.float32))
         return jnp.where(state.terminal, state.rewards, result)

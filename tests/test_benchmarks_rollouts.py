@@ -38,3 +38,19 @@ def test_bad_probabilities_are_one_line_and_exit_2(capsys):
         bench.main(["--game", "tictactoe", "--probs", "0.5,2"])
     assert exit.value.code == 2
     assert "--probs='0.5,2'" in capsys.readouterr().err
+
+
+def test_benchmark_compares_plies_per_loop_turn(capsys):
+    argv = ["--game", "tictactoe", "--batch", "8", "--sims", "2", "--repeats", "1"]
+    assert bench.main([*argv, "--probs", "0", "--playout_unroll", "1,3"]) == 0
+    out = capsys.readouterr().out
+    assert "random playouts by plies per loop turn" in out
+    rows = re.findall(r"^\s+(\d+)\s+([\d.]+)\s+([\d.]+)x\s+([\d.]+)$", out, re.M)
+    assert [int(u) for u, *_ in rows] == [1, 3]
+
+
+def test_bad_playout_unroll_is_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit:
+        bench.main(["--game", "tictactoe", "--playout_unroll", "0"])
+    assert exit.value.code == 2
+    assert "--playout_unroll='0'" in capsys.readouterr().err

@@ -7,9 +7,13 @@ absorbing, every game ends within `max_game_length` plies. A new game's own test
 `games.check.check_game` on it (tests/test_adding_a_game.py).
 """
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import games
+import games.base
 from games import check
 
 CONFIGS = [
@@ -76,3 +80,53 @@ def test_registry_rejects_unknown_options(name):
 def test_registry_rejects_unknown_game():
     with pytest.raises(ValueError, match="known games: connect_four, hex, othello, tictactoe"):
         games.make("chess")
+
+
+def _playouts_with_unroll(game, unroll, playout=None):
+    """Returns of one batch of random playouts from the start, traced with `unroll` plies a loop
+    turn (`games.base.PLAYOUT_UNROLL`, read when traced)."""
+    keys = jax.random.split(jax.random.PRNGKey(3), BATCH)
+    states = jax.vmap(lambda _: game.init())(jnp.arange(BATCH))
+    saved = games.base.PLAYOUT_UNROLL
+    games.base.PLAYOUT_UNROLL = unroll
+    try:
+        return np.asarray(jax.jit(jax.vmap(playout or game.random_playout))(states, keys))
+    finally:
+        games.base.PLAYOUT_UNROLL = saved
+
+
+def test_random_playout_same_for_any_unroll(played):
+    """Several plies a loop turn (the accelerators' choice) give the playouts of one a turn."""
+    game = played[0]
+    one = _playouts_with_unroll(game, 1)
+    np.testing.assert_array_equal(_playouts_with_unroll(game, 3), one)
+
+
+def test_move_by_move_playout_same_for_any_unroll():
+    game = games.make("hex", size=3)
+    playout = game.move_by_move_playout
+    one = _playouts_with_unroll(game, 1, playout)
+    np.testing.assert_array_equal(_playouts_with_unroll(game, 4, playout), one)
+
+
+def test_while_unrolled_is_the_while_loop():
+    """Steps after a turn's first are kept only while the condition holds, under vmap too."""
+
+    def cond(c):
+        return c[0] < c[1]
+
+    def body(c):
+        return c[0] + 1, c[1], c[2] * 2
+
+    start = (jnp.arange(6), jnp.array([0, 1, 2, 5, 7, 11]), jnp.ones(6, jnp.int32))
+    expected = jax.vmap(lambda c: jax.lax.while_loop(cond, body, c))(start)
+    for unroll in (1, 2, 3, 5):
+        got = jax.vmap(lambda c, u=unroll: games.base.while_unrolled(cond, body, c, u))(start)
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)
+    with pytest.raises(ValueError, match="at least 1"):
+        games.base.PLAYOUT_UNROLL = 0
+        try:
+            games.base.playout_unroll()
+        finally:
+            games.base.PLAYOUT_UNROLL = None
