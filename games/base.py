@@ -34,9 +34,9 @@ Array = jax.Array
 
 # Plies a random playout takes per loop turn (`playout_unroll`). Under `vmap` a playout's
 # `while_loop` runs until the batch's longest playout ends, one turn per ply; on a GPU or TPU each
-# turn costs a round of small kernels and a check of the loop's condition on the host, whatever
-# the work, so taking several plies a turn is cheaper there; on the CPU a turn costs little and
-# the plies after a playout ends are wasted. The same results for any value (tests/test_games.py).
+# turn costs a round of small kernels and a test of the loop's condition, whatever the work, so
+# taking several plies a turn is cheaper there; on the CPU a turn costs little and the plies after
+# a playout ends are wasted. The same results for any value (tests/test_games_api.py).
 # `python -m benchmarks.rollouts --playout_unroll=1,4` compares them (docs/benchmarks.md).
 CPU_PLAYOUT_UNROLL = 1
 ACCELERATOR_PLAYOUT_UNROLL = 4
