@@ -7,15 +7,14 @@ mctx's tree (`mctx.Tree`), its selection functions and its expansion (`expand`) 
 The walk down (`simulate`) is mctx's, written over the batch so that it can take several levels per
 loop turn (`unroll`; one on the CPU, exactly mctx's loop, four on an accelerator) and so that the
 root's selection runs once, for every game's first level, instead of beside the interior one at
-every level. The backward
-pass differs: mctx's `backward` is a `jax.vmap` of a per-tree `while_loop`, and under `vmap` a loop
-whose condition differs between trees runs until the deepest tree is done, and at every level
-selects between the old and the updated *whole* tree of every game (every [B, N, A] array and every
-node's game state), so a simulation costs a copy of the batch's trees per level of the deepest new
-leaf. Here one `while_loop` climbs all B paths together and writes only the B entries each level
-changes (`backward`), which computes the same numbers in the same order (tests/test_tree_search.py
-compares whole trees with mctx's). Deep trees (PUCT with a peaky prior, many simulations, large
-batches on an accelerator) are where it pays.
+every level. The backward pass differs: mctx's `backward` is a `jax.vmap` of a per-tree
+`while_loop`, and under `vmap` a loop whose condition differs between trees runs until the deepest
+tree is done, and at every level selects between the old and the updated *whole* tree of every game
+(every [B, N, A] array and every node's game state), so a simulation costs a copy of the batch's
+trees per level of the deepest new leaf. Here one `while_loop` climbs all B paths together and
+writes only the B entries each level changes (`backward`), which computes the same numbers in the
+same order (tests/test_tree_search.py compares whole trees with mctx's). Deep trees (PUCT with a
+peaky prior, many simulations, large batches on an accelerator) are where it pays.
 """
 
 from __future__ import annotations
@@ -164,8 +163,8 @@ def simulate(
         is_continuing = jnp.logical_and(next_node_index != Tree.UNVISITED, depth < max_depth)
         return _Walk(rng_key, node_index, action, next_node_index, depth, is_continuing)
 
-    root_step = jax.vmap(functools.partial(one, at_root=True), in_axes=(0, 0))
-    step = jax.vmap(functools.partial(one, at_root=False), in_axes=(0, 0))
+    root_step = jax.vmap(functools.partial(one, at_root=True))
+    step = jax.vmap(functools.partial(one, at_root=False))
 
     def turn(state: _Walk) -> _Walk:
         for _ in range(unroll_levels(unroll)):
