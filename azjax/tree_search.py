@@ -5,13 +5,15 @@
 
 mctx's tree (`mctx.Tree`), its selection functions and its expansion (`expand`) are used unchanged.
 The walk down (`simulate`) is mctx's, written over the batch so that it can take several levels per
-loop turn (`unroll`; one on the CPU, exactly mctx's loop, four on an accelerator) and so that the
+loop turn (`unroll`; one on the CPU, exactly mctx's loop, four on an accelerator), so that the
 root's selection runs once, for every game's first level, instead of beside the interior one at
-every level. The backward pass differs: mctx's `backward` is a `jax.vmap` of a per-tree
-`while_loop`, and under `vmap` a loop whose condition differs between trees runs until the deepest
-tree is done, and at every level selects between the old and the updated *whole* tree of every game
-(every [B, N, A] array and every node's game state), so a simulation costs a copy of the batch's
-trees per level of the deepest new leaf. Here one `while_loop` climbs all B paths together and
+every level, and so that on the CPU the few walks that go deep are walked on in a smaller batch
+(`compact`) instead of computing every game's selection at every level. The backward pass
+differs: mctx's `backward` is a `jax.vmap` of a per-tree `while_loop`, and under `vmap` a loop
+whose condition differs between trees runs until the deepest tree is done, and at every level
+selects between the old and the updated *whole* tree of every game (every [B, N, A] array and
+every node's game state), so a simulation costs a copy of the batch's trees per level of the
+deepest new leaf. Here one `while_loop` climbs all B paths together and
 writes only the B entries each level changes (`backward`), which computes the same numbers in the
 same order (tests/test_tree_search.py compares whole trees with mctx's). Deep trees (PUCT with a
 peaky prior, many simulations, large batches on an accelerator) are where it pays.
@@ -51,6 +53,34 @@ def unroll_levels(unroll: int | None = None) -> int:
     if unroll < 1:
         raise ValueError(f"unroll must be at least 1, got {unroll}")
     return unroll
+
+
+# The walk down gathers the walks still going into a batch this many times smaller once they
+# fit in one, again and again (`compaction_sizes`, `simulate`); None: by backend (COMPACT_CPU on
+# the CPU, where a loop turn's cost is its arithmetic over every game; COMPACT_ACCELERATOR, none,
+# on a GPU or TPU, where it is the turn's launches). The same walks for any value.
+COMPACT: int | None = None
+COMPACT_CPU = 4
+COMPACT_ACCELERATOR = 1
+_SMALLEST_COMPACTED = 8  # walks; no smaller batch is made
+
+
+def compaction_sizes(batch_size: int, factor: int | None = None) -> tuple[int, ...]:
+    """The batch sizes `simulate` compacts the walks still going into, largest first: the batch
+    divided by `factor` (else COMPACT, else by backend) again and again while at least
+    _SMALLEST_COMPACTED; () where `factor` is 1."""
+    if factor is None:
+        factor = COMPACT
+    if factor is None:
+        factor = COMPACT_CPU if jax.default_backend() == "cpu" else COMPACT_ACCELERATOR
+    if factor < 1:
+        raise ValueError(f"the compaction factor must be at least 1, got {factor}")
+    sizes = []
+    size = batch_size // factor if factor > 1 else 0
+    while size >= _SMALLEST_COMPACTED:
+        sizes.append(size)
+        size //= factor
+    return tuple(sizes)
 
 
 class _Climb(NamedTuple):
@@ -110,14 +140,15 @@ def backward(tree: Tree, leaf_index: chex.Array, *, unroll: int | None = None) -
 
 
 class _Walk(NamedTuple):
-    """The walk down's carry, per game (mctx's `_SimulationState` with a batch axis)."""
+    """The walk down's carry, per walk (mctx's `_SimulationState` with a batch axis): the B
+    games', or the n of a compacted batch (`simulate`)."""
 
-    rng_key: chex.PRNGKey  # [B]
-    node_index: chex.Array  # int32[B], the node whose action was selected last
-    action: chex.Array  # int32[B], that action
-    next_node_index: chex.Array  # int32[B], the child it leads to (UNVISITED: a new leaf)
-    depth: chex.Array  # float[B]
-    is_continuing: chex.Array  # bool[B]
+    rng_key: chex.PRNGKey  # [n]
+    node_index: chex.Array  # int32[n], the node whose action was selected last
+    action: chex.Array  # int32[n], that action
+    next_node_index: chex.Array  # int32[n], the child it leads to (UNVISITED: a new leaf)
+    depth: chex.Array  # float[n]
+    is_continuing: chex.Array  # bool[n]
 
 
 def _lift(mask: chex.Array, x: chex.Array) -> chex.Array:
@@ -133,46 +164,91 @@ def _keep_finished(going: chex.Array, new: _Walk, old: _Walk) -> _Walk:
 
 
 def simulate(
-    keys, tree: Tree, select_root, select_interior, max_depth: int, *, unroll: int | None = None
+    keys,
+    tree: Tree,
+    select_root,
+    select_interior,
+    max_depth: int,
+    *,
+    unroll: int | None = None,
+    compact: tuple[int, ...] | None = None,
 ):
     """mctx's `simulate` over the batch: the same walk, keys and result, `unroll` steps a loop turn.
 
     `select_root(key, tree, node)` and `select_interior(key, tree, node, depth)` are mctx's
-    selection functions for one tree. `jax.vmap` of mctx's per-tree `while_loop` turns the loop
-    over the batch and runs one level per turn until the deepest walk stops, and its
-    `switching_action_selection_wrapper` (a `lax.cond` on the depth) then computes both
-    selections for every game at every level. Here every walk's first level, at its root, is
-    taken before the loop with the root's selection alone, and the loop selects with the
-    interior one alone (on the 2-core CPU, stub network, B = 256, a 32-simulation PUCT search took
-    22 - 24% less; docs/benchmarks.md, "The root's selection out of the loop"). The loop
-    takes `unroll` levels a turn, each applied only to the walks still going (a finished walk
-    keeps its state and key, as under vmap), so the same walks end in a fraction of the turns:
-    a loop turn costs a round trip and kernel launches on an accelerator, which is what deep
-    PUCT trees pay for.
-    """
+    selection functions for one tree; the interior one may read only `node`'s row of the tree
+    (its children's statistics, the node's own values; mctx's, PUCT's, UCT's and ExIt's do).
+    `jax.vmap` of mctx's per-tree `while_loop` turns the loop over the batch and runs one level
+    per turn until the deepest walk stops, and its `switching_action_selection_wrapper` (a
+    `lax.cond` on the depth) then computes both selections for every game at every level. Here
+    every walk's first level, at its root, is taken before the loop with the root's selection
+    alone, and the loop selects with the interior one alone (on the 2-core CPU, stub network,
+    B = 256, a 32-simulation PUCT search took 22 - 24% less; docs/benchmarks.md, "The root's
+    selection out of the loop"). The loop takes `unroll` levels a turn, each applied only to the
+    walks still going (a finished walk keeps its state and key, as under vmap), so the same walks
+    end in a fraction of the turns: a loop turn costs a round trip and kernel launches on an
+    accelerator, which is what deep PUCT trees pay for.
 
-    def one(state: _Walk, t: Tree, at_root: bool) -> _Walk:  # mctx's body_fun for one tree
+    `compact` (`compaction_sizes`): once no more than compact[0] walks are still going, those
+    are gathered (with as many finished ones) into a batch of compact[0] and walked on there,
+    then into compact[1], and so on; the results are scattered back. Most walks end at their
+    first levels, and a turn over the whole batch computes every game's selection, so on a CPU
+    the deep tail of a search is walked at a fraction of its cost. The walks, keys and results
+    are the same for any sizes.
+    """
+    batch_size = keys.shape[0]
+    if compact is None:
+        compact = compaction_sizes(batch_size)
+
+    def root_step(state: _Walk, t: Tree) -> _Walk:  # mctx's body_fun for one tree, at its root
         node_index = state.next_node_index
         rng_key, selection_key = jax.random.split(state.rng_key)
-        if at_root:
-            action = select_root(selection_key, t, node_index)
-        else:
-            action = select_interior(selection_key, t, node_index, state.depth)
+        action = select_root(selection_key, t, node_index)
         next_node_index = t.children_index[node_index, action]
+        is_continuing = jnp.logical_and(next_node_index != Tree.UNVISITED, 1 < max_depth)
+        return _Walk(rng_key, node_index, action, next_node_index, state.depth + 1, is_continuing)
+
+    def step(state: _Walk, games) -> _Walk:  # one interior level of the walks of `games` int[n]
+        node_index = state.next_node_index
+        rows = _rows(tree, games, node_index)
+
+        def select(key, row, depth):
+            key, selection_key = jax.random.split(key)
+            return key, select_interior(selection_key, row, 0, depth)
+
+        rng_key, action = jax.vmap(select)(state.rng_key, rows, state.depth)
+        next_node_index = tree.children_index[games, node_index, action]
         depth = state.depth + 1
         is_continuing = jnp.logical_and(next_node_index != Tree.UNVISITED, depth < max_depth)
         return _Walk(rng_key, node_index, action, next_node_index, depth, is_continuing)
 
-    root_step = jax.vmap(functools.partial(one, at_root=True))
-    step = jax.vmap(functools.partial(one, at_root=False))
-
-    def turn(state: _Walk) -> _Walk:
+    def turn(state: _Walk, games) -> _Walk:
         for _ in range(unroll_levels(unroll)):
-            new = step(state, tree)
-            state = _keep_finished(state.is_continuing, new, state)
+            state = _keep_finished(state.is_continuing, step(state, games), state)
         return state
 
-    batch_size = keys.shape[0]
+    def walk(state: _Walk, games, sizes):  # -> (node_index, action) of `games`' walks
+        bound = sizes[0] if sizes else 0  # walk here while more than `bound` are going
+        state = jax.lax.while_loop(
+            lambda s: jnp.sum(s.is_continuing) > bound, lambda s: turn(s, games), state
+        )
+        if not sizes:
+            return state.node_index, state.action
+
+        def compacted():
+            going_first = jnp.argsort(~state.is_continuing, stable=True)[:bound]  # distinct
+            node_index, action = walk(
+                jax.tree.map(lambda x: x[going_first], state), games[going_first], sizes[1:]
+            )
+            return (
+                state.node_index.at[going_first].set(node_index),
+                state.action.at[going_first].set(action),
+            )
+
+        return jax.lax.cond(
+            jnp.any(state.is_continuing), compacted, lambda: (state.node_index, state.action)
+        )
+
     start = _Walk(
         rng_key=keys,
         node_index=jnp.full((batch_size,), Tree.NO_PARENT, jnp.int32),
@@ -182,8 +258,31 @@ def simulate(
         is_continuing=jnp.ones((batch_size,), bool),
     )
     # Every walk starts at its root (depth 0, still going), so the first level is every game's.
-    end = jax.lax.while_loop(lambda s: jnp.any(s.is_continuing), turn, root_step(start, tree))
-    return end.node_index, end.action
+    first = jax.vmap(root_step)(start, tree)
+    sizes = tuple(n for n in compact if 0 < n < batch_size)
+    return walk(first, jnp.arange(batch_size), sizes)
+
+
+def _rows(tree: Tree, games, nodes) -> Tree:
+    """n one-node trees ([n, 1, ...] arrays): node `nodes[i]` of game `games[i]`'s tree, with
+    that game's root data; what an interior selection reads (`simulate`), gathered once."""
+    take = lambda x: x[games, nodes][:, None]
+    return tree.replace(
+        node_visits=take(tree.node_visits),
+        raw_values=take(tree.raw_values),
+        node_values=take(tree.node_values),
+        parents=take(tree.parents),
+        action_from_parent=take(tree.action_from_parent),
+        children_index=take(tree.children_index),
+        children_prior_logits=take(tree.children_prior_logits),
+        children_visits=take(tree.children_visits),
+        children_rewards=take(tree.children_rewards),
+        children_discounts=take(tree.children_discounts),
+        children_values=take(tree.children_values),
+        embeddings=jnp.zeros((games.shape[0], 1), jnp.int8),  # never read by a selection
+        root_invalid_actions=tree.root_invalid_actions[games],
+        extra_data=jax.tree.map(lambda x: x[games], tree.extra_data),
+    )
 
 
 def search(
@@ -199,6 +298,7 @@ def search(
     invalid_actions: chex.Array | None = None,
     extra_data: Any = None,
     unroll: int | None = None,
+    compact: tuple[int, ...] | None = None,
 ) -> Tree:
     """`mctx.search` (same arguments, keys split the same way, the same tree) with `backward`."""
     batch_size = root.value.shape[0]
@@ -218,6 +318,7 @@ def search(
             interior_action_selection_fn,
             max_depth,
             unroll=unroll,
+            compact=compact,
         )
         child = tree.children_index[batch, parent, action]
         child = jnp.where(child == Tree.UNVISITED, sim + 1, child)

@@ -549,10 +549,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="tree levels per loop turn in azjax's walk down and back up (azjax.tree_search; "
         "default: 1 on the CPU, 4 on a GPU or TPU; the same trees for any value)",
     )
+    p.add_argument(
+        "--compact",
+        type=int,
+        help="compaction factor of azjax's walk down: the walks still going are gathered into a "
+        "batch this many times smaller once they fit (azjax.tree_search; default: 4 on the CPU, "
+        "1 (never) on a GPU or TPU; the same trees for any value)",
+    )
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    if args.unroll is not None and args.unroll < 1:
-        p.error(f"--unroll must be >= 1, got {args.unroll}")
+    for name in ("unroll", "compact"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
 
     names = [g.strip() for g in args.games.split(",") if g.strip()]
     unknown = [g for g in names if g not in GAMES]
@@ -589,6 +597,11 @@ def resolve_devices(text: str) -> int:
     return int(text)
 
 
+def _describe_compaction(batch: int) -> str:
+    sizes = tree_search.compaction_sizes(batch)
+    return ", ".join(map(str, sizes)) + " walks" if sizes else "no smaller batch"
+
+
 def _describe_network(setting: Setting) -> str:
     if setting.network == "stub":
         return "stub network (plumbing only)"
@@ -609,7 +622,8 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         dtype=args.dtype,
     )
     log = lambda text: print(text, file=sys.stderr, flush=True)
-    tree_search.UNROLL = args.unroll  # read when the searches are traced
+    tree_search.UNROLL = args.unroll  # both read when the searches are traced
+    tree_search.COMPACT = args.compact
     start = time.perf_counter()
     print(machine())
     print(
@@ -617,7 +631,8 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         f"{_describe_network(setting)}, {setting.steps} moves per chunk, "
         f"{setting.repeats} timed chunks per variant, "
         f"{setting.devices} device(s) ({jax.devices()[0].platform}), "
-        f"tree levels per loop turn {tree_search.unroll_levels()}"
+        f"tree levels per loop turn {tree_search.unroll_levels()}, "
+        f"walks compacted into {_describe_compaction(setting.batch // setting.devices)}"
     )
     rows = []
     key = jax.random.PRNGKey(args.seed)

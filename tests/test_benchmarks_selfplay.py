@@ -57,7 +57,15 @@ def test_markdown_table():
 
 
 @pytest.mark.parametrize(
-    "flags", [["--devices", "none"], ["--devices", "0"], ["--games", "chess"], ["--batch", "0"]]
+    "flags",
+    [
+        ["--devices", "none"],
+        ["--devices", "0"],
+        ["--games", "chess"],
+        ["--batch", "0"],
+        ["--unroll", "0"],
+        ["--compact", "0"],
+    ],
 )
 def test_rejects_unsupported_flags(flags, capsys):
     with pytest.raises(SystemExit):

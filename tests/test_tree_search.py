@@ -70,8 +70,11 @@ def _assert_same_tree(ours, theirs):
         )
 
 
-@pytest.mark.parametrize("max_depth,unroll", [(None, 1), (3, 1), (None, 3)])
-def test_search_builds_the_same_trees_as_mctx(keys, max_depth, unroll):
+@pytest.mark.parametrize(
+    "max_depth,unroll,compact",
+    [(None, 1, ()), (3, 1, ()), (None, 3, ()), (None, 1, (4, 2, 1)), (3, 2, (3, 1))],
+)
+def test_search_builds_the_same_trees_as_mctx(keys, max_depth, unroll, compact):
     select = functools.partial(mctx.muzero_action_selection, pb_c_init=1.25)
     kwargs = dict(
         root=_root(keys[0]),
@@ -82,7 +85,9 @@ def test_search_builds_the_same_trees_as_mctx(keys, max_depth, unroll):
         max_depth=max_depth,
         invalid_actions=jnp.zeros((B, A)).at[0, 1].set(1),
     )
-    ours = jax.jit(lambda k: tree_search.search((), k, unroll=unroll, **kwargs))(keys[1])
+    ours = jax.jit(lambda k: tree_search.search((), k, unroll=unroll, compact=compact, **kwargs))(
+        keys[1]
+    )
     theirs = jax.jit(lambda k: mctx.search((), k, **kwargs))(keys[1])
     _assert_same_tree(ours, theirs)
     assert int(jnp.max(ours.node_visits[:, 0])) == SIMS + 1
@@ -106,7 +111,25 @@ def test_levels_per_turn_default_by_backend_and_the_override_wins(monkeypatch):
         tree_search.unroll_levels(0)
 
 
-def test_gumbel_policy_is_mctx_gumbel_muzero_policy(keys):
+def test_compaction_sizes_by_backend_and_factor(monkeypatch):
+    monkeypatch.setattr(tree_search, "COMPACT", None)
+    for backend, sizes in (("cpu", (64, 16)), ("gpu", ()), ("tpu", ())):
+        monkeypatch.setattr(jax, "default_backend", lambda b=backend: b)
+        assert tree_search.compaction_sizes(256) == sizes
+    assert tree_search.compaction_sizes(1024, 4) == (256, 64, 16)
+    assert tree_search.compaction_sizes(256, 2) == (128, 64, 32, 16, 8)
+    assert tree_search.compaction_sizes(256, 1) == ()
+    assert tree_search.compaction_sizes(16, 4) == ()  # no batch of fewer than 8 walks
+    monkeypatch.setattr(tree_search, "COMPACT", 8)
+    assert tree_search.compaction_sizes(1024) == (128, 16)
+    with pytest.raises(ValueError, match="at least 1"):
+        tree_search.compaction_sizes(256, 0)
+
+
+@pytest.mark.parametrize("factor", [1, 2])
+def test_gumbel_policy_is_mctx_gumbel_muzero_policy(keys, factor, monkeypatch):
+    monkeypatch.setattr(tree_search, "COMPACT", factor)  # 2: the walks compacted into 3, then 1
+    monkeypatch.setattr(tree_search, "_SMALLEST_COMPACTED", 1)
     invalid = jnp.zeros((B, A), bool).at[2, :2].set(True)
     kwargs = dict(
         root=_root(keys[0]),
