@@ -9,6 +9,12 @@ import os
 import shutil
 import tempfile
 
+from xla_flags import suite_flags
+
+# Set before JAX is imported, so that both xdist workers and the scripts they start inherit it
+# (tests/xla_flags.py says why).
+os.environ["XLA_FLAGS"] = suite_flags(os.environ.get("XLA_FLAGS", ""))
+
 # One XLA compilation cache for the whole suite, set before JAX is imported so that the test
 # processes (both xdist workers) and the scripts they start as subprocesses all read and write it:
 # many tests compile the same toy programs. Entries are keyed by the program and the JAX and XLA

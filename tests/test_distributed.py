@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+from xla_flags import with_host_devices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY = [
@@ -48,7 +49,7 @@ def _free_port() -> int:
 def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
     workdir = str(tmp_path / "run")
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = dict(os.environ, XLA_FLAGS=with_host_devices())  # the suite's, one device each
     env["JAX_PLATFORMS"] = "cpu"
     procs = [
         subprocess.Popen(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from xla_flags import with_host_devices
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -33,7 +34,7 @@ def _execute(name, cwd, workdir):
         JAX_PLATFORMS="cpu",
         MPLBACKEND="module://matplotlib_inline.backend_inline",
     )
-    env.pop("XLA_FLAGS", None)
+    env["XLA_FLAGS"] = with_host_devices()  # the suite's, one device
     # the checkout's code, whatever is installed (an old editable install can shadow packages)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))
     client = nbclient.NotebookClient(

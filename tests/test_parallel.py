@@ -14,6 +14,7 @@ import sys
 import tempfile
 
 import pytest
+from xla_flags import with_host_devices
 
 DEVICES = 4
 TOY = dict(
@@ -39,7 +40,7 @@ def found():
     env = dict(
         os.environ,
         JAX_PLATFORMS="cpu",
-        XLA_FLAGS=f"--xla_force_host_platform_device_count={DEVICES}",
+        XLA_FLAGS=with_host_devices(DEVICES),
     )
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(

@@ -18,6 +18,7 @@ import time
 import jax
 import numpy as np
 import pytest
+from xla_flags import with_host_devices
 
 import games
 from azjax import checkpoint
@@ -385,7 +386,7 @@ def test_a_deleted_config_json_resumes_with_the_checkpoints(stopped_run, tmp_pat
 
 
 def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, env):
-    two = dict(env, XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    two = dict(env, XLA_FLAGS=with_host_devices(2, env))
     done = _python("train.py", TOY + [f"--workdir={tmp_path}", "--batch_games=15"], two, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--batch_games=15 does not divide over the 2 devices" in done.stderr
