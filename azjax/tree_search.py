@@ -46,13 +46,19 @@ ACCELERATOR_UNROLL = 4
 def unroll_levels(unroll: int | None = None) -> int:
     """`unroll`, else UNROLL, else CPU_UNROLL on the CPU and ACCELERATOR_UNROLL on a GPU or TPU
     (the default backend's, read when the search is traced)."""
-    if unroll is None:
-        unroll = UNROLL
-    if unroll is None:
-        unroll = CPU_UNROLL if jax.default_backend() == "cpu" else ACCELERATOR_UNROLL
-    if unroll < 1:
-        raise ValueError(f"unroll must be at least 1, got {unroll}")
-    return unroll
+    return _by_backend("unroll", unroll, UNROLL, CPU_UNROLL, ACCELERATOR_UNROLL)
+
+
+def _by_backend(name: str, value: int | None, setting: int | None, cpu: int, accelerator: int):
+    """`value`, else the module's `setting`, else `cpu` or `accelerator` by the default backend;
+    a ValueError naming `name` where that is below 1."""
+    if value is None:
+        value = setting
+    if value is None:
+        value = cpu if jax.default_backend() == "cpu" else accelerator
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return value
 
 
 # The walk down gathers the walks still going into a batch this many times smaller once they
@@ -69,12 +75,7 @@ def compaction_sizes(batch_size: int, factor: int | None = None) -> tuple[int, .
     """The batch sizes `simulate` compacts the walks still going into, largest first: the batch
     divided by `factor` (else COMPACT, else by backend) again and again while at least
     _SMALLEST_COMPACTED; () where `factor` is 1."""
-    if factor is None:
-        factor = COMPACT
-    if factor is None:
-        factor = COMPACT_CPU if jax.default_backend() == "cpu" else COMPACT_ACCELERATOR
-    if factor < 1:
-        raise ValueError(f"the compaction factor must be at least 1, got {factor}")
+    factor = _by_backend("the compaction factor", factor, COMPACT, COMPACT_CPU, COMPACT_ACCELERATOR)
     sizes = []
     size = batch_size // factor if factor > 1 else 0
     while size >= _SMALLEST_COMPACTED:
