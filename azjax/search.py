@@ -268,13 +268,14 @@ def make_search(
     spec: SearchSpec,
     apply: Callable | None = None,
     *,
-    game_by_game: bool | None = None,
+    chunk: int | None = None,
 ) -> Callable:
     """search(variables, key, states[B]) -> mctx.PolicyOutput over the B states.
 
     `apply(variables, obs) -> (logits, value)` is the network, needed when the spec uses it.
-    `game_by_game`: search the B games one after another (`one_game_at_a_time`, None: where that
-    is faster) or all at once.
+    `chunk`: search the B games in chunks of this many, one chunk after another (`in_chunks`;
+    1: game by game); None: all at once, unless the batch's trees would take more than
+    TREE_BYTES (`chunk_games`).
     """
     root_fn, recurrent_fn = make_model(game, spec, apply)
 
@@ -317,51 +318,66 @@ def make_search(
             )
         raise ValueError(f"unknown search {spec.search!r}; use puct, gumbel or uct")
 
-    if game_by_game is None:
-        game_by_game = one_game_at_a_time(spec)
-    return _game_by_game(game, search) if game_by_game else search
+    def chunked(variables, key, states):  # the chunk is chosen when the batch size is known
+        size = chunk or chunk_games(game, spec.num_simulations, _batch_size(states))
+        if size >= _batch_size(states):
+            return search(variables, key, states)
+        return in_chunks(game, search, size)(variables, key, states)
+
+    return chunked
 
 
-# On XLA:CPU a search over B > 1 games costs more per game than B searches of one as the tree
-# grows: mctx's backward pass is a `vmap`ped while loop, which over a batch selects between whole
-# [B, N, A] tree arrays at every level of every simulation (memory-bound once the batch's trees
-# outgrow the caches), while over a batch of one it updates in place. Pure MCTS at 100 simulations
-# or more is searched game by game there (docs/benchmarks.md, "One game at a time").
-GAME_BY_GAME_SIMULATIONS = 100
+# A search's B trees take memory in proportion to B x simulations x actions, all of it at once;
+# a batch whose trees would take more is searched in chunks (`chunk_games`). A match against pure
+# MCTS at 10,000 simulations, 100 games of 8x8 Othello at once, would take about 2 GB.
+TREE_BYTES = 1 << 30
 
 
-def one_game_at_a_time(spec: SearchSpec) -> bool:
-    """Whether `make_search` searches the games one by one (`lax.map`): pure MCTS (no network,
-    whose calls batch well) of at least GAME_BY_GAME_SIMULATIONS simulations on a CPU."""
-    return (
-        spec.evaluator == "uniform"
-        and spec.num_simulations >= GAME_BY_GAME_SIMULATIONS
-        and jax.default_backend() == "cpu"
+def chunk_games(game: Game, num_simulations: int, batch: int) -> int:
+    """How many of `batch` games `make_search` searches at once: all of them, unless their
+    trees would take more than TREE_BYTES (a tree: num_simulations + 1 nodes, each with six
+    [A] arrays of 4-byte numbers and a game state), then the fewest chunks whose trees fit, as
+    even as they go (at least one game a chunk)."""
+    state = sum(
+        math.prod(x.shape) * x.dtype.itemsize
+        for x in jax.tree_util.tree_leaves(jax.eval_shape(game.init))
     )
+    per_tree = (num_simulations + 1) * (6 * 4 * game.num_actions + 5 * 4 + state)
+    fit = max(1, TREE_BYTES // per_tree)
+    count = -(-batch // fit)  # chunks
+    return -(-batch // count)  # as even as they go: 100 games that fit 63 at a time run as 50 + 50
 
 
-def _game_by_game(game: Game, search: Callable) -> Callable:
-    """search(variables, key, states[B]), run as B searches of one game in a `lax.map` (each game
-    with its own key split from `key`). A finished game is not searched: its output is zeros
-    (a match or a ladder's pure MCTS searches every ply of its scan, over games long over)."""
+def in_chunks(game: Game, search: Callable, chunk: int) -> Callable:
+    """search(variables, key, states[B]) run over chunks of `chunk` games, one after another in a
+    `lax.map`, each chunk with its own key split from `key` (so chunks of 1 give each game the
+    search it would get alone with that key). A chunk of finished games only is not searched:
+    its output is zeros (a match's agents search every ply of its scan, over games long over);
+    the last chunk is filled up with copies of the first game, whose results are dropped."""
 
-    def one(variables, key, state):
-        out = search(variables, key, jax.tree_util.tree_map(lambda x: x[None], state))
-        return jax.tree_util.tree_map(lambda x: x[0], out)
-
-    def one_unless_over(variables, key, state):
-        shapes = jax.eval_shape(one, variables, key, state)
+    def one_unless_over(variables, key, states):
+        shapes = jax.eval_shape(search, variables, key, states)
         return jax.lax.cond(
-            game.is_terminal(state),
+            jnp.all(jax.vmap(game.is_terminal)(states)),
             lambda: jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes),
-            lambda: one(variables, key, state),
+            lambda: search(variables, key, states),
         )
 
-    def by_game(variables, key, states):
-        keys = jax.random.split(key, _batch_size(states))
-        return jax.lax.map(lambda ks: one_unless_over(variables, *ks), (keys, states))
+    def by_chunk(variables, key, states):
+        batch = _batch_size(states)
+        count = -(-batch // chunk)
+        fill = count * chunk - batch
 
-    return by_game
+        def split(x):  # [B, ...] -> [count, chunk, ...]
+            x = jnp.concatenate([x, jnp.repeat(x[:1], fill, axis=0)]) if fill else x
+            return x.reshape(count, chunk, *x.shape[1:])
+
+        chunks = jax.tree_util.tree_map(split, states)
+        keys = jax.random.split(key, count)
+        out = jax.lax.map(lambda ks: one_unless_over(variables, *ks), (keys, chunks))
+        return jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[2:])[:batch], out)
+
+    return by_chunk
 
 
 def _puct_policy(

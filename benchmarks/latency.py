@@ -7,9 +7,9 @@
 For each line, milliseconds per searched position after a compiling call (the median of
 `--repeats` calls, each searching the position reached by a few random moves):
 - azjax pure MCTS (uniform priors, one random rollout per leaf) on a batch of one position;
-- the same search over a batch of 64 positions, per position, as `make_search` runs it (game
-  by game on a CPU from 100 simulations: `azjax.search.one_game_at_a_time`), and all 64 in one
-  vmapped mctx search;
+- the same search over a batch of 64 positions, per position, as `make_search` runs it (all at
+  once, as far as the trees fit in `azjax.search.TREE_BYTES`), and game by game (`chunk=1`:
+  64 searches of one position one after another in a `lax.map`);
 - azjax with the game's default network (untrained: its speed, not its strength);
 - OpenSpiel's MCTSBot (UCT, c = 1.4, one random rollout per leaf; open-spiel is a test extra).
 The last column is each line's time over OpenSpiel's.
@@ -38,11 +38,11 @@ def _positions(game, batch: int, key, plies: int = 4):
 
 
 def azjax_ms(
-    game, spec: SearchSpec, apply, variables, batch: int, repeats: int, by_game=None
+    game, spec: SearchSpec, apply, variables, batch: int, repeats: int, chunk=None
 ) -> float:
     """Median milliseconds per position of one jitted search over `batch` positions
-    (`by_game`: `make_search`'s `game_by_game`)."""
-    search = jax.jit(make_search(game, spec, apply, game_by_game=by_game))
+    (`chunk`: `make_search`'s)."""
+    search = jax.jit(make_search(game, spec, apply, chunk=chunk))
     key = jax.random.PRNGKey(0)
     jax.block_until_ready(search(variables, key, _positions(game, batch, key)))  # compile
     times = []
@@ -92,8 +92,8 @@ def run(game_name: str, options: dict, sims: int, repeats: int) -> list[tuple[st
         ("azjax pure MCTS, batch 1", azjax_ms(game, pure, None, None, 1, repeats)),
         ("azjax pure MCTS, batch 64 (per position)", azjax_ms(game, pure, None, None, 64, 3)),
         (
-            "  the same, all 64 at once (mctx's vmap)",
-            azjax_ms(game, pure, None, None, 64, 3, by_game=False),
+            "  the same, game by game",
+            azjax_ms(game, pure, None, None, 64, 3, chunk=1),
         ),
         (
             f"azjax {config.search} + network {config.num_blocks}x{config.num_filters}, batch 1",

@@ -319,8 +319,8 @@ def test_puct_root_noise_is_dirichlet_over_the_legal_moves(alpha):
     assert dirichlet_failures(np.clip(noise, 0, 1), legal, alpha, resolution=1e-4) == []
 
 
-def test_game_by_game_search_is_each_game_searched_alone():
-    from azjax.search import _game_by_game, one_game_at_a_time
+def test_chunks_of_one_search_each_game_alone_and_skip_finished_games():
+    from azjax.search import in_chunks
     from azjax.selfplay import random_opening
 
     game = games.make("tictactoe")
@@ -331,7 +331,7 @@ def test_game_by_game_search_is_each_game_searched_alone():
     for a in (0, 3, 1, 4, 2):  # the first player's top row: over
         won = game.step(won, a)
     states = jax.tree_util.tree_map(lambda x, y: jnp.concatenate([x, y[None]]), states, won)
-    together = jax.jit(_game_by_game(game, search))(None, key, states)
+    together = jax.jit(in_chunks(game, search, 1))(None, key, states)
     single = jax.jit(search)  # compiled once for the three games
     for i, k in enumerate(jax.random.split(key, 4)[:3]):
         alone = single(None, k, jax.tree_util.tree_map(lambda x, i=i: x[i : i + 1], states))
@@ -340,9 +340,43 @@ def test_game_by_game_search_is_each_game_searched_alone():
     assert bool(game.is_terminal(won))  # the finished game is not searched: zeros
     assert not np.any(np.asarray(together.action_weights[3]))
     assert not np.any(np.asarray(together.search_tree.node_visits[3]))
-    assert one_game_at_a_time(SearchSpec.pure_mcts(100)) == (jax.default_backend() == "cpu")
-    assert not one_game_at_a_time(SearchSpec.pure_mcts(50))
-    assert not one_game_at_a_time(SearchSpec(num_simulations=400))  # a network batches well
+
+
+def test_chunks_of_several_games_are_each_chunk_searched_alone():
+    from azjax.search import in_chunks
+    from azjax.selfplay import random_opening
+
+    game = games.make("tictactoe")
+    search = make_search(game, SearchSpec.pure_mcts(6), None)
+    key = jax.random.PRNGKey(4)
+    states = jax.vmap(lambda k: random_opening(game, k, 2))(jax.random.split(key, 5))
+    chunked = jax.jit(in_chunks(game, search, 2))(None, key, states)  # 2 + 2 + 1 (and a filler)
+    assert chunked.action_weights.shape == (5, game.num_actions)
+    for c, k in enumerate(jax.random.split(key, 3)):
+        part = jax.tree_util.tree_map(lambda x, c=c: x[2 * c : 2 * c + 2], states)
+        if c == 2:  # the last chunk: its game and a copy of the first game
+            part = jax.tree_util.tree_map(lambda x, y: jnp.concatenate([x, y[:1]]), part, states)
+        alone = jax.jit(search)(None, k, part)
+        n = 1 if c == 2 else 2
+        np.testing.assert_allclose(
+            chunked.action_weights[2 * c : 2 * c + n], alone.action_weights[:n], atol=1e-6
+        )
+
+
+def test_a_batch_is_searched_at_once_unless_its_trees_outgrow_the_budget(monkeypatch):
+    from azjax import search as search_module
+
+    game = games.make("hex", size=6)
+    assert search_module.chunk_games(game, 10_000, 64) == 64  # 64 trees of 10,001 nodes: fits
+    monkeypatch.setattr(search_module, "TREE_BYTES", 64 << 20)
+    chunk = search_module.chunk_games(game, 10_000, 64)
+    assert 1 <= chunk < 64
+    state = sum(x.nbytes for x in jax.tree_util.tree_leaves(game.init()))
+    per_tree = 10_001 * (6 * 4 * 36 + 20 + state)
+    fit = (64 << 20) // per_tree
+    count = -(-64 // fit)
+    assert chunk * count >= 64 and chunk <= fit and (chunk - 1) * count < 64  # even chunks
+    assert search_module.chunk_games(game, 10**9, 64) == 1  # at least one game
 
 
 # ---- rollouts at rollout_prob < 1: only the drawn leaves are played out ----------------------

@@ -143,7 +143,7 @@ def test_uct_search_of_a_finished_game_stays_shallow():
         won = game.step(won, a)
     states = jax.tree_util.tree_map(lambda x: x[None], won)
     spec = SearchSpec.pure_mcts(60, search="uct")
-    tree = make_search(game, spec, None, game_by_game=False)(None, KEY, states).search_tree
+    tree = make_search(game, spec, None)(None, KEY, states).search_tree
     parents = np.asarray(tree.parents[0])
     depth = np.zeros(len(parents), int)
     for i in range(1, len(parents)):
