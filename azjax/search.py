@@ -275,7 +275,7 @@ def make_search(
     `apply(variables, obs) -> (logits, value)` is the network, needed when the spec uses it.
     `chunk`: search the B games in chunks of this many, one chunk after another (`in_chunks`;
     1: game by game); None: all at once, unless the batch's trees would take more than
-    TREE_BYTES (`chunk_games`).
+    `tree_bytes()` (`chunk_games`).
     """
     root_fn, recurrent_fn = make_model(game, spec, apply)
 
@@ -328,14 +328,28 @@ def make_search(
 
 
 # A search's B trees take memory in proportion to B x simulations x actions, all of it at once;
-# a batch whose trees would take more is searched in chunks (`chunk_games`). A match against pure
-# MCTS at 10,000 simulations, 100 games of 8x8 Othello at once, would take about 2 GB.
-TREE_BYTES = 1 << 30
+# a batch whose trees would take more than `tree_bytes()` is searched in chunks (`chunk_games`).
+# A match against pure MCTS at 10,000 simulations, 100 games of 8x8 Othello at once, would take
+# about 1.7 GB. None: CPU_TREE_BYTES on a CPU; on a GPU or TPU a quarter of the device's memory
+# (ACCELERATOR_TREE_BYTES where the device does not say), where big batches are the speed.
+TREE_BYTES: int | None = None
+CPU_TREE_BYTES = 1 << 30
+ACCELERATOR_TREE_BYTES = 4 << 30
+
+
+def tree_bytes() -> int:
+    """The memory a search's trees may take at once (TREE_BYTES, else by the default backend)."""
+    if TREE_BYTES is not None:
+        return TREE_BYTES
+    if jax.default_backend() == "cpu":
+        return CPU_TREE_BYTES
+    stats = jax.devices()[0].memory_stats() or {}
+    return stats.get("bytes_limit", 4 * ACCELERATOR_TREE_BYTES) // 4
 
 
 def chunk_games(game: Game, num_simulations: int, batch: int) -> int:
     """How many of `batch` games `make_search` searches at once: all of them, unless their
-    trees would take more than TREE_BYTES (a tree: num_simulations + 1 nodes, each with six
+    trees would take more than `tree_bytes()` (a tree: num_simulations + 1 nodes, each with six
     [A] arrays of 4-byte numbers and a game state), then the fewest chunks whose trees fit, as
     even as they go (at least one game a chunk)."""
     state = sum(
@@ -343,7 +357,7 @@ def chunk_games(game: Game, num_simulations: int, batch: int) -> int:
         for x in jax.tree_util.tree_leaves(jax.eval_shape(game.init))
     )
     per_tree = (num_simulations + 1) * (6 * 4 * game.num_actions + 5 * 4 + state)
-    fit = max(1, TREE_BYTES // per_tree)
+    fit = max(1, tree_bytes() // per_tree)
     count = -(-batch // fit)  # chunks
     return -(-batch // count)  # as even as they go: 100 games that fit 63 at a time run as 50 + 50
 

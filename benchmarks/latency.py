@@ -8,7 +8,7 @@ For each line, milliseconds per searched position after a compiling call (the me
 `--repeats` calls, each searching the position reached by a few random moves):
 - azjax pure MCTS (uniform priors, one random rollout per leaf) on a batch of one position;
 - the same search over a batch of 64 positions, per position, as `make_search` runs it (all at
-  once, as far as the trees fit in `azjax.search.TREE_BYTES`), and game by game (`chunk=1`:
+  once, as far as the trees fit in `azjax.search.tree_bytes()`), and game by game (`chunk=1`:
   64 searches of one position one after another in a `lax.map`);
 - azjax with the game's default network (untrained: its speed, not its strength);
 - OpenSpiel's MCTSBot (UCT, c = 1.4, one random rollout per leaf; open-spiel is a test extra).

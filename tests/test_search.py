@@ -379,6 +379,29 @@ def test_a_batch_is_searched_at_once_unless_its_trees_outgrow_the_budget(monkeyp
     assert search_module.chunk_games(game, 10**9, 64) == 1  # at least one game
 
 
+def test_the_trees_memory_budget_by_backend(monkeypatch):
+    from azjax import search as search_module
+
+    monkeypatch.setattr(search_module, "TREE_BYTES", None)
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert search_module.tree_bytes() == search_module.CPU_TREE_BYTES
+
+    class Device:
+        def __init__(self, stats):
+            self.stats = stats
+
+        def memory_stats(self):
+            return self.stats
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(jax, "devices", lambda: [Device({"bytes_limit": 80 << 30})])
+    assert search_module.tree_bytes() == 20 << 30  # a quarter of the device's memory
+    monkeypatch.setattr(jax, "devices", lambda: [Device(None)])  # a device that does not say
+    assert search_module.tree_bytes() == search_module.ACCELERATOR_TREE_BYTES
+    monkeypatch.setattr(search_module, "TREE_BYTES", 123)
+    assert search_module.tree_bytes() == 123
+
+
 # ---- rollouts at rollout_prob < 1: only the drawn leaves are played out ----------------------
 
 
