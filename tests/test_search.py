@@ -297,6 +297,15 @@ def test_tie_break_numbers_are_distinct_and_uniform():
     assert wins.max() < 4000 / 121 + 5 * np.sqrt(4000 / 121)
 
 
+def test_tie_break_picks_uniformly_among_any_tied_actions():
+    # exact ties among a few actions (the case it is for): each wins as often as the others
+    keys = jax.random.split(jax.random.PRNGKey(10), 40_000)
+    u = np.asarray(jax.jit(jax.vmap(lambda k: _tie_break(k, 65)))(keys))  # [40000, 65]
+    for tied in [(0, 1), (0, 1, 2), (3, 7, 11, 40), (0, 32, 64), tuple(range(10, 17))]:
+        wins = np.bincount(np.argmax(u[:, tied], axis=1), minlength=len(tied))
+        assert stats.chisquare(wins).pvalue > 1e-3, (tied, wins)
+
+
 @pytest.mark.parametrize("alpha", [0.03, 1.0])
 def test_puct_root_noise_is_dirichlet_over_the_legal_moves(alpha):
     # The root prior is (1 - f) p + f * noise over the legal moves; the noise recovered from the
