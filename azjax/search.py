@@ -277,6 +277,8 @@ def make_search(
     1: game by game); None: all at once, unless the batch's trees would take more than
     `tree_bytes()` (`chunk_games`).
     """
+    if chunk is not None and chunk < 1:
+        raise ValueError(f"chunk must be at least 1 game, got {chunk}")
     root_fn, recurrent_fn = make_model(game, spec, apply)
 
     def search(variables, key, states):
@@ -319,7 +321,11 @@ def make_search(
         raise ValueError(f"unknown search {spec.search!r}; use puct, gumbel or uct")
 
     def chunked(variables, key, states):  # the chunk is chosen when the batch size is known
-        size = chunk or chunk_games(game, spec.num_simulations, _batch_size(states))
+        size = (
+            chunk
+            if chunk is not None
+            else chunk_games(game, spec.num_simulations, _batch_size(states))
+        )
         if size >= _batch_size(states):
             return search(variables, key, states)
         return in_chunks(game, search, size)(variables, key, states)

@@ -13,10 +13,10 @@ differs: mctx's `backward` is a `jax.vmap` of a per-tree `while_loop`, and under
 whose condition differs between trees runs until the deepest tree is done, and at every level
 selects between the old and the updated *whole* tree of every game (every [B, N, A] array and
 every node's game state), so a simulation costs a copy of the batch's trees per level of the
-deepest new leaf. Here one `while_loop` climbs all B paths together and
-writes only the B entries each level changes (`backward`), which computes the same numbers in the
-same order (tests/test_tree_search.py compares whole trees with mctx's). Deep trees (PUCT with a
-peaky prior, many simulations, large batches on an accelerator) are where it pays.
+deepest new leaf. Here one `while_loop` climbs all B paths together and writes only the B entries
+each level changes (`backward`), which computes the same numbers in the same order
+(tests/test_tree_search.py compares whole trees with mctx's). Deep trees (PUCT with a peaky prior,
+many simulations, large batches on an accelerator) are where it pays.
 """
 
 from __future__ import annotations

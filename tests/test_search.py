@@ -386,6 +386,8 @@ def test_a_batch_is_searched_at_once_unless_its_trees_outgrow_the_budget(monkeyp
     count = -(-64 // fit)
     assert chunk * count >= 64 and chunk <= fit and (chunk - 1) * count < 64  # even chunks
     assert search_module.chunk_games(game, 10**9, 64) == 1  # at least one game
+    with pytest.raises(ValueError, match="at least 1 game"):
+        make_search(game, SearchSpec.pure_mcts(8), chunk=0)
 
 
 def test_the_trees_memory_budget_by_backend(monkeypatch):
