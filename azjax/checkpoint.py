@@ -106,7 +106,7 @@ def init_run(config: Config) -> RunState:
 
         return shared.init_run(config)
     game = config.make_game()
-    optimizer = make_optimizer(config, config.iterations * config.train_steps)
+    optimizer = make_optimizer(config)
     init_key, run_key = run_keys(config)
     variables = init_variables(make_network(config, game), game, init_key)
     return RunState(

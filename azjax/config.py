@@ -120,7 +120,8 @@ class Config:
     learning_rate: float = _field(0.01, "peak learning rate", low=0.0)
     lr_schedule: str = _field(
         "constant",
-        "learning-rate schedule over the whole run",
+        "learning-rate schedule over the run: its iterations, or its time_budget where that "
+        "ends it first (a resumed session's budget, and schedule, start again)",
         choices=("constant", "cosine", "warmup_cosine"),
     )
     momentum: float = _field(0.9, "SGD momentum", low=0.0, high=1.0)

@@ -310,7 +310,7 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     apply = make_apply(net)
     spec = ExpertSpec.from_config(config)
     b, k = config.batch_games, config.positions_per_game
-    optimizer = training.make_optimizer(config, config.iterations * config.train_steps)
+    optimizer = training.make_optimizer(config)
     label = make_round(game, spec, apply, b, k)
 
     rep = parallel.replicated(mesh)
@@ -367,7 +367,7 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     )
     chunk = jax.jit(
         learner.chunk,
-        in_shardings=(rep, buffer_sh, rep),
+        in_shardings=(rep, buffer_sh, rep, rep),
         out_shardings=(rep, rep),
         donate_argnums=0,
     )
@@ -381,9 +381,11 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
 
     start_fn = jax.jit(start_of, out_shardings=rep)
 
-    def learn(run, buffer):
+    on_all = jax.jit(jnp.float32, out_shardings=rep)  # a host float as a device scalar
+
+    def learn(run, buffer, lr_scale=1.0):
         k_learn, start = start_fn(run)
-        return training.learn(learner, chunk, start, buffer, k_learn)
+        return training.learn(learner, chunk, start, buffer, k_learn, lr_scale=on_all(lr_scale))
 
     return Iteration(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),

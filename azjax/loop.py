@@ -119,7 +119,7 @@ class Iteration(NamedTuple):
     init_states: Callable  # () -> B start states, split along B
     init_buffer: Callable  # () -> an empty replay.Buffer, split along B
     play: Callable  # (run, states, buffer) -> (states, buffer, PlayStats); donates states, buffer
-    learn: Callable  # (run, buffer) -> (TrainState, mean Losses); donates run.train
+    learn: Callable  # (run, buffer, lr_scale=1.0) -> (TrainState, mean Losses); donates run.train
     advance: Callable  # (iteration) -> iteration + 1
     eval_key: Callable  # (run) -> the evaluation key of the iteration `run` has completed
     copy: Callable  # (tree) -> a copy that survives the donation of the original
@@ -174,10 +174,11 @@ def make_iteration(
     game = config.make_game()
     net = make_network(config, game)
     steps = config.selfplay_steps or game.max_game_length
-    optimizer = training.make_optimizer(config, config.iterations * config.train_steps)
+    optimizer = training.make_optimizer(config)
     rows = math.ceil(config.replay_games * game.max_game_length / config.batch_games)
 
     rep = parallel.replicated(mesh)
+    on_all = jax.jit(jnp.float32, out_shardings=rep)  # a host float as a device scalar
     games_sh = parallel.sharding(mesh, P(parallel.AXIS))
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
 
@@ -222,14 +223,18 @@ def make_iteration(
 
     chunk = jax.jit(
         learner.chunk,
-        in_shardings=(rep, buffer_sh, rep),
+        in_shardings=(rep, buffer_sh, rep, rep),
         out_shardings=(rep, rep),
         donate_argnums=0,
     )
     train_key = jax.jit(lambda run: _iteration_keys(run, run.iteration + 1)[1], out_shardings=rep)
 
-    def learn(run, buffer):
-        return training.learn(learner, chunk, run.train, buffer, train_key(run))
+    def learn(run, buffer, lr_scale=1.0):
+        """(TrainState, mean Losses) after the iteration's steps, their updates scaled by
+        `lr_scale` (the learning rate's fraction of its peak, `training.lr_fraction`)."""
+        return training.learn(
+            learner, chunk, run.train, buffer, train_key(run), lr_scale=on_all(lr_scale)
+        )
 
     return Iteration(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),
@@ -625,7 +630,6 @@ def _train(
     devices = parallel.num_devices(mesh)
     steps = config.selfplay_steps or game.max_game_length
     moves = MoveTicker(steps) if progress and primary else None  # the bar's moves within it
-    num_games = 1  # games trained at once
     if config.algorithm == "exit":  # Expert Iteration; azjax/exit.py imports this module
         from azjax import exit as expert_iteration
 
@@ -635,7 +639,7 @@ def _train(
 
         fns = shared.make_iteration(config, mesh)
         configs = shared.game_configs(config).values()
-        num_games, moves = len(configs), None  # positions below: every game's
+        moves = None  # positions below: every game's
         steps = sum(c.selfplay_steps or c.make_game().max_game_length for c in configs)
     else:
         fns = make_iteration(config, mesh, on_move=moves)
@@ -660,7 +664,6 @@ def _train(
         states = fns.init_states()
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
         bar = Progress(progress and primary, it, config.iterations)
-        schedule = training.make_schedule(config, config.iterations * config.train_steps)
         if moves is not None:
             moves.progress = bar
         session = dict(games=0, positions=0)
@@ -683,11 +686,14 @@ def _train(
                     values.update(played.metrics())
                 train = run.train
                 if config.train_steps and played.ready >= fns.min_replay:
-                    train, losses = fns.learn(run, buffer)
+                    progress = training.run_progress(
+                        it, config.iterations, t1 - t_start, config.time_budget
+                    )
+                    lr_scale = training.lr_fraction(config.lr_schedule, progress)
+                    train, losses = fns.learn(run, buffer, lr_scale)
                     values.update(_losses(parallel.fetch(losses)))
                     values["train_seconds"] = time.time() - t1
-                    step = int(parallel.fetch(train.step)) // num_games  # each game's optimizer
-                    values["train/learning_rate"] = float(schedule(step))
+                    values["train/learning_rate"] = config.learning_rate * lr_scale
                 run = run.replace(train=train, iteration=fns.advance(run.iteration))
                 loss_problem = health.losses(values)
                 problem = loss_problem or health.parameters(run.train.variables)

@@ -170,7 +170,7 @@ def init_run(config: Config) -> RunState:
     init_key, run_key = run_keys(config)
     variables = init_shared_variables(config, init_key)
     opt_state = {
-        name: make_optimizer(c, c.iterations * c.train_steps).init(view(variables, name)["params"])
+        name: make_optimizer(c).init(view(variables, name)["params"])
         for name, c in game_configs(config).items()
     }
     return RunState(
@@ -258,14 +258,15 @@ def make_iteration(config: Config, mesh: Mesh) -> loop.Iteration:
             stats.append(played)
         return out_states, out_buffers, _combine(stats)
 
-    def learn(run, buffers):
-        """(TrainState, {game: mean Losses}): each game's learner in a random order."""
+    def learn(run, buffers, lr_scale=1.0):
+        """(TrainState, {game: mean Losses}): each game's learner in a random order, every
+        update scaled by `lr_scale` (`training.lr_fraction`)."""
         iteration = int(parallel.fetch(run.iteration)) + 1
         train, losses = run.train, {}
         for i in update_order(config.seed, iteration, len(names)):
             name = names[i]
             trained, losses[name] = parts[name].learn(
-                view_run(run.replace(train=train), name, i), buffers[name]
+                view_run(run.replace(train=train), name, i), buffers[name], lr_scale
             )
             train = merge_train(train, name, trained)
         return train, {name: losses[name] for name in names}

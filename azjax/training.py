@@ -14,6 +14,7 @@ statistics as it got them, bit for bit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -41,24 +42,46 @@ class Losses(NamedTuple):
     l2: jax.Array
 
 
-def make_schedule(config, total_steps: int) -> optax.Schedule:
-    """The learning rate by optimizer step: `config.lr_schedule` over `total_steps` steps."""
+LR_SCHEDULES = ("constant", "cosine", "warmup_cosine")  # `lr_fraction`'s
+WARMUP = 0.05  # warmup_cosine: the share of the run over which the rate rises from 0
+
+
+def lr_fraction(schedule: str, progress: float) -> float:
+    """The learning rate as a fraction of its peak under `schedule` ('constant', 'cosine' or
+    'warmup_cosine') at `progress` through the run (0 its start, 1 its end; clipped to [0, 1]):
+    cosine decays from 1 to 0, warmup_cosine first rises linearly over `WARMUP` of the run."""
+    p = min(max(float(progress), 0.0), 1.0)
+    if schedule == "constant":
+        return 1.0
+    if schedule == "cosine":
+        return 0.5 * (1.0 + math.cos(math.pi * p))
+    if schedule == "warmup_cosine":
+        if p < WARMUP:
+            return p / WARMUP
+        return 0.5 * (1.0 + math.cos(math.pi * (p - WARMUP) / (1.0 - WARMUP)))
+    raise ValueError(f"unknown lr_schedule {schedule!r}")
+
+
+def run_progress(
+    iteration: int, iterations: int, elapsed_seconds: float = 0.0, time_budget: float = 0.0
+) -> float:
+    """How far a run is at the middle of its `iteration`-th (1-based) of `iterations`, or
+    `elapsed_seconds` into a `time_budget` of minutes (0: none), whichever is further: the
+    schedule ends with whichever limit stops the run."""
+    progress = (iteration - 0.5) / max(iterations, 1)
+    if time_budget:
+        progress = max(progress, elapsed_seconds / (60.0 * time_budget))
+    return min(max(progress, 0.0), 1.0)
+
+
+def make_optimizer(config) -> optax.GradientTransformation:
+    """SGD with momentum or Adam at `config.learning_rate` (the peak: the loop scales each
+    iteration's updates by `lr_fraction`, see `make_train_step`); with `config.freeze_trunk` for
+    the heads only (the trunk's updates are zero, its state empty)."""
     lr = config.learning_rate
-    total_steps = max(total_steps, 1)
-    if config.lr_schedule == "constant":
-        return optax.constant_schedule(lr)
-    if config.lr_schedule == "cosine":
-        return optax.cosine_decay_schedule(lr, total_steps)
-    if config.lr_schedule == "warmup_cosine":
-        warmup = max(1, total_steps // 20)
-        return optax.warmup_cosine_decay_schedule(0.0, lr, warmup, total_steps)
-    raise ValueError(f"unknown lr_schedule {config.lr_schedule!r}")
-
-
-def make_optimizer(config, total_steps: int) -> optax.GradientTransformation:
-    """SGD with momentum or Adam, with the configured learning-rate schedule; with
-    `config.freeze_trunk` for the heads only (the trunk's updates are zero, its state empty)."""
-    schedule = make_schedule(config, total_steps)
+    if config.lr_schedule not in LR_SCHEDULES:
+        raise ValueError(f"unknown lr_schedule {config.lr_schedule!r}")
+    schedule = optax.constant_schedule(lr)  # a schedule keeps checkpoints' optimizer state
     if config.optimizer == "sgd":
         optimizer = optax.sgd(schedule, momentum=config.momentum)
     elif config.optimizer == "adam":
@@ -79,7 +102,10 @@ def init_train_state(variables, optimizer) -> TrainState:
 
 
 def make_train_step(net, optimizer, weight_decay: float, *, partial_policy: bool = False):
-    """train_step(state, batch) -> (state, Losses); pure, meant for jax.jit. With
+    """train_step(state, batch, lr_scale=1.0) -> (state, Losses); pure, meant for jax.jit.
+    The optimizer's updates are multiplied by `lr_scale` (a float32 scalar: the learning
+    rate's fraction of its peak, `lr_fraction`; for SGD and Adam the same as scaling the
+    rate, since both apply it last). With
     `net.freeze_trunk` the trunk's parameters and batch statistics come back unchanged. With
     `partial_policy` (playout cap randomisation) some positions have no policy target (an
     all-zero one): the policy loss is the mean over the positions that have one."""
@@ -100,7 +126,7 @@ def make_train_step(net, optimizer, weight_decay: float, *, partial_policy: bool
         total = value_loss + policy_loss + l2
         return total, (Losses(total, value_loss, policy_loss, l2), updates["batch_stats"])
 
-    def train_step(state: TrainState, batch: Batch):
+    def train_step(state: TrainState, batch: Batch, lr_scale=1.0):
         n = batch.obs.shape[0]
         chex.assert_rank(batch.obs, 4)  # [N, H, W, C]
         chex.assert_shape(batch.policy, (n, net.num_actions))
@@ -111,6 +137,7 @@ def make_train_step(net, optimizer, weight_decay: float, *, partial_policy: bool
             params, state.variables["batch_stats"], batch
         )
         updates, opt_state = optimizer.update(grads, state.opt_state, params)
+        updates = jax.tree_util.tree_map(lambda u: u * jnp.asarray(lr_scale, u.dtype), updates)
         new_params = optax.apply_updates(params, updates)
         if net.freeze_trunk:  # x + 0 turns -0.0 into 0.0: hand the trunk back as it came
             new_params = with_trunk(new_params, params)
@@ -129,7 +156,8 @@ def make_train_step(net, optimizer, weight_decay: float, *, partial_policy: bool
 class Learner(NamedTuple):
     """`train_steps` optimizer steps on uniform replay samples, in `calls` jitted calls.
 
-    `chunk(state, buffer, keys[steps_per_call]) -> (state, losses)` takes one step per key and
+    `chunk(state, buffer, keys[steps_per_call], lr_scale=1.0) -> (state, losses)` takes one step
+    per key (each with its updates scaled by `lr_scale`, see `make_train_step`) and
     returns its losses summed and divided by `train_steps` (so the calls' results add up to the
     mean); it is meant to be jitted with `state` donated. `split(key)` gives the keys of each
     call: `jax.random.split(key, train_steps)`, as one `lax.scan` over all steps would use them,
@@ -166,9 +194,9 @@ def make_learner(
     if per_call < 1 or train_steps % per_call:
         raise ValueError(f"steps per call {per_call} must divide train_steps {train_steps}")
 
-    def chunk(state, buffer, keys):
+    def chunk(state, buffer, keys, lr_scale=1.0):
         def body(s, k):
-            return train_step(s, sample(buffer, k))
+            return train_step(s, sample(buffer, k), lr_scale)
 
         if per_call <= _MAX_TRACED_STEPS:  # traced one after another: no loop around the steps
             steps = []
@@ -187,12 +215,14 @@ def make_learner(
     return Learner(chunk=chunk, split=split, train_steps=train_steps, steps_per_call=per_call)
 
 
-def learn(learner: Learner, chunk: Callable, state, buffer, key):
+def learn(learner: Learner, chunk: Callable, state, buffer, key, *, lr_scale=None):
     """(state, mean Losses) after `learner.train_steps` steps, calling `chunk` (`learner.chunk`
-    jitted by the caller, with its shardings and donation) once per slice of keys. Nothing is
-    copied to or from the host: the losses stay on the device."""
+    jitted by the caller, with its shardings and donation) once per slice of keys, with
+    `lr_scale` when one is given (a device scalar). Nothing is copied to or from the host: the
+    losses stay on the device."""
     total = None
+    scale = () if lr_scale is None else (lr_scale,)
     for keys in learner.split(key):
-        state, losses = chunk(state, buffer, keys)
+        state, losses = chunk(state, buffer, keys, *scale)
         total = losses if total is None else jax.tree_util.tree_map(jnp.add, total, losses)
     return state, total

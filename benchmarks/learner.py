@@ -65,7 +65,7 @@ def run(config: cfg.Config, repeats: int) -> list[tuple[str, float, float]]:
     """[(name, compile+first seconds, best seconds)] of the three learners (module doc)."""
     game = config.make_game()
     net = network.make_network(config, game)
-    opt = training.make_optimizer(config, 1000)
+    opt = training.make_optimizer(config)
     step = training.make_train_step(net, opt, config.weight_decay)
     sample = loop.make_sampler(config.train_batch_size)
     state = training.init_train_state(network.init_variables(net, game, jax.random.PRNGKey(0)), opt)

@@ -103,7 +103,7 @@ def make_dataset(game, apply, variables, args, key) -> dict:
 
 def train(net, config, variables, data: dict, target: str, args, key):
     """The apprentice trained on `target` ("tpt" | "cat") from `variables`."""
-    optimizer = training.make_optimizer(config, args.train_steps)
+    optimizer = training.make_optimizer(config)
     step = jax.jit(training.make_train_step(net, optimizer, config.weight_decay))
     state = training.init_train_state(variables, optimizer)
     n = args.positions

@@ -199,7 +199,7 @@ def _checks(tmp: str) -> dict:
     out["sample_spec"] = spec_of(got.obs)[:1]
 
     # Training: one step on the same batch, then a whole sampled iteration, both ways.
-    opt = make_optimizer(config, 10)
+    opt = make_optimizer(config)
     state = init_train_state(variables, opt)
     step = make_train_step(net, opt, config.weight_decay)
     rep = parallel.replicated(mesh)

@@ -127,9 +127,7 @@ def test_one_step_on_one_game_moves_the_trunk_and_that_game_only(config, run0):
     ttt = shared.game_configs(config)["tictactoe"].make_game()
     net = make_network(c4_config, c4)
     step = jax.jit(
-        training.make_train_step(
-            net, training.make_optimizer(c4_config, 10), c4_config.weight_decay
-        )
+        training.make_train_step(net, training.make_optimizer(c4_config), c4_config.weight_decay)
     )
     key = jax.random.PRNGKey(1)
     obs = jax.random.bernoulli(key, 0.3, (16, *c4.observation_shape)).astype(jnp.float32)

@@ -65,10 +65,34 @@ def test_a_run_writes_metrics_checkpoints_and_summary(run):
 def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
     workdir = str(tmp_path / "copy")
     shutil.copytree(run, workdir)
-    # the saved config is the base: no --game needed, only what changes
-    assert train.main([f"--workdir={workdir}", "--resume", "--iterations=4", "--no_progress"]) == 0
-    assert [r["iteration"] for r in _metrics(workdir)] == [1, 2, 3, 4]
+    # the saved config is the base: no --game needed, only what changes (here the schedule)
+    argv = [f"--workdir={workdir}", "--resume", "--iterations=4", "--lr_schedule=cosine"]
+    assert train.main(argv + ["--no_progress"]) == 0
+    rows = _metrics(workdir)
+    assert [r["iteration"] for r in rows] == [1, 2, 3, 4]
     assert Checkpointer(workdir).steps() == [2, 4]
+    peak = cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).learning_rate
+    for row, progress in zip(rows[2:], (2.5 / 4, 3.5 / 4)):  # the middle of iterations 3, 4
+        want = peak * 0.5 * (1 + np.cos(np.pi * progress))
+        assert row["train/learning_rate"] == pytest.approx(want)
+
+
+def test_learning_rate_schedules_over_the_run():
+    f = training.lr_fraction
+    assert [f("constant", p) for p in (0, 0.5, 1)] == [1.0, 1.0, 1.0]
+    assert [f("cosine", p) for p in (0, 0.5, 1)] == pytest.approx([1.0, 0.5, 0.0])
+    w = training.WARMUP
+    assert [f("warmup_cosine", p) for p in (0, w / 2, w, 1)] == pytest.approx([0, 0.5, 1, 0])
+    assert f("cosine", -1) == 1.0 and f("cosine", 2) == pytest.approx(0.0)  # clipped
+    with pytest.raises(ValueError, match="unknown lr_schedule 'step'"):
+        f("step", 0.5)
+    # the middle of each iteration, or the time spent of a budget, whichever is further
+    progress = training.run_progress
+    assert progress(1, 10) == pytest.approx(0.05)
+    assert progress(10, 10) == pytest.approx(0.95)
+    assert progress(1, 100000, elapsed_seconds=30, time_budget=1.0) == pytest.approx(0.5)
+    assert progress(8, 10, elapsed_seconds=30, time_budget=10.0) == pytest.approx(0.75)
+    assert progress(1, 10, elapsed_seconds=900, time_budget=10.0) == 1.0
 
 
 def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
@@ -145,7 +169,7 @@ def test_train_step_fits_a_fixed_batch():
     game = config.make_game()
     net = network.make_network(config, game)
     variables = network.init_variables(net, game, jax.random.PRNGKey(0))
-    opt = training.make_optimizer(config, 100)
+    opt = training.make_optimizer(config)
     state = training.init_train_state(variables, opt)
     k1, k2 = jax.random.split(jax.random.PRNGKey(1))
     obs = (jax.random.uniform(k1, (16, 3, 3, 3)) < 0.3).astype(jnp.float32)
@@ -157,6 +181,16 @@ def test_train_step_fits_a_fixed_batch():
         state, losses = step(state, batch)
     assert float(losses.total) < 0.5 * float(first.total)
     assert int(state.step) == 61
+    # lr_scale multiplies the step's updates: none at 0, half of them at 0.5 (Adam's step does
+    # not depend on the gradient's size)
+    params = state.variables["params"]
+    moved = {}
+    for scale in (0.0, 0.5, 1.0):
+        after, _ = step(state, batch, scale)
+        moved[scale] = jax.tree_util.tree_map(jnp.subtract, after.variables["params"], params)
+    assert all(float(jnp.max(jnp.abs(d))) == 0 for d in jax.tree_util.tree_leaves(moved[0.0]))
+    for half, full in zip(*map(jax.tree_util.tree_leaves, (moved[0.5], moved[1.0]))):
+        np.testing.assert_allclose(half, full / 2, rtol=1e-3, atol=1e-7)
 
 
 def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
@@ -164,7 +198,7 @@ def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
     game = config.make_game()
     net = network.make_network(config, game)
     variables = network.init_variables(net, game, jax.random.PRNGKey(0))
-    opt = training.make_optimizer(config, 100)
+    opt = training.make_optimizer(config)
     state = training.init_train_state(variables, opt)
     two = (jax.random.uniform(jax.random.PRNGKey(1), (2, 3, 3, 3)) < 0.3).astype(jnp.float32)
     obs = jnp.concatenate([two, two])  # the same two positions twice: the same BatchNorm stats
@@ -195,7 +229,7 @@ def learner_setup():
     )
     game = config.make_game()
     net = network.make_network(config, game)
-    opt = training.make_optimizer(config, 100)
+    opt = training.make_optimizer(config)
     state = training.init_train_state(network.init_variables(net, game, jax.random.PRNGKey(0)), opt)
     step = training.make_train_step(net, opt, config.weight_decay)
     return dict(step=step, state=state, sample=loop.make_sampler(8), game=game)

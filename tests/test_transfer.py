@@ -131,7 +131,7 @@ def test_a_frozen_trunk_has_no_optimizer_state(tiny_run, source):
     assert 0 < heads < everything
     for freeze, size in ((False, 2 * everything), (True, 2 * heads)):
         frozen = dataclasses.replace(config, freeze_trunk=freeze)
-        state = training.make_optimizer(frozen, 10).init(params)
+        state = training.make_optimizer(frozen).init(params)
         floats = [x for x in jax.tree.leaves(state) if x.dtype == np.float32]
         assert sum(x.size for x in floats) == size  # Adam's two moments of what trains
 
