@@ -381,11 +381,10 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
 
     start_fn = jax.jit(start_of, out_shardings=rep)
 
-    on_all = jax.jit(jnp.float32, out_shardings=rep)  # a host float as a device scalar
-
     def learn(run, buffer, lr_scale=1.0):
         k_learn, start = start_fn(run)
-        return training.learn(learner, chunk, start, buffer, k_learn, lr_scale=on_all(lr_scale))
+        scale = parallel.put_scalar(lr_scale, mesh)
+        return training.learn(learner, chunk, start, buffer, k_learn, lr_scale=scale)
 
     return Iteration(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),

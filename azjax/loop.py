@@ -178,7 +178,6 @@ def make_iteration(
     rows = math.ceil(config.replay_games * game.max_game_length / config.batch_games)
 
     rep = parallel.replicated(mesh)
-    on_all = jax.jit(jnp.float32, out_shardings=rep)  # a host float as a device scalar
     games_sh = parallel.sharding(mesh, P(parallel.AXIS))
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
 
@@ -232,9 +231,8 @@ def make_iteration(
     def learn(run, buffer, lr_scale=1.0):
         """(TrainState, mean Losses) after the iteration's steps, their updates scaled by
         `lr_scale` (the learning rate's fraction of its peak, `training.lr_fraction`)."""
-        return training.learn(
-            learner, chunk, run.train, buffer, train_key(run), lr_scale=on_all(lr_scale)
-        )
+        scale = parallel.put_scalar(lr_scale, mesh)
+        return training.learn(learner, chunk, run.train, buffer, train_key(run), lr_scale=scale)
 
     return Iteration(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),

@@ -93,6 +93,12 @@ def fetch(tree: Any) -> Any:
     return jax.tree_util.tree_map(one, tree)
 
 
+def put_scalar(value: float, mesh: Mesh) -> jax.Array:
+    """A host float as a float32[] replicated over `mesh`: an explicit copy (allowed under
+    `jax.transfer_guard("disallow")`), the same value on every process of a multi-host run."""
+    return jax.device_put(np.float32(value), replicated(mesh))
+
+
 def is_primary() -> bool:
     """True on the process that writes logs, metrics and summaries (process 0)."""
     return jax.process_index() == 0
