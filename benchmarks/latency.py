@@ -6,7 +6,11 @@
 
 For each line, milliseconds per searched position after a compiling call (the median of
 `--repeats` calls, each searching the position reached by a few random moves):
-- azjax pure MCTS (uniform priors, one random rollout per leaf) on a batch of one position;
+- azjax UCT with one random rollout per leaf, the `mcts:` agent's search (OpenSpiel's
+  algorithm), on a batch of one position: what a `gtp:` or `spiel:` match, play.py or the GTP
+  engine pays for an `mcts:` move;
+- azjax pure MCTS as seed 000 defined it (PUCT over uniform priors, one random rollout per leaf)
+  on a batch of one position;
 - the same search over a batch of 64 positions, per position, as `make_search` runs it (all at
   once, as far as the trees fit in `azjax.search.tree_bytes()`), and game by game (`chunk=1`:
   64 searches of one position one after another in a `lax.map`);
@@ -86,11 +90,16 @@ def run(game_name: str, options: dict, sims: int, repeats: int) -> list[tuple[st
     game = config.make_game()
     net = make_network(config, game)
     variables = init_variables(net, game, jax.random.PRNGKey(0))
+    uct = SearchSpec.pure_mcts(sims, search="uct")
     pure = SearchSpec.pure_mcts(sims)
     network = SearchSpec.from_config(config)
     return [
-        ("azjax pure MCTS, batch 1", azjax_ms(game, pure, None, None, 1, repeats)),
-        ("azjax pure MCTS, batch 64 (per position)", azjax_ms(game, pure, None, None, 64, 3)),
+        ("azjax UCT (the mcts: agent), batch 1", azjax_ms(game, uct, None, None, 1, repeats)),
+        ("azjax pure MCTS (PUCT), batch 1", azjax_ms(game, pure, None, None, 1, repeats)),
+        (
+            "azjax pure MCTS (PUCT), batch 64 (per position)",
+            azjax_ms(game, pure, None, None, 64, 3),
+        ),
         (
             "  the same, game by game",
             azjax_ms(game, pure, None, None, 64, 3, chunk=1),

@@ -11,16 +11,17 @@ def test_prints_every_search_with_its_time_against_openspiel(capsys):
     assert lines[0].startswith("tictactoe {}, 4 simulations, cpu")
     rows = {line[:48].strip(): line[48:].split() for line in lines[2:]}
     names = list(rows)
-    assert names[:3] == [
-        "azjax pure MCTS, batch 1",
-        "azjax pure MCTS, batch 64 (per position)",
+    assert names[:4] == [
+        "azjax UCT (the mcts: agent), batch 1",
+        "azjax pure MCTS (PUCT), batch 1",
+        "azjax pure MCTS (PUCT), batch 64 (per position)",
         "the same, game by game",
     ]
-    assert names[3].startswith("azjax ") and "+ network" in names[3] and len(names) == 5
-    assert names[4] == "OpenSpiel MCTSBot (C++), one position"
+    assert names[4].startswith("azjax ") and "+ network" in names[4] and len(names) == 6
+    assert names[5] == "OpenSpiel MCTSBot (C++), one position"
     for name, (ms, ratio) in rows.items():  # toy searches: times of a few hundredths of a ms
         assert float(ms) >= 0 and ratio.endswith("x") and float(ratio[:-1]) >= 0, name
-    assert rows[names[4]][1] == "1.00x"
+    assert rows[names[5]][1] == "1.00x"
 
 
 def test_rejects_a_bad_count(capsys):
