@@ -37,6 +37,23 @@ def test_match_of_a_checkpoint_takes_the_game_from_it(tiny_run, tmp_path, capsys
     assert "A moved" in text and "overall" in text and "±" in text
 
 
+def test_matches_started_in_the_same_second_write_folders_of_their_own(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(evaluate.time, "strftime", lambda fmt: "20261124-151707")
+    argv = ["match", "random", "minimax:depth=1", "--game=tictactoe", "--games=2"]
+    assert evaluate.main(argv) == 0 and evaluate.main([*argv[:-1], "--games=4"]) == 0
+    folders = sorted(os.listdir(tmp_path / "runs" / "eval"))
+    assert folders == ["match-20261124-151707", "match-20261124-151707-2"]
+    games = [_json(tmp_path / "runs" / "eval" / f, "match.json")["games"] for f in folders]
+    assert games == [2, 4]
+    assert "wrote runs/eval/match-20261124-151707-2/match.json" in capsys.readouterr().out
+    assert evaluate.main([*argv, "--openings=sometimes"]) == 2  # refused before any game
+    assert evaluate.main(["match", "random", "nobody", "--game=tictactoe"]) == 2
+    assert sorted(os.listdir(tmp_path / "runs" / "eval")) == folders  # no empty folders left
+
+
 def test_equal_time_match_reports_simulations_per_move(tmp_path, capsys, monkeypatch):
     # Tiny probes and a budget below one simulation: the calibration settles on 1 simulation,
     # whose search it has compiled already (two compiles in all, not three).

@@ -96,7 +96,9 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     common.add_argument(
         "--debug", action="store_true", help="show tracebacks of errors instead of one line"
     )
-    common.add_argument("--out", default=None, help="output folder (default runs/eval/...)")
+    common.add_argument(
+        "--out", default=None, help="output folder (default: a new runs/eval/<command>-<time>)"
+    )
     game = common.add_argument_group("game (default: from the first ckpt agent)")
     game.add_argument("--game", default=None, help=f"one of {', '.join(games.names())}")
     option_flags = flags.add_game_flags(game, None)
@@ -192,10 +194,24 @@ def resolve_game(args, option_flags: list[str]) -> games.Game:
 
 
 def out_folder(args) -> str:
-    """--out, or runs/eval/<command>-<time>; made when the first file is written."""
+    """--out (made when the first file is written), or else the name of a new folder
+    runs/eval/<command>-<time> (`reserve` makes it)."""
     return args.out or os.path.join(
         "runs", "eval", f"{args.command}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
+
+
+def reserve(folder: str) -> str:
+    """`folder`, or `folder`-2, -3, ... where that exists, made now: two evaluations started in
+    the same second write into folders of their own instead of over each other's files."""
+    path, k = folder, 1
+    while True:
+        try:
+            os.makedirs(path)
+            return path
+        except FileExistsError:
+            k += 1
+            path = f"{folder}-{k}"
 
 
 def check_out(folder: str) -> None:
@@ -229,15 +245,24 @@ def check_args(args) -> None:
 
 
 def run(args, option_flags: list[str]) -> None:
-    from azjax import eval as ev
-
     if args.command == "export":
         run_export(args)
         return
     check_args(args)
     no_game = args.command == "curve" and args.game is None  # the run's game
     game = None if no_game else resolve_game(args, option_flags)
-    folder = out_folder(args)
+    folder = args.out or reserve(out_folder(args))
+    try:
+        evaluate(args, game, folder)
+    finally:  # a reserved folder that nothing was written into (the ladder writes its table)
+        if not args.out and not os.listdir(folder):
+            os.rmdir(folder)
+
+
+def evaluate(args, game, folder: str) -> None:
+    """The command's games, their results written into `folder`."""
+    from azjax import eval as ev
+
     if args.command == "match":
         print(
             f"{game.name}: {' vs '.join(args.agents)}, {args.games} games (or two per opening) "
