@@ -125,6 +125,20 @@ def core_shares(at_once: int) -> list[set[int]]:
     return [set(cores[i * each : (i + 1) * each]) or {cores[-1]} for i in range(at_once)]
 
 
+def pinned(command: list[str], cores: set[int]) -> list[str]:
+    """`command` (a Python one, `command[0]` the interpreter) run on `cores` only: a fresh
+    interpreter sets its affinity and replaces itself with the command, which inherits it. (Not
+    `Popen(preexec_fn=...)`: this process runs JAX's threads, and code between fork and exec in a
+    threaded process can deadlock, as JAX warns.)"""
+    if not cores:
+        return command
+    pin = (
+        f"import os, sys; os.sched_setaffinity(0, {sorted(cores)}); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    return [command[0], "-c", pin, *command]
+
+
 def train_all(configs: dict, out: str, at_once: int, log) -> dict:
     """Trains the runs of `configs` not yet finished, `at_once` at a time on their own cores;
     returns {run: summary} of every finished run in `out`. A run that fails is reported with its
@@ -154,10 +168,7 @@ def train_all(configs: dict, out: str, at_once: int, log) -> dict:
             with open(os.path.join(out, f"{name}.log"), "w") as stdout:
                 running[name] = (
                     subprocess.Popen(
-                        command,
-                        stdout=stdout,
-                        stderr=subprocess.STDOUT,
-                        preexec_fn=(lambda c=cores: os.sched_setaffinity(0, c)) if cores else None,
+                        pinned(command, cores), stdout=stdout, stderr=subprocess.STDOUT
                     ),
                     slot,
                 )

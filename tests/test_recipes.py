@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -45,6 +47,18 @@ def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, cap
     said = []
     again = recipes.train_all(recipes.parse(argv)[1], out, 1, said.append)
     assert set(again) == {"base-s0", "aug-s0"} and said == []
+
+
+def test_a_pinned_command_runs_on_its_cores_only():
+    show = [
+        sys.executable,
+        "-c",
+        "import os, sys; print(sorted(os.sched_getaffinity(0)), sys.argv[1:])",
+    ]
+    one = sorted(os.sched_getaffinity(0))[-1:]
+    done = subprocess.run([*recipes.pinned(show, set(one)), "x"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == f"{one} ['x']", done.stderr
+    assert recipes.pinned(show, set()) == show  # no cores to pin to: the command as it is
 
 
 @pytest.mark.parametrize(
