@@ -156,8 +156,11 @@ def test_the_cpu_recipe_applies_to_any_game():
         recipe["num_filters"],
         2,
     )
-    assert run.augment  # measured on 6x6 Hex (docs/strength.md)
+    assert run.augment and run.train_steps == 30  # measured on 6x6 Hex (docs/strength.md)
     othello, _ = train.parse(["--game=othello", "--config=cpu"])
     assert othello.game == "othello" and othello.opening_plies == 0 and othello.augment
+    assert othello.train_steps == 90
+    steps, _ = train.parse(["--game=othello", "--config=cpu", "--train_steps=20"])
+    assert steps.train_steps == 20  # a flag over the recipe
     c4, _ = train.parse(["--game=connect_four", "--config=cpu"])
-    assert not c4.augment  # not measured there
+    assert not c4.augment and c4.train_steps == 30  # not measured there
