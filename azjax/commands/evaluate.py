@@ -234,24 +234,25 @@ def check_out(folder: str) -> None:
         )
 
 
-def check_args(args) -> None:
-    """What can be checked before any game: the curve's options, --out (the agents' numbers are
-    checked against their bounds when the specs are parsed, also before any game)."""
+def check_args(args, folder: str) -> None:
+    """What can be checked before any game: the curve's options, the output `folder` (the agents'
+    numbers are checked against their bounds when the specs are parsed, also before any game)."""
     from azjax.eval.curve import check_curve_options
 
     if args.command == "curve":
         check_curve_options(sims=args.sims, mcts_sims=args.mcts_sims, epsilon=args.epsilon)
-    check_out(out_folder(args))
+    check_out(folder)
 
 
 def run(args, option_flags: list[str]) -> None:
     if args.command == "export":
         run_export(args)
         return
-    check_args(args)
+    name = out_folder(args)
+    check_args(args, name)
     no_game = args.command == "curve" and args.game is None  # the run's game
     game = None if no_game else resolve_game(args, option_flags)
-    folder = args.out or reserve(out_folder(args))
+    folder = args.out or reserve(name)
     try:
         evaluate(args, game, folder)
     finally:  # a reserved folder that nothing was written into (the ladder writes its table)
