@@ -308,9 +308,10 @@ def _quiet_closed_loops():
     """Within it, and for the rest of the process once a restore failed, the echoes of a failed
     restore are not printed. When orbax fails to restore a corrupt checkpoint, tensorstore's reads
     still in flight call back into the event loop orbax has closed ("RuntimeError: Event loop is
-    closed" through sys.unraisablehook) and asyncio logs each abandoned read's error as its task is
-    collected ("Task exception was never retrieved", with a traceback), possibly while the process
-    exits. The failure itself is raised, and reported as a CheckpointError."""
+    closed" through sys.unraisablehook) and asyncio logs each abandoned read's error as its task or
+    future is collected ("Task exception was never retrieved" or "Future exception was never
+    retrieved", with a traceback), possibly while the process exits. The failure itself is raised,
+    and reported as a CheckpointError."""
     previous = sys.unraisablehook
 
     def hook(unraisable):
@@ -327,8 +328,11 @@ def _quiet_closed_loops():
     sys.unraisablehook = previous
 
 
+ABANDONED = ("Task exception was never retrieved", "Future exception was never retrieved")
+
+
 def _drop_abandoned_tasks(record: logging.LogRecord) -> bool:
-    return not str(record.msg).startswith("Task exception was never retrieved")
+    return not str(record.msg).startswith(ABANDONED)
 
 
 def _first_line(e: BaseException, limit: int = 200) -> str:

@@ -234,6 +234,20 @@ def test_adam_sized_divergence_is_caught():
     assert "non-finite" in health.parameters({"params": {"w": np.full(100, 1e30, np.float32)}})
 
 
+def test_the_echoes_of_a_failed_restore_are_dropped_and_nothing_else():
+    """A failed restore leaves tensorstore's reads to be collected later: asyncio logs each as
+    "Task ..." or, as CI once saw, "Future exception was never retrieved" (16 lines of stderr
+    under the one-line error). The filter drops both and lets other asyncio records through."""
+    import logging
+
+    def record(msg):
+        return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, msg, None, None)
+
+    for kind in ("Task", "Future"):
+        assert not checkpoint._drop_abandoned_tasks(record(f"{kind} exception was never retrieved"))
+    assert checkpoint._drop_abandoned_tasks(record("Unclosed client session"))
+
+
 def test_a_poisoned_checkpoint_names_the_readable_one(stopped_run, tmp_path, env):
     workdir = str(tmp_path / "run")
     shutil.copytree(stopped_run[0], workdir)
