@@ -143,6 +143,12 @@ class Config:
         low=0.0,
         high=1.0,
     )
+    ownership_weight: float = _field(
+        0.0,
+        "weight of an auxiliary loss on who holds each cell at the game's end (KataGo's "
+        "ownership target; adds an ownership head to the network; 0: off)",
+        low=0.0,
+    )
     min_replay: int = _field(
         0, "positions with a known outcome needed before training (0: one training batch)", low=0
     )
@@ -459,6 +465,10 @@ def validate(config: Config) -> Config:
             "value_target_mix needs algorithm=alphazero (Expert Iteration's value target is "
             "value_target=rollout or search)"
         )
+    if config.ownership_weight and config.algorithm != "alphazero":
+        raise ValueError("ownership_weight needs algorithm=alphazero")
+    if config.ownership_weight and config.games:
+        raise ValueError("ownership_weight is for a run on one game, not shared learning (games)")
     if config.gating and config.algorithm != "alphazero":
         raise ValueError("gating needs algorithm=alphazero (Expert Iteration has no gate)")
     no_rollouts = config.rollout_policy == "none" or config.rollout_prob == 0

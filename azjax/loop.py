@@ -192,6 +192,7 @@ def make_iteration(
         policy_target=config.policy_target,
         full_search_prob=config.full_search_prob,
         fast_simulations=config.fast_simulations,
+        ownership=config.ownership_weight > 0,
         on_move=on_move,
     )
 
@@ -209,7 +210,11 @@ def make_iteration(
 
     learner = training.make_learner(
         training.make_train_step(
-            net, optimizer, config.weight_decay, partial_policy=config.full_search_prob < 1
+            net,
+            optimizer,
+            config.weight_decay,
+            partial_policy=config.full_search_prob < 1,
+            ownership_weight=config.ownership_weight,
         ),
         make_sampler(
             config.train_batch_size,
@@ -241,7 +246,12 @@ def make_iteration(
         ),
         init_buffer=jax.jit(
             functools.partial(
-                replay.init, rows, config.batch_games, game.observation_shape, game.num_actions
+                replay.init,
+                rows,
+                config.batch_games,
+                game.observation_shape,
+                game.num_actions,
+                ownership=config.ownership_weight > 0,
             ),
             out_shardings=buffer_sh,
         ),

@@ -5,7 +5,10 @@
 - conv block: 3x3 convolution, batch norm, ReLU;
 - residual block: conv block, 3x3 convolution, batch norm, + input, ReLU;
 - policy head: 3x3 conv block, dense to one logit per action (the game's canonical frame);
-- value head: 1x1 conv block with one filter, dense hidden layer, ReLU, dense to 1, tanh.
+- value head: 1x1 conv block with one filter, dense hidden layer, ReLU, dense to 1, tanh;
+- ownership head (`ownership_head`, KataGo's auxiliary target; off by default): a 1x1
+  convolution to one plane, tanh: who will hold each cell at the end of the game, +1 the mover,
+  -1 the opponent. Only the learner reads it (`with_ownership=True`); searches never call it.
 
 The trunk (conv block and residual blocks) is convolutions only, so its parameters fit any board
 size; the heads' dense layers are sized by the board and the actions. `is_trunk` names the trunk's
@@ -59,7 +62,9 @@ class ResidualBlock(nn.Module):
 
 
 class PolicyValueNet(nn.Module):
-    """obs float32[B, H, W, C] -> (logits float32[B, num_actions], value float32[B] in [-1, 1])."""
+    """obs float32[B, H, W, C] -> (logits float32[B, num_actions], value float32[B] in [-1, 1]);
+    with `with_ownership=True` (a network with `ownership_head`) also the ownership prediction,
+    float32[B, H * W] in [-1, 1]."""
 
     num_actions: int
     num_blocks: int = 3
@@ -67,9 +72,10 @@ class PolicyValueNet(nn.Module):
     value_hidden: int = 128
     dtype: Any = jnp.float32
     freeze_trunk: bool = False
+    ownership_head: bool = False
 
     @nn.compact
-    def __call__(self, obs, train: bool = False):
+    def __call__(self, obs, train: bool = False, with_ownership: bool = False):
         trunk_train = train and not self.freeze_trunk
         x = ConvBlock(self.num_filters, dtype=self.dtype)(obs.astype(self.dtype), trunk_train)
         for _ in range(self.num_blocks):
@@ -83,7 +89,15 @@ class PolicyValueNet(nn.Module):
         v = ConvBlock(1, kernel=1, dtype=self.dtype)(x, train)
         v = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v.reshape(v.shape[0], -1)))
         v = jnp.tanh(nn.Dense(1, dtype=self.dtype)(v))[:, 0]
-        return logits.astype(jnp.float32), v.astype(jnp.float32)
+        out = logits.astype(jnp.float32), v.astype(jnp.float32)
+        if not self.ownership_head:
+            if with_ownership:
+                raise ValueError("with_ownership=True needs a network with ownership_head")
+            return out
+        o = nn.Conv(1, (1, 1), dtype=self.dtype, name="ownership")(x)  # made at init: always
+        if not with_ownership:
+            return out
+        return *out, jnp.tanh(o.reshape(o.shape[0], -1)).astype(jnp.float32)
 
 
 def make_network(config, game) -> PolicyValueNet:
@@ -95,6 +109,7 @@ def make_network(config, game) -> PolicyValueNet:
         value_hidden=config.value_hidden,
         dtype=dtype,
         freeze_trunk=config.freeze_trunk,
+        ownership_head=config.ownership_weight > 0,
     )
 
 

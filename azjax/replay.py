@@ -20,6 +20,12 @@ flight at its checkpoint only, the outcome with what their entries held before: 
 
 Observations are stored as uint8 (the planes are 0/1), policies as float32.
 
+Ownership targets (`init(..., ownership=True)`, KataGo's auxiliary target): who holds each cell
+at the end of the position's game, +1 the mover, -1 the opponent, 0 empty, in the mover's network
+frame (`Game.ownership`). They are settled like the value targets: when a game ends, the
+trajectory's `ownership` of its final position (one board per player) goes to every entry of the
+game, the mover's board to each. int8; `None` in a buffer made without them.
+
 Over several devices the buffer is split along B (`partition_specs`): each device holds the
 columns of its own games, and `add` needs no communication. `sample` with an `axis_name` draws
 from all devices' positions at once, exactly as one device would from the whole buffer.
@@ -46,6 +52,7 @@ class Buffer:
     row_step: jax.Array  # int32[R], global step that last wrote the row (-1: never)
     episode_start: jax.Array  # int32[B], global step of the current game's first position
     step: jax.Array  # int32[], global steps written so far
+    ownership: jax.Array | None = None  # int8[R, B, H*W] once known (module doc), or None
 
 
 class Trajectory(NamedTuple):
@@ -58,16 +65,24 @@ class Trajectory(NamedTuple):
     returns: jax.Array  # float32[T, B, 2], the final returns where done
     ply: jax.Array | None = None  # int32[T, B], plies played before the position
     root_value: jax.Array | None = None  # float32[T, B], the search's root value for the mover
+    # int8[T, B, 2, H*W]: the position after the move, `Game.ownership` for players 0 and 1
+    # (read where done: the final board's); None when self-play does not record it
+    ownership: jax.Array | None = None
 
 
 class Batch(NamedTuple):
     obs: jax.Array  # float32[N, H, W, C]
     policy: jax.Array  # float32[N, A]
     value: jax.Array  # float32[N]
+    ownership: jax.Array | None = None  # float32[N, H*W], from a buffer that keeps ownership
 
 
-def init(rows: int, batch_games: int, obs_shape, num_actions: int) -> Buffer:
-    """An empty buffer of `rows * batch_games` positions."""
+def init(
+    rows: int, batch_games: int, obs_shape, num_actions: int, *, ownership: bool = False
+) -> Buffer:
+    """An empty buffer of `rows * batch_games` positions (with room for ownership targets with
+    `ownership`)."""
+    cells = obs_shape[0] * obs_shape[1]
     return Buffer(
         obs=jnp.zeros((rows, batch_games, *obs_shape), jnp.uint8),
         policy=jnp.zeros((rows, batch_games, num_actions), jnp.float32),
@@ -77,6 +92,7 @@ def init(rows: int, batch_games: int, obs_shape, num_actions: int) -> Buffer:
         row_step=jnp.full((rows,), -1, jnp.int32),
         episode_start=jnp.zeros((batch_games,), jnp.int32),
         step=jnp.int32(0),
+        ownership=jnp.zeros((rows, batch_games, cells), jnp.int8) if ownership else None,
     )
 
 
@@ -92,14 +108,26 @@ def partition_specs(axis: str) -> Buffer:
         row_step=P(),
         episode_start=P(axis),
         step=P(),
+        ownership=column,  # matches nothing in a buffer without it
     )
 
 
 def add_step(
-    buffer: Buffer, obs, policy, player, done, returns, root_value=None, *, value_mix: float = 0.0
+    buffer: Buffer,
+    obs,
+    policy,
+    player,
+    done,
+    returns,
+    root_value=None,
+    ownership=None,
+    *,
+    value_mix: float = 0.0,
 ) -> Buffer:
     """Write one row (B positions) and settle the targets of the games that just ended: the
-    outcome, or with `value_mix` = m > 0 (1 - m) * outcome + m * `root_value` (float32[B])."""
+    outcome, or with `value_mix` = m > 0 (1 - m) * outcome + m * `root_value` (float32[B]);
+    in a buffer with ownership targets also `ownership` (int8[B, 2, H*W], the final board's
+    for each player, module doc), which it then needs."""
     mixed = _check_mix(value_mix, root_value)
     rows = buffer.ready.shape[0]
     r = buffer.step % rows
@@ -122,6 +150,12 @@ def add_step(
     outcome = jnp.where(buffer.player == 0, returns[None, :, 0], returns[None, :, 1])
     if mixed:
         outcome = (1.0 - value_mix) * outcome + value_mix * buffer.value
+    if buffer.ownership is not None:
+        if ownership is None:
+            raise ValueError("this buffer keeps ownership targets: add_step needs `ownership`")
+        final = ownership.astype(jnp.int8)  # [B, 2, H*W]
+        held = jnp.where((buffer.player == 0)[..., None], final[None, :, 0], final[None, :, 1])
+        buffer = buffer.replace(ownership=jnp.where(settle[..., None], held, buffer.ownership))
     return buffer.replace(
         value=jnp.where(settle, outcome, buffer.value),
         ready=buffer.ready | settle,
@@ -153,10 +187,15 @@ def add(buffer: Buffer, traj: Trajectory, *, value_mix: float = 0.0) -> Buffer:
     def body(buf, x):
         return add_step(buf, *x, value_mix=value_mix), None
 
+    if buffer.ownership is not None:
+        if traj.ownership is None:
+            raise ValueError("this buffer keeps ownership targets: the trajectory has none")
+        chex.assert_shape(traj.ownership, (t, b, 2, buffer.ownership.shape[-1]))
     xs = (traj.obs, traj.policy, traj.player, traj.done, traj.returns)
+    xs += (traj.root_value.astype(jnp.float32) if mixed else None,)
     if mixed:
         chex.assert_shape(traj.root_value, (t, b))
-        xs += (traj.root_value.astype(jnp.float32),)
+    xs += (traj.ownership if buffer.ownership is not None else None,)
     buffer, _ = jax.lax.scan(body, buffer, xs)
     return buffer
 
@@ -204,4 +243,5 @@ def sample(buffer: Buffer, key, batch_size: int, axis_name: str | None = None) -
         obs=take(buffer.obs).astype(jnp.float32),
         policy=take(buffer.policy),
         value=take(buffer.value),
+        ownership=None if buffer.ownership is None else take(buffer.ownership).astype(jnp.float32),
     )

@@ -86,6 +86,7 @@ def make_selfplay(
     policy_target: str = "tpt",
     full_search_prob: float = 1.0,
     fast_simulations: int = 0,
+    ownership: bool = False,
     on_move: Callable[[Any], None] | None = None,
 ) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
@@ -102,7 +103,9 @@ def make_selfplay(
     simulation, hence more, less correlated value targets.
 
     The trajectory records each root's searched value (`root_value`) as well as the outcome,
-    for a value target that mixes the two (`replay.add`'s `value_mix`).
+    for a value target that mixes the two (`replay.add`'s `value_mix`), and with `ownership` the
+    board after each move as `Game.ownership` gives it to each player (int8[T, B, 2, H*W]; the
+    final board's is the ownership target of the game's positions, `replay.add`).
 
     `on_move(t)`, if given, is called on the host (`jax.debug.callback`) as move t (0-based) of
     the `num_steps` starts: a progress display within the iteration. With `mesh`, B is
@@ -171,6 +174,7 @@ def make_selfplay(
             returns=jax.vmap(game.returns)(nxt),
             ply=states.num_moves,
             root_value=value,
+            ownership=jax.vmap(lambda s: owners(game, s))(nxt) if ownership else None,
         )
         # a random opening that happens to be over already starts its game again
         fresh = restart_states(k_open, done.shape[0])
@@ -211,6 +215,12 @@ def make_selfplay(
         out_specs=(P(AXIS), P(None, AXIS)),
         check_vma=False,
     )
+
+
+def owners(game: Game, state) -> jax.Array:
+    """int8[2, H*W]: `game.ownership` of `state` for player 0 and for player 1 (unbatched)."""
+    held = jnp.stack([game.ownership(state, jnp.int32(p)) for p in (0, 1)])
+    return held.reshape(2, -1).astype(jnp.int8)
 
 
 def _expand(mask, x):

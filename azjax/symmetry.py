@@ -12,7 +12,8 @@ transposed for white so that the player to move always joins top and bottom):
 - Connect Four: the identity and the left-right mirror (its actions are columns).
 Applied by gathering: the new board's cell p holds what cell `cells[s, p]` held, and its policy's
 action a the probability of action `actions[s, a]`, so a legal move maps to a legal move of the
-mapped position and the policy moves with the board.
+mapped position and the policy moves with the board (as does an ownership target, a value per
+cell).
 """
 
 from __future__ import annotations
@@ -72,7 +73,11 @@ def transform(sym: Symmetries, s, obs: jax.Array, policy: jax.Array):
 
 
 def augment(sym: Symmetries, key, batch: Batch) -> Batch:
-    """Each of the N positions of `batch` through a uniformly drawn symmetry."""
+    """Each of the N positions of `batch` through a uniformly drawn symmetry (its ownership
+    target too, where the batch has one)."""
     s = jax.random.randint(key, (batch.obs.shape[0],), 0, sym.cells.shape[0])
     obs, policy = jax.vmap(lambda i, o, p: transform(sym, i, o, p))(s, batch.obs, batch.policy)
-    return batch._replace(obs=obs, policy=policy)
+    if batch.ownership is None:
+        return batch._replace(obs=obs, policy=policy)
+    ownership = jnp.take_along_axis(batch.ownership, jnp.asarray(sym.cells)[s], axis=1)
+    return batch._replace(obs=obs, policy=policy, ownership=ownership)

@@ -3,6 +3,9 @@
     loss = (z - v)^2 - pi . log p + c * ||theta||^2        (seed 000, section 4.4)
 
 averaged over the batch; pi is the search policy, z the game's outcome for the position's mover.
+With `ownership_weight` w > 0 the network also predicts who holds each cell at the end of the
+game (KataGo's ownership target, Wu 2019 section 4.1) and the loss adds
+w * mean over cells of (o - o_hat)^2, o in {-1, 0, +1} from the mover's view (`replay`).
 Under playout cap randomisation (`partial_policy`) the policy term is averaged over the positions
 that have a policy target (the fast searches are recorded with an all-zero pi).
 
@@ -40,6 +43,7 @@ class Losses(NamedTuple):
     value: jax.Array
     policy: jax.Array
     l2: jax.Array
+    ownership: jax.Array  # the weighted ownership term; 0 without it
 
 
 LR_SCHEDULES = ("constant", "cosine", "warmup_cosine")  # `lr_fraction`'s
@@ -101,30 +105,48 @@ def init_train_state(variables, optimizer) -> TrainState:
     )
 
 
-def make_train_step(net, optimizer, weight_decay: float, *, partial_policy: bool = False):
+def make_train_step(
+    net,
+    optimizer,
+    weight_decay: float,
+    *,
+    partial_policy: bool = False,
+    ownership_weight: float = 0.0,
+):
     """train_step(state, batch, lr_scale=1.0) -> (state, Losses); pure, meant for jax.jit.
     The optimizer's updates are multiplied by `lr_scale` (a float32 scalar: the learning
     rate's fraction of its peak, `lr_fraction`; for SGD and Adam the same as scaling the
     rate, since both apply it last). With
     `net.freeze_trunk` the trunk's parameters and batch statistics come back unchanged. With
     `partial_policy` (playout cap randomisation) some positions have no policy target (an
-    all-zero one): the policy loss is the mean over the positions that have one."""
+    all-zero one): the policy loss is the mean over the positions that have one. With
+    `ownership_weight` > 0 (a network with `ownership_head`, batches with `ownership`) the loss
+    adds the weighted ownership term (module doc)."""
+    owned = ownership_weight > 0
+    if owned and not net.ownership_head:
+        raise ValueError("ownership_weight > 0 needs a network with ownership_head")
 
     def loss_fn(params, batch_stats, batch: Batch):
-        (logits, value), updates = net.apply(
+        outputs, updates = net.apply(
             {"params": params, "batch_stats": batch_stats},
             batch.obs,
             train=True,
+            with_ownership=owned,
             mutable=["batch_stats"],
         )
+        logits, value = outputs[:2]
+        ownership_loss = jnp.float32(0.0)
+        if owned:
+            ownership_loss = ownership_weight * jnp.mean((batch.ownership - outputs[2]) ** 2)
         value_loss = jnp.mean((batch.value - value) ** 2)
         policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy))
         if partial_policy:  # a position without a target adds nothing; average over the rest
             has_target = jnp.sum(batch.policy, axis=-1) > 0
             policy_loss *= has_target.shape[0] / jnp.maximum(jnp.sum(has_target), 1)
         l2 = weight_decay * sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
-        total = value_loss + policy_loss + l2
-        return total, (Losses(total, value_loss, policy_loss, l2), updates["batch_stats"])
+        total = value_loss + policy_loss + l2 + ownership_loss
+        losses = Losses(total, value_loss, policy_loss, l2, ownership_loss)
+        return total, (losses, updates["batch_stats"])
 
     def train_step(state: TrainState, batch: Batch, lr_scale=1.0):
         n = batch.obs.shape[0]
@@ -132,6 +154,8 @@ def make_train_step(net, optimizer, weight_decay: float, *, partial_policy: bool
         chex.assert_shape(batch.policy, (n, net.num_actions))
         chex.assert_shape(batch.value, (n,))
         chex.assert_type([batch.policy, batch.value], float)
+        if owned:
+            chex.assert_shape(batch.ownership, (n, batch.obs.shape[1] * batch.obs.shape[2]))
         params = state.variables["params"]
         grads, (losses, batch_stats) = jax.grad(loss_fn, has_aux=True)(
             params, state.variables["batch_stats"], batch

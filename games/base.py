@@ -207,6 +207,16 @@ class Game:
         del state
         return x
 
+    def ownership(self, state: GameState, player: Array) -> Array:
+        """float32[H, W]: who holds each cell of ``state``'s board, seen by ``player`` in that
+        player's network frame (as ``observe`` shows it when ``player`` is to move): +1 a stone
+        of ``player``, -1 one of the opponent, 0 empty. Of a finished game, it is the ownership
+        target (``--ownership_weight``). This default reads ``observe``'s two stone planes,
+        which holds for games whose frame is the board itself; Hex overrides it."""
+        obs = self.observe(state)
+        sign = jnp.where(player == self.current_player(state), 1.0, -1.0)
+        return sign * (obs[..., 0] - obs[..., 1])
+
     def random_playout(self, state: GameState, key: Array) -> Array:
         """float32[2] returns of one uniformly random playout from ``state`` to the end."""
         return self.move_by_move_playout(state, key)

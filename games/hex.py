@@ -195,6 +195,15 @@ class Hex(Game):
         transposed[: self.num_cells] = _tables(self.size).transpose
         return jnp.asarray(np.stack([identity, transposed]))[state.player]
 
+    def ownership(self, state: HexState, player):
+        """float32[size, size]: +1 `player`'s stones, -1 the opponent's, 0 empty, in `player`'s
+        frame (transposed for white, as `observe`)."""
+        shape = self.board_shape
+        own = (state.board == player + 1).reshape(shape).astype(jnp.float32)
+        opp = (state.board == 2 - player).reshape(shape).astype(jnp.float32)
+        held = own - opp
+        return jnp.where(player == 1, held.T, held)
+
     def policy_to_actions(self, state: HexState, x):
         return x[self._frame_permutation(state)]
 
