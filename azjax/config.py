@@ -468,7 +468,10 @@ def validate(config: Config) -> Config:
     if config.ownership_weight and config.algorithm != "alphazero":
         raise ValueError("ownership_weight needs algorithm=alphazero")
     if config.ownership_weight and config.games:
-        raise ValueError("ownership_weight is for a run on one game, not shared learning (games)")
+        raise ValueError(
+            "ownership_weight is for a run on one game, not shared learning (games): pass "
+            "--ownership_weight=0 (the CPU recipe sets 1.5 for Hex and Othello)"
+        )
     if config.gating and config.algorithm != "alphazero":
         raise ValueError("gating needs algorithm=alphazero (Expert Iteration has no gate)")
     no_rollouts = config.rollout_policy == "none" or config.rollout_prob == 0

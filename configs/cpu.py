@@ -26,10 +26,13 @@ CPU_SCALE = dict(
 # side"). On 6x6 Othello the 8 symmetries gained +64 Elo at 6 minutes (two seeds) and random
 # openings nothing measurable, so Othello augments and starts from the initial position. An Othello
 # iteration adds about as many positions as 30 steps of 256 samples draw: 90 steps gained +76 Elo
-# at 10 minutes (two seeds) for 17% fewer games; on Hex they were not told apart.
+# at 10 minutes (two seeds) for 17% fewer games; on Hex they were not told apart. The ownership
+# target (weight 1.5, KataGo's) gained about +60 Elo at 10 minutes on Othello (two seeds, 137-95
+# against the recipe without it) and about +130 at 6 minutes on Hex (163-77; docs/strength.md,
+# "The ownership target"); not measured on Connect Four or Tic-Tac-Toe.
 CPU_SCALE_BY_GAME = {
-    "hex": dict(opening_plies=2, augment=True),
-    "othello": dict(augment=True, train_steps=90),
+    "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
+    "othello": dict(augment=True, train_steps=90, ownership_weight=1.5),
 }
 
 

@@ -54,7 +54,9 @@ def make_configs(games: str, overrides: dict) -> dict:
     """{run name: Config}: the shared run of `games` and a single-game run of each, every one
     with the shared run's settings (the CPU recipe, then `overrides`)."""
     first = parse_games(games)[0][0]
-    shared = load_config(first, {**cpu_recipe(first), **CPU_RUN, **overrides, "games": games})
+    # no ownership target (the CPU recipe's for Hex and Othello): a shared run has no ownership head
+    base = {**cpu_recipe(first), **CPU_RUN, "ownership_weight": 0.0}
+    shared = load_config(first, {**base, **overrides, "games": games})
     return {SHARED: shared, **game_configs(shared)}
 
 

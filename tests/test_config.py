@@ -159,8 +159,9 @@ def test_the_cpu_recipe_applies_to_any_game():
     assert run.augment and run.train_steps == 30  # measured on 6x6 Hex (docs/strength.md)
     othello, _ = train.parse(["--game=othello", "--config=cpu"])
     assert othello.game == "othello" and othello.opening_plies == 0 and othello.augment
-    assert othello.train_steps == 90
+    assert othello.train_steps == 90 and othello.ownership_weight == 1.5
+    assert run.ownership_weight == 1.5  # measured on 6x6 Hex and Othello
     steps, _ = train.parse(["--game=othello", "--config=cpu", "--train_steps=20"])
     assert steps.train_steps == 20  # a flag over the recipe
     c4, _ = train.parse(["--game=connect_four", "--config=cpu"])
-    assert not c4.augment and c4.train_steps == 30  # not measured there
+    assert not c4.augment and c4.train_steps == 30 and c4.ownership_weight == 0  # not measured

@@ -135,3 +135,5 @@ def test_ownership_weight_is_refused_where_it_has_no_meaning():
         cfg.load("othello", {"ownership_weight": -1.0})
     with pytest.raises(ValueError, match="needs algorithm=alphazero"):
         cfg.load("othello", {"ownership_weight": 1.0, "algorithm": "exit"})
+    with pytest.raises(ValueError, match="not shared learning"):
+        cfg.load("connect_four", {"ownership_weight": 1.0, "games": "connect_four,tictactoe"})

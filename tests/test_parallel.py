@@ -92,6 +92,7 @@ def test_bfloat16_run_end_to_end_keeps_float32_parameters_and_statistics(found):
     assert run["devices"] == DEVICES and run["iterations"] == 2
     assert all(v == "float32" for v in run["dtypes"].values()), run["dtypes"]
     assert run["losses_finite"] and run["trained"]
+    assert run["ownership_learned"] and run["ownership_spec"] == [None, "data"]
 
 
 def test_sharded_match_plays_what_one_device_plays(found):
@@ -241,8 +242,9 @@ def _checks(tmp: str) -> dict:
     want[order] = np.concatenate([np.asarray(p[0]) for p in parts])
     out["match_search_equal"] = np.array_equal(np.asarray(got[0]), want)
 
-    # The jitted iteration under a transfer guard: no copy to or from the host inside it.
-    bf16 = cfg.load("tictactoe", dict(TOY, dtype="bfloat16"))
+    # The jitted iteration under a transfer guard: no copy to or from the host inside it (with
+    # the ownership target on, so its trajectory, buffer and sample are split over the devices too).
+    bf16 = cfg.load("tictactoe", dict(TOY, dtype="bfloat16", ownership_weight=1.0))
     fns = loop.make_iteration(bf16, mesh)
     run, states, buf = fns.init_run(), fns.init_states(), fns.init_buffer()
     old_buffer = buf
@@ -295,6 +297,8 @@ def _checks(tmp: str) -> dict:
         evaluated=any("eval/mcts_score" in r for r in rows),
         mcts_score=next((r["eval/mcts_score"] for r in rows if "eval/mcts_score" in r), -1.0),
         losses_finite=all(np.isfinite(r["loss/total"]) for r in rows if "loss/total" in r),
+        ownership_learned=all(r["loss/ownership"] > 0 for r in rows if "loss/total" in r),
+        ownership_spec=spec_of(buf.ownership),
     )
     return out
 
