@@ -30,6 +30,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+OWNERSHIP_HEAD = "ownership"  # the ownership head's module name in the variables
+
 
 class ConvBlock(nn.Module):
     filters: int
@@ -94,7 +96,7 @@ class PolicyValueNet(nn.Module):
             if with_ownership:
                 raise ValueError("with_ownership=True needs a network with ownership_head")
             return out
-        o = nn.Conv(1, (1, 1), dtype=self.dtype, name="ownership")(x)  # made at init: always
+        o = nn.Conv(1, (1, 1), dtype=self.dtype, name=OWNERSHIP_HEAD)(x)  # made at init: always
         if not with_ownership:
             return out
         return *out, jnp.tanh(o.reshape(o.shape[0], -1)).astype(jnp.float32)

@@ -5,7 +5,9 @@
     variables, note = transferred_variables(config, fresh_variables)
 
 The same game on the same board with the same network: every parameter and batch statistic is
-loaded. Another game or board (or another value_hidden): the trunk (the input block and the
+loaded; where only the ownership head differs (`--ownership_weight` on in one run and off in the
+other), everything else is loaded and a new head starts fresh (a source's head is left out).
+Another game or board (or another value_hidden): the trunk (the input block and the
 residual blocks, `azjax.network.is_trunk`; convolutions only, so any board size fits) is loaded
 and the policy and value heads keep their fresh initialisation, as seed 004 re-initialised its
 output layers over Connect Four's feature extractor. The trunk's widths (num_blocks,
@@ -37,7 +39,7 @@ from azjax.checkpoint import (
     steps,
 )
 from azjax.config import Config
-from azjax.network import is_trunk, with_trunk
+from azjax.network import OWNERSHIP_HEAD, is_trunk, with_trunk
 
 
 def _error(config: Config, text: str) -> CheckpointError:
@@ -118,6 +120,11 @@ def same_network(source: Config, config: Config, source_vars: Any, fresh: Any) -
     return same_tree and _shapes(source_vars) == _shapes(fresh)
 
 
+def _without_ownership(variables: Any) -> dict:
+    """The variables without the ownership head's module (`azjax.network.OWNERSHIP_HEAD`)."""
+    return {c: {k: v for k, v in m.items() if k != OWNERSHIP_HEAD} for c, m in variables.items()}
+
+
 def _shapes(tree) -> list[tuple[int, ...]]:
     return [x.shape for x in jax.tree_util.tree_leaves(tree)]
 
@@ -150,6 +157,13 @@ def transferred_variables(config: Config, fresh: Any) -> tuple[Any, str]:
     if same_network(source, config, source_vars, fresh):
         variables = source_vars
         note = f"init_from {where}: loaded every parameter ({describe(config)})"
+    elif same_network(source, config, _without_ownership(source_vars), _without_ownership(fresh)):
+        variables = {c: {k: source_vars[c].get(k, v) for k, v in fresh[c].items()} for c in fresh}
+        head = "initialised afresh" if OWNERSHIP_HEAD in fresh["params"] else "left out"
+        note = (
+            f"init_from {where}: loaded every parameter ({describe(config)}) but the ownership "
+            f"head, {head}"
+        )
     else:
         try:
             variables = merge_trunk(fresh, source_vars)

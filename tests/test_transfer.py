@@ -108,7 +108,7 @@ def test_another_game_takes_the_trunk_and_initialises_the_heads(tiny_run, source
     assert jax.tree_util.tree_structure(variables) == jax.tree_util.tree_structure(fresh)
 
 
-def test_the_same_game_and_network_load_everything(tiny_run, source):
+def test_the_same_game_and_network_load_everything(tiny_run, source, monkeypatch):
     config = resolve(load_config("tictactoe", {**TOY, "init_from": f"{tiny_run}@1"}))
     other = load_checkpoint(tiny_run, 2)[1]  # shaped and placed like the run's own network
     variables, note = transferred_variables(config, other)
@@ -121,6 +121,20 @@ def test_the_same_game_and_network_load_everything(tiny_run, source):
         assert not same_network(config, target, source, shapes)
     assert same_network(config, config, source, jax.eval_shape(lambda: initial_variables(config)))
     assert resolve(dataclasses.replace(config, init_from=tiny_run)).init_from.endswith("@2")
+    # With an ownership head (the CPU recipe's for Hex and Othello) the rest still loads.
+    owned = dataclasses.replace(config, ownership_weight=1.5)
+    fresh = initial_variables(owned)
+    variables, note = transferred_variables(owned, fresh)
+    assert "but the ownership head, initialised afresh" in note
+    assert equal(variables["params"]["ownership"], fresh["params"]["ownership"])
+    rest = {c: {k: v for k, v in m.items() if k != "ownership"} for c, m in variables.items()}
+    assert equal(rest, source)
+    # ...and from a source with the head to a run without it, the head is left out.
+    import azjax.transfer
+
+    monkeypatch.setattr(azjax.transfer, "load_checkpoint", lambda p, s: (owned, variables, 1))
+    back, note = transferred_variables(config, other)
+    assert "but the ownership head, left out" in note and equal(back, source)
 
 
 def test_a_frozen_trunk_has_no_optimizer_state(tiny_run, source):
