@@ -191,11 +191,11 @@ def add(buffer: Buffer, traj: Trajectory, *, value_mix: float = 0.0) -> Buffer:
         if traj.ownership is None:
             raise ValueError("this buffer keeps ownership targets: the trajectory has none")
         chex.assert_shape(traj.ownership, (t, b, 2, buffer.ownership.shape[-1]))
-    xs = (traj.obs, traj.policy, traj.player, traj.done, traj.returns)
-    xs += (traj.root_value.astype(jnp.float32) if mixed else None,)
     if mixed:
         chex.assert_shape(traj.root_value, (t, b))
-    xs += (traj.ownership if buffer.ownership is not None else None,)
+    root_value = traj.root_value.astype(jnp.float32) if mixed else None
+    ownership = traj.ownership if buffer.ownership is not None else None
+    xs = (traj.obs, traj.policy, traj.player, traj.done, traj.returns, root_value, ownership)
     buffer, _ = jax.lax.scan(body, buffer, xs)
     return buffer
 

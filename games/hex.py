@@ -180,13 +180,17 @@ class Hex(Game):
             return jnp.append(cells, (state.num_moves == 1) & ~state.terminal)
         return cells
 
-    def observe(self, state: HexState):
+    def _stones(self, state: HexState, player):
+        """(own, opp): bool[size, size], the stones of `player` and of the opponent in `player`'s
+        frame (transposed for white: white's left/right become top/bottom)."""
         shape = self.board_shape
-        own = (state.board == state.player + 1).reshape(shape)
-        opp = (state.board == 2 - state.player).reshape(shape)
-        white = state.player == 1  # transposed: white's left/right become top/bottom
-        own, opp = jnp.where(white, own.T, own), jnp.where(white, opp.T, opp)
-        return stone_planes(own, opp, state.player)
+        own = (state.board == player + 1).reshape(shape)
+        opp = (state.board == 2 - player).reshape(shape)
+        white = player == 1
+        return jnp.where(white, own.T, own), jnp.where(white, opp.T, opp)
+
+    def observe(self, state: HexState):
+        return stone_planes(*self._stones(state, state.player), state.player)
 
     def _frame_permutation(self, state: HexState):
         """int32[A]: the identity for black, the board transpose for white (an involution)."""
@@ -198,11 +202,8 @@ class Hex(Game):
     def ownership(self, state: HexState, player):
         """float32[size, size]: +1 `player`'s stones, -1 the opponent's, 0 empty, in `player`'s
         frame (transposed for white, as `observe`)."""
-        shape = self.board_shape
-        own = (state.board == player + 1).reshape(shape).astype(jnp.float32)
-        opp = (state.board == 2 - player).reshape(shape).astype(jnp.float32)
-        held = own - opp
-        return jnp.where(player == 1, held.T, held)
+        own, opp = self._stones(state, player)
+        return own.astype(jnp.float32) - opp.astype(jnp.float32)
 
     def policy_to_actions(self, state: HexState, x):
         return x[self._frame_permutation(state)]
