@@ -29,7 +29,7 @@ CPU_SCALE = dict(
 # at 10 minutes (two seeds) for 17% fewer games; on Hex they were not told apart. The ownership
 # target (weight 1.5, KataGo's) gained about +60 Elo at 10 minutes on Othello (two seeds, 137-95
 # against the recipe without it) and about +130 at 6 minutes on Hex (163-77; docs/strength.md,
-# "The ownership target"); not measured on Connect Four or Tic-Tac-Toe.
+# "The ownership target"); on Connect Four, not told apart at 6 minutes (126-108).
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(augment=True, train_steps=90, ownership_weight=1.5),
