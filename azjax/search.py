@@ -22,12 +22,12 @@ Evaluators (`evaluate(variables, states[B]) -> (logits[B, A] in action order, va
 Searches: "uct" is plain UCT (`azjax.selection.uct_policy`: every legal child tried once, then
 mean + c sqrt(ln n(s) / n(s, a)), as OpenSpiel's MCTSBot; `c_uct` is on OpenSpiel's scale of
 values in [-1, 1], so c_uct = 1.4 is its default); "gumbel" is `mctx.gumbel_muzero_policy`; "puct"
-is `mctx.muzero_policy` rewritten in
-`_puct_policy` around `mctx.search` so that its self-play root noise is Dir(alpha) over the legal
-moves only (`azjax.noise`, drawn only when exploring) and its tie-breaks cost no Threefry draws
-(`_tie_break`); without noise it searches as `mctx.muzero_policy` does. All three run mctx's
-search through `azjax.tree_search`, whose backward pass updates the B trees in place instead of
-copying them at every level (the same trees; docs/benchmarks.md, "The backward pass").
+is `mctx.muzero_policy` rewritten in `_puct_policy` around `mctx.search` so that its self-play root
+noise is Dir(alpha) over the legal moves only (`azjax.noise`, drawn only when exploring) and its
+tie-breaks cost no Threefry draws (`azjax.selection.tie_break`, which UCT's use too); without noise
+it searches as `mctx.muzero_policy` does. All three run mctx's search through
+`azjax.tree_search`, whose backward pass updates the B trees in place instead of copying them at
+every level (the same trees; docs/benchmarks.md, "The backward pass").
 
 B is the number of games searched at once, A the game's number of actions.
 """
@@ -46,7 +46,7 @@ import mctx
 
 from azjax import tree_search
 from azjax.noise import dirichlet_over_legal
-from azjax.selection import uct_policy
+from azjax.selection import tie_break, uct_policy
 from games.base import Game
 
 Evaluate = Callable  # (variables, states[B]) -> (logits[B, A], value[B])
@@ -418,8 +418,9 @@ def _puct_policy(
     over all A actions into the root prior, drawing it even when the fraction is 0, and breaks
     ties with `jax.random.uniform(key, [A])` at every node of every simulation. Here the noise is
     drawn only when `dirichlet_fraction > 0`, over the legal moves only (`azjax.noise`), so the
-    legal moves get exactly that fraction of noise; ties are broken by `_tie_break`. The keys
-    are split as mctx splits them, so without noise and without exact ties the search is the same.
+    legal moves get exactly that fraction of noise; ties are broken by
+    `azjax.selection.tie_break`. The keys are split as mctx splits them, so without noise and
+    without exact ties the search is the same.
     """
     k_act, k_noise, k_search = jax.random.split(key, 3)
     probs = jax.nn.softmax(root.prior_logits)  # [B, A]
@@ -451,43 +452,16 @@ def _puct_policy(
 def _puct_select(
     key, tree: mctx.Tree, node_index, depth, *, pb_c_init: float, pb_c_base: float = 19652.0
 ):
-    """`mctx.muzero_action_selection` for one node of one tree, its tie-break from `_tie_break`."""
+    """`mctx.muzero_action_selection` for one node of one tree, its tie-break from `tie_break`."""
     visit_counts = tree.children_visits[node_index]  # [A]
     node_visit = tree.node_visits[node_index]
     pb_c = pb_c_init + jnp.log((node_visit + pb_c_base + 1.0) / pb_c_base)
     prior_probs = jax.nn.softmax(tree.children_prior_logits[node_index])
     policy_score = jnp.sqrt(node_visit) * pb_c * prior_probs / (visit_counts + 1)
     value_score = mctx.qtransform_by_parent_and_siblings(tree, node_index)
-    to_argmax = value_score + policy_score + 1e-7 * _tie_break(key, tree.num_actions)
+    to_argmax = value_score + policy_score + 1e-7 * tie_break(key, tree.num_actions)
     invalid = tree.root_invalid_actions * (depth == 0)  # masked at the root only, as mctx does
     return jnp.argmax(jnp.where(invalid, -jnp.inf, to_argmax)).astype(jnp.int32)
-
-
-def _tie_break(key, num_actions: int):
-    """float32[A] in [0, 1): one pseudo-random number per action, from the key's own bits.
-
-    mctx draws `jax.random.uniform(key, [A])` here: A/2 Threefry blocks per node and simulation,
-    a third of a PUCT search's time on a CPU. A tie-break needs only numbers that order the
-    actions at random, and a split key's words are already random: one round of murmur3's
-    finaliser (a bijection of uint32) over the actions' Weyl sequence XOR a key word costs a few
-    integer operations per action and gives A distinct values (before the 24-bit rounding), any
-    tied few of which win equally often (tests/test_search.py). Two rounds (the earlier form)
-    cost 4 - 13% more of a PUCT search with the stub network.
-    """
-    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
-        key = jax.random.key_data(key)
-    words = key.reshape(-1).astype(jnp.uint32)
-    x = _fmix32(jnp.arange(num_actions, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9) ^ words[-1])
-    return (x >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
-
-
-def _fmix32(x):
-    """murmur3's 32-bit finaliser (a bijection of uint32 that mixes every bit)."""
-    x = x ^ (x >> 16)
-    x = x * jnp.uint32(0x85EBCA6B)
-    x = x ^ (x >> 13)
-    x = x * jnp.uint32(0xC2B2AE35)
-    return x ^ (x >> 16)
 
 
 def select_action(key, spec: SearchSpec, output: mctx.PolicyOutput, sample: jax.Array) -> jax.Array:

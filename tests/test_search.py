@@ -12,7 +12,8 @@ from test_noise import dirichlet_failures
 
 import games
 from azjax import network
-from azjax.search import SearchSpec, _tie_break, make_search, select_action
+from azjax.search import SearchSpec, make_search, select_action
+from azjax.selection import tie_break
 
 GAME = games.make("tictactoe")
 # X O X / O X O / O X . : X to move; the only move, c3, wins on the diagonal.
@@ -273,7 +274,7 @@ def test_puct_breaks_exact_ties_as_mctx_does():
     # Uniform priors and no values: the first simulation's 9 root children tie exactly. mctx
     # adds 1e-7 * U(0, 1) to scores near 0.14, whose float32 spacing is 1.5e-8, so only a few
     # levels survive and the lowest index wins what is still tied: a1 gets about 18% of the
-    # first visits and c3 6%. `_tie_break` must reproduce that distribution, not fix it.
+    # first visits and c3 6%. `tie_break` must reproduce that distribution, not fix it.
     n = 9000
     spec = SearchSpec.pure_mcts(1, rollout_prob=0.0)
     uniform = lambda variables, obs: (jnp.zeros((obs.shape[0], 9)), jnp.zeros(obs.shape[0]))
@@ -287,7 +288,7 @@ def test_puct_breaks_exact_ties_as_mctx_does():
 
 def test_tie_break_numbers_are_distinct_and_uniform():
     keys = jax.random.split(jax.random.PRNGKey(9), 4000)
-    u = np.asarray(jax.jit(jax.vmap(lambda k: _tie_break(k, 121)))(keys))  # [4000, 121]
+    u = np.asarray(jax.jit(jax.vmap(lambda k: tie_break(k, 121)))(keys))  # [4000, 121]
     assert u.min() >= 0 and u.max() < 1
     assert all(len(np.unique(row)) == 121 for row in u[:100])
     # uniform: each decile holds a tenth; the winning action is uniform over the 121
@@ -300,7 +301,7 @@ def test_tie_break_numbers_are_distinct_and_uniform():
 def test_tie_break_picks_uniformly_among_any_tied_actions():
     # exact ties among a few actions (the case it is for): each wins as often as the others
     keys = jax.random.split(jax.random.PRNGKey(10), 40_000)
-    u = np.asarray(jax.jit(jax.vmap(lambda k: _tie_break(k, 65)))(keys))  # [40000, 65]
+    u = np.asarray(jax.jit(jax.vmap(lambda k: tie_break(k, 65)))(keys))  # [40000, 65]
     for tied in [(0, 1), (0, 1, 2), (3, 7, 11, 40), (0, 32, 64), tuple(range(10, 17))]:
         wins = np.bincount(np.argmax(u[:, tied], axis=1), minlength=len(tied))
         assert stats.chisquare(wins).pvalue > 1e-3, (tied, wins)
