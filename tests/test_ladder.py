@@ -176,14 +176,14 @@ def test_the_training_loops_placement(tmp_path):
     save_ladder(Ladder("tictactoe", {}, (16,), (0.0,), (0.0,), 2), table)
     config = cfg.load(
         "tictactoe",
-        dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4, eval_games=8),
+        dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4, eval_games=16),
     )
     assert make_ladder_evaluation(config, table + ".missing") is None
     off = cfg.load("tictactoe", dict(eval_ladder=False))
     assert make_ladder_evaluation(off, table) is None
     evaluate = make_ladder_evaluation(config, table)
     values = evaluate(initial_variables(config), jax.random.PRNGKey(0))
-    assert values["eval/elo_games"] == 2 * 2  # two rounds of 2 games against the one rung
+    assert values["eval/elo_games"] == 2 * 4  # two rounds of 4 games against the one rung
     assert values["eval/elo_off_scale"] in (-1, 0, 1) and values["eval/elo_top"] == 0.0
     assert math.isfinite(values["eval/elo"]) and 0 < values["eval/elo_ci95"] < 5000
     # the untrained network against 16 simulations of pure MCTS: well below it
