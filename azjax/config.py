@@ -191,6 +191,12 @@ class Config:
         "eval/elo_ci95; eval_games games against the rungs nearest its rating), where "
         "azjax/ladders/ has a table for the game and options",
     )
+    eval_errors: bool = _field(
+        True,
+        "also measure the exact error rate at each evaluation (eval/error_rate, eval/error_ci95: "
+        "the share of solved positions where the network's move throws a win or a draw away), "
+        "where azjax/solved/ has a set for the game and options",
+    )
     eval_opponent: str = _field(
         "",
         "also play this agent at each evaluation, any spec evaluate.py match accepts "

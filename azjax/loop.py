@@ -12,7 +12,9 @@ the simulations (seed 000's PUCT baseline). Score = (wins + draws / 2) / games. 
 `eval_opening_plies` = n both matches start their game pairs from positions after n random plies,
 each position once with each colour (`paired_openings`). Where the package
 has an Elo ladder for the game (`azjax.ladder`, `eval_ladder`), the network is also placed on it:
-`eval/elo` and `eval/elo_ci95`, on a scale that keeps its meaning across runs. The caller may add
+`eval/elo` and `eval/elo_ci95`, on a scale that keeps its meaning across runs; where it has solved
+positions for the game (`azjax.solved`, `eval_errors`), the network's exact error rate on them:
+`eval/error_rate` and `eval/error_ci95`, which no opponent's strength caps. The caller may add
 an evaluation of its own (`extra_evaluation`: train.py plays `--eval_opponent`, any agent spec, with
 the evaluation wing, `azjax.eval.TrainingOpponent`); its values join the iteration's metrics.
 Evaluation is held to `eval_budget` of the session's wall time (`evaluation_affordable`): one that
@@ -79,6 +81,7 @@ from azjax.metrics import Metrics, MoveTicker, Progress
 from azjax.network import make_apply, make_network, num_parameters
 from azjax.search import SearchSpec
 from azjax.selfplay import init_states, make_selfplay, random_moves
+from azjax.solved import make_error_evaluation
 from azjax.training import Losses
 
 VARIETY_PLIES = (2, 4)  # self-play variety is logged at these plies
@@ -431,10 +434,12 @@ def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
         }
     vs_previous, vs_mcts = evaluation_matches(config, config.eval_games, mesh)
     on_ladder = make_ladder_evaluation(config, mesh=mesh)  # None without a table for the game
+    on_solved = make_error_evaluation(config, mesh=mesh)  # None without solved positions
     game = config.make_game()
 
     def evaluate(variables, previous, key) -> dict[str, Any]:
         k_prev, k_mcts, k_ladder = jax.random.split(key, 3)
+        k_solved = jax.random.fold_in(key, 3)  # the matches' keys as before
         out = {}
         for name, match, opponent, k in (
             ("previous", vs_previous, previous, k_prev),
@@ -450,6 +455,8 @@ def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
             out[f"eval/{name}_wdl"] = [res.wins, res.draws, res.losses]
         if on_ladder is not None:
             out.update(on_ladder(variables, k_ladder))
+        if on_solved is not None:
+            out.update(on_solved(variables, k_solved))
         return out
 
     return evaluate

@@ -182,6 +182,8 @@ class Progress:
             post.update(
                 elo=f">{top:.0f}" if above and top is not None else f"{values['eval/elo']:.0f}"
             )
+        if "eval/error_rate" in values:
+            post.update(errors=f"{values['eval/error_rate']:.3f}")
         if "gate/best_iteration" in values:
             post.update(
                 plays=f"it{values['gate/best_iteration']}",

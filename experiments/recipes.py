@@ -24,6 +24,14 @@ Elo is the mean of its seeds' networks; its interval, 1.96 x the standard deviat
 sqrt(seeds) together with the networks' own rating error. Where two recipes differ by less than
 that, this experiment does not tell them apart.
 
+Where the package has solved positions for the game (`azjax.solved`: 6x6 Othello), every run's
+last `--error_checkpoints` checkpoints (default 6) are also measured by the exact error rate, the
+share of the set's positions where the network's move throws a win or a draw away, and each
+recipe is compared with the first position by position (the mean difference of the per-position
+error shares, over the recipe's runs and checkpoints, and its z over the positions). It separates
+recipes that a round robin of hundreds of games does not (docs/strength.md, sessions 22 - 23),
+though its z counts the positions, not the seeds: read it beside each seed's rate.
+
 Writes <out>/results.json (the recipes, each run's training summary, the tournament, the table),
 <out>/tournament/ (tournament.json, win_ratio.png) and <out>/log.txt; prints the table.
 A run whose folder already has a summary.json is not trained again (`--rate_only`: none is).
@@ -39,15 +47,19 @@ import subprocess
 import sys
 import time
 
+import jax
 import numpy as np
 
 import games
 from azjax import config as cfg
 from azjax import flags
 from azjax.config import FIELDS
+from azjax.eval.errors import choose_moves
 from azjax.eval.openings import random_sequences
+from azjax.eval.specs import parse_agent
 from azjax.eval.tournament import run_tournament
-from experiments.common import Log, write_results
+from azjax.solved import errs, load_set, start_states
+from experiments.common import Log, checkpoint_steps, write_results
 
 RUN = dict(iterations=100000, checkpoint_interval=5, eval_interval=0)
 
@@ -224,6 +236,76 @@ def recipe_table(recipes: list[str], runs: list[str], elo: dict) -> list[dict]:
     return table
 
 
+def error_rates(game, out: str, runs: list[str], *, sims: int, last: int, seed: int, log) -> dict:
+    """{run: float[P]} the share of each run's last `last` checkpoints that err in each of the
+    game's solved positions (`azjax.solved`; each network as rated: `sims` simulations, no
+    noise); {} where the package has no set for the game or `last` is 0."""
+    solved = load_set(game)
+    if solved is None or last == 0:
+        return {}
+    states = start_states(game, solved)
+    key = jax.random.PRNGKey(seed)
+    rates = {}
+    for run in runs:
+        folder = os.path.join(out, run)
+        wrong = [
+            errs(
+                solved,
+                choose_moves(
+                    game,
+                    parse_agent(f"ckpt:{folder}@{step},sims={sims}", game),
+                    solved,
+                    states,
+                    key,
+                ),
+            )
+            for step in checkpoint_steps(folder)[-last:]
+        ]
+        rates[run] = np.mean(wrong, axis=0)
+        log(f"{run}: exact error rate {rates[run].mean():.3f} (last {len(wrong)} checkpoints)")
+    return rates
+
+
+def error_table(recipes: list[str], rates: dict) -> list[dict]:
+    """Per recipe: the mean exact error rate of its runs, each run's, and against the first
+    recipe position by position: the mean difference of the per-position error shares (over
+    the recipe's runs and checkpoints) and its z over the positions."""
+    pooled = {}
+    for recipe in recipes:
+        mine = [r for r in rates if r.rsplit("-s", 1)[0] == recipe]
+        if mine:
+            pooled[recipe] = (np.mean([rates[r] for r in mine], axis=0), mine)
+    table, first = [], next(iter(pooled.values()), (None, None))[0]
+    for recipe, (share, mine) in pooled.items():
+        d = share - first
+        sd = d.std(ddof=1) if len(d) > 1 else 0.0
+        table.append(
+            dict(
+                recipe=recipe,
+                rate=float(share.mean()),
+                each=[round(float(rates[r].mean()), 4) for r in mine],
+                difference=float(d.mean()),
+                z=float(d.mean() / (sd / math.sqrt(len(d)))) if sd > 0 else 0.0,
+                positions=len(d),
+            )
+        )
+    return table
+
+
+def format_errors(table: list[dict]) -> str:
+    first = table[0]["recipe"] if table else ""
+    lines = [
+        f"| recipe | exact error rate | each seed | against {first} | z |",
+        "|---|--:|---|--:|--:|",
+    ]
+    for row in table:
+        lines.append(
+            f"| {row['recipe']} | {row['rate']:.3f} | {', '.join(f'{v:.3f}' for v in row['each'])}"
+            f" | {row['difference']:+.3f} | {row['z']:+.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def format_table(table: list[dict], summaries: dict) -> str:
     lines = [
         "| recipe | runs | Elo (mean) | ± 95% | each seed | iterations | self-play games |",
@@ -279,6 +361,13 @@ def parse(argv: list[str]):
         default="mcts:sims=512",
         help="comma-separated agent specs rated with the networks ('' for none)",
     )
+    p.add_argument(
+        "--error_checkpoints",
+        type=int,
+        default=6,
+        help="also measure the exact error rate of each run's last N checkpoints where the "
+        "package has solved positions for the game (azjax/solved.py; default 6, 0: not)",
+    )
     p.add_argument("--out", default=None, help="default runs/recipes_<game>")
     p.add_argument("--rate_only", action="store_true", help="rate the finished runs only")
     p.add_argument("--seed", type=int, default=0, help="the rating tournament's seed")
@@ -304,6 +393,8 @@ def parse(argv: list[str]):
         p.error(f"--sims must be >= 1, got {args.sims}")
     if args.opening_plies < 0:
         p.error(f"--opening_plies must be >= 0, got {args.opening_plies}")
+    if args.error_checkpoints < 0:
+        p.error(f"--error_checkpoints must be >= 0, got {args.error_checkpoints}")
     if args.at_once < 0:
         p.error(f"--at_once must be >= 1 (0: cores / 2), got {args.at_once}")
     args.at_once = args.at_once or max(1, len(core_list()) // 2)
@@ -362,6 +453,18 @@ def main(argv: list[str] | None = None) -> int:
         rating = elo.get(name)
         if rating:
             text += f"\nanchor {name}: {rating['elo']:+.0f} ± {rating['ci95']:.0f}"
+    rates = error_rates(
+        game,
+        args.out,
+        runs,
+        sims=args.sims,
+        last=args.error_checkpoints,
+        seed=args.seed,
+        log=log,
+    )
+    errors = error_table(list(args.recipes), rates)
+    if errors:
+        text += "\n\n" + format_errors(errors)
     log(text)
     results = dict(
         command="python -m experiments.recipes " + " ".join(argv),
@@ -375,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
         training=summaries,
         elo=elo,
         table=table,
+        errors=errors,
         seconds=dict(
             train=round(t_train, 1),
             rate=round(time.time() - t_start - t_train, 1),

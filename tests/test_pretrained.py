@@ -208,8 +208,9 @@ def test_export_errors_are_one_line(run, tmp_path, capsys):
 
 
 def test_package_data_installs_every_shipped_file():
-    """pyproject.toml's package-data globs cover every file in azjax/pretrained/*/ and
-    azjax/ladders/ (a file they miss would be absent from an installed package)."""
+    """pyproject.toml's package-data globs cover every file in azjax/pretrained/*/,
+    azjax/ladders/ and azjax/solved/ (a file they miss would be absent from an installed
+    package)."""
     with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
         text = f.read()  # tomllib is Python 3.11+; the project supports 3.10
     section = text.split("[tool.setuptools.package-data]")[1].split("\n[")[0]
@@ -218,7 +219,7 @@ def test_package_data_installs_every_shipped_file():
     installed = {f for g in globs for f in glob.glob(os.path.join(package, g))}  # setuptools' way
     shipped = [
         os.path.join(folder, file)
-        for data in ("pretrained", "ladders")
+        for data in ("pretrained", "ladders", "solved")
         for folder, subfolders, files in os.walk(os.path.join(package, data))
         for file in files
         if "__pycache__" not in folder and not file.endswith(".py")

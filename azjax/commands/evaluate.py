@@ -5,6 +5,7 @@
     python evaluate.py match ckpt:runs/hex5 perfect --openings=all     # every opening, both sides
     python evaluate.py tournament random mcts:sims=50 minimax:depth=4 --game=tictactoe --games=20
     python evaluate.py curve runs/hex6 --games=64
+    python evaluate.py errors ckpt:runs/othello6,sims=50 mcts:sims=1000   # exact error rates
     python evaluate.py ladder --game=hex --size=5 --rungs=2:9 --games=20    # rate the rungs
     python evaluate.py place ckpt:runs/hex5@latest --rounds=4 --games=16    # Elo on the ladder
     python evaluate.py export runs/hex6@40 --name=hex6 --card elo=1450      # ship a network
@@ -28,7 +29,13 @@ even-numbered games.
   network; both epsilon-greedy) and against pure MCTS with twice the simulations, as in the
   training loop's evaluation; plotted like seed 000 Figures 5.1 and 5.2. Where the run's
   metrics.jsonl has `eval/elo` (the in-loop ladder placement) it also draws Elo over time and
-  over self-play positions (curve_elo.png).
+  over self-play positions (curve_elo.png). Where the package has solved positions for the game
+  (errors, below), each checkpoint's exact error rate too (curve_errors.png).
+- errors: each agent's exact error rate on the game's solved positions (azjax/solved.py: the
+  share of middle-game positions where its move throws a win or a draw away, by a solver's
+  values; 6x6 Othello ships a set), with 95% intervals, and each later agent against the first
+  position by position; writes errors.json. No opponent, no match noise: the finest measure of
+  strength here, and it does not saturate short of perfect play.
 - ladder: rates the rungs of the Elo ladder, pure MCTS (UCT, random rollouts) at 2^k simulations
   (--rungs=LO:HI), by a round robin of the pairs at most --span rungs apart; ML Elo with the
   16-simulation rung at 0; writes the table (default: the package's, azjax/ladders/).
@@ -140,6 +147,15 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         type=float,
         default=None,
         help="epsilon-greedy against the previous checkpoint (default: the run's eval_epsilon)",
+    )
+    errors = commands.add_parser(
+        "errors", parents=[common], help="exact error rates on solved positions"
+    )
+    errors.add_argument("agents", nargs="+", metavar="AGENT")
+    errors.add_argument(
+        "--positions",
+        default=None,
+        help="a set of solved positions (default: the package's for the game, azjax/solved/)",
     )
     ladder = commands.add_parser("ladder", parents=[common], help="rate the Elo ladder's rungs")
     ladder.add_argument(
@@ -287,6 +303,17 @@ def evaluate(args, game, folder: str) -> None:
         )
         print(ev.format_tournament(record))
         print(f"wrote {os.path.join(folder, 'tournament.json')} and win_ratio.png")
+    elif args.command == "errors":
+        record = ev.run_errors(
+            game,
+            args.agents,
+            folder,
+            seed=args.seed,
+            path=args.positions,
+            log=lambda text: print(text, flush=True),
+        )
+        print(ev.format_errors(record))
+        print(f"wrote {os.path.join(folder, 'errors.json')}")
     elif args.command == "ladder":
         run_ladder(args, game)
     elif args.command == "place":
@@ -303,8 +330,12 @@ def evaluate(args, game, folder: str) -> None:
             game=game,
             log=lambda text: print(text, flush=True),
         )
-        elo = " and curve_elo.png" if os.path.exists(os.path.join(folder, "curve_elo.png")) else ""
-        print(f"wrote {os.path.join(folder, 'curve.json')}, curve.png{elo}")
+        plots = [
+            name
+            for name in ("curve_elo.png", "curve_errors.png")
+            if os.path.exists(os.path.join(folder, name))
+        ]
+        print(f"wrote {os.path.join(folder, 'curve.json')}, " + ", ".join(["curve.png", *plots]))
 
 
 def run_ladder(args, game) -> None:

@@ -13,6 +13,8 @@ One job per module:
 - `game_records`: one game's moves as SGF (Hex) or a move list (the others), written and read;
 - `tournament`: round robins (`round_robin`, `run_tournament`);
 - `curve`: a run's learning curve (`run_curve`);
+- `errors`: the exact error rate of any agent on a game's solved positions (`run_errors`;
+  `azjax.solved` holds the sets and the arithmetic);
 - `ladder`: the Elo ladder's round robin (`rate_rungs`) and placing agents on it (`place_agent`;
   `azjax.ladder` holds the tables and the placement's arithmetic);
 - `gtp`: the Go Text Protocol engine and client;
@@ -34,6 +36,7 @@ from azjax.eval.agent import (
 )
 from azjax.eval.calibration import calibrate
 from azjax.eval.curve import run_curve, training_games
+from azjax.eval.errors import format_errors, run_errors
 from azjax.eval.gtp import GTPClient, GTPEngine, GTPError, GTPTimeout, make_gtp_agent, serve_gtp
 from azjax.eval.ladder import place_agent, rate_rungs
 from azjax.eval.match import MatchOutcome, MoveStats, play_games, run_match
@@ -76,6 +79,7 @@ __all__ = [
     "TrainingOpponent",
     "calibrate",
     "checkpoint_config",
+    "format_errors",
     "format_match",
     "format_per_move",
     "format_tournament",
@@ -97,6 +101,7 @@ __all__ = [
     "result_record",
     "round_robin",
     "run_curve",
+    "run_errors",
     "run_match",
     "run_tournament",
     "search_agent",

@@ -7,7 +7,9 @@ the untrained network, both epsilon-greedy; pure MCTS gets twice the network's s
 curve.json is rewritten after every checkpoint (`"complete": false` until the last), so an
 interrupted curve keeps the checkpoints it played. Where the run logged ladder ratings
 (`eval/elo`, `azjax.ladder`), curve.json also holds them (`elo`: one row per evaluation, with
-cumulative self-play positions and hours) and curve_elo.png draws them.
+cumulative self-play positions and hours) and curve_elo.png draws them. Where the package has
+solved positions for the game (`azjax.solved`), every checkpoint's exact error rate on them (the
+network as in the matches against MCTS) joins its row (`errors`) and curve_errors.png draws it.
 """
 
 from __future__ import annotations
@@ -19,10 +21,19 @@ import jax
 
 from azjax.checkpoint import initial_variables, load_checkpoint, read_config, steps
 from azjax.eval.agent import SearchSetup, network_apply, search_agent
+from azjax.eval.errors import choose_moves, rate_record
 from azjax.eval.match import play_games
-from azjax.eval.records import check_games, plot_curve, plot_elo, result_record, write_json
+from azjax.eval.records import (
+    check_games,
+    plot_curve,
+    plot_elo,
+    plot_errors,
+    result_record,
+    write_json,
+)
 from azjax.metrics import read_rows
 from azjax.search import SearchSpec
+from azjax.solved import error_rate, load_set, start_states
 from games.base import Game
 
 
@@ -66,6 +77,8 @@ def run_curve(
     greedy = search_agent("network", SearchSetup(game, spec, apply, epsilon))
     baseline = SearchSpec.pure_mcts(mcts_sims, search="puct")  # seed 000's, as the loop's
     mcts = search_agent("mcts", SearchSetup(game, baseline, None))
+    solved = load_set(game)  # None where the package has no solved positions for the game
+    solved_states = start_states(game, solved) if solved is not None else None
     trained = training_games(run_dir)
     previous = initial_variables(config)
     key = jax.random.PRNGKey(seed)
@@ -95,18 +108,24 @@ def run_curve(
             games,
             k_prev,
         ).result
-        rows.append(
-            dict(
-                step=step,
-                training_games=trained.get(step),
-                vs_mcts=result_record(m),
-                vs_previous=result_record(p),
-            )
+        row = dict(
+            step=step,
+            training_games=trained.get(step),
+            vs_mcts=result_record(m),
+            vs_previous=result_record(p),
         )
+        errors = ""
+        if solved is not None:
+            moves = choose_moves(
+                game, dataclasses.replace(net, variables=variables), solved, solved_states, key
+            )
+            row["errors"] = rate_record(error_rate(solved, moves))
+            errors = f", exact error rate {row['errors']['rate']:.3f}"
+        rows.append(row)
         write_json(folder, "curve.json", record)  # kept if the curve is interrupted
         log(
             f"checkpoint {step}: vs MCTS-{mcts_sims} {m.score:.2f} (W{m.wins} D{m.draws} "
-            f"L{m.losses}), vs previous {p.score:.2f} (W{p.wins} D{p.draws} L{p.losses})"
+            f"L{m.losses}), vs previous {p.score:.2f} (W{p.wins} D{p.draws} L{p.losses})" + errors
         )
         previous = variables
     record["complete"] = True
@@ -114,6 +133,9 @@ def run_curve(
     plot_curve(record, os.path.join(folder, "curve.png"))
     if record["elo"]:
         plot_elo(record, os.path.join(folder, "curve_elo.png"))
+    if solved is not None:
+        record["error_positions"] = len(solved)
+        plot_errors(record, os.path.join(folder, "curve_errors.png"))
     write_json(folder, "curve.json", record)
     return record
 

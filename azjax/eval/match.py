@@ -200,6 +200,16 @@ def _play_loop(game: Game, agents, starts, openings, key, lockstep: bool, on_gam
     return returns_a, a_first, tuple(p.seconds_per_move for p in players), moves
 
 
+def tell_moves(game: Game, agent: Agent, moves) -> None:
+    """Tells an agent that keeps its own game (GTP) the moves from the initial position, each
+    with the state it is played in (`observe_move`)."""
+    fns = batch_functions(game)
+    state = jax.device_get(fns.init(1))
+    for action in moves:
+        agent.observe_move(_take(state, 0), action)
+        state = jax.device_get(fns.step(state, jnp.asarray([action], jnp.int32)))
+
+
 def _play_wave(
     game: Game, players, a_first: np.ndarray, states, openings, on_games: Callable
 ) -> tuple[np.ndarray, list[list[int]]]:
@@ -207,16 +217,13 @@ def _play_wave(
     lock-step from `states`, reached by the moves `openings` (A is player 0 where a_first);
     `on_games(idx, returns)` hears of each game as it ends."""
     fns = batch_functions(game)
-    init, step, status = fns.init, fns.step, fns.status
+    step, status = fns.step, fns.status
     n = len(a_first)
     for p in players:
         p.agent.reset()
         if p.agent.stateful:  # an agent that keeps its own game (GTP) is told the opening
             for moves in openings:
-                state = jax.device_get(init(1))
-                for action in moves:
-                    p.agent.observe_move(_take(state, 0), action)
-                    state = jax.device_get(step(state, jnp.asarray([action], jnp.int32)))
+                tell_moves(game, p.agent, moves)
     resigned = np.full(n, -1)  # the side (0: A, 1: B) that resigned, else -1
     moves = [list(o) for o in openings]
     reported = np.zeros(n, bool)

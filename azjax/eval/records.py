@@ -237,6 +237,31 @@ def plot_elo(record: dict, path: str) -> None:
     plt.close(fig)
 
 
+def plot_errors(record: dict, path: str) -> None:
+    """The exact error rate of each checkpoint (`record["curve"]` rows' `errors`) with its 95%
+    interval, over self-play games (or iterations)."""
+    plt = pyplot(path)
+    rows = [r for r in record["curve"] if "errors" in r]
+    use_games = all(r["training_games"] is not None for r in rows)
+    x = np.array([r["training_games"] if use_games else r["step"] for r in rows])
+    rate = np.array([r["errors"]["rate"] for r in rows])
+    half = np.array([r["errors"]["ci95"] for r in rows])
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    ax.plot(x, rate, "o-", color="tab:purple", ms=3)
+    ax.fill_between(x, np.clip(rate - half, 0, 1), rate + half, color="tab:purple", alpha=0.15)
+    ax.set_ylim(0, None)
+    ax.set_xlabel("self-play games" if use_games else "iteration")
+    ax.set_ylabel("exact error rate")
+    ax.set_title(
+        f"{game_title(record)}: {record['simulations']} sims, moves that throw a win or draw away "
+        f"in {record.get('error_positions', '?')} solved positions",
+        fontsize=8,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def plot_curve(record: dict, path: str) -> None:
     """Score per checkpoint, like seed 000 Figures 5.1/5.2: vs pure MCTS blue, vs previous red."""
     plt = pyplot(path)

@@ -1,0 +1,140 @@
+"""The exact error rate of any agent on a game's solved positions (`evaluate.py errors`).
+
+    record = run_errors(game, ["ckpt:runs/othello6,sims=50", "mcts:sims=1000"], folder)
+
+Every agent chooses one move in each of the set's positions (`azjax.solved`: middle-game
+positions whose legal moves a solver valued exactly); a move errs where it throws a win or a draw
+away. Batched agents (ckpt, mcts, random) answer all positions in one search; the others
+(spiel, minimax, gtp, ...) one position at a time, a GTP engine told each position's moves first.
+Each agent gets its error rate with a 95% interval, and the rates over won and over drawn
+positions; each agent after the first is compared with the first position by position
+(`azjax.solved.paired`: the positions where one errs and the other does not, and McNemar's z,
+which is about +-2 where a difference would arise by chance once in twenty).
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from azjax import solved as sv
+from azjax.eval.agent import Agent
+from azjax.eval.calibration import calibrate
+from azjax.eval.match import tell_moves
+from azjax.eval.records import write_json
+from azjax.eval.specs import parse_agent
+from games.base import Game
+
+
+def require_set(game: Game, path: str | None = None) -> sv.SolvedSet:
+    """The game's solved positions (`path`: another set); ValueError naming the games that have
+    a set where there is none."""
+    solved = sv.load_set(game, path)
+    if solved is None:
+        have = ", ".join(sorted(sv.shipped())) or "none"
+        raise ValueError(
+            f"no solved positions for {game.name} {dict(game.options)} (the package has: "
+            f"{have}); build a set with python -m experiments.solved_positions, or give "
+            "--positions=PATH"
+        )
+    return solved
+
+
+def choose_moves(game: Game, agent: Agent, solved: sv.SolvedSet, states, key) -> np.ndarray:
+    """int[P]: the move `agent` chooses in each of the set's positions (`states`, their batch;
+    RESIGN stays -1 and errs)."""
+    k_cal, k_act = jax.random.split(key)
+    agent = calibrate(agent, game, len(solved), k_cal)
+    if agent.batched:
+        return np.asarray(jax.jit(agent.act)(agent.variables, k_act, states))
+    host = jax.device_get(states)
+    out = []
+    for i, moves in enumerate(solved.moves):
+        agent.reset()
+        if agent.stateful:  # an engine that keeps its own game is told how the position arose
+            tell_moves(game, agent, moves)
+        out.append(int(agent.choose(jax.tree.map(lambda x, i=i: x[i], host))))
+    return np.asarray(out, np.int64)
+
+
+def rate_record(rate: sv.ErrorRate) -> dict:
+    return dict(
+        errors=rate.errors,
+        positions=rate.positions,
+        rate=rate.rate,
+        ci95=rate.ci95,
+        won=rate.won,
+        drawn=rate.drawn,
+    )
+
+
+def run_errors(
+    game: Game,
+    specs: list[str],
+    folder: str,
+    *,
+    seed: int = 0,
+    path: str | None = None,
+    log=print,
+) -> dict:
+    """Each agent's error rate on the game's solved positions (`path`: another set), the later
+    agents compared with the first; writes errors.json into `folder` and returns its record."""
+    solved = require_set(game, path)
+    agents = [parse_agent(s, game) for s in specs]
+    states = sv.start_states(game, solved)
+    key = jax.random.PRNGKey(seed)
+    rows, wrong = [], []
+    try:
+        for i, (spec, agent) in enumerate(zip(specs, agents)):
+            moves = choose_moves(game, agent, solved, states, jax.random.fold_in(key, i))
+            wrong.append(sv.errs(solved, moves))
+            rate = sv.error_rate(solved, moves)
+            rows.append(dict(agent=spec, **rate_record(rate), moves=[int(a) for a in moves]))
+            log(format_row(rows[-1]))
+    finally:
+        for agent in agents:
+            agent.close()
+    for row, w in zip(rows[1:], wrong[1:]):
+        row["against_first"] = paired_record(sv.paired(w, wrong[0]))
+    best = solved.best
+    record = dict(
+        game=game.name,
+        game_options=game.options,
+        seed=seed,
+        positions=len(solved),
+        won_positions=int((best == 1).sum()),
+        drawn_positions=int((best == 0).sum()),
+        set_info=solved.info,
+        agents=rows,
+    )
+    write_json(folder, "errors.json", record)
+    return record
+
+
+def paired_record(p: sv.Paired) -> dict:
+    return dict(only_this=p.only_a, only_first=p.only_b, difference=p.difference, z=p.z)
+
+
+def format_row(row: dict) -> str:
+    return (
+        f"{row['agent']}: {row['rate']:.3f} ± {row['ci95']:.3f} ({row['errors']} of "
+        f"{row['positions']} positions; won positions {row['won']:.3f}, drawn {row['drawn']:.3f})"
+    )
+
+
+def format_errors(record: dict) -> str:
+    """The record as text: one line an agent, then each later agent against the first."""
+    lines = [
+        f"{record['game']} {record['game_options']}: exact error rate on {record['positions']} "
+        f"solved positions ({record['won_positions']} won, {record['drawn_positions']} drawn for "
+        "the mover)"
+    ]
+    lines += [format_row(row) for row in record["agents"]]
+    first = record["agents"][0]["agent"] if record["agents"] else ""
+    for row in record["agents"][1:]:
+        p = row["against_first"]
+        lines.append(
+            f"{row['agent']} against {first}: {p['difference']:+.3f} (errs alone in "
+            f"{p['only_this']} positions, {first} alone in {p['only_first']}; z = {p['z']:+.1f})"
+        )
+    return "\n".join(lines)

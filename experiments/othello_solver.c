@@ -1,0 +1,251 @@
+/* An exact Othello solver for small boards (n x n, n even, 4 <= n <= 8), by win / draw / loss.
+
+   Built and driven by experiments/solved_positions.py, which checks it against games/othello.py
+   (tests/test_solved_positions.py): the same placing moves and flips, and the same end, as
+   OpenSpiel's rules there: a side with no placing move passes, the game ends when neither side
+   has one, and the side with more discs wins (empty squares count for nobody).
+
+   Boards are bitboards in a uint64: bit r * n + c is square (r, c), as the game's actions number
+   them. `P` holds the discs of the player to move, `O` the other player's.
+
+   The search is negamax over the values -1 / 0 / +1 for the player to move (a loss, a draw, a
+   win): a node stops at its first winning move, which is alpha-beta with the window (-1, +1), so
+   every value is exact and a transposition table can keep it whatever the window above it. Moves
+   are tried fastest first (the fewest replies for the opponent), the table's move first.
+
+   Commands, one a line on standard input, numbers in decimal:
+       solve N P O      ->  "A:V A:V ..."  every legal action A (N*N: the pass) and its value V
+                                           for the player to move
+       step N P O A     ->  "P' O'"        the boards after action A, the new mover's first
+       moves N P O      ->  "M"            the bitboard of the placing moves of the player to move
+   Counts of the nodes searched go to standard error at the end.
+*/
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef uint64_t u64;
+
+static int N;          /* board side */
+static u64 FULL;       /* every square */
+static u64 NOT_FIRST;  /* every square but column 0 */
+static u64 NOT_LAST;   /* every square but column N - 1 */
+static long long nodes;
+
+static void setup(int n) {
+    N = n;
+    FULL = (n * n == 64) ? ~0ULL : ((1ULL << (n * n)) - 1);
+    u64 first = 0, last = 0;
+    for (int r = 0; r < n; r++) {
+        first |= 1ULL << (r * n);
+        last |= 1ULL << (r * n + n - 1);
+    }
+    NOT_FIRST = FULL & ~first;
+    NOT_LAST = FULL & ~last;
+}
+
+/* x moved one square in direction d (0..7), nothing wrapping, nothing past the board. */
+static inline u64 shift(u64 x, int d) {
+    switch (d) {
+        case 0: return (x << 1) & NOT_FIRST;          /* east */
+        case 1: return (x >> 1) & NOT_LAST;           /* west */
+        case 2: return (x << N) & FULL;               /* south */
+        case 3: return x >> N;                        /* north */
+        case 4: return (x << (N + 1)) & NOT_FIRST;    /* south-east */
+        case 5: return (x << (N - 1)) & NOT_LAST & FULL; /* south-west */
+        case 6: return (x >> (N - 1)) & NOT_FIRST;    /* north-east */
+        default: return (x >> (N + 1)) & NOT_LAST;    /* north-west */
+    }
+}
+
+static u64 moves_of(u64 P, u64 O) {
+    u64 empty = FULL & ~(P | O), moves = 0;
+    for (int d = 0; d < 8; d++) {
+        u64 x = shift(P, d) & O;
+        for (int i = 0; i < N - 3; i++) x |= shift(x, d) & O;
+        moves |= shift(x, d) & empty;
+    }
+    return moves;
+}
+
+static u64 flips_of(u64 P, u64 O, u64 m) {
+    u64 flips = 0;
+    for (int d = 0; d < 8; d++) {
+        u64 run = 0, t = shift(m, d);
+        while (t & O) {
+            run |= t;
+            t = shift(t, d);
+        }
+        if (t & P) flips |= run;
+    }
+    return flips;
+}
+
+static inline int popcount(u64 x) { return __builtin_popcountll(x); }
+
+/* ---- transposition table: exact values; buckets of two, the one nearer the root kept ---- */
+#define TT_BITS 21
+#define TT_MIN_EMPTIES 7 /* positions with fewer empties are not stored: cheaper to search */
+#define ORDER_MIN_EMPTIES 6 /* below this, moves are tried in square order */
+typedef struct {
+    u64 p, o;
+    int8_t value;   /* -1, 0, 1 */
+    int8_t empties; /* 0: an empty slot */
+} Entry;
+static Entry *table; /* 2 << TT_BITS entries: bucket i holds 2i and 2i + 1 */
+
+static inline Entry *bucket(u64 p, u64 o) {
+    u64 h = p * 0x9E3779B97F4A7C15ULL ^ (o + 0x632BE59BD9B4E019ULL) * 0xC2B2AE3D27D4EB4FULL;
+    h ^= h >> 29;
+    return &table[2 * (h & ((1ULL << TT_BITS) - 1))];
+}
+
+static Entry *lookup(u64 p, u64 o) {
+    Entry *b = bucket(p, o);
+    for (int i = 0; i < 2; i++)
+        if (b[i].empties && b[i].p == p && b[i].o == o) return &b[i];
+    return NULL;
+}
+
+static void store(u64 p, u64 o, int empties, int value) {
+    Entry *b = bucket(p, o), *slot;
+    if (b[0].empties && b[0].p == p && b[0].o == o) slot = &b[0];
+    else if (b[1].empties && b[1].p == p && b[1].o == o) slot = &b[1];
+    else slot = (b[0].empties <= b[1].empties) ? &b[0] : &b[1]; /* the one farther from the root */
+    slot->p = p;
+    slot->o = o;
+    slot->value = (int8_t)value;
+    slot->empties = (int8_t)empties;
+}
+
+static void clear_table(void) { memset(table, 0, sizeof(Entry) * (2ULL << TT_BITS)); }
+
+static int solve(u64 P, u64 O);
+
+static int value_after_pass_or_end(u64 P, u64 O) {
+    if (moves_of(O, P) == 0) {
+        int d = popcount(P) - popcount(O);
+        return (d > 0) - (d < 0);
+    }
+    return -solve(O, P);
+}
+
+/* Near the end: moves in square order, no table. */
+static int solve_shallow(u64 P, u64 O, u64 moves) {
+    int best = -1;
+    while (moves) {
+        u64 m = moves & (0 - moves), f = flips_of(P, O, m);
+        moves &= moves - 1;
+        nodes++;
+        u64 P2 = O & ~f, O2 = P | m | f, replies = moves_of(P2, O2);
+        int v = replies ? -solve_shallow(P2, O2, replies) : -value_after_pass_or_end(P2, O2);
+        if (v > best) {
+            best = v;
+            if (best == 1) break;
+        }
+    }
+    return best;
+}
+
+static int solve(u64 P, u64 O) {
+    nodes++;
+    u64 moves = moves_of(P, O);
+    if (!moves) return value_after_pass_or_end(P, O);
+    int empties = N * N - popcount(P | O);
+    if (empties < ORDER_MIN_EMPTIES) return solve_shallow(P, O, moves);
+    Entry *e = (empties >= TT_MIN_EMPTIES) ? lookup(P, O) : NULL;
+    if (e) return e->value;
+
+    /* the moves by the opponent's number of replies; a child already known lost for the
+       opponent ends the search at once (an enhanced transposition cutoff) */
+    int order[64], keys[64], count = 0;
+    u64 rest = moves;
+    while (rest) {
+        int sq = __builtin_ctzll(rest);
+        rest &= rest - 1;
+        u64 m = 1ULL << sq, f = flips_of(P, O, m);
+        u64 P2 = O & ~f, O2 = P | m | f;
+        if (empties - 1 >= TT_MIN_EMPTIES) {
+            Entry *c = lookup(P2, O2);
+            if (c && c->value == -1) {
+                store(P, O, empties, 1);
+                return 1;
+            }
+        }
+        int key = popcount(moves_of(P2, O2));
+        int i = count++;
+        while (i > 0 && keys[i - 1] > key) {
+            keys[i] = keys[i - 1];
+            order[i] = order[i - 1];
+            i--;
+        }
+        keys[i] = key;
+        order[i] = sq;
+    }
+    int best = -1;
+    for (int i = 0; i < count; i++) {
+        u64 m = 1ULL << order[i], f = flips_of(P, O, m);
+        int v = -solve(O & ~f, P | m | f);
+        if (v > best) {
+            best = v;
+            if (best == 1) break;
+        }
+    }
+    if (empties >= TT_MIN_EMPTIES) store(P, O, empties, best);
+    return best;
+}
+
+int main(void) {
+    table = malloc(sizeof(Entry) * (2ULL << TT_BITS));
+    if (!table) return 1;
+    clear_table();
+    char command[16];
+    int n;
+    unsigned long long p, o;
+    int current = 0;
+    while (scanf("%15s %d %llu %llu", command, &n, &p, &o) == 4) {
+        if (n < 4 || n > 8 || n % 2) {
+            printf("error: size %d\n", n);
+            fflush(stdout);
+            continue;
+        }
+        if (n != current) { /* another board: the table's squares mean something else */
+            setup(n);
+            clear_table();
+            current = n;
+        }
+        u64 P = p, O = o;
+        if (!strcmp(command, "moves")) {
+            printf("%llu\n", (unsigned long long)moves_of(P, O));
+        } else if (!strcmp(command, "step")) {
+            int a;
+            if (scanf("%d", &a) != 1) return 1;
+            if (a == N * N) {
+                printf("%llu %llu\n", (unsigned long long)O, (unsigned long long)P);
+            } else {
+                u64 m = 1ULL << a, f = flips_of(P, O, m);
+                printf("%llu %llu\n", (unsigned long long)(O & ~f), (unsigned long long)(P | m | f));
+            }
+        } else if (!strcmp(command, "solve")) {
+            u64 moves = moves_of(P, O);
+            if (!moves) {
+                if (moves_of(O, P)) printf("%d:%d", N * N, -solve(O, P));
+            }
+            int first = 1;
+            while (moves) {
+                int sq = __builtin_ctzll(moves);
+                moves &= moves - 1;
+                u64 m = 1ULL << sq, f = flips_of(P, O, m);
+                printf(first ? "%d:%d" : " %d:%d", sq, -solve(O & ~f, P | m | f));
+                first = 0;
+            }
+            printf("\n");
+        } else {
+            printf("error: command %s\n", command);
+        }
+        fflush(stdout);
+    }
+    fprintf(stderr, "nodes %lld\n", nodes);
+    return 0;
+}

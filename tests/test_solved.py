@@ -1,0 +1,212 @@
+"""Solved positions and the exact error rate: the shipped set, the arithmetic, the solver that
+built the set (against games/othello.py and a plain negamax), the CLI and the in-loop measure."""
+
+import json
+import math
+import shutil
+
+import jax
+import numpy as np
+import pytest
+
+import games
+from azjax import solved as sv
+
+OTHELLO6 = games.make("othello", size=6)
+HAS_CC = shutil.which("cc") is not None or shutil.which("gcc") is not None
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    solved = sv.load_set(OTHELLO6)
+    assert solved is not None, "the package ships solved positions for 6x6 Othello"
+    return solved
+
+
+def test_the_shipped_set_replays_to_the_positions_it_values(shipped):
+    assert "othello-size6" in sv.shipped() and len(shipped) >= 1000
+    states = sv.start_states(OTHELLO6, shipped)
+    legal = np.asarray(jax.vmap(OTHELLO6.legal_mask)(states))
+    terminal = np.asarray(jax.vmap(OTHELLO6.is_terminal)(states))
+    # every position is live, the set values exactly its legal moves, and every one is a decision
+    assert not terminal.any()
+    np.testing.assert_array_equal(legal, shipped.values != sv.ILLEGAL)
+    assert set(np.unique(shipped.values)) <= {sv.ILLEGAL, -1, 0, 1}
+    worst = np.where(shipped.values == sv.ILLEGAL, 2, shipped.values).min(axis=1)
+    assert (worst < shipped.best).all() and (shipped.best >= 0).all()
+    assert len(set(shipped.moves)) == len(shipped)
+    empties = (np.asarray(jax.vmap(OTHELLO6.board)(states)) == 0).sum(axis=(1, 2))
+    lo, hi = shipped.info["empties"]
+    assert empties.min() >= lo and empties.max() <= hi
+
+
+def test_error_rate_and_paired_comparison_by_hand():
+    # three positions of a 4-action game; -2 marks illegal actions
+    values = np.array([[1, -1, 0, -2], [0, 0, -1, -2], [-2, 1, 1, -1]], np.int8)
+    solved = sv.SolvedSet("toy", {}, ((0,), (1,), (2,)), values)
+    np.testing.assert_array_equal(solved.best, [1, 0, 1])
+    np.testing.assert_array_equal(sv.errs(solved, [0, 2, 1]), [False, True, False])
+    # an illegal move errs, and so does a resignation (-1) or an action past the table
+    np.testing.assert_array_equal(sv.errs(solved, [3, 1, 0]), [True, False, True])
+    np.testing.assert_array_equal(sv.errs(solved, [-1, 7, 2]), [True, True, False])
+    rate = sv.error_rate(solved, [2, 2, 3])  # errs in all three
+    assert (rate.errors, rate.positions, rate.rate, rate.ci95) == (3, 3, 1.0, 0.0)
+    rate = sv.error_rate(solved, [1, 0, 1])  # errs in the first only
+    assert rate.errors == 1 and rate.won == 0.5 and rate.drawn == 0.0
+    assert rate.ci95 == pytest.approx(1.96 * math.sqrt(1 / 3 * 2 / 3 / 3), rel=1e-3)
+    a = np.array([True, True, True, False, False])
+    b = np.array([False, False, True, True, False])
+    p = sv.paired(a, b)
+    assert (p.only_a, p.only_b) == (2, 1)
+    assert p.difference == pytest.approx(0.2) and p.z == pytest.approx(1 / math.sqrt(3))
+    assert sv.paired(a, a).z == 0.0
+
+
+def test_a_set_round_trips_and_bad_sets_are_refused(tmp_path, shipped):
+    path = str(tmp_path / "set.json")
+    few = sv.SolvedSet("othello", {"size": 6}, shipped.moves[:5], shipped.values[:5], {"a": 1})
+    sv.save_set(few, path)
+    back = sv.load_set(OTHELLO6, path)
+    assert back.moves == few.moves and back.info == {"a": 1}
+    np.testing.assert_array_equal(back.values, few.values)
+    assert sv.load_set(OTHELLO6, path + ".missing") is None
+    with pytest.raises(ValueError, match="are for othello {'size': 6}, not othello {'size': 8}"):
+        sv.load_set(games.make("othello", size=8), path)
+    data = json.loads(open(path).read())
+    data["positions"][0]["moves"] = "e4 zz"
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="cannot be read: othello: 'zz' is not a move"):
+        sv.load_set(OTHELLO6, str(tmp_path / "bad.json"))
+    (tmp_path / "torn.json").write_text(open(path).read()[:50])
+    with pytest.raises(ValueError, match="cannot be read"):
+        sv.load_set(OTHELLO6, str(tmp_path / "torn.json"))
+
+
+def negamax(state, step, legal_mask) -> int:
+    """Win / draw / loss for the player to move, by plain negamax over the game's module."""
+    if bool(state.terminal):
+        return int(np.sign(np.asarray(state.rewards)[int(state.player)]))
+    best = -1
+    for a in np.flatnonzero(np.asarray(legal_mask(state))):
+        best = max(best, -negamax(step(state, int(a)), step, legal_mask))
+        if best == 1:
+            break
+    return best
+
+
+SOLVED_GAMES = [(OTHELLO6, 6), (games.make("connect_four"), 6)]  # (game, empty squares checked)
+
+
+@pytest.mark.skipif(not HAS_CC, reason="no C compiler for the solver")
+@pytest.mark.parametrize("game, empties", SOLVED_GAMES, ids=["othello6", "connect_four"])
+def test_the_solver_values_moves_as_a_plain_negamax_over_the_game_does(tmp_path, game, empties):
+    from experiments.solved_positions import KINDS, Solver, compile_solver
+
+    step, legal_mask = jax.jit(game.step), jax.jit(game.legal_mask)
+    cells = int(np.prod(game.board_shape))
+    rng = np.random.default_rng(0)
+    checked = 0
+    with Solver(compile_solver(str(tmp_path), game.name), game) as solver:
+        while checked < 6:
+            state = game.init()
+            while (
+                not state.terminal
+                and cells - int((np.asarray(game.board(state)) > 0).sum()) > empties
+            ):
+                state = step(state, int(rng.choice(np.flatnonzero(np.asarray(legal_mask(state))))))
+            if bool(state.terminal):
+                continue
+            batch = jax.tree.map(lambda x: x[None], state)
+            own, opp = (x[0] for x in KINDS[game.name].board(game, batch))
+            values = solver.solve(own, opp)
+            legal = np.flatnonzero(np.asarray(legal_mask(state)))
+            assert sorted(values) == list(legal) == solver.legal(own, opp)
+            for a, v in values.items():
+                assert v == -negamax(step(state, a), step, legal_mask), (a, values)
+            checked += 1
+
+
+@pytest.mark.skipif(not HAS_CC, reason="no C compiler for the solver")
+@pytest.mark.parametrize(
+    "game, flags",
+    [
+        (OTHELLO6, ["--games=4", "--empties=8:14"]),
+        (games.make("connect_four"), ["--game=connect_four", "--games=8", "--empties=20:28"]),
+    ],
+    ids=["othello6", "connect_four"],
+)
+def test_building_a_set_checks_the_solver_against_the_game_and_keeps_decisions(
+    tmp_path, game, flags
+):
+    from experiments import solved_positions
+
+    out = str(tmp_path / "set.json")
+    argv = ["--pairs=random/random", "--per_game=3", f"--out={out}", *flags]
+    assert solved_positions.main(argv) == 0
+    built = sv.load_set(game, out)
+    assert built.info["games"] == int(flags[-2].split("=")[1])
+    assert built.info["drawn"] >= len(built) >= 1
+    worst = np.where(built.values == sv.ILLEGAL, 2, built.values).min(axis=1)
+    assert (worst < built.best).all()
+    assert solved_positions.main(["--pairs=random", f"--out={out}"]) == 2
+    assert solved_positions.main(["--game=connect_four", "--rows=8", f"--out={out}"]) == 2
+
+
+def test_evaluate_errors_measures_agents_position_by_position(tmp_path, shipped, capsys):
+    from azjax.commands import evaluate
+
+    positions = str(tmp_path / "few.json")
+    sv.save_set(
+        sv.SolvedSet("othello", {"size": 6}, shipped.moves[:12], shipped.values[:12]), positions
+    )
+    out = str(tmp_path / "out")
+    code = evaluate.main(
+        ["errors", "random", "minimax:depth=1", "--game=othello", "--size=6",
+         f"--positions={positions}", f"--out={out}"]
+    )  # fmt: skip
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "exact error rate on 12 solved positions" in text
+    assert "minimax:depth=1 against random" in text
+    record = json.loads(open(f"{out}/errors.json").read())
+    rows = record["agents"]
+    assert [r["agent"] for r in rows] == ["random", "minimax:depth=1"]
+    few = sv.load_set(OTHELLO6, positions)
+    wrong = []
+    for row in rows:  # the moves recorded are legal, and their errors are the set's arithmetic
+        assert all(few.values[i, a] != sv.ILLEGAL for i, a in enumerate(row["moves"]))
+        wrong.append(sv.errs(few, row["moves"]))
+        assert row["errors"] == int(wrong[-1].sum()) and row["positions"] == 12
+    p = sv.paired(wrong[1], wrong[0])
+    assert rows[1]["against_first"] == dict(
+        only_this=p.only_a, only_first=p.only_b, difference=p.difference, z=p.z
+    )
+
+
+def test_evaluate_errors_refuses_a_game_without_a_set(tmp_path, capsys):
+    from azjax.commands import evaluate
+
+    code = evaluate.main(["errors", "random", "--game=hex", "--size=5", f"--out={tmp_path}/o"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no solved positions for hex {'size': 5, 'swap': False}" in err[0]
+    assert "othello-size6" in err[0]
+
+
+def test_the_loop_measures_the_error_rate_on_a_set(tmp_path, shipped):
+    from azjax import config as cfg
+    from azjax.checkpoint import initial_variables
+
+    path = str(tmp_path / "few.json")
+    sv.save_set(sv.SolvedSet("othello", {"size": 6}, shipped.moves[:16], shipped.values[:16]), path)
+    config = cfg.load(
+        "othello", dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=2)
+    )
+    assert sv.make_error_evaluation(config, path + ".missing") is None
+    assert sv.make_error_evaluation(cfg.load("othello", dict(eval_errors=False)), path) is None
+    assert sv.make_error_evaluation(cfg.load("hex", dict(size=4)), None) is None
+    values = sv.make_error_evaluation(config, path)(initial_variables(config), jax.random.key(0))
+    assert 0.0 <= values["eval/error_rate"] <= 1.0 and values["eval/error_ci95"] >= 0.0
+    assert values["eval/error_rate"] * 16 == pytest.approx(round(values["eval/error_rate"] * 16))
+    names = {"eval/error_rate", "eval/error_ci95", "eval/error_won", "eval/error_drawn"}
+    assert set(values) <= names
