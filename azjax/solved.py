@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from azjax.ladder import table_name
 from azjax.search import SearchSpec
 
 SETS = os.path.join(os.path.dirname(__file__), "solved")
@@ -109,15 +110,10 @@ def value_table(game, values: Sequence[dict[int, int]]) -> np.ndarray:
     return table
 
 
-def set_name(game_name: str, options: dict[str, Any]) -> str:
-    """'othello-size6.json': the set's file name for a game and its options."""
-    parts = [game_name] + [f"{k}{str(v).lower()}" for k, v in sorted(options.items())]
-    return "-".join(parts) + ".json"
-
-
 def set_path(game) -> str:
-    """Where the package keeps `game`'s set (which may not exist)."""
-    return os.path.join(SETS, set_name(game.name, game.options))
+    """Where the package keeps `game`'s set (which may not exist): named as its ladder table,
+    'othello-size6.json'."""
+    return os.path.join(SETS, table_name(game.name, game.options))
 
 
 def shipped() -> list[str]:
@@ -190,8 +186,8 @@ class ErrorRate(NamedTuple):
     positions: int  # P
     rate: float  # errors / positions
     ci95: float  # half-width of the normal-approximation 95% interval of `rate`
-    won: float  # the rate over the positions won for the mover (the best move wins)
-    drawn: float  # the rate over the positions whose best move draws
+    won: float | None  # the rate over the positions won for the mover (None: there are none)
+    drawn: float | None  # the rate over the positions whose best move draws (None: none)
 
 
 def errs(solved: SolvedSet, actions) -> np.ndarray:
@@ -211,7 +207,7 @@ def error_rate(solved: SolvedSet, actions) -> ErrorRate:
     best = solved.best
 
     def share(mask):
-        return float(wrong[mask].mean()) if mask.any() else float("nan")
+        return float(wrong[mask].mean()) if mask.any() else None
 
     return ErrorRate(
         errors=int(wrong.sum()),
@@ -278,7 +274,7 @@ def make_error_evaluation(config, path: str | None = None, *, mesh=None) -> Call
         r = error_rate(solved, actions)
         out = {"eval/error_rate": r.rate, "eval/error_ci95": r.ci95}
         for name, value in (("won", r.won), ("drawn", r.drawn)):
-            if math.isfinite(value):  # a set without drawn (or won) positions has no rate there
+            if value is not None:  # a set without drawn (or won) positions has no rate there
                 out[f"eval/error_{name}"] = value
         return out
 

@@ -53,6 +53,8 @@ def test_error_rate_and_paired_comparison_by_hand():
     assert (rate.errors, rate.positions, rate.rate, rate.ci95) == (3, 3, 1.0, 0.0)
     rate = sv.error_rate(solved, [1, 0, 1])  # errs in the first only
     assert rate.errors == 1 and rate.won == 0.5 and rate.drawn == 0.0
+    won_only = sv.SolvedSet("toy", {}, ((0,), (2,)), values[[0, 2]])
+    assert sv.error_rate(won_only, [0, 3]).drawn is None  # no drawn positions: no rate there
     assert rate.ci95 == pytest.approx(1.96 * math.sqrt(1 / 3 * 2 / 3 / 3), rel=1e-3)
     a = np.array([True, True, True, False, False])
     b = np.array([False, False, True, True, False])

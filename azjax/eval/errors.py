@@ -58,14 +58,7 @@ def choose_moves(game: Game, agent: Agent, solved: sv.SolvedSet, states, key) ->
 
 
 def rate_record(rate: sv.ErrorRate) -> dict:
-    return dict(
-        errors=rate.errors,
-        positions=rate.positions,
-        rate=rate.rate,
-        ci95=rate.ci95,
-        won=rate.won,
-        drawn=rate.drawn,
-    )
+    return dict(rate._asdict())
 
 
 def run_errors(
@@ -116,9 +109,12 @@ def paired_record(p: sv.Paired) -> dict:
 
 
 def format_row(row: dict) -> str:
+    parts = [
+        f"{name} positions {row[name]:.3f}" for name in ("won", "drawn") if row[name] is not None
+    ]
     return (
         f"{row['agent']}: {row['rate']:.3f} ± {row['ci95']:.3f} ({row['errors']} of "
-        f"{row['positions']} positions; won positions {row['won']:.3f}, drawn {row['drawn']:.3f})"
+        f"{row['positions']} positions; " + ", ".join(parts) + ")"
     )
 
 
