@@ -37,12 +37,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from azjax.ladder import table_name
+from azjax.ladder import Z95, table_name
 from azjax.search import SearchSpec
 
 SETS = os.path.join(os.path.dirname(__file__), "solved")
 ILLEGAL = -2  # the value table's entry for an illegal action
-Z95 = 1.959963984540054
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,10 +245,11 @@ def make_error_evaluation(config, path: str | None = None, *, mesh=None) -> Call
     "eval/error_drawn"}: the network (the run's search, greedy) chooses a move in every position
     of the game's solved set, all in one batched search. None where `config.eval_errors` is off
     or the package has no set for the game and options (`path`: another set). With `mesh` the
-    positions are split over its devices where they divide."""
+    positions are split over its devices (the last device's share filled up with copies)."""
     from azjax import parallel
     from azjax.arena import make_search_agent
     from azjax.network import make_apply, make_network
+    from azjax.parallel import AXIS
 
     if not config.eval_errors:
         return None
@@ -262,15 +262,25 @@ def make_error_evaluation(config, path: str | None = None, *, mesh=None) -> Call
     )
     states = start_states(game, solved)
     act = jax.jit(agent)
-    if mesh is not None:  # the positions split over the devices where they divide
-        divides = len(solved) % parallel.num_devices(mesh) == 0
-        states = jax.device_put(
-            states, parallel.sharding(mesh, P(parallel.AXIS) if divides else P())
+    if mesh is not None:  # the positions split over the devices, as a match's games are
+        devices = parallel.num_devices(mesh)
+        fill = -len(solved) % devices  # copies of the first position, their moves dropped
+        states = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[:1], fill, 0)]), states)
+        states = jax.device_put(states, parallel.replicated(mesh))
+
+        def shard(variables, key, states):
+            return agent(variables, jax.random.fold_in(key, jax.lax.axis_index(AXIS)), states)
+
+        # check_vma=False: mctx's loops mix per-device and replicated values in one carry.
+        act = jax.jit(
+            jax.shard_map(
+                shard, mesh=mesh, in_specs=(P(), P(), P(AXIS)), out_specs=P(AXIS), check_vma=False
+            ),
+            out_shardings=parallel.replicated(mesh),
         )
-        act = jax.jit(agent, out_shardings=parallel.replicated(mesh))
 
     def evaluate(variables, key) -> dict[str, Any]:
-        actions = np.asarray(parallel.fetch(act(variables, key, states)))
+        actions = np.asarray(parallel.fetch(act(variables, key, states)))[: len(solved)]
         r = error_rate(solved, actions)
         out = {"eval/error_rate": r.rate, "eval/error_ci95": r.ci95}
         for name, value in (("won", r.won), ("drawn", r.drawn)):

@@ -3,7 +3,10 @@ built the set (against games/othello.py and a plain negamax), the CLI and the in
 
 import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -12,6 +15,7 @@ import pytest
 import games
 from azjax import solved as sv
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OTHELLO6 = games.make("othello", size=6)
 HAS_CC = shutil.which("cc") is not None or shutil.which("gcc") is not None
 
@@ -212,3 +216,32 @@ def test_the_loop_measures_the_error_rate_on_a_set(tmp_path, shipped):
     assert values["eval/error_rate"] * 16 == pytest.approx(round(values["eval/error_rate"] * 16))
     names = {"eval/error_rate", "eval/error_ci95", "eval/error_won", "eval/error_drawn"}
     assert set(values) <= names
+
+
+def test_the_error_rate_split_over_devices_is_the_one_device_rate(tmp_path, shipped):
+    # 3 host devices, 16 positions: the last device's share is filled up; the evaluation's
+    # Gumbel search is deterministic, so the devices' own keys change nothing
+    path = str(tmp_path / "few.json")
+    sv.save_set(sv.SolvedSet("othello", {"size": 6}, shipped.moves[:16], shipped.values[:16]), path)
+    script = f"""
+import jax
+from azjax import config as cfg, parallel, solved
+from azjax.checkpoint import initial_variables
+config = cfg.load("othello", dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4))
+variables = initial_variables(config)
+one = solved.make_error_evaluation(config, {path!r})(variables, jax.random.key(0))
+mesh = parallel.make_mesh()
+split = solved.make_error_evaluation(config, {path!r}, mesh=mesh)
+variables = jax.device_put(variables, parallel.replicated(mesh))
+spread = split(variables, jax.random.key(0))
+print(jax.device_count(), one["eval/error_rate"], spread["eval/error_rate"])
+"""
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=3"
+    env["JAX_PLATFORMS"] = "cpu"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    devices, one, split = done.stdout.split()
+    assert devices == "3" and one == split
