@@ -17,6 +17,7 @@ from azjax import solved as sv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OTHELLO6 = games.make("othello", size=6)
+CONNECT_FOUR = games.make("connect_four")
 HAS_CC = shutil.which("cc") is not None or shutil.which("gcc") is not None
 
 
@@ -27,20 +28,27 @@ def shipped():
     return solved
 
 
-def test_the_shipped_set_replays_to_the_positions_it_values(shipped):
-    assert "othello-size6" in sv.shipped() and len(shipped) >= 1000
-    states = sv.start_states(OTHELLO6, shipped)
-    legal = np.asarray(jax.vmap(OTHELLO6.legal_mask)(states))
-    terminal = np.asarray(jax.vmap(OTHELLO6.is_terminal)(states))
+SHIPPED = {"othello-size6": OTHELLO6, "connect_four-cols7-connect4-rows6": CONNECT_FOUR}
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_each_shipped_set_replays_to_the_positions_it_values(name):
+    game = SHIPPED[name]
+    assert sorted(sv.shipped()) == sorted(SHIPPED)
+    solved = sv.load_set(game)
+    assert len(solved) >= 1000 and sv.set_path(game).endswith(name + ".json")
+    states = sv.start_states(game, solved)
+    legal = np.asarray(jax.vmap(game.legal_mask)(states))
+    terminal = np.asarray(jax.vmap(game.is_terminal)(states))
     # every position is live, the set values exactly its legal moves, and every one is a decision
     assert not terminal.any()
-    np.testing.assert_array_equal(legal, shipped.values != sv.ILLEGAL)
-    assert set(np.unique(shipped.values)) <= {sv.ILLEGAL, -1, 0, 1}
-    worst = np.where(shipped.values == sv.ILLEGAL, 2, shipped.values).min(axis=1)
-    assert (worst < shipped.best).all() and (shipped.best >= 0).all()
-    assert len(set(shipped.moves)) == len(shipped)
-    empties = (np.asarray(jax.vmap(OTHELLO6.board)(states)) == 0).sum(axis=(1, 2))
-    lo, hi = shipped.info["empties"]
+    np.testing.assert_array_equal(legal, solved.values != sv.ILLEGAL)
+    assert set(np.unique(solved.values)) <= {sv.ILLEGAL, -1, 0, 1}
+    worst = np.where(solved.values == sv.ILLEGAL, 2, solved.values).min(axis=1)
+    assert (worst < solved.best).all() and (solved.best >= 0).all()
+    assert len(set(solved.moves)) == len(solved)
+    empties = (np.asarray(jax.vmap(game.board)(states)) == 0).sum(axis=(1, 2))
+    lo, hi = solved.info["empties"]
     assert empties.min() >= lo and empties.max() <= hi
 
 
@@ -100,7 +108,7 @@ def negamax(state, step, legal_mask) -> int:
     return best
 
 
-SOLVED_GAMES = [(OTHELLO6, 6), (games.make("connect_four"), 6)]  # (game, empty squares checked)
+SOLVED_GAMES = [(OTHELLO6, 6), (CONNECT_FOUR, 6)]  # (game, empty squares checked)
 
 
 @pytest.mark.skipif(not HAS_CC, reason="no C compiler for the solver")
@@ -137,7 +145,7 @@ def test_the_solver_values_moves_as_a_plain_negamax_over_the_game_does(tmp_path,
     "game, flags",
     [
         (OTHELLO6, ["--games=4", "--empties=8:14"]),
-        (games.make("connect_four"), ["--game=connect_four", "--games=8", "--empties=20:28"]),
+        (CONNECT_FOUR, ["--game=connect_four", "--games=8", "--empties=20:28"]),
     ],
     ids=["othello6", "connect_four"],
 )
@@ -196,7 +204,7 @@ def test_evaluate_errors_refuses_a_game_without_a_set(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no solved positions for hex {'size': 5, 'swap': False}" in err[0]
-    assert "othello-size6" in err[0]
+    assert "connect_four-cols7-connect4-rows6, othello-size6" in err[0]
 
 
 def test_the_loop_measures_the_error_rate_on_a_set(tmp_path, shipped):
