@@ -6,8 +6,11 @@ import os
 import numpy as np
 import pytest
 
+import games
 from azjax.commands import evaluate
 from azjax.eval import calibration
+
+GAME = games.make("tictactoe")
 
 
 # ---- commands ------------------------------------------------------------------------------------
@@ -129,6 +132,29 @@ def test_curve_plots_every_checkpoint(tiny_run, tmp_path):
     assert os.path.getsize(os.path.join(out, "curve.png")) > 1000
 
 
+def test_curve_errors_only_measures_each_checkpoint_without_matches(
+    tiny_run, tmp_path, monkeypatch
+):
+    from azjax import solved
+
+    # A made-up Tic-Tac-Toe set (the plumbing, not the values): from the empty board every move
+    # draws but a1; after b2 every move draws but c3. The package has none for Tic-Tac-Toe.
+    values = np.zeros((2, 9), np.int8)
+    values[0, 0] = values[1, 8] = -1
+    values[1, 4] = solved.ILLEGAL
+    monkeypatch.setattr(solved, "SETS", str(tmp_path / "sets"))
+    solved.save_set(solved.SolvedSet("tictactoe", {}, ((), (4,)), values), solved.set_path(GAME))
+    out = str(tmp_path / "c")
+    assert evaluate.main(["curve", tiny_run, "--errors_only", "--sims=2", f"--out={out}"]) == 0
+    record = _json(out, "curve.json")
+    assert [row["step"] for row in record["curve"]] == [1, 2]
+    for row in record["curve"]:
+        assert "vs_mcts" not in row and row["errors"]["positions"] == 2
+        assert row["errors"]["errors"] == round(2 * row["errors"]["rate"])
+    assert os.path.getsize(os.path.join(out, "curve_errors.png")) > 1000
+    assert not os.path.exists(os.path.join(out, "curve.png"))
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -147,6 +173,7 @@ def test_curve_plots_every_checkpoint(tiny_run, tmp_path):
         ),
         (["curve", "{tmp}/missing"], "holds no checkpoints"),
         (["curve", "{run}", "--game=hex"], "is a tictactoe {} run, not hex"),
+        (["curve", "{run}", "--errors_only"], "--errors_only: no solved positions for tictactoe"),
     ],
 )
 def test_bad_input_exits_with_code_2(argv, message, tiny_run, tmp_path, capsys):

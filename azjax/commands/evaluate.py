@@ -30,7 +30,8 @@ even-numbered games.
   training loop's evaluation; plotted like seed 000 Figures 5.1 and 5.2. Where the run's
   metrics.jsonl has `eval/elo` (the in-loop ladder placement) it also draws Elo over time and
   over self-play positions (curve_elo.png). Where the package has solved positions for the game
-  (errors, below), each checkpoint's exact error rate too (curve_errors.png).
+  (errors, below), each checkpoint's exact error rate too (curve_errors.png); --errors_only
+  measures that alone, without the matches.
 - errors: each agent's exact error rate on the game's solved positions (azjax/solved.py: the
   share of middle-game positions where its move throws a win or a draw away, by a solver's
   values; 6x6 Othello ships a set), with 95% intervals, and each later agent against the first
@@ -141,6 +142,12 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         type=int,
         default=None,
         help="pure MCTS simulations (default: twice the network's)",
+    )
+    curve.add_argument(
+        "--errors_only",
+        action="store_true",
+        help="no matches: each checkpoint's exact error rate on the game's solved positions "
+        "alone (seconds a checkpoint; 6x6 Othello, Connect Four)",
     )
     curve.add_argument(
         "--epsilon",
@@ -328,14 +335,15 @@ def evaluate(args, game, folder: str) -> None:
             mcts_sims=args.mcts_sims,
             epsilon=args.epsilon,
             game=game,
+            errors_only=args.errors_only,
             log=lambda text: print(text, flush=True),
         )
         plots = [
             name
-            for name in ("curve_elo.png", "curve_errors.png")
+            for name in ("curve.png", "curve_elo.png", "curve_errors.png")
             if os.path.exists(os.path.join(folder, name))
         ]
-        print(f"wrote {os.path.join(folder, 'curve.json')}, " + ", ".join(["curve.png", *plots]))
+        print(f"wrote {os.path.join(folder, 'curve.json')}, " + ", ".join(plots))
 
 
 def run_ladder(args, game) -> None:

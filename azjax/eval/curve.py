@@ -9,7 +9,8 @@ interrupted curve keeps the checkpoints it played. Where the run logged ladder r
 (`eval/elo`, `azjax.ladder`), curve.json also holds them (`elo`: one row per evaluation, with
 cumulative self-play positions and hours) and curve_elo.png draws them. Where the package has
 solved positions for the game (`azjax.solved`), every checkpoint's exact error rate on them (the
-network as in the matches against MCTS) joins its row (`errors`) and curve_errors.png draws it.
+network as in the matches against MCTS) joins its row (`errors`) and curve_errors.png draws it;
+`errors_only` measures that alone, without the matches: seconds a checkpoint instead of minutes.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from azjax.eval.records import (
 )
 from azjax.metrics import read_rows
 from azjax.search import SearchSpec
-from azjax.solved import error_rate, load_set, start_states
+from azjax.solved import error_rate, load_set, shipped, start_states
 from games.base import Game
 
 
@@ -47,12 +48,14 @@ def run_curve(
     mcts_sims: int | None = None,
     epsilon: float | None = None,
     game: Game | None = None,
+    errors_only: bool = False,
     log=print,
 ) -> dict:
     """Plays every checkpoint of `run_dir` (`games` games a match); writes curve.json and
     curve.png into `folder` and returns the record. `sims` (default the run's), `mcts_sims`
     (default twice that) and `epsilon` (default the run's eval_epsilon) override; `game`, when
-    given, must be the run's."""
+    given, must be the run's. `errors_only`: no matches, each checkpoint's exact error rate alone
+    (ValueError where the package has no solved positions for the game)."""
     check_games(games)
     check_curve_options(sims=sims, mcts_sims=mcts_sims, epsilon=epsilon)
     config = read_config(run_dir)  # the latest; raises for a folder without checkpoints
@@ -78,6 +81,11 @@ def run_curve(
     baseline = SearchSpec.pure_mcts(mcts_sims, search="puct")  # seed 000's, as the loop's
     mcts = search_agent("mcts", SearchSetup(game, baseline, None))
     solved = load_set(game)  # None where the package has no solved positions for the game
+    if errors_only and solved is None:
+        raise ValueError(
+            f"--errors_only: no solved positions for {game.name} {dict(game.options)} "
+            f"(the package has: {', '.join(shipped()) or 'none'})"
+        )
     solved_states = start_states(game, solved) if solved is not None else None
     trained = training_games(run_dir)
     previous = initial_variables(config)
@@ -97,40 +105,41 @@ def run_curve(
     )
     for step in steps(run_dir):
         _, variables, _ = load_checkpoint(run_dir, step)
-        k_mcts, k_prev = jax.random.split(jax.random.fold_in(key, step))
-        m = play_games(
-            game, dataclasses.replace(net, variables=variables), mcts, games, k_mcts
-        ).result
-        p = play_games(
-            game,
-            dataclasses.replace(greedy, variables=variables),
-            dataclasses.replace(greedy, variables=previous),
-            games,
-            k_prev,
-        ).result
-        row = dict(
-            step=step,
-            training_games=trained.get(step),
-            vs_mcts=result_record(m),
-            vs_previous=result_record(p),
-        )
+        row = dict(step=step, training_games=trained.get(step))
+        matches = ""
+        if not errors_only:
+            k_mcts, k_prev = jax.random.split(jax.random.fold_in(key, step))
+            m = play_games(
+                game, dataclasses.replace(net, variables=variables), mcts, games, k_mcts
+            ).result
+            p = play_games(
+                game,
+                dataclasses.replace(greedy, variables=variables),
+                dataclasses.replace(greedy, variables=previous),
+                games,
+                k_prev,
+            ).result
+            row.update(vs_mcts=result_record(m), vs_previous=result_record(p))
+            matches = (
+                f": vs MCTS-{mcts_sims} {m.score:.2f} (W{m.wins} D{m.draws} L{m.losses}), vs "
+                f"previous {p.score:.2f} (W{p.wins} D{p.draws} L{p.losses})"
+            )
         errors = ""
         if solved is not None:
             moves = choose_moves(
                 game, dataclasses.replace(net, variables=variables), solved, solved_states, key
             )
-            row["errors"] = rate_record(error_rate(solved, moves))
-            errors = f", exact error rate {row['errors']['rate']:.3f}"
+            row["errors"] = r = rate_record(error_rate(solved, moves))
+            sep = ", " if matches else ": "
+            errors = f"{sep}exact error rate {r['rate']:.3f} ± {r['ci95']:.3f}"
         rows.append(row)
         write_json(folder, "curve.json", record)  # kept if the curve is interrupted
-        log(
-            f"checkpoint {step}: vs MCTS-{mcts_sims} {m.score:.2f} (W{m.wins} D{m.draws} "
-            f"L{m.losses}), vs previous {p.score:.2f} (W{p.wins} D{p.draws} L{p.losses})" + errors
-        )
+        log(f"checkpoint {step}{matches}{errors}")
         previous = variables
     record["complete"] = True
     record["elo"] = elo_rows(run_dir)
-    plot_curve(record, os.path.join(folder, "curve.png"))
+    if not errors_only:
+        plot_curve(record, os.path.join(folder, "curve.png"))
     if record["elo"]:
         plot_elo(record, os.path.join(folder, "curve_elo.png"))
     if solved is not None:
