@@ -19,7 +19,8 @@ an evaluation of its own (`extra_evaluation`: train.py plays `--eval_opponent`, 
 the evaluation wing, `azjax.eval.TrainingOpponent`); its values join the iteration's metrics.
 Evaluation is held to `eval_budget` of the session's wall time (`evaluation_affordable`): one that
 falls due when, with it (as long as the last), the evaluations would take more is put off to the
-next interval (`eval_postponed`).
+next interval (`eval_postponed`), all but the exact error rate, which takes seconds and is
+measured at every interval.
 
 Gating (`--gating`, `azjax.gating`): self-play is played by the best network kept in the run
 state; every `gating_interval` iterations the learner's network plays it (`gating_games` games)
@@ -420,16 +421,18 @@ def evaluation_matches(
 
 
 def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
-    """evaluate(variables, previous, key) -> {"eval/...": ...}: the in-loop matches (module doc),
-    split over `mesh`'s devices where the games divide; for a shared run each game's, as
-    eval/<game>/...."""
+    """evaluate(variables, previous, key, full=True) -> {"eval/...": ...}: the in-loop matches
+    (module doc), split over `mesh`'s devices where the games divide, and the exact error rate;
+    with `full=False` the error rate alone (a few seconds: the loop measures it also when the
+    budget puts the matches off; {} where the game has no solved positions). For a shared run
+    each game's, as eval/<game>/...."""
     if config.games:
         from azjax import shared
 
         each = shared.per_game(config, lambda c: make_evaluation(c, mesh))
-        return lambda variables, previous, key: {
+        return lambda variables, previous, key, full=True: {
             k.replace("eval/", f"eval/{name}/", 1): v
-            for name, values in each(variables, previous, key).items()
+            for name, values in each(variables, previous, key, full=full).items()
             for k, v in values.items()
         }
     vs_previous, vs_mcts = evaluation_matches(config, config.eval_games, mesh)
@@ -437,10 +440,14 @@ def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
     on_solved = make_error_evaluation(config, mesh=mesh)  # None without solved positions
     game = config.make_game()
 
-    def evaluate(variables, previous, key) -> dict[str, Any]:
+    def evaluate(variables, previous, key, full: bool = True) -> dict[str, Any]:
         k_prev, k_mcts, k_ladder = jax.random.split(key, 3)
         k_solved = jax.random.fold_in(key, 3)  # the matches' keys as before
         out = {}
+        if on_solved is not None:
+            out.update(on_solved(variables, k_solved))
+        if not full:
+            return out
         for name, match, opponent, k in (
             ("previous", vs_previous, previous, k_prev),
             ("mcts", vs_mcts, None, k_mcts),
@@ -455,8 +462,6 @@ def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
             out[f"eval/{name}_wdl"] = [res.wins, res.draws, res.losses]
         if on_ladder is not None:
             out.update(on_ladder(variables, k_ladder))
-        if on_solved is not None:
-            out.update(on_solved(variables, k_solved))
         return out
 
     return evaluate
@@ -736,6 +741,11 @@ def _train(
                     config, spent["eval"], session_seconds, spent["last"]
                 ):
                     values["eval_postponed"] = 1  # over eval_budget: the next interval
+                    t_eval = time.time()  # but the exact error rate, seconds, is measured
+                    errors = evaluate(run.train.variables, previous, fns.eval_key(run), full=False)
+                    if errors:  # its time counts, but is not what the next evaluation will take
+                        values.update(errors, eval_seconds=time.time() - t_eval)
+                        spent["eval"] += values["eval_seconds"]
                 elif due:
                     t_eval = time.time()
                     key = fns.eval_key(run)

@@ -207,17 +207,18 @@ def merge_train(train: TrainState, name: str, trained: TrainState) -> TrainState
 
 # ---- functions of (network, other network, key), run per game ---------------------------------
 def per_game(config: Config, make: Callable[[Config], Callable]) -> Callable:
-    """fn(variables, other, key) -> {game: f(view(variables), view(other), key_game)}, where
-    f = make(game config) takes two single-game networks (an evaluation, a gate match); `other`
-    may be None."""
+    """fn(variables, other, key, **options) -> {game: f(view(variables), view(other), key_game,
+    **options)}, where f = make(game config) takes two single-game networks (an evaluation, a
+    gate match); `other` may be None."""
     fns = {name: make(c) for name, c in game_configs(config).items()}
 
-    def run(variables, other, key) -> dict[str, Any]:
+    def run(variables, other, key, **options) -> dict[str, Any]:
         return {
             name: f(
                 view(variables, name),
                 None if other is None else view(other, name),
                 jax.random.fold_in(key, i),
+                **options,
             )
             for i, (name, f) in enumerate(fns.items())
         }

@@ -117,6 +117,34 @@ def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
     assert loop.evaluation_affordable(cfg.load("tictactoe", {"eval_budget": 0.0}), 99.0, 100.0)
 
 
+def test_the_exact_error_rate_is_measured_when_the_matches_are_put_off(run, tmp_path, monkeypatch):
+    """Where the game has solved positions, an evaluation put off by --eval_budget still
+    measures the exact error rate (seconds), counted in eval_seconds; the matches wait."""
+    calls = []
+
+    def fake_errors(config, mesh=None):  # stands in for azjax.solved's measure of a real set
+        def measure(variables, key):
+            calls.append(key)
+            return {"eval/error_rate": 0.25, "eval/error_ci95": 0.05}
+
+        return measure
+
+    monkeypatch.setattr(loop, "make_error_evaluation", fake_errors)
+    workdir = str(tmp_path / "errors")
+    shutil.copytree(run, workdir)
+    argv = [f"--workdir={workdir}", "--resume", "--iterations=6", "--eval_budget=0.001"]
+    assert train.main(argv + ["--no_progress"]) == 0
+    rows = _metrics(workdir)
+    assert "eval/mcts_score" in rows[3] and rows[3]["eval/error_rate"] == 0.25  # the full one
+    assert rows[5]["eval_postponed"] == 1 and "eval/mcts_score" not in rows[5]
+    assert rows[5]["eval/error_rate"] == 0.25 and rows[5]["eval_seconds"] >= 0.0
+    assert len(calls) == 2  # iterations 4 and 6
+    summary = json.load(open(os.path.join(workdir, "summary.json")))
+    assert summary["eval_seconds"] == pytest.approx(
+        rows[3]["eval_seconds"] + rows[5]["eval_seconds"], abs=0.1
+    )
+
+
 def test_restart_without_resume_is_refused(run, capsys):
     assert train.main(TOY + [f"--workdir={run}", "--iterations=3"]) == 2
     assert "--resume" in capsys.readouterr().err
