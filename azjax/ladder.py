@@ -97,28 +97,39 @@ def table_path(game) -> str:
 def load_ladder(game, path: str | None = None) -> Ladder | None:
     """The ladder of `game` from `path` (default: the package's table); None where there is no
     table; ValueError for a table of another game or options, or one that cannot be read."""
-    path = path or table_path(game)
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path) as f:
-            ladder = Ladder.from_json(json.load(f))
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"ladder table {path!r} cannot be read: {e}") from None
-    if ladder.game != game.name or ladder.game_options != dict(game.options):
-        raise ValueError(
-            f"ladder table {path!r} is for {ladder.game} {ladder.game_options}, "
-            f"not {game.name} {dict(game.options)}"
-        )
-    return ladder
+    return load_game_file(game, path or table_path(game), "ladder table", Ladder.from_json)
 
 
 def save_ladder(ladder: Ladder, path: str) -> None:
     """Writes the table whole (a temporary file renamed over it)."""
+    write_whole(path, json.dumps(ladder.to_json(), indent=2) + "\n")
+
+
+def load_game_file(game, path: str, what: str, parse: Callable[[Any], Any]) -> Any:
+    """parse(the JSON at `path`), a table with `.game` and `.game_options` that must be `game`'s
+    (the ladder's tables, azjax.solved's sets); None where there is no file; ValueError naming
+    `what` and the path for a file of another game or options, or one that cannot be read."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            table = parse(json.load(f))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"{what} {path!r} cannot be read: {e}") from None
+    if table.game != game.name or table.game_options != dict(game.options):
+        raise ValueError(
+            f"{what} {path!r} is for {table.game} {table.game_options}, "
+            f"not {game.name} {dict(game.options)}"
+        )
+    return table
+
+
+def write_whole(path: str, text: str) -> None:
+    """Writes `text` to `path` whole (a temporary file renamed over it): a reader, or a process
+    stopped while writing, never sees half a file."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".tmp", "w") as f:
-        json.dump(ladder.to_json(), f, indent=2)
-        f.write("\n")
+        f.write(text)
     os.replace(path + ".tmp", path)
 
 

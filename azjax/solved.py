@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from azjax.ladder import Z95, table_name
+from azjax.ladder import Z95, load_game_file, table_name, write_whole
 from azjax.search import SearchSpec
 
 SETS = os.path.join(os.path.dirname(__file__), "solved")
@@ -125,20 +125,8 @@ def shipped() -> list[str]:
 def load_set(game, path: str | None = None) -> SolvedSet | None:
     """The solved positions of `game` from `path` (default: the package's set); None where there
     is none; ValueError for a set of another game or options, or one that cannot be read."""
-    path = path or set_path(game)
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path) as f:
-            solved = SolvedSet.from_json(json.load(f), game)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        raise ValueError(f"solved positions {path!r} cannot be read: {e}") from None
-    if solved.game != game.name or solved.game_options != dict(game.options):
-        raise ValueError(
-            f"solved positions {path!r} are for {solved.game} {solved.game_options}, "
-            f"not {game.name} {dict(game.options)}"
-        )
-    return solved
+    parse = functools.partial(SolvedSet.from_json, game=game)
+    return load_game_file(game, path or set_path(game), "set of solved positions", parse)
 
 
 def save_set(solved: SolvedSet, path: str, game=None) -> None:
@@ -150,10 +138,7 @@ def save_set(solved: SolvedSet, path: str, game=None) -> None:
     positions = data.pop("positions")
     head = json.dumps(data, indent=2)[:-2]  # without the closing brace
     lines = ",\n".join("    " + json.dumps(p) for p in positions)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        f.write(f'{head},\n  "positions": [\n{lines}\n  ]\n}}\n')
-    os.replace(path + ".tmp", path)
+    write_whole(path, f'{head},\n  "positions": [\n{lines}\n  ]\n}}\n')
 
 
 def start_states(game, solved: SolvedSet):

@@ -84,7 +84,7 @@ def test_a_set_round_trips_and_bad_sets_are_refused(tmp_path, shipped):
     assert back.moves == few.moves and back.info == {"a": 1}
     np.testing.assert_array_equal(back.values, few.values)
     assert sv.load_set(OTHELLO6, path + ".missing") is None
-    with pytest.raises(ValueError, match="are for othello {'size': 6}, not othello {'size': 8}"):
+    with pytest.raises(ValueError, match="is for othello {'size': 6}, not othello {'size': 8}"):
         sv.load_set(games.make("othello", size=8), path)
     data = json.loads(open(path).read())
     data["positions"][0]["moves"] = "e4 zz"
