@@ -24,10 +24,10 @@ Elo is the mean of its seeds' networks; its interval, 1.96 x the standard deviat
 sqrt(seeds) together with the networks' own rating error. Where two recipes differ by less than
 that, this experiment does not tell them apart.
 
-Where the package has solved positions for the game (`azjax.solved`: 6x6 Othello), every run's
-last `--error_checkpoints` checkpoints (default 6) are also measured by the exact error rate, the
-share of the set's positions where the network's move throws a win or a draw away, and each
-recipe is compared with the first position by position (the mean difference of the per-position
+Where the package has solved positions for the game (`azjax.solved`: 6x6 Othello, Connect Four),
+every run's last `--error_checkpoints` checkpoints (default 6) are also measured by the exact error
+rate, the share of the set's positions where the network's move throws a win or a draw away, and
+each recipe is compared with the first position by position (the mean difference of the per-position
 error shares, over the recipe's runs and checkpoints, and its z over the positions). It separates
 recipes that a round robin of hundreds of games does not (docs/strength.md, sessions 22 - 23),
 though its z counts the positions, not the seeds: read it beside each seed's rate.
@@ -40,6 +40,7 @@ A run whose folder already has a summary.json is not trained again (`--rate_only
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -53,6 +54,7 @@ import numpy as np
 import games
 from azjax import config as cfg
 from azjax import flags
+from azjax.checkpoint import load_checkpoint
 from azjax.config import FIELDS
 from azjax.eval.errors import choose_moves
 from azjax.eval.openings import random_sequences
@@ -248,19 +250,14 @@ def error_rates(game, out: str, runs: list[str], *, sims: int, last: int, seed: 
     rates = {}
     for run in runs:
         folder = os.path.join(out, run)
-        wrong = [
-            errs(
-                solved,
-                choose_moves(
-                    game,
-                    parse_agent(f"ckpt:{folder}@{step},sims={sims}", game),
-                    solved,
-                    states,
-                    key,
-                ),
-            )
-            for step in checkpoint_steps(folder)[-last:]
-        ]
+        steps = checkpoint_steps(folder)[-last:]
+        # one agent a run, its search compiled once; each checkpoint's variables swapped in
+        agent = parse_agent(f"ckpt:{folder}@{steps[-1]},sims={sims}", game)
+        wrong = []
+        for step in steps:
+            variables = load_checkpoint(folder, step)[1]
+            net = dataclasses.replace(agent, variables=variables)
+            wrong.append(errs(solved, choose_moves(game, net, solved, states, key)))
         rates[run] = np.mean(wrong, axis=0)
         log(f"{run}: exact error rate {rates[run].mean():.3f} (last {len(wrong)} checkpoints)")
     return rates

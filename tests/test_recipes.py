@@ -5,8 +5,10 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
+import games
 from experiments import recipes
 
 TOY = (
@@ -15,7 +17,17 @@ TOY = (
 )
 
 
-def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, capsys):
+def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, capsys, monkeypatch):
+    from azjax import solved
+
+    # A made-up Tic-Tac-Toe set (the plumbing, not the values): from the empty board every move
+    # draws but a1; after b2 every move draws but c3. The package has none for Tic-Tac-Toe.
+    values = np.zeros((2, 9), np.int8)
+    values[0, 0] = values[1, 8] = -1
+    values[1, 4] = solved.ILLEGAL
+    monkeypatch.setattr(solved, "SETS", str(tmp_path / "sets"))
+    ttt = games.make("tictactoe")
+    solved.save_set(solved.SolvedSet("tictactoe", {}, ((), (4,)), values), solved.set_path(ttt))
     out = str(tmp_path / "rec")
     argv = [
         "--game=tictactoe",
@@ -43,6 +55,12 @@ def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, cap
     assert os.path.exists(os.path.join(out, "tournament", "tournament.json"))
     text = capsys.readouterr().out
     assert "| base | 1 |" in text and "anchor random: +0" in text
+    # each run's last checkpoints measured on the set, each recipe against the first
+    assert [row["recipe"] for row in results["errors"]] == ["base", "aug"]
+    for row in results["errors"]:
+        assert row["positions"] == 2 and 0 <= row["rate"] <= 1 and len(row["each"]) == 1
+    assert results["errors"][0]["difference"] == 0.0
+    assert "| recipe | exact error rate |" in text and "exact error rate" in text
     # a finished run is not trained again
     said = []
     again = recipes.train_all(recipes.parse(argv)[1], out, 1, said.append)
@@ -95,3 +113,18 @@ def test_recipe_table_means_seeds_and_widens_by_their_spread():
     assert b["elo"] == 0.0 and b["ci95"] == pytest.approx(1.96 * 10)
     shifted = recipes.anchored(elo, ["mcts"])
     assert shifted["mcts"]["elo"] == 0.0 and shifted["a-s0"]["elo"] == 150.0
+
+
+def test_the_error_table_pools_each_recipes_runs_and_compares_position_by_position():
+    rates = {  # per position: the share of a run's checkpoints that err there
+        "a-s0": np.array([0.0, 1.0, 0.5, 0.0]),
+        "a-s1": np.array([0.0, 1.0, 0.5, 1.0]),
+        "b-s0": np.array([1.0, 1.0, 0.5, 0.5]),
+    }
+    a, b = recipes.error_table(["a", "b", "c"], rates)  # c has no runs measured
+    assert a["rate"] == pytest.approx(0.5) and a["each"] == [0.375, 0.625]
+    assert a["difference"] == 0.0 and a["z"] == 0.0 and a["positions"] == 4
+    d = np.array([1.0, 0.0, 0.0, 0.0])  # b's shares minus a's pooled [0, 1, 0.5, 0.5]
+    assert b["rate"] == pytest.approx(0.75) and b["difference"] == pytest.approx(0.25)
+    assert b["z"] == pytest.approx(d.mean() / (d.std(ddof=1) / 2))
+    assert "| b | 0.750 | 0.750 | +0.250 | +1.0 |" in recipes.format_errors([a, b])
