@@ -32,9 +32,9 @@ even-numbered games.
   over self-play positions (curve_elo.png). Where the package has solved positions for the game
   (errors, below), each checkpoint's exact error rate too (curve_errors.png); --errors_only
   measures that alone, without the matches.
-- errors: each agent's exact error rate on the game's solved positions (azjax/solved.py: the
-  share of middle-game positions where its move throws a win or a draw away, by a solver's
-  values; 6x6 Othello ships a set), with 95% intervals, and each later agent against the first
+- errors: each agent's exact error rate on the game's solved positions (azjax/solved.py: the share
+  of middle-game positions where its move throws a win or a draw away, by a solver's values; 6x6
+  Othello and Connect Four ship a set), with 95% intervals, and each later agent against the first
   position by position; writes errors.json. No opponent, no match noise: the finest measure of
   strength here, and it does not saturate short of perfect play.
 - ladder: rates the rungs of the Elo ladder, pure MCTS (UCT, random rollouts) at 2^k simulations
