@@ -135,7 +135,7 @@ def tie_break(key, num_actions: int):
     tie-break of every tree policy here and of PUCT (`azjax.search`).
 
     mctx draws `jax.random.uniform(key, [A])` for it: A/2 Threefry blocks per node and simulation,
-    a third of a PUCT search's time on a CPU (and, before UCT used this, 10 - 20% of a batched
+    a third of a PUCT search's time on a CPU (and, before UCT used this, 3 - 17% of a batched
     pure-MCTS search's, docs/benchmarks.md). A tie-break needs only numbers that order the
     actions at random, and a split key's words are already random: one round of murmur3's
     finaliser (a bijection of uint32) over the actions' Weyl sequence XOR a key word costs a few
