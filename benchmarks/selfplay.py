@@ -336,6 +336,12 @@ def _compile(variant: _Variant, key):
     return compiled, time.perf_counter() - start
 
 
+def compile_workers(variants: int) -> int:
+    """How many variants compile at once: 2 on a 2-core machine, up to one per 4 host cores (an
+    accelerator's 16-core host compiles all four of a game together)."""
+    return max(1, min(variants, max(2, (os.cpu_count() or 2) // 4)))
+
+
 def benchmark_game(name: str, setting: Setting, key, log=print) -> list[Row]:
     """Rows for one game: the recipe, azjax gumbel, azjax puct, azjax gumbel + random rollouts."""
     import pgx
@@ -352,12 +358,13 @@ def benchmark_game(name: str, setting: Setting, key, log=print) -> list[Row]:
         _azjax_variant(game, setting, "puct", "none", ours, keys[2]),
         _azjax_variant(game, setting, "gumbel", "random", ours, keys[3]),
     ]
-    with ThreadPoolExecutor(max_workers=2) as pool:  # XLA compiles outside the GIL
+    workers = compile_workers(len(variants))
+    with ThreadPoolExecutor(max_workers=workers) as pool:  # XLA compiles outside the GIL
         compiled = list(pool.map(lambda v: _compile(v, keys[4]), variants))
     runs = [c for c, _ in compiled]
     log(
-        f"{name}: compiled in {', '.join(f'{s:.0f}s' for _, s in compiled)} (2 at a time); "
-        "warming up"
+        f"{name}: compiled in {', '.join(f'{s:.0f}s' for _, s in compiled)} "
+        f"({workers} at a time); warming up"
     )
     states = []
     for v, run in zip(variants, runs):  # warm-up: one untimed chunk each
