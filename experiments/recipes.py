@@ -153,10 +153,24 @@ def pinned(command: list[str], cores: set[int]) -> list[str]:
     return [command[0], "-c", pin, *command]
 
 
-def train_all(configs: dict, out: str, at_once: int, log) -> dict:
-    """Trains the runs of `configs` not yet finished, `at_once` at a time on their own cores;
-    returns {run: summary} of every finished run in `out`. A run that fails is reported with its
-    log's last lines and left out."""
+def leave_accelerator_to_runs() -> dict[str, str]:
+    """Keeps this process from taking JAX's default 75% of an accelerator's memory when it first
+    uses one (read when its backend starts: call before anything touches JAX). The runs train as
+    child processes on the same device, and this one only needs it afterwards to rate them; on an
+    H200 it took that memory while validating the configs and held it, so every run logged a
+    screen of failed allocations and trained in what was left. Returns the user's environment,
+    for the runs."""
+    user = dict(os.environ)
+    os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    return user
+
+
+def train_all(
+    configs: dict, out: str, at_once: int, log, env: dict[str, str] | None = None
+) -> dict:
+    """Trains the runs of `configs` not yet finished, `at_once` at a time on their own cores, each
+    a process with environment `env` (default: this one's); returns {run: summary} of every
+    finished run in `out`. A run that fails is reported with its log's last lines and left out."""
     todo = [n for n in configs if not os.path.exists(os.path.join(out, n, "summary.json"))]
     shares = core_shares(at_once)
     running: dict[str, tuple[subprocess.Popen, int]] = {}
@@ -182,7 +196,7 @@ def train_all(configs: dict, out: str, at_once: int, log) -> dict:
             with open(os.path.join(out, f"{name}.log"), "w") as stdout:
                 running[name] = (
                     subprocess.Popen(
-                        pinned(command, cores), stdout=stdout, stderr=subprocess.STDOUT
+                        pinned(command, cores), stdout=stdout, stderr=subprocess.STDOUT, env=env
                     ),
                     slot,
                 )
@@ -419,11 +433,14 @@ def _fail(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    user_env = leave_accelerator_to_runs()
     args, configs = parse(argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
     t_start = time.time()
-    summaries = train_all({} if args.rate_only else configs, args.out, args.at_once, log)
+    summaries = train_all(
+        {} if args.rate_only else configs, args.out, args.at_once, log, env=user_env
+    )
     summaries = {n: summaries[n] for n in configs if n in summaries}  # this experiment's runs
     t_train = time.time() - t_start
     runs = [n for n in configs if n in summaries]

@@ -20,6 +20,8 @@ TOY = (
 def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, capsys, monkeypatch):
     from azjax import solved
 
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)  # main() sets it
+
     # A made-up Tic-Tac-Toe set (the plumbing, not the values): from the empty board every move
     # draws but a1; after b2 every move draws but c3. The package has none for Tic-Tac-Toe.
     values = np.zeros((2, 9), np.int8)
@@ -65,6 +67,33 @@ def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, cap
     said = []
     again = recipes.train_all(recipes.parse(argv)[1], out, 1, said.append)
     assert set(again) == {"base-s0", "aug-s0"} and said == []
+
+
+def test_the_runs_train_with_the_users_environment_and_the_driver_leaves_the_device(
+    tmp_path, monkeypatch
+):
+    # the driver must not take 75% of an accelerator's memory while its runs train there; the
+    # runs themselves keep whatever the user set
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
+    user = recipes.leave_accelerator_to_runs()
+    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert user["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+    given = []
+
+    class Finished:
+        returncode = 0
+
+        def poll(self):
+            return 0
+
+    def popen(command, stdout, stderr, env):
+        given.append(env)
+        return Finished()
+
+    monkeypatch.setattr(recipes.subprocess, "Popen", popen)
+    configs = recipes.parse(["--game=tictactoe", "--seeds=0,1", f"--out={tmp_path}"])[1]
+    recipes.train_all(configs, str(tmp_path), 2, lambda text: None, env=user)
+    assert len(given) == 4 and all(env is user for env in given)  # base and augment, 2 seeds
 
 
 def test_a_pinned_command_runs_on_its_cores_only():
