@@ -11,7 +11,8 @@ Every recipe is `--config` (default `cpu`, configs/cpu.py) for `--game` with the
 share. Each (recipe, seed) trains into <out>/<recipe>-s<seed> with `--time_budget` set to
 `--minutes`, no in-loop evaluation and a checkpoint every 5 iterations, as its own `train.py`
 process. `--at_once=K` runs K of them at a time, each pinned to its own share of this machine's
-cores (`os.sched_setaffinity`; default: one run per two cores), so every run gets the same compute:
+cores (`os.sched_setaffinity`; default: one run per two cores on a CPU, one run at a time on a GPU
+or TPU, which the runs would otherwise share), so every run gets the same compute:
 their wall times are equal and so is the hardware under them.
 
 Then every final network (its search as trained, `--sims` simulations, no noise) and the
@@ -128,6 +129,15 @@ def build_configs(args) -> dict[str, cfg.Config]:
 def core_list() -> list[int]:
     """The cores this process may run on (none known: [])."""
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def default_at_once() -> int:
+    """One run per two cores on a CPU; one at a time on an accelerator, where runs sharing a GPU
+    time-slice it and each one's many small kernels wait for the others' (docs/benchmarks.md, "One
+    training run at a time on a GPU")."""
+    if jax.default_backend() != "cpu":
+        return 1
+    return max(1, len(core_list()) // 2)
 
 
 def core_shares(at_once: int) -> list[set[int]]:
@@ -356,7 +366,10 @@ def parse(argv: list[str]):
     p.add_argument("--seeds", default="0,1", help="comma-separated run seeds (default 0,1)")
     p.add_argument("--minutes", type=float, default=6.0, help="training time of each run")
     p.add_argument(
-        "--at_once", type=int, default=0, help="runs trained at a time (default: cores / 2)"
+        "--at_once",
+        type=int,
+        default=0,
+        help="runs trained at a time (default: cores / 2 on a CPU, 1 on a GPU or TPU)",
     )
     p.add_argument("--games", type=int, default=20, help="games per pair in the rating (even)")
     p.add_argument("--sims", type=int, default=50, help="the networks' simulations when rated")
@@ -407,8 +420,8 @@ def parse(argv: list[str]):
     if args.error_checkpoints < 0:
         p.error(f"--error_checkpoints must be >= 0, got {args.error_checkpoints}")
     if args.at_once < 0:
-        p.error(f"--at_once must be >= 1 (0: cores / 2), got {args.at_once}")
-    args.at_once = args.at_once or max(1, len(core_list()) // 2)
+        p.error(f"--at_once must be >= 1 (0: the default), got {args.at_once}")
+    args.at_once = args.at_once or default_at_once()
     args.anchors = [a for a in (s.strip() for s in args.anchors.split(",")) if a]
     args.out = args.out or os.path.join("runs", f"recipes_{args.game}")
     try:

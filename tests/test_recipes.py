@@ -96,6 +96,14 @@ def test_the_runs_train_with_the_users_environment_and_the_driver_leaves_the_dev
     assert len(given) == 4 and all(env is user for env in given)  # base and augment, 2 seeds
 
 
+def test_one_run_at_a_time_on_an_accelerator_one_per_two_cores_on_a_cpu(monkeypatch):
+    cores = len(recipes.core_list())
+    assert recipes.parse(["--game=tictactoe"])[0].at_once == max(1, cores // 2)
+    monkeypatch.setattr(recipes.jax, "default_backend", lambda: "gpu")
+    assert recipes.parse(["--game=tictactoe"])[0].at_once == 1
+    assert recipes.parse(["--game=tictactoe", "--at_once=3"])[0].at_once == 3
+
+
 def test_a_pinned_command_runs_on_its_cores_only():
     show = [
         sys.executable,
