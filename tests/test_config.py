@@ -163,5 +163,7 @@ def test_the_cpu_recipe_applies_to_any_game():
     assert run.ownership_weight == 1.5  # measured on 6x6 Hex and Othello
     steps, _ = train.parse(["--game=othello", "--config=cpu", "--train_steps=20"])
     assert steps.train_steps == 20  # a flag over the recipe
+    gpu, _ = train.parse(["--game=othello"])  # configs/othello.py: measured on an H200
+    assert gpu.augment and gpu.num_filters == 64
     c4, _ = train.parse(["--game=connect_four", "--config=cpu"])
     assert not c4.augment and c4.train_steps == 30 and c4.ownership_weight == 0  # not measured
