@@ -11,7 +11,8 @@ memory, a diverged run) ends as one line, `PROG: error: what and how to fix it`,
 keeps its traceback. SIGINT and SIGTERM end with `PROG: SIGINT: what was kept` and 130 or 143
 (`azjax.interrupt.Interrupted`). With `threaded=True` (evaluate.py, play.py: their work is
 long calls into XLA that Python cannot interrupt) the work runs in a worker thread, and a signal
-ends the process at once (`os._exit`), after what the work wrote so far.
+ends the process at once (`os._exit`), after what the work wrote so far. Every command keeps
+its compiled programs in the persistent compilation cache (`azjax.compile_cache`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def run(
     """body(argv)'s exit code, with errors and signals handled as the module doc says;
     `stopped` is what a signal's line says was kept."""
     debug = "--debug" in argv
+    from azjax import compile_cache
+
+    compile_cache.enable()  # before anything compiles: later runs load what this one compiles
     try:
         with raise_on_signals():  # SIGTERM ends like Ctrl-C, with a line and 143, not silently
             if threaded:

@@ -53,8 +53,8 @@ import jax
 import numpy as np
 
 import games
+from azjax import compile_cache, flags
 from azjax import config as cfg
-from azjax import flags
 from azjax.checkpoint import load_checkpoint
 from azjax.config import FIELDS
 from azjax.eval.errors import choose_moves
@@ -168,10 +168,14 @@ def leave_accelerator_to_runs() -> dict[str, str]:
     uses one (read when its backend starts: call before anything touches JAX). The runs train as
     child processes on the same device, and this one only needs it afterwards to rate them; on an
     H200 it took that memory while validating the configs and held it, so every run logged a
-    screen of failed allocations and trained in what was left. Returns the user's environment,
-    for the runs."""
+    screen of failed allocations and trained in what was left. Returns the environment for the
+    runs: the user's, without the compilation cache."""
     user = dict(os.environ)
     os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    # and every run compiles its own programs: from the commands' shared compilation cache a run
+    # trained after another of the same programs would skip their compilation, tens of seconds
+    # of its minutes (azjax.compile_cache)
+    user[compile_cache.ENV] = ""
     return user
 
 

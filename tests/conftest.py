@@ -20,7 +20,7 @@ os.environ["XLA_FLAGS"] = suite_flags(os.environ.get("XLA_FLAGS", ""))
 # many tests compile the same toy programs. Entries are keyed by the program and the JAX and XLA
 # versions, so a cache left from an earlier run is only ever a hit or a miss; at most 2 GiB, the
 # least recently used entries go first. Set JAX_COMPILATION_CACHE_DIR to put it elsewhere. JAX
-# locks the cache with `filelock` (a test extra) when it has a size limit; without the lock two
+# locks the cache with `filelock` (a dependency) when it has a size limit; without the lock two
 # processes could read a half-written entry, so without filelock there is no cache.
 try:
     import filelock  # noqa: F401

@@ -73,11 +73,12 @@ def test_the_runs_train_with_the_users_environment_and_the_driver_leaves_the_dev
     tmp_path, monkeypatch
 ):
     # the driver must not take 75% of an accelerator's memory while its runs train there; the
-    # runs themselves keep whatever the user set
+    # runs themselves keep whatever the user set, but for the compilation cache
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
     user = recipes.leave_accelerator_to_runs()
     assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     assert user["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+    assert user["JAX_COMPILATION_CACHE_DIR"] == ""  # each run compiles its own programs
     given = []
 
     class Finished:

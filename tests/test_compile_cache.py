@@ -1,0 +1,96 @@
+"""The commands' persistent compilation cache (azjax/compile_cache.py): where it goes, how the
+environment moves or stops it, and that a run loading its programs from it learns the same."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import pytest
+
+from azjax import compile_cache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SETTINGS = (
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_compilation_cache_max_size",
+)
+
+
+@pytest.fixture
+def jax_settings():
+    """JAX's cache settings as the suite set them, restored after the test."""
+    before = {name: getattr(jax.config, name) for name in SETTINGS}
+    yield
+    for name, value in before.items():
+        jax.config.update(name, value)
+
+
+def test_on_by_default_under_the_users_cache_folder(tmp_path, jax_settings):
+    folder = compile_cache.enable({"XDG_CACHE_HOME": str(tmp_path)})
+    assert folder == str(tmp_path / "azjax" / "xla") and os.path.isdir(folder)
+    assert jax.config.jax_compilation_cache_dir == folder
+    assert jax.config.jax_compilation_cache_max_size == compile_cache.MAX_BYTES
+    minimum = jax.config.jax_persistent_cache_min_compile_time_secs
+    assert minimum == compile_cache.MIN_COMPILE_SECONDS
+    home = compile_cache.default_folder({})
+    assert home == os.path.join(os.path.expanduser("~"), ".cache", "azjax", "xla")
+
+
+def test_the_environment_moves_it_or_turns_it_off(tmp_path, jax_settings):
+    before = jax.config.jax_compilation_cache_dir
+    assert compile_cache.enable({compile_cache.ENV: ""}) is None  # off
+    assert jax.config.jax_compilation_cache_dir == before
+    named = str(tmp_path / "mine")
+    jax.config.update("jax_compilation_cache_max_size", 12345)  # as JAX read it from theirs
+    environ = {compile_cache.ENV: named, "JAX_COMPILATION_CACHE_MAX_SIZE": "12345"}
+    assert compile_cache.enable(environ) == named  # JAX reads the folder itself
+    assert jax.config.jax_compilation_cache_max_size == 12345  # their size stands
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    assert compile_cache.enable({"XDG_CACHE_HOME": str(a_file)}) is None  # cannot be made: off
+
+
+def _toy_run(workdir, env):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            "--game=tictactoe",
+            "--batch_games=8",
+            "--num_simulations=4",
+            "--num_blocks=1",
+            "--num_filters=4",
+            "--value_hidden=4",
+            "--train_steps=2",
+            "--train_batch_size=16",
+            "--iterations=2",
+            "--eval_interval=0",
+            "--no_progress",
+            f"--workdir={workdir}",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return [json.loads(line)["loss/total"] for line in f]
+
+
+@pytest.mark.integration  # two training runs as scripts
+def test_a_second_run_loads_the_first_runs_programs_and_learns_the_same(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "home-cache"), JAX_PLATFORMS="cpu")
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"  # the toy's programs compile fast
+    first = _toy_run(tmp_path / "first", env)
+    folder = tmp_path / "home-cache" / "azjax" / "xla"
+    entries = {n for n in os.listdir(folder) if n.endswith("-cache")}
+    assert entries  # self-play and the learner, at least
+    second = _toy_run(tmp_path / "second", env)
+    assert {n for n in os.listdir(folder) if n.endswith("-cache")} == entries  # all loaded
+    assert second == first  # the same programs, the same seed: the same losses
