@@ -1,11 +1,11 @@
 """The commands' persistent XLA compilation cache: a program compiled once is loaded from disk
 by every later run that compiles it again.
 
-Compilation is much of a short run: on a 2-core CPU the README's Tic-Tac-Toe run spends about a
+Compilation is much of a short run: on a 2-core CPU the README's Tic-Tac-Toe run spent about a
 minute compiling self-play, the learner and the in-loop evaluation's matches, and every run of
-the same recipe compiled them again (docs/benchmarks.md, "The compilation cache"). JAX can keep
-compiled programs on disk, keyed by the program, the compile options, the device and the JAX and
-XLA versions, so an entry from another version or machine is only ever a miss.
+the same recipe compiled them again (docs/benchmarks.md, "The commands' compilation cache"). JAX
+can keep compiled programs on disk, keyed by the program, the compile options, the device and
+the JAX and XLA versions, so an entry from another version or machine is only ever a miss.
 
 `enable()` (called by `azjax.cli.run`, so by train.py, evaluate.py and play.py and their
 `azjax-*` commands) turns the cache on at `default_folder()` (`$XDG_CACHE_HOME/azjax/xla`, else
@@ -46,18 +46,18 @@ def enable(environ: Mapping[str, str] = os.environ) -> str | None:
     else:
         locked = True
     if ENV in environ:
-        folder = environ[ENV] or None
-    elif not locked:
-        return None
+        folder = environ[ENV]
+        if not folder:
+            return None
     else:
+        if not locked:  # no shared cache without the lock
+            return None
         folder = default_folder(environ)
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError:
             return None
         jax.config.update("jax_compilation_cache_dir", folder)
-    if folder is None:
-        return None
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in environ:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     if locked and "JAX_COMPILATION_CACHE_MAX_SIZE" not in environ:
