@@ -29,10 +29,14 @@ CPU_SCALE = dict(
 # at 10 minutes (two seeds) for 17% fewer games; on Hex they were not told apart. The ownership
 # target (weight 1.5, KataGo's) gained about +60 Elo at 10 minutes on Othello (two seeds, 137-95
 # against the recipe without it) and about +130 at 6 minutes on Hex (163-77; docs/strength.md,
-# "The ownership target"); on Connect Four, not told apart at 6 minutes (126-108).
+# "The ownership target"); on Connect Four, not told apart at 6 minutes (126-108). Connect Four's
+# mirror gained +172 Elo at 15 minutes (two seeds, 111-38 with 11 draws against the recipe without
+# it) and took its exact error rate from 0.243 to 0.200 (docs/strength.md, "Connect Four's
+# mirror").
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(augment=True, train_steps=90, ownership_weight=1.5),
+    "connect_four": dict(augment=True),
 }
 
 
