@@ -168,6 +168,13 @@ class Config:
         low=0.0,
         high=1.0,
     )
+    eval_compile_ahead: str = _field(
+        "auto",
+        "compile the next in-loop evaluation's programs on a background thread while self-play "
+        "and learning run (auto: where they run on a GPU or TPU, whose host's cores are idle "
+        "meanwhile; on a CPU the compilation takes the cores self-play uses)",
+        choices=("auto", "on", "off"),
+    )
     eval_opening_plies: int = _field(
         0,
         "in-loop evaluation: each game pair (one game with each colour) of the matches against "

@@ -250,8 +250,11 @@ def make_ladder_evaluation(config, path: str | None = None, *, mesh=None) -> Cal
     evaluation's rating (the Python loop keeps it; 0 at the start of a session), its games split
     over `mesh`'s devices where they divide (`azjax.arena.make_match`). None where
     `config.eval_ladder` is off or the package has no table for the game and options (`path`:
-    another table)."""
+    another table). `evaluate(variables, key, compile_only=True)` compiles the matches the next
+    placement's first round plays and those against the rungs either side of them (where its
+    second round most often goes) and returns {} (`azjax.ahead`)."""
     from azjax import parallel
+    from azjax.ahead import compile_for
     from azjax.arena import MatchResult, make_match, make_search_agent
     from azjax.network import make_apply, make_network
 
@@ -265,18 +268,27 @@ def make_ladder_evaluation(config, path: str | None = None, *, mesh=None) -> Cal
     agent = make_search_agent(
         game, SearchSpec.from_config(config), make_apply(make_network(config, game))
     )
-    matches: dict[int, Callable] = {}  # rung -> jitted match, compiled when first played
+    matches: dict[int, Callable] = {}  # rung -> jitted match, compiled when first needed
     last = [0.0]  # the previous evaluation's rating
 
-    def evaluate(variables, key) -> dict[str, Any]:
+    def match(i: int) -> Callable:
+        if i not in matches:
+            rung = make_search_agent(game, rung_spec(ladder.sims[i]), None)
+            matches[i] = make_match(game, agent, rung, n, mesh=mesh)
+        return matches[i]
+
+    def evaluate(variables, key, compile_only: bool = False) -> dict[str, Any]:
+        if compile_only:
+            first = bracket(ladder.elo, last[0])
+            near = range(max(first[0] - 1, 0), min(first[-1] + 2, len(ladder.sims)))
+            for i in sorted(near, key=lambda i: i not in first):  # the first round's first
+                compile_for(match(i), variables, None, jax.random.fold_in(key, 1))
+            return {}
         calls = [0]
 
         def play(i: int, games: int) -> float:
-            if i not in matches:
-                rung = make_search_agent(game, rung_spec(ladder.sims[i]), None)
-                matches[i] = make_match(game, agent, rung, games, mesh=mesh)
             calls[0] += 1
-            out = matches[i](variables, None, jax.random.fold_in(key, calls[0]))
+            out = match(i)(variables, None, jax.random.fold_in(key, calls[0]))
             r = MatchResult.from_returns(*parallel.fetch(out))
             return r.wins + 0.5 * r.draws
 

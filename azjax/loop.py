@@ -64,6 +64,8 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from azjax import gating, parallel, replay, symmetry, training
+from azjax.ahead import Ahead, compile_for
+from azjax.ahead import wanted as ahead_wanted
 from azjax.arena import MatchResult, make_match, make_search_agent
 from azjax.checkpoint import (
     Checkpointer,
@@ -425,14 +427,16 @@ def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
     (module doc), split over `mesh`'s devices where the games divide, and the exact error rate;
     with `full=False` the error rate alone (a few seconds: the loop measures it also when the
     budget puts the matches off; {} where the game has no solved positions). For a shared run
-    each game's, as eval/<game>/...."""
+    each game's, as eval/<game>/.... With `compile_only=True` it compiles the programs such a
+    call would run (the ladder's: those its placement most likely plays) and returns {}: the loop
+    has them compiled on a background thread while it plays (`azjax.ahead`)."""
     if config.games:
         from azjax import shared
 
         each = shared.per_game(config, lambda c: make_evaluation(c, mesh))
-        return lambda variables, previous, key, full=True: {
+        return lambda variables, previous, key, **options: {
             k.replace("eval/", f"eval/{name}/", 1): v
-            for name, values in each(variables, previous, key, full=full).items()
+            for name, values in each(variables, previous, key, **options).items()
             for k, v in values.items()
         }
     vs_previous, vs_mcts = evaluation_matches(config, config.eval_games, mesh)
@@ -440,12 +444,12 @@ def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
     on_solved = make_error_evaluation(config, mesh=mesh)  # None without solved positions
     game = config.make_game()
 
-    def evaluate(variables, previous, key, full: bool = True) -> dict[str, Any]:
+    def evaluate(variables, previous, key, full=True, compile_only=False) -> dict[str, Any]:
         k_prev, k_mcts, k_ladder = jax.random.split(key, 3)
         k_solved = jax.random.fold_in(key, 3)  # the matches' keys as before
         out = {}
         if on_solved is not None:
-            out.update(on_solved(variables, k_solved))
+            out.update(on_solved(variables, k_solved, compile_only=compile_only))
         if not full:
             return out
         for name, match, opponent, k in (
@@ -457,11 +461,14 @@ def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
                 k_match, k_open = jax.random.split(k)
                 starts = paired_openings(game, k_open, config.eval_games, config.eval_opening_plies)
                 args = (variables, opponent, k_match, starts)
+            if compile_only:
+                compile_for(match, *args)
+                continue
             res = MatchResult.from_returns(*parallel.fetch(match(*args)))
             out[f"eval/{name}_score"] = res.score
             out[f"eval/{name}_wdl"] = [res.wins, res.draws, res.losses]
         if on_ladder is not None:
-            out.update(on_ladder(variables, k_ladder))
+            out.update(on_ladder(variables, k_ladder, compile_only=compile_only))
         return out
 
     return evaluate
@@ -668,6 +675,7 @@ def _train(
     checkpointer = Checkpointer(workdir, config.keep_checkpoints)
     metrics = bar = None
     it = 0
+    ahead = Ahead()  # the next evaluation's programs, compiled while the loop plays
     try:
         run = _open_run(config, workdir, fns, checkpointer, resume, resume_step)
         it = int(parallel.fetch(run.iteration))
@@ -683,6 +691,14 @@ def _train(
         buffer = fns.init_buffer()
         states = fns.init_states()
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
+
+        def compile_next_evaluation() -> None:  # where one falls due in this session
+            due = config.eval_interval * (it // config.eval_interval + 1) if evaluate else 0
+            if due and due <= config.iterations and ahead_wanted(config.eval_compile_ahead):
+                args = (previous, previous, fns.eval_key(run))  # as the evaluation's own
+                ahead.start(functools.partial(evaluate, *args, compile_only=True))
+
+        compile_next_evaluation()
         bar = Progress(progress and primary, it, config.iterations)
         if moves is not None:
             moves.progress = bar
@@ -748,6 +764,7 @@ def _train(
                         spent["eval"] += values["eval_seconds"]
                 elif due:
                     t_eval = time.time()
+                    ahead.wait()  # what it has not compiled yet counts as evaluation
                     key = fns.eval_key(run)
                     values.update(evaluate(run.train.variables, previous, key))
                     if extra_evaluation is not None:  # a key of its own, the loop's unchanged
@@ -757,6 +774,7 @@ def _train(
                     values["eval_seconds"] = time.time() - t_eval
                     spent["eval"] += values["eval_seconds"]
                     spent["last"] = values["eval_seconds"]
+                    compile_next_evaluation()  # the ladder's next rungs, if new
                 if primary:
                     metrics.add(it, values)
                     if on_iteration is not None:
@@ -789,6 +807,8 @@ def _train(
     except BaseException:
         _abandon(bar, checkpointer, metrics)
         raise
+    finally:
+        ahead.wait()  # a compilation in flight ends before the process may
     bar.close()
     summary = _summary(
         config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last

@@ -230,8 +230,11 @@ def make_error_evaluation(config, path: str | None = None, *, mesh=None) -> Call
     "eval/error_drawn"}: the network (the run's search, greedy) chooses a move in every position
     of the game's solved set, all in one batched search. None where `config.eval_errors` is off
     or the package has no set for the game and options (`path`: another set). With `mesh` the
-    positions are split over its devices (the last device's share filled up with copies)."""
+    positions are split over its devices (the last device's share filled up with copies).
+    `evaluate(variables, key, compile_only=True)` compiles the search and returns {}
+    (`azjax.ahead`)."""
     from azjax import parallel
+    from azjax.ahead import compile_for
     from azjax.arena import make_search_agent
     from azjax.network import make_apply, make_network
     from azjax.parallel import AXIS
@@ -264,7 +267,10 @@ def make_error_evaluation(config, path: str | None = None, *, mesh=None) -> Call
             out_shardings=parallel.replicated(mesh),
         )
 
-    def evaluate(variables, key) -> dict[str, Any]:
+    def evaluate(variables, key, compile_only: bool = False) -> dict[str, Any]:
+        if compile_only:
+            compile_for(act, variables, key, states)
+            return {}
         actions = np.asarray(parallel.fetch(act(variables, key, states)))[: len(solved)]
         r = error_rate(solved, actions)
         out = {"eval/error_rate": r.rate, "eval/error_ci95": r.ci95}

@@ -91,3 +91,36 @@ def tiny_run(tmp_path_factory) -> str:
         )
         azjax.train_and_evaluate(config, workdir, progress=False)
     return workdir
+
+
+_LOWERING = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+_counting: list[list[float]] = []  # the open `lowerings()` blocks' counts
+
+
+def _count_lowering(event: str, seconds: float, **kwargs) -> None:
+    if event == _LOWERING:
+        for seen in _counting:
+            seen.append(seconds)
+
+
+@pytest.fixture(scope="session")
+def lowerings():
+    """`with lowerings() as seen: ...` -> `seen` lists one entry per program JAX lowered inside
+    the block (every compilation lowers first, a hit in the persistent compilation cache too; a
+    program in jit's own cache is not lowered again)."""
+    import contextlib
+
+    from jax import monitoring
+
+    monitoring.register_event_duration_secs_listener(_count_lowering)
+
+    @contextlib.contextmanager
+    def block():
+        seen: list[float] = []
+        _counting.append(seen)
+        try:
+            yield seen
+        finally:
+            _counting.remove(seen)
+
+    return block

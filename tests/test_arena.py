@@ -97,8 +97,9 @@ def test_paired_openings_give_each_position_to_both_colours():
     assert (movers == movers[0]).all()  # make_match needs one player to move in every start
 
 
-def test_the_loops_evaluation_plays_from_paired_openings():
+def test_the_loops_evaluation_plays_from_paired_openings(lowerings):
     from azjax import config as cfg
+    from azjax.ahead import Ahead
     from azjax.checkpoint import initial_variables
     from azjax.loop import make_evaluation
 
@@ -115,8 +116,31 @@ def test_the_loops_evaluation_plays_from_paired_openings():
         ),
     )
     variables = initial_variables(config)
-    values = make_evaluation(config)(variables, variables, jax.random.PRNGKey(0))
+    evaluate = make_evaluation(config)
+    # the loop compiles the next evaluation's matches on a thread while it plays
+    ahead, done = Ahead(), []
+    ahead.start(
+        lambda: done.append(
+            evaluate(variables, variables, jax.random.PRNGKey(1), compile_only=True)
+        )
+    )
+    ahead.wait()
+    assert ahead.error is None and done == [{}] and not ahead.busy()
+    with lowerings() as lowered:
+        values = evaluate(variables, variables, jax.random.PRNGKey(0))
+    assert lowered == []  # both matches (from openings) were compiled ahead
     for name in ("previous", "mcts"):
         assert sum(values[f"eval/{name}_wdl"]) == 4 and 0 <= values[f"eval/{name}_score"] <= 1
     with pytest.raises(ValueError, match="eval_opening_plies needs a game whose players alternate"):
         cfg.load("hex", dict(size=3, swap=True, eval_opening_plies=2))
+
+
+def test_a_failure_compiling_ahead_is_kept_for_the_evaluation_to_meet():
+    from azjax.ahead import Ahead
+
+    ahead, order = Ahead(), []
+    ahead.start(lambda: order.append(1) or 1 / 0)
+    ahead.start(lambda: order.append(2))  # after the first has finished
+    ahead.wait()
+    ahead.wait()  # nothing in flight: returns at once
+    assert order == [1, 2] and isinstance(ahead.error, ZeroDivisionError) and not ahead.busy()

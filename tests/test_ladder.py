@@ -166,7 +166,7 @@ def ttt_table(tmp_path_factory):
     return table
 
 
-def test_the_training_loops_placement(tmp_path):
+def test_the_training_loops_placement(tmp_path, lowerings):
     from azjax import config as cfg
     from azjax.checkpoint import initial_variables
     from azjax.ladder import make_ladder_evaluation
@@ -182,7 +182,12 @@ def test_the_training_loops_placement(tmp_path):
     off = cfg.load("tictactoe", dict(eval_ladder=False))
     assert make_ladder_evaluation(off, table) is None
     evaluate = make_ladder_evaluation(config, table)
-    values = evaluate(initial_variables(config), jax.random.PRNGKey(0))
+    variables = initial_variables(config)
+    # compiled ahead (the loop does it on a thread while it plays): the placement lowers nothing
+    assert evaluate(variables, jax.random.PRNGKey(1), compile_only=True) == {}
+    with lowerings() as lowered:
+        values = evaluate(variables, jax.random.PRNGKey(0))
+    assert lowered == []
     assert values["eval/elo_games"] == 2 * 4  # two rounds of 4 games against the one rung
     assert values["eval/elo_off_scale"] in (-1, 0, 1) and values["eval/elo_top"] == 0.0
     assert math.isfinite(values["eval/elo"]) and 0 < values["eval/elo_ci95"] < 5000
@@ -203,7 +208,9 @@ def test_the_loop_logs_the_ladders_elo(monkeypatch):
         loop,
         "make_ladder_evaluation",
         lambda config, mesh=None: (
-            lambda v, k: seen.append(v) or {"eval/elo": 12.0, "eval/elo_ci95": 3.0}
+            lambda v, k, compile_only=False: (
+                seen.append(v) or {"eval/elo": 12.0, "eval/elo_ci95": 3.0}
+            )
         ),
     )
     values = loop.make_evaluation(cfg.load("tictactoe", {}))("vars", None, jax.random.PRNGKey(0))

@@ -207,7 +207,7 @@ def test_evaluate_errors_refuses_a_game_without_a_set(tmp_path, capsys):
     assert "connect_four-cols7-connect4-rows6, othello-size6" in err[0]
 
 
-def test_the_loop_measures_the_error_rate_on_a_set(tmp_path, shipped):
+def test_the_loop_measures_the_error_rate_on_a_set(tmp_path, shipped, lowerings):
     from azjax import config as cfg
     from azjax.checkpoint import initial_variables
 
@@ -219,7 +219,12 @@ def test_the_loop_measures_the_error_rate_on_a_set(tmp_path, shipped):
     assert sv.make_error_evaluation(config, path + ".missing") is None
     assert sv.make_error_evaluation(cfg.load("othello", dict(eval_errors=False)), path) is None
     assert sv.make_error_evaluation(cfg.load("hex", dict(size=4)), None) is None
-    values = sv.make_error_evaluation(config, path)(initial_variables(config), jax.random.key(0))
+    evaluate = sv.make_error_evaluation(config, path)
+    variables = initial_variables(config)
+    assert evaluate(variables, jax.random.key(1), compile_only=True) == {}  # the loop's thread
+    with lowerings() as lowered:
+        values = evaluate(variables, jax.random.key(0))
+    assert lowered == []  # compiled ahead
     assert 0.0 <= values["eval/error_rate"] <= 1.0 and values["eval/error_ci95"] >= 0.0
     assert values["eval/error_rate"] * 16 == pytest.approx(round(values["eval/error_rate"] * 16))
     names = {"eval/error_rate", "eval/error_ci95", "eval/error_won", "eval/error_drawn"}

@@ -120,10 +120,13 @@ def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
 def test_the_exact_error_rate_is_measured_when_the_matches_are_put_off(run, tmp_path, monkeypatch):
     """Where the game has solved positions, an evaluation put off by --eval_budget still
     measures the exact error rate (seconds), counted in eval_seconds; the matches wait."""
-    calls = []
+    calls, ahead = [], []
 
     def fake_errors(config, mesh=None):  # stands in for azjax.solved's measure of a real set
-        def measure(variables, key):
+        def measure(variables, key, compile_only=False):
+            if compile_only:  # the loop's background compilation: nothing to compile here
+                ahead.append(key)
+                return {}
             calls.append(key)
             return {"eval/error_rate": 0.25, "eval/error_ci95": 0.05}
 
@@ -133,7 +136,10 @@ def test_the_exact_error_rate_is_measured_when_the_matches_are_put_off(run, tmp_
     workdir = str(tmp_path / "errors")
     shutil.copytree(run, workdir)
     argv = [f"--workdir={workdir}", "--resume", "--iterations=6", "--eval_budget=0.001"]
-    assert train.main(argv + ["--no_progress"]) == 0
+    # and the next evaluation is compiled ahead on a thread: at the start for iteration 4, then
+    # after it for iteration 6 (the real matches, played on the loop's thread)
+    assert train.main(argv + ["--eval_compile_ahead=on", "--no_progress"]) == 0
+    assert len(ahead) == 2
     rows = _metrics(workdir)
     assert "eval/mcts_score" in rows[3] and rows[3]["eval/error_rate"] == 0.25  # the full one
     assert rows[5]["eval_postponed"] == 1 and "eval/mcts_score" not in rows[5]
