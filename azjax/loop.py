@@ -693,8 +693,8 @@ def _train(
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
 
         def compile_next_evaluation() -> None:  # where one falls due in this session
-            due = config.eval_interval * (it // config.eval_interval + 1) if evaluate else 0
-            if due and due <= config.iterations and ahead_wanted(config.eval_compile_ahead):
+            upcoming = config.eval_interval * (it // config.eval_interval + 1) if evaluate else 0
+            if 0 < upcoming <= config.iterations and ahead_wanted(config.eval_compile_ahead):
                 args = (previous, previous, fns.eval_key(run))  # as the evaluation's own
                 ahead.start(functools.partial(evaluate, *args, compile_only=True))
 
