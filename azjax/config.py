@@ -170,7 +170,7 @@ class Config:
     )
     eval_compile_ahead: str = _field(
         "auto",
-        "compile the next in-loop evaluation's programs on a background thread while self-play "
+        "compile the next in-loop evaluation's programs on background threads while self-play "
         "and learning run (auto: where they run on a GPU or TPU, whose host's cores are idle "
         "meanwhile; on a CPU the compilation takes the cores self-play uses)",
         choices=("auto", "on", "off"),

@@ -235,6 +235,20 @@ def off_scale(p: Placement) -> int:
     return 0
 
 
+def compile_order(rung_elo, rating: float, skip=()) -> list[int]:
+    """The rungs whose matches a placement starting at `rating` most likely plays, most likely
+    first: the first round's two (`bracket`), then the others by their distance in rungs from
+    those, nearer first and above before below (a network in training climbs); `skip`'s left
+    out."""
+    first = bracket(rung_elo, rating)
+    lo, hi = min(first), max(first)
+
+    def distance(i: int) -> tuple[int, int]:
+        return (0, 0) if i in first else (1 + max(lo - i, i - hi, 0), int(i < lo))
+
+    return [i for i in sorted(range(len(rung_elo)), key=distance) if i not in skip]
+
+
 # ---- the training loop's placement ---------------------------------------------------------------
 def ladder_games_per_rung(eval_games: int) -> int:
     """Games against each rung in each of the in-loop placement's two rounds: eval_games in all
@@ -251,8 +265,9 @@ def make_ladder_evaluation(config, path: str | None = None, *, mesh=None) -> Cal
     over `mesh`'s devices where they divide (`azjax.arena.make_match`). None where
     `config.eval_ladder` is off or the package has no table for the game and options (`path`:
     another table). `evaluate(variables, key, compile_only=True)` compiles the matches the next
-    placement's first round plays and those against the rungs either side of them (where its
-    second round most often goes) and returns {} (`azjax.ahead`)."""
+    placement's first round plays, then the others by `compile_order` (nearest first: `azjax.ahead`
+    drops what it has not reached by the evaluation), leaving out those already played, and
+    returns {}."""
     from azjax import parallel
     from azjax.ahead import compile_for
     from azjax.arena import MatchResult, make_match, make_search_agent
@@ -270,6 +285,7 @@ def make_ladder_evaluation(config, path: str | None = None, *, mesh=None) -> Cal
     )
     matches: dict[int, Callable] = {}  # rung -> jitted match, compiled when first needed
     last = [0.0]  # the previous evaluation's rating
+    played: set[int] = set()  # rungs whose match has run (and so is compiled)
 
     def match(i: int) -> Callable:
         if i not in matches:
@@ -278,10 +294,8 @@ def make_ladder_evaluation(config, path: str | None = None, *, mesh=None) -> Cal
         return matches[i]
 
     def evaluate(variables, key, compile_only: bool = False) -> dict[str, Any]:
-        if compile_only:
-            first = bracket(ladder.elo, last[0])
-            near = range(max(first[0] - 1, 0), min(first[-1] + 2, len(ladder.sims)))
-            for i in sorted(near, key=lambda i: i not in first):  # the first round's first
+        if compile_only:  # most wanted first: `azjax.ahead` may drop the rest
+            for i in compile_order(ladder.elo, last[0], played):
                 compile_for(match(i), variables, None, jax.random.fold_in(key, 1))
             return {}
         calls = [0]
@@ -289,6 +303,7 @@ def make_ladder_evaluation(config, path: str | None = None, *, mesh=None) -> Cal
         def play(i: int, games: int) -> float:
             calls[0] += 1
             out = match(i)(variables, None, jax.random.fold_in(key, calls[0]))
+            played.add(i)  # compiled, in jit's cache
             r = MatchResult.from_returns(*parallel.fetch(out))
             return r.wins + 0.5 * r.draws
 

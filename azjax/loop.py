@@ -429,7 +429,7 @@ def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
     budget puts the matches off; {} where the game has no solved positions). For a shared run
     each game's, as eval/<game>/.... With `compile_only=True` it compiles the programs such a
     call would run (the ladder's: those its placement most likely plays) and returns {}: the loop
-    has them compiled on a background thread while it plays (`azjax.ahead`)."""
+    has them compiled on background threads while it plays (`azjax.ahead`)."""
     if config.games:
         from azjax import shared
 
@@ -692,13 +692,18 @@ def _train(
         states = fns.init_states()
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
 
+        compiling_for = [0]  # the evaluation whose programs `ahead` was last given
+
         def compile_next_evaluation() -> None:  # where one falls due in this session
             upcoming = config.eval_interval * (it // config.eval_interval + 1) if evaluate else 0
-            if 0 < upcoming <= config.iterations and ahead_wanted(config.eval_compile_ahead):
+            if upcoming == compiling_for[0] or not ahead_wanted(config.eval_compile_ahead):
+                return
+            if 0 < upcoming <= config.iterations:
+                compiling_for[0] = upcoming
                 args = (previous, previous, fns.eval_key(run))  # as the evaluation's own
                 ahead.start(functools.partial(evaluate, *args, compile_only=True))
 
-        compile_next_evaluation()
+        first = it + 1  # the session's first iteration compiles the loop's own programs
         bar = Progress(progress and primary, it, config.iterations)
         if moves is not None:
             moves.progress = bar
@@ -764,7 +769,7 @@ def _train(
                         spent["eval"] += values["eval_seconds"]
                 elif due:
                     t_eval = time.time()
-                    ahead.wait()  # what it has not compiled yet counts as evaluation
+                    ahead.wait(drop_pending=True)  # what it has not compiled, it compiles
                     key = fns.eval_key(run)
                     values.update(evaluate(run.train.variables, previous, key))
                     if extra_evaluation is not None:  # a key of its own, the loop's unchanged
@@ -775,6 +780,8 @@ def _train(
                     spent["eval"] += values["eval_seconds"]
                     spent["last"] = values["eval_seconds"]
                     compile_next_evaluation()  # the ladder's next rungs, if new
+                if it == first:  # not alongside them: both lower on Python's one lock
+                    compile_next_evaluation()
                 if primary:
                     metrics.add(it, values)
                     if on_iteration is not None:
@@ -808,7 +815,7 @@ def _train(
         _abandon(bar, checkpointer, metrics)
         raise
     finally:
-        ahead.wait()  # a compilation in flight ends before the process may
+        ahead.close()  # a compilation in flight ends before the process may
     bar.close()
     summary = _summary(
         config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last

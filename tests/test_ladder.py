@@ -233,3 +233,13 @@ def test_curve_reads_and_draws_the_ladder_elo(tmp_path):
     plot_elo(record, str(tmp_path / "curve_elo.png"))
     assert (tmp_path / "curve_elo.png").stat().st_size > 1000
     assert elo_rows(str(tmp_path / "no-run")) == []
+
+
+def test_the_rungs_compiled_ahead_most_likely_first():
+    from azjax.ladder import compile_order
+
+    elo = [16.0, 32.0, 0.0, 81.0, 580.0, 842.0, 1071.0]  # 9x9 Hex's first rungs: not monotone
+    assert compile_order(elo, 0.0) == [0, 2, 1, 3, 4, 5, 6]  # bracket, then inside, then out
+    assert compile_order(elo, 700.0) == [4, 5, 6, 3, 2, 1, 0]  # above before below at a tie
+    assert compile_order(elo, 700.0, skip={4, 6}) == [5, 3, 2, 1, 0]
+    assert compile_order(elo, 5000.0) == [5, 6, 4, 3, 2, 1, 0]  # beyond the top: the end rungs

@@ -1,0 +1,82 @@
+"""azjax.ahead: programs compiled on background threads before the evaluation that runs them."""
+
+import threading
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from azjax.ahead import Ahead, compile_for, default_workers
+
+
+def _programs(n):
+    """n distinct jitted functions (each its own program) and an argument for them."""
+    return [jax.jit(lambda x, i=i: x * (i + 2) + 1) for i in range(n)], jnp.ones(3)
+
+
+def test_a_pool_compiles_the_programs_side_by_side_into_jits_cache(lowerings):
+    fns, x = _programs(3)
+    ahead = Ahead(workers=2)
+    ahead.start(lambda: [compile_for(f, x) for f in fns])
+    ahead.wait()
+    assert ahead.error is None and not ahead.busy()
+    with lowerings() as lowered:
+        results = [f(x) for f in fns]
+    assert lowered == []  # compiled on the pool, found in jit's cache
+    assert [float(r[0]) for r in results] == [3.0, 4.0, 5.0]
+    ahead.close()
+    ahead.close()  # nothing left: returns at once
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_evaluation_drops_what_has_not_started(lowerings, workers):
+    fns, x = _programs(2)
+    ahead, lowered_first, gate = Ahead(workers=workers), threading.Event(), threading.Event()
+
+    def compile_programs():
+        compile_for(fns[0], x)
+        lowered_first.set()
+        gate.wait()  # the evaluation falls due here
+        compile_for(fns[1], x)  # dropped: raises on the thread, ends the call quietly
+
+    ahead.start(compile_programs)
+    lowered_first.wait()
+    waiting = threading.Thread(target=ahead.wait, kwargs=dict(drop_pending=True))
+    waiting.start()
+    while not ahead.dropping.is_set():
+        waiting.join(0.01)
+    gate.set()
+    waiting.join()
+    assert ahead.error is None and not ahead.busy()
+    with lowerings() as lowered:
+        fns[0](x)
+    assert lowered == []  # compiled before the drop
+    with lowerings() as lowered:
+        fns[1](x)
+    assert len(lowered) == 1  # dropped: compiled by its own call
+    ahead.start(lambda: compile_for(_programs(1)[0][0], x))  # a new call is not dropped
+    ahead.wait()
+    assert ahead.error is None
+    ahead.close()
+
+
+def test_a_failure_on_the_pool_is_kept():
+    class Lowered:
+        def compile(self):
+            raise RuntimeError("no such instruction")
+
+    class Program:
+        def lower(self, *args):
+            return Lowered()
+
+    ahead = Ahead(workers=2)
+    ahead.start(lambda: compile_for(Program()))
+    ahead.close()
+    assert isinstance(ahead.error, RuntimeError) and not ahead.busy()
+
+
+def test_how_many_compile_at_once():
+    assert [default_workers(c) for c in (1, 2, 4, 16, 64)] == [1, 1, 2, 8, 8]
+    assert default_workers() >= 1
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        Ahead(workers=0)
