@@ -256,12 +256,15 @@ def ladder_games_per_rung(eval_games: int) -> int:
     return max(2, 2 * (eval_games // 8))
 
 
-def make_ladder_evaluation(config, path: str | None = None, *, mesh=None) -> Callable | None:
+def make_ladder_evaluation(
+    config, path: str | None = None, *, mesh=None, start: float = 0.0
+) -> Callable | None:
     """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games",
     "eval/elo_off_scale", "eval/elo_top"}: the network
     (the run's search, greedy) placed on the game's ladder by `place`, two rounds of
     `ladder_games_per_rung(eval_games)` games against each of two rungs, starting at the previous
-    evaluation's rating (the Python loop keeps it; 0 at the start of a session), its games split
+    evaluation's rating (the Python loop keeps it; `start` at the first: a resumed run's last
+    logged rating, else 0), its games split
     over `mesh`'s devices where they divide (`azjax.arena.make_match`). None where
     `config.eval_ladder` is off or the package has no table for the game and options (`path`:
     another table). `evaluate(variables, key, compile_only=True)` compiles the matches the next
@@ -284,7 +287,7 @@ def make_ladder_evaluation(config, path: str | None = None, *, mesh=None) -> Cal
         game, SearchSpec.from_config(config), make_apply(make_network(config, game))
     )
     matches: dict[int, Callable] = {}  # rung -> jitted match, compiled when first needed
-    last = [0.0]  # the previous evaluation's rating
+    last = [float(start)]  # the previous evaluation's rating
     played: set[int] = set()  # rungs whose match has run (and so is compiled)
 
     def match(i: int) -> Callable:

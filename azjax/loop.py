@@ -422,25 +422,29 @@ def evaluation_matches(
     )
 
 
-def make_evaluation(config: Config, mesh: Mesh | None = None) -> Callable:
+def make_evaluation(
+    config: Config, mesh: Mesh | None = None, *, ratings: dict[str, float] | None = None
+) -> Callable:
     """evaluate(variables, previous, key, full=True) -> {"eval/...": ...}: the in-loop matches
     (module doc), split over `mesh`'s devices where the games divide, and the exact error rate;
     with `full=False` the error rate alone (a few seconds: the loop measures it also when the
     budget puts the matches off; {} where the game has no solved positions). For a shared run
     each game's, as eval/<game>/.... With `compile_only=True` it compiles the programs such a
     call would run (the ladder's: those its placement most likely plays) and returns {}: the loop
-    has them compiled on background threads while it plays (`azjax.ahead`)."""
+    has them compiled on background threads while it plays (`azjax.ahead`). `ratings`: {game:
+    the ladder Elo its placement starts from} (a resumed run's last, `last_ratings`; else 0)."""
     if config.games:
         from azjax import shared
 
-        each = shared.per_game(config, lambda c: make_evaluation(c, mesh))
+        each = shared.per_game(config, lambda c: make_evaluation(c, mesh, ratings=ratings))
         return lambda variables, previous, key, **options: {
             k.replace("eval/", f"eval/{name}/", 1): v
             for name, values in each(variables, previous, key, **options).items()
             for k, v in values.items()
         }
     vs_previous, vs_mcts = evaluation_matches(config, config.eval_games, mesh)
-    on_ladder = make_ladder_evaluation(config, mesh=mesh)  # None without a table for the game
+    start = (ratings or {}).get(config.game, 0.0)
+    on_ladder = make_ladder_evaluation(config, mesh=mesh, start=start)  # None without a table
     on_solved = make_error_evaluation(config, mesh=mesh)  # None without solved positions
     game = config.make_game()
 
@@ -551,6 +555,23 @@ class Health:
                 f"{self.norm0:.3g} they started this session with"
             )
         return None
+
+
+def last_ratings(config: Config, metrics: Metrics | None) -> dict[str, float]:
+    """{game: its last logged ladder Elo} from process 0's metrics (a resumed run's: the
+    placement starts there instead of at 0), the same on every process; games never placed are
+    left out."""
+    from azjax import shared
+
+    names = list(shared.game_configs(config))
+    keys = [f"eval/{name}/elo" if config.games else "eval/elo" for name in names]
+    rows = metrics.rows if metrics is not None else []
+    last = np.array([next((r[k] for r in reversed(rows) if k in r), np.nan) for k in keys])
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        last = np.asarray(multihost_utils.broadcast_one_to_all(last.astype(np.float64)))
+    return {name: float(v) for name, v in zip(names, last) if np.isfinite(v)}
 
 
 def _reference_loss(metrics: Metrics | None) -> float | None:
@@ -686,7 +707,9 @@ def _train(
             )
             metrics.text("config", config.to_json())  # the run's settings, on TensorBoard too
         health = Health(run.train.variables, _reference_loss(metrics))
-        evaluate = make_evaluation(config, mesh) if config.eval_interval else None
+        evaluate = None
+        if config.eval_interval:  # a resumed run's placement starts at its last rating
+            evaluate = make_evaluation(config, mesh, ratings=last_ratings(config, metrics))
         gate = gating.make_gate(config) if config.gating else None
         buffer = fns.init_buffer()
         states = fns.init_states()

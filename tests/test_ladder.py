@@ -2,6 +2,7 @@
 
 import json
 import math
+from types import SimpleNamespace
 
 import jax
 import numpy as np
@@ -207,14 +208,25 @@ def test_the_loop_logs_the_ladders_elo(monkeypatch):
     monkeypatch.setattr(
         loop,
         "make_ladder_evaluation",
-        lambda config, mesh=None: (
+        lambda config, mesh=None, start=0.0: (
             lambda v, k, compile_only=False: (
-                seen.append(v) or {"eval/elo": 12.0, "eval/elo_ci95": 3.0}
+                seen.append((v, start)) or {"eval/elo": 12.0, "eval/elo_ci95": 3.0}
             )
         ),
     )
-    values = loop.make_evaluation(cfg.load("tictactoe", {}))("vars", None, jax.random.PRNGKey(0))
-    assert seen == ["vars"] and values["eval/elo"] == 12.0 and values["eval/mcts_score"] == 0.5
+    config = cfg.load("tictactoe", {})
+    values = loop.make_evaluation(config)("vars", None, jax.random.PRNGKey(0))
+    assert seen == [("vars", 0.0)] and values["eval/elo"] == 12.0
+    assert values["eval/mcts_score"] == 0.5
+    # a resumed run's placement starts at its last logged rating (process 0's metrics)
+    metrics = SimpleNamespace(rows=[{"eval/elo": 300.0}, {"loss/total": 1.0}, {"eval/elo": 450.0}])
+    ratings = loop.last_ratings(config, metrics)
+    assert ratings == {"tictactoe": 450.0} and loop.last_ratings(config, None) == {}
+    loop.make_evaluation(config, ratings=ratings)("vars", None, jax.random.PRNGKey(0))
+    assert seen[-1] == ("vars", 450.0)
+    both = cfg.load("tictactoe", {"games": "tictactoe,connect_four"})
+    metrics.rows.append({"eval/connect_four/elo": -20.0})
+    assert loop.last_ratings(both, metrics) == {"connect_four": -20.0}  # per game
 
 
 def test_curve_reads_and_draws_the_ladder_elo(tmp_path):

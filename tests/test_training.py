@@ -135,11 +135,22 @@ def test_the_exact_error_rate_is_measured_when_the_matches_are_put_off(run, tmp_
     monkeypatch.setattr(loop, "make_error_evaluation", fake_errors)
     workdir = str(tmp_path / "errors")
     shutil.copytree(run, workdir)
+    rows = _metrics(workdir)  # as if the run had been placed on a ladder at its last evaluation
+    rows[-1]["eval/elo"] = 123.0
+    with open(os.path.join(workdir, "metrics.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    made, make_evaluation = [], loop.make_evaluation
+    monkeypatch.setattr(
+        loop,
+        "make_evaluation",
+        lambda config, mesh=None, **kw: made.append(kw) or make_evaluation(config, mesh, **kw),
+    )
     argv = [f"--workdir={workdir}", "--resume", "--iterations=6", "--eval_budget=0.001"]
     # and the next evaluation is compiled ahead on a thread: at the start for iteration 4, then
     # after it for iteration 6 (the real matches, played on the loop's thread)
     assert train.main(argv + ["--eval_compile_ahead=on", "--no_progress"]) == 0
     assert len(ahead) == 2
+    assert made == [dict(ratings={"tictactoe": 123.0})]  # the placement would start there
     rows = _metrics(workdir)
     assert "eval/mcts_score" in rows[3] and rows[3]["eval/error_rate"] == 0.25  # the full one
     assert rows[5]["eval_postponed"] == 1 and "eval/mcts_score" not in rows[5]
