@@ -235,18 +235,17 @@ def off_scale(p: Placement) -> int:
     return 0
 
 
-def compile_order(rung_elo, rating: float, skip=()) -> list[int]:
+def compile_order(rung_elo, rating: float) -> list[int]:
     """The rungs whose matches a placement starting at `rating` most likely plays, most likely
     first: the first round's two (`bracket`), then the others by their distance in rungs from
-    those, nearer first and above before below (a network in training climbs); `skip`'s left
-    out."""
+    those, nearer first and above before below (a network in training climbs)."""
     first = bracket(rung_elo, rating)
     lo, hi = min(first), max(first)
 
     def distance(i: int) -> tuple[int, int]:
         return (0, 0) if i in first else (1 + max(lo - i, i - hi, 0), int(i < lo))
 
-    return [i for i in sorted(range(len(rung_elo)), key=distance) if i not in skip]
+    return sorted(range(len(rung_elo)), key=distance)
 
 
 # ---- the training loop's placement ---------------------------------------------------------------
@@ -256,25 +255,41 @@ def ladder_games_per_rung(eval_games: int) -> int:
     return max(2, 2 * (eval_games // 8))
 
 
+# The in-loop placement's rungs up to the largest whose trees, for one match's games, fit in
+# SHARED_TREE_BYTES share one compiled program (`azjax.search.Budget`: the simulation count is an
+# argument); the rungs above it get one program each, where a small rung's search would spend
+# more on its empty nodes than a compilation saves.
+SHARED_TREE_BYTES = 8 << 20
+
+
+def shared_capacity(game, sims, games: int) -> int:
+    """The simulations of the largest of the rungs `sims` whose trees for `games` games take at
+    most SHARED_TREE_BYTES (at least the smallest rung's)."""
+    from azjax.search import bytes_per_tree
+
+    fit = [s for s in sims if games * bytes_per_tree(game, s) <= SHARED_TREE_BYTES]
+    return max(fit, default=min(sims))
+
+
 def make_ladder_evaluation(
     config, path: str | None = None, *, mesh=None, start: float = 0.0
 ) -> Callable | None:
     """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games",
-    "eval/elo_off_scale", "eval/elo_top"}: the network
-    (the run's search, greedy) placed on the game's ladder by `place`, two rounds of
-    `ladder_games_per_rung(eval_games)` games against each of two rungs, starting at the previous
-    evaluation's rating (the Python loop keeps it; `start` at the first: a resumed run's last
-    logged rating, else 0), its games split
-    over `mesh`'s devices where they divide (`azjax.arena.make_match`). None where
-    `config.eval_ladder` is off or the package has no table for the game and options (`path`:
-    another table). `evaluate(variables, key, compile_only=True)` compiles the matches the next
-    placement's first round plays, then the others by `compile_order` (nearest first: `azjax.ahead`
-    drops what it has not reached by the evaluation), leaving out those already played, and
-    returns {}."""
+    "eval/elo_off_scale", "eval/elo_top"}: the network (the run's search, greedy) placed on the
+    game's ladder by `place`, two rounds of `ladder_games_per_rung(eval_games)` games against each
+    of two rungs, starting at the previous evaluation's rating (the Python loop keeps it; `start`
+    at the first: a resumed run's last logged rating, else 0), its games split over `mesh`'s
+    devices where they divide (`azjax.arena.make_match`). The rungs up to `shared_capacity` play
+    in one compiled match, their simulation count its argument. None where `config.eval_ladder`
+    is off or the package has no table for the game and options (`path`: another table).
+    `evaluate(variables, key, compile_only=True)` compiles the matches the next placement's first
+    round plays, then the others by `compile_order` (nearest first: `azjax.ahead` drops what it
+    has not reached by the evaluation), leaving out those already played, and returns {}."""
     from azjax import parallel
     from azjax.ahead import compile_for
     from azjax.arena import MatchResult, make_match, make_search_agent
     from azjax.network import make_apply, make_network
+    from azjax.search import Budget
 
     if not config.eval_ladder:
         return None
@@ -286,27 +301,37 @@ def make_ladder_evaluation(
     agent = make_search_agent(
         game, SearchSpec.from_config(config), make_apply(make_network(config, game))
     )
-    matches: dict[int, Callable] = {}  # rung -> jitted match, compiled when first needed
+    shared = shared_capacity(game, ladder.sims, n)
+    matches: dict[int, Callable] = {}  # capacity -> jitted match, compiled when first needed
     last = [float(start)]  # the previous evaluation's rating
-    played: set[int] = set()  # rungs whose match has run (and so is compiled)
+    played: set[int] = set()  # the capacities whose match has run (and so is compiled)
 
-    def match(i: int) -> Callable:
-        if i not in matches:
-            rung = make_search_agent(game, rung_spec(ladder.sims[i]), None)
-            matches[i] = make_match(game, agent, rung, n, mesh=mesh)
-        return matches[i]
+    def capacity(i: int) -> int:  # the simulations of the trees rung i searches in
+        return max(shared, ladder.sims[i])
+
+    def match(i: int) -> tuple[Callable, Budget]:  # rung i's match and the rung's variables
+        c = capacity(i)
+        if c not in matches:
+            rung = make_search_agent(game, rung_spec(c), None)
+            matches[c] = make_match(game, agent, rung, n, mesh=mesh)
+        return matches[c], Budget(np.int32(ladder.sims[i]))
 
     def evaluate(variables, key, compile_only: bool = False) -> dict[str, Any]:
         if compile_only:  # most wanted first: `azjax.ahead` may drop the rest
-            for i in compile_order(ladder.elo, last[0], played):
-                compile_for(match(i), variables, None, jax.random.fold_in(key, 1))
+            asked = set(played)
+            for i in compile_order(ladder.elo, last[0]):
+                if capacity(i) not in asked:
+                    asked.add(capacity(i))
+                    program, budget = match(i)
+                    compile_for(program, variables, budget, jax.random.fold_in(key, 1))
             return {}
         calls = [0]
 
         def play(i: int, games: int) -> float:
             calls[0] += 1
-            out = match(i)(variables, None, jax.random.fold_in(key, calls[0]))
-            played.add(i)  # compiled, in jit's cache
+            program, budget = match(i)
+            out = program(variables, budget, jax.random.fold_in(key, calls[0]))
+            played.add(capacity(i))  # compiled, in jit's cache
             r = MatchResult.from_returns(*parallel.fetch(out))
             return r.wins + 0.5 * r.draws
 

@@ -263,6 +263,16 @@ def make_model(game: Game, spec, apply: Callable | None = None) -> Model:
     return Model(root_fn, recurrent_fn)
 
 
+class Budget(NamedTuple):
+    """The variables of a UCT search without a network that takes its simulation count at run
+    time: `make_search(game, spec)(Budget(sims), key, states)` runs `sims` (int32[], 1 to
+    spec.num_simulations) simulations in trees of spec.num_simulations + 1 nodes, the same
+    search as a spec of `sims` simulations. One compiled program then plays every count up to
+    the spec's (the Elo ladder's rungs, `azjax.ladder`)."""
+
+    sims: jax.Array
+
+
 def make_search(
     game: Game,
     spec: SearchSpec,
@@ -275,13 +285,19 @@ def make_search(
     `apply(variables, obs) -> (logits, value)` is the network, needed when the spec uses it.
     `chunk`: search the B games in chunks of this many, one chunk after another (`in_chunks`;
     1: game by game); None: all at once, unless the batch's trees would take more than
-    `tree_bytes()` (`chunk_games`).
+    `tree_bytes()` (`chunk_games`). A UCT search with no network takes a `Budget` as its
+    variables.
     """
     if chunk is not None and chunk < 1:
         raise ValueError(f"chunk must be at least 1 game, got {chunk}")
     root_fn, recurrent_fn = make_model(game, spec, apply)
 
     def search(variables, key, states):
+        sims, capacity = spec.num_simulations, None
+        if isinstance(variables, Budget):
+            if spec.search != "uct" or apply is not None:
+                raise ValueError("a Budget is the variables of a UCT search with no network")
+            sims, capacity, variables = variables.sims, spec.num_simulations, None
         k_root, k_search = jax.random.split(key)
         root = root_fn(variables, k_root, states)
         invalid = ~jax.vmap(game.legal_mask)(states)
@@ -314,9 +330,10 @@ def make_search(
                 k_search,
                 root,
                 recurrent_fn,
-                spec.num_simulations,
+                sims,
                 invalid_actions=invalid,
                 c_uct=spec.c_uct / 2,  # selection.py's q is in [0, 1]: half the scale
+                capacity=capacity,
             )
         raise ValueError(f"unknown search {spec.search!r}; use puct, gumbel or uct")
 
@@ -353,17 +370,22 @@ def tree_bytes() -> int:
     return stats.get("bytes_limit", 4 * ACCELERATOR_TREE_BYTES) // 4
 
 
+def bytes_per_tree(game: Game, num_simulations: int) -> int:
+    """The memory of one game's search tree: num_simulations + 1 nodes, each with six [A] arrays
+    of 4-byte numbers, five 4-byte numbers and a game state."""
+    state = sum(
+        math.prod(x.shape) * x.dtype.itemsize
+        for x in jax.tree_util.tree_leaves(jax.eval_shape(game.init))
+    )
+    return (num_simulations + 1) * (6 * 4 * game.num_actions + 5 * 4 + state)
+
+
 def chunk_games(game: Game, num_simulations: int, batch: int) -> int:
     """How many of `batch` games `make_search` searches at once: all of them, unless their
     trees would take more than `tree_bytes()` (a tree: num_simulations + 1 nodes, each with six
     [A] arrays of 4-byte numbers and a game state), then the fewest chunks whose trees fit, as
     even as they go (at least one game a chunk)."""
-    state = sum(
-        math.prod(x.shape) * x.dtype.itemsize
-        for x in jax.tree_util.tree_leaves(jax.eval_shape(game.init))
-    )
-    per_tree = (num_simulations + 1) * (6 * 4 * game.num_actions + 5 * 4 + state)
-    fit = max(1, tree_bytes() // per_tree)
+    fit = max(1, tree_bytes() // bytes_per_tree(game, num_simulations))
     count = -(-batch // fit)  # chunks
     return -(-batch // count)  # as even as they go: 100 games that fit 63 at a time run as 50 + 50
 

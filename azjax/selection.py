@@ -99,8 +99,10 @@ def uct_policy(
     prior_weight: float = 0.0,
     temperature: float = 1.0,
     max_depth: int | None = None,
+    capacity: int | None = None,
 ) -> mctx.PolicyOutput:
-    """`mctx.search` with UCT_NN at every node (plain UCT where `prior_weight` = 0).
+    """`mctx.search` with UCT_NN at every node (plain UCT where `prior_weight` = 0). `capacity`:
+    `tree_search.search`'s (`num_simulations` may then be traced).
 
     Returns mctx.PolicyOutput over the B roots: `action` the most visited move (ties: the first),
     `action_weights` [B, A] the root visit distribution n(s, a) / n(s), `search_tree` the tree.
@@ -120,6 +122,7 @@ def uct_policy(
         num_simulations=num_simulations,
         max_depth=max_depth,
         invalid_actions=invalid_actions,
+        capacity=capacity,
     )
     visits = tree.summary().visit_counts  # [B, A]
     weights = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1)

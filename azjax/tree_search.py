@@ -300,11 +300,17 @@ def search(
     extra_data: Any = None,
     unroll: int | None = None,
     compact: tuple[int, ...] | None = None,
+    capacity: int | None = None,
 ) -> Tree:
-    """`mctx.search` (same arguments, keys split the same way, the same tree) with `backward`."""
+    """`mctx.search` (same arguments, keys split the same way, the same tree) with `backward`.
+
+    `capacity`: trees of capacity + 1 nodes (default num_simulations + 1); `num_simulations` may
+    then be a traced int32 up to it, so that one program runs every count (the nodes past the
+    count stay empty, and the tree's search is the same as in a tree of its own size)."""
     batch_size = root.value.shape[0]
     batch = jnp.arange(batch_size)
-    max_depth = num_simulations if max_depth is None else max_depth
+    capacity = num_simulations if capacity is None else capacity
+    max_depth = capacity if max_depth is None else max_depth
     if invalid_actions is None:
         invalid_actions = jnp.zeros_like(root.prior_logits)
 
@@ -327,7 +333,7 @@ def search(
         return key, backward(tree, child, unroll=unroll)
 
     tree = mctx_search.instantiate_tree_from_root(
-        root, num_simulations, root_invalid_actions=invalid_actions, extra_data=extra_data
+        root, capacity, root_invalid_actions=invalid_actions, extra_data=extra_data
     )
     return jax.lax.fori_loop(0, num_simulations, simulation, (rng_key, tree))[1]
 

@@ -253,5 +253,34 @@ def test_the_rungs_compiled_ahead_most_likely_first():
     elo = [16.0, 32.0, 0.0, 81.0, 580.0, 842.0, 1071.0]  # 9x9 Hex's first rungs: not monotone
     assert compile_order(elo, 0.0) == [0, 2, 1, 3, 4, 5, 6]  # bracket, then inside, then out
     assert compile_order(elo, 700.0) == [4, 5, 6, 3, 2, 1, 0]  # above before below at a tie
-    assert compile_order(elo, 700.0, skip={4, 6}) == [5, 3, 2, 1, 0]
     assert compile_order(elo, 5000.0) == [5, 6, 4, 3, 2, 1, 0]  # beyond the top: the end rungs
+
+
+def test_the_placements_small_rungs_share_one_program(tmp_path, lowerings, monkeypatch):
+    from azjax import config as cfg
+    from azjax import ladder as ladder_module
+    from azjax.checkpoint import initial_variables
+    from azjax.ladder import make_ladder_evaluation, shared_capacity
+
+    hex6 = games.make("hex", size=6)
+    sims = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
+    assert shared_capacity(hex6, sims, 16) == 256  # 16 trees of 257 nodes fit in 8 MB
+    assert shared_capacity(hex6, sims, 10**6) == 4  # none fits: the smallest rung alone
+    table = str(tmp_path / "ttt.json")
+    save_ladder(Ladder("tictactoe", {}, (2, 4, 8), (-100.0, 0.0, 100.0), (0.0, 0.0, 0.0), 4), table)
+    config = cfg.load(
+        "tictactoe",
+        dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4, eval_games=16),
+    )
+    variables = initial_variables(config)
+    evaluate = make_ladder_evaluation(config, table)
+    with lowerings() as lowered:
+        assert evaluate(variables, jax.random.PRNGKey(1), compile_only=True) == {}
+    assert len(lowered) == 1  # the three rungs: one match, their simulation count its argument
+    with lowerings() as lowered:
+        shared = evaluate(variables, jax.random.PRNGKey(0))
+    assert lowered == []
+    # a program per rung (nothing shared) plays the same games: the same placement
+    monkeypatch.setattr(ladder_module, "SHARED_TREE_BYTES", 0)
+    alone = make_ladder_evaluation(config, table)(variables, jax.random.PRNGKey(0))
+    assert alone == shared and shared["eval/elo_games"] == 4 * 4

@@ -473,3 +473,28 @@ def test_rollout_capacity_is_rarely_exceeded(n, prob):
     if n >= 256 and prob <= 0.5:
         assert capacity < 0.75 * n  # and the saving is real
     assert rollout_capacity(n, 1.0) == n
+
+
+def test_a_budget_runs_any_count_up_to_the_spec_in_one_program(lowerings):
+    from azjax.ladder import rung_spec
+    from azjax.search import Budget, in_chunks
+    from azjax.selfplay import random_opening
+
+    key = jax.random.PRNGKey(4)
+    states = jax.vmap(lambda k: random_opening(GAME, k, 2))(jax.random.split(key, 3))
+    shared = jax.jit(make_search(GAME, rung_spec(16)))  # trees of 17 nodes, any count up to 16
+    chunked = jax.jit(in_chunks(GAME, make_search(GAME, rung_spec(16)), 2))
+    for sims in (3, 9, 16):
+        alone = jax.jit(make_search(GAME, rung_spec(sims)))(None, key, states)
+        with lowerings() as lowered:
+            out = shared(Budget(np.int32(sims)), key, states)
+        assert len(lowered) == (1 if sims == 3 else 0)  # one program for every count
+        np.testing.assert_array_equal(out.action, alone.action)  # the same search
+        np.testing.assert_array_equal(
+            out.search_tree.summary().visit_counts, alone.search_tree.summary().visit_counts
+        )
+        assert int(np.asarray(out.search_tree.node_visits[:, sims + 1 :]).sum()) == 0
+        by_chunk = chunked(Budget(np.int32(sims)), key, states)  # a Budget through the chunks
+        assert np.asarray(by_chunk.search_tree.summary().visit_counts).sum() == 3 * sims
+    with pytest.raises(ValueError, match="a Budget is the variables of a UCT search"):
+        make_search(GAME, SearchSpec.pure_mcts(8))(Budget(np.int32(4)), key, states)
