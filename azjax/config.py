@@ -171,8 +171,7 @@ class Config:
     eval_compile_ahead: str = _field(
         "auto",
         "compile the next in-loop evaluation's programs on background threads while self-play "
-        "and learning run (auto: where they run on a GPU or TPU, whose host's cores are idle "
-        "meanwhile; on a CPU the compilation takes the cores self-play uses)",
+        "and learning run (auto: where the host has two cores or more)",
         choices=("auto", "on", "off"),
     )
     eval_opening_plies: int = _field(

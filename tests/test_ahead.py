@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from azjax.ahead import Ahead, compile_for, default_workers
+from azjax.ahead import Ahead, compile_for, default_workers, wanted
 
 
 def _programs(n):
@@ -80,3 +80,8 @@ def test_how_many_compile_at_once():
     assert default_workers() >= 1
     with pytest.raises(ValueError, match="workers must be at least 1"):
         Ahead(workers=0)
+
+
+def test_auto_compiles_ahead_where_the_host_has_a_core_to_spare():
+    assert wanted("auto", cpus=2) and wanted("auto", cpus=16) and not wanted("auto", cpus=1)
+    assert wanted("on", cpus=1) and not wanted("off", cpus=16)
