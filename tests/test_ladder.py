@@ -273,6 +273,13 @@ def test_the_placements_small_rungs_share_one_program(tmp_path, lowerings, monke
         dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4, eval_games=16),
     )
     variables = initial_variables(config)
+    monkeypatch.setattr(ladder_module, "SHARED_TREE_BYTES", 0)  # first a program per rung
+    by_rung = make_ladder_evaluation(config, table)
+    with lowerings() as lowered:
+        assert by_rung(variables, jax.random.PRNGKey(1), compile_only=True) == {}
+    assert len(lowered) >= 3
+    alone = by_rung(variables, jax.random.PRNGKey(0))
+    monkeypatch.undo()
     evaluate = make_ladder_evaluation(config, table)
     with lowerings() as lowered:
         assert evaluate(variables, jax.random.PRNGKey(1), compile_only=True) == {}
@@ -280,7 +287,31 @@ def test_the_placements_small_rungs_share_one_program(tmp_path, lowerings, monke
     with lowerings() as lowered:
         shared = evaluate(variables, jax.random.PRNGKey(0))
     assert lowered == []
-    # a program per rung (nothing shared) plays the same games: the same placement
-    monkeypatch.setattr(ladder_module, "SHARED_TREE_BYTES", 0)
-    alone = make_ladder_evaluation(config, table)(variables, jax.random.PRNGKey(0))
-    assert alone == shared and shared["eval/elo_games"] == 4 * 4
+    assert shared == alone and shared["eval/elo_games"] == 4 * 4  # the same games
+
+
+def test_the_round_robin_and_a_placement_play_their_small_rungs_in_one_program(
+    lowerings, monkeypatch
+):
+    from azjax import ladder as ladder_module
+    from azjax.eval.ladder import place_agent, rate_rungs, rung_agent
+
+    game = games.make("tictactoe")
+    key = jax.random.PRNGKey(2)
+
+    def rate_and_place():
+        table = rate_rungs(game, [4, 8, 16], games_per_pair=2, span=2, key=key, log=lambda _: 0)
+        agent = rung_agent(game, 6)  # a player of its own, placed on the table
+        p = place_agent(game, agent, table, rounds=2, games_per_rung=2, key=key)
+        return table, p
+
+    monkeypatch.setattr(ladder_module, "SHARED_TREE_BYTES", 0)  # first a program per rung
+    with lowerings() as lowered:
+        alone, alone_placement = rate_and_place()
+    assert len(lowered) >= 5  # three pairs, and two rungs against the player
+    monkeypatch.undo()
+    with lowerings() as lowered:
+        shared, shared_placement = rate_and_place()
+    assert len(lowered) == 2  # rung against rung, and the player against a rung
+    assert shared.elo == alone.elo and shared.info["points"] == alone.info["points"]
+    assert shared_placement.elo == alone_placement.elo  # the same games

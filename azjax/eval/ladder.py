@@ -14,8 +14,10 @@ shifted so that the rung of 16 simulations is at 0.
 
 from __future__ import annotations
 
+import functools
 import platform
 import time
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -23,12 +25,39 @@ import numpy as np
 from azjax.eval.agent import Agent, SearchSetup, search_agent
 from azjax.eval.match import play_games
 from azjax.eval.stats import elo, is_connected
-from azjax.ladder import ANCHOR_SIMS, Ladder, Placement, load_ladder, place, rung_spec
+from azjax.ladder import (
+    ANCHOR_SIMS,
+    Ladder,
+    Placement,
+    load_ladder,
+    place,
+    rung_spec,
+    shared_capacity,
+)
+from azjax.search import Budget
 from games.base import Game
 
 
-def rung_agent(game: Game, sims: int) -> Agent:
-    return search_agent(f"rung:{sims}", SearchSetup(game, rung_spec(sims), None))
+def rung_agent(game: Game, sims: int, capacity: int | None = None) -> Agent:
+    """The rung of `sims` simulations. With a `capacity` of at least `sims` it searches in trees
+    of capacity + 1 nodes and takes its count as its variables (`azjax.search.Budget`): every
+    rung of one capacity then plays in the same compiled match, the same games."""
+    setup = SearchSetup(game, rung_spec(sims), None)
+    if capacity is None or capacity < sims:
+        return search_agent(f"rung:{sims}", setup)
+    return Agent(
+        name=f"rung:{sims}",
+        batched=True,
+        act=_shared_act(game, capacity),
+        variables=Budget(np.int32(sims)),
+        search=setup,
+    )
+
+
+@functools.cache
+def _shared_act(game: Game, capacity: int) -> Callable:
+    """One act for every rung up to `capacity` simulations (jitted matches are cached by act)."""
+    return SearchSetup(game, rung_spec(capacity), None).make_act()
 
 
 def parse_rungs(text: str) -> list[int]:
@@ -60,7 +89,8 @@ def rate_rungs(
             f"ladder: --games must be >= 2 and --span >= 1, got {games_per_pair}, {span}"
         )
     t0 = time.time()
-    agents = [rung_agent(game, s) for s in sims]
+    capacity = shared_capacity(game, sims, games_per_pair)  # the rungs below: one program
+    agents = [rung_agent(game, s, capacity) for s in sims]
     num = len(sims)
     points, played = np.zeros((num, num)), np.zeros((num, num))
     for i in range(num):
@@ -107,12 +137,14 @@ def place_agent(
     start: float = 0.0,
     log=None,
 ) -> Placement:
-    """`agent` placed on `ladder` by `azjax.ladder.place` with real games."""
+    """`agent` placed on `ladder` by `azjax.ladder.place` with real games (the rungs up to
+    `shared_capacity` in one compiled match)."""
     rungs: dict[int, Agent] = {}
     calls = [0]
+    capacity = shared_capacity(game, ladder.sims, games_per_rung)
 
     def play(i: int, n: int) -> float:
-        rung = rungs.setdefault(i, rung_agent(game, ladder.sims[i]))
+        rung = rungs.setdefault(i, rung_agent(game, ladder.sims[i], capacity))
         calls[0] += 1
         r = play_games(game, agent, rung, n, jax.random.fold_in(key, calls[0])).result
         if log:
