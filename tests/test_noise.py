@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from azjax.noise import dirichlet_over_legal, log_gamma
+from azjax.noise import dirichlet_over_legal, log_gamma, retry_capacity
 
 ALPHAS = [0.03, 0.1, 0.3, 1.0]
 N = 20_000  # rows per sample: a KS critical value of 0.014 at level 0.001
@@ -119,13 +119,40 @@ def test_log_gamma_against_the_gamma_cdf(alpha):
 
 
 def test_one_proposal_is_accepted_at_the_marsaglia_tsang_rate():
-    # With a single proposal, Gamma(1) falls back to d = 2/3 exactly when it is rejected, which
-    # happens with probability 1 - 0.9517 (numerical integration of the acceptance test).
+    # With a single proposal and no retries, Gamma(1) falls back to d = 2/3 exactly when it is
+    # rejected, which happens with probability 1 - 0.9517 (numerical integration of the
+    # acceptance test).
     n = 200_000
-    one = jax.jit(lambda k: log_gamma(k, (n,), alpha=1.0, proposals=1))
+    one = jax.jit(lambda k: log_gamma(k, (n,), alpha=1.0, proposals=1, retries=0))
     logs = np.asarray(one(jax.random.PRNGKey(2)))
     rejected = np.mean(np.abs(logs - math.log(2 / 3)) < 1e-6)
     assert abs(rejected - (1 - 0.9517)) < 5 * math.sqrt(0.048 * 0.952 / n)
+
+
+@pytest.mark.parametrize("alpha", [0.1, 1.0, 2.5])
+def test_the_variates_rejected_at_first_are_drawn_again(alpha):
+    # One proposal each: 2-5% of the variates are rejected and drawn again from proposals of
+    # their own, so the sample is Gamma(alpha). Without the retries those 2-5% take the fallback
+    # d exactly (alpha >= 1, where no boost spreads it); with them, none does.
+    again = jax.jit(
+        lambda k, r: log_gamma(k, (N,), alpha=alpha, proposals=1, retries=r), static_argnums=1
+    )
+    cdf = lambda t: special.gammainc(alpha, np.exp(t))
+    with_retries = np.asarray(again(jax.random.PRNGKey(5), 8))
+    assert ks_statistic(with_retries, cdf) < ks_critical(N)
+    if alpha >= 1:
+        at_d = lambda logs: np.mean(np.abs(logs - math.log(alpha - 1 / 3)) < 1e-6)
+        assert at_d(np.asarray(again(jax.random.PRNGKey(5), 0))) > 0.01
+        assert at_d(with_retries) == 0
+
+
+def test_the_retry_capacity_is_rarely_exceeded():
+    # the number of variates with no first proposal accepted is Binomial(n, p <= 0.05^P)
+    for n, proposals in [(256 * 121, 3), (4096 * 122, 3), (20_000, 1), (10, 3)]:
+        p = 0.05**proposals
+        capacity = retry_capacity(n, proposals)
+        assert capacity <= n
+        assert capacity == n or stats.binom.sf(capacity, n, p) < 1e-12
 
 
 def test_rows_with_one_or_no_legal_move():
