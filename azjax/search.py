@@ -443,6 +443,11 @@ def _puct_policy(
     legal moves get exactly that fraction of noise; ties are broken by
     `azjax.selection.tie_break`. The keys are split as mctx splits them, so without noise and
     without exact ties the search is the same.
+
+    Its trees hold each child's prior *probability* in `children_prior_logits`: mctx's selection
+    takes a softmax of the node's logits at every visit of every node, here it is taken once, when
+    the node is expanded (the same numbers; a fifth of an interior level's cost on the CPU,
+    docs/benchmarks.md, "PUCT's priors and its noise").
     """
     k_act, k_noise, k_search = jax.random.split(key, 3)
     probs = jax.nn.softmax(root.prior_logits)  # [B, A]
@@ -454,12 +459,17 @@ def _puct_policy(
     prior = jnp.where(
         invalid_actions, jnp.finfo(prior.dtype).min, prior - jnp.max(prior, axis=-1, keepdims=True)
     )
+
+    def expand_with_probs(params, key, action, states):
+        out, nxt = recurrent_fn(params, key, action, states)
+        return out.replace(prior_logits=jax.nn.softmax(out.prior_logits)), nxt
+
     select = functools.partial(_puct_select, pb_c_init=c_puct)
     tree = tree_search.search(
         params,
         k_search,
-        root=root.replace(prior_logits=prior),
-        recurrent_fn=recurrent_fn,
+        root=root.replace(prior_logits=jax.nn.softmax(prior)),
+        recurrent_fn=expand_with_probs,
         root_action_selection_fn=functools.partial(select, depth=0),
         interior_action_selection_fn=select,
         num_simulations=num_simulations,
@@ -474,13 +484,18 @@ def _puct_policy(
 def _puct_select(
     key, tree: mctx.Tree, node_index, depth, *, pb_c_init: float, pb_c_base: float = 19652.0
 ):
-    """`mctx.muzero_action_selection` for one node of one tree, its tie-break from `tie_break`."""
+    """`mctx.muzero_action_selection` for one node of one tree, its tie-break from `tie_break`;
+    the tree holds prior probabilities, not logits (`_puct_policy`)."""
     visit_counts = tree.children_visits[node_index]  # [A]
     node_visit = tree.node_visits[node_index]
     pb_c = pb_c_init + jnp.log((node_visit + pb_c_base + 1.0) / pb_c_base)
-    prior_probs = jax.nn.softmax(tree.children_prior_logits[node_index])
+    prior_probs = tree.children_prior_logits[node_index]  # [A], probabilities (see above)
     policy_score = jnp.sqrt(node_visit) * pb_c * prior_probs / (visit_counts + 1)
     value_score = mctx.qtransform_by_parent_and_siblings(tree, node_index)
+    # Exact ties are decided by how the 1e-7 tie-break rounds against scores near 0.1 (a few
+    # float32 spacings): the barrier keeps that sum's rounding mctx's whatever XLA fuses around it
+    # (at optimisation level 0 it did not without; tests/test_search.py's exact ties).
+    value_score, policy_score = jax.lax.optimization_barrier((value_score, policy_score))
     to_argmax = value_score + policy_score + 1e-7 * tie_break(key, tree.num_actions)
     invalid = tree.root_invalid_actions * (depth == 0)  # masked at the root only, as mctx does
     return jnp.argmax(jnp.where(invalid, -jnp.inf, to_argmax)).astype(jnp.int32)

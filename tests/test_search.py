@@ -270,6 +270,23 @@ def test_search_equals_the_plain_mctx_search(game, kind):
     chex.assert_trees_all_close(summary(new), summary(old), rtol=1e-5, atol=1e-6)
 
 
+def test_puct_trees_hold_the_prior_probabilities_mctx_computes():
+    # `_puct_policy` stores each node's softmax once, at expansion, instead of mctx's logits
+    # (whose softmax its selection takes at every visit): the same numbers, node by node.
+    apply, variables = linear_net(HEX, seed=5)
+    states = spread(HEX, 8, 6, seed=6)
+    spec = SearchSpec(search="puct", num_simulations=12)
+    key = jax.random.PRNGKey(7)
+    new = jax.jit(make_search(HEX, spec, apply))(variables, key, states).search_tree
+    old = jax.jit(reference_search(HEX, spec, apply))(variables, key, states).search_tree
+    expanded = np.asarray(new.node_visits) > 0  # [B, N]
+    np.testing.assert_array_equal(expanded, np.asarray(old.node_visits) > 0)
+    probs = np.asarray(new.children_prior_logits)[expanded]
+    np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
+    want = np.asarray(jax.nn.softmax(old.children_prior_logits))[expanded]
+    np.testing.assert_allclose(probs, want, rtol=1e-5, atol=1e-7)
+
+
 def test_puct_breaks_exact_ties_as_mctx_does():
     # Uniform priors and no values: the first simulation's 9 root children tie exactly. mctx
     # adds 1e-7 * U(0, 1) to scores near 0.14, whose float32 spacing is 1.5e-8, so only a few
@@ -318,7 +335,7 @@ def test_puct_root_noise_is_dirichlet_over_the_legal_moves(alpha):
         num_simulations=1, explore=True, dirichlet_alpha=alpha, dirichlet_fraction=fraction
     )
     out = jax.jit(make_search(GAME, spec, apply))(variables, jax.random.PRNGKey(10), states)
-    noisy = np.asarray(jax.nn.softmax(out.search_tree.children_prior_logits[:, 0]), np.float64)
+    noisy = np.asarray(out.search_tree.children_prior_logits[:, 0], np.float64)  # PUCT: probs
     logits, _ = apply(variables, jax.vmap(GAME.observe)(states))
     legal = np.asarray(jax.vmap(GAME.legal_mask)(states))
     prior = np.asarray(jax.nn.softmax(jnp.where(legal, logits, -jnp.inf)), np.float64)
