@@ -55,16 +55,19 @@ def exit_action_selection(
     logits = tree.children_prior_logits[node_index]  # [A]
     legal = logits > ILLEGAL_LOGIT
     legal = legal & ~((depth == 0) & tree.root_invalid_actions.astype(bool))
-    prior = jax.nn.softmax(jnp.where(legal, logits / temperature, -jnp.inf))
-    prior = jnp.where(legal, prior, 0.0)
     q = (tree.qvalues(node_index) + 1.0) / 2.0  # [A], in [0, 1]
     n_s = jnp.sum(visits).astype(jnp.float32)
     n_sa = jnp.maximum(visits, 1).astype(jnp.float32)
-    uct = q + c_uct * jnp.sqrt(jnp.log(jnp.maximum(n_s, 1.0)) / n_sa)
-    score = uct + prior_weight * prior / (visits + 1.0)
+    score = q + c_uct * jnp.sqrt(jnp.log(jnp.maximum(n_s, 1.0)) / n_sa)
     noise = 1e-7 * tie_break(rng_key, visits.shape[0])  # random tie-break
+    first = noise
+    if prior_weight != 0:  # plain UCT (a Python 0) needs no softmax: the bonus adds exactly 0
+        prior = jax.nn.softmax(jnp.where(legal, logits / temperature, -jnp.inf))
+        bonus = prior_weight * jnp.where(legal, prior, 0.0)
+        score = score + bonus / (visits + 1.0)
+        first = bonus + noise
     untried = legal & (visits == 0)
-    first = jnp.where(untried, prior_weight * prior + noise, -jnp.inf)
+    first = jnp.where(untried, first, -jnp.inf)
     best = jnp.where(legal, score + noise, -jnp.inf)
     # No legal child (a finished game, in the tree or at the root): the walk must still go on,
     # and its value no longer counts (the edge into a finished game has discount 0). Taking the
