@@ -49,7 +49,9 @@ def retry_capacity(n: int, proposals: int = PROPOSALS) -> int:
     return min(n, math.ceil(n * p + 8 * math.sqrt(n * p * (1 - p))) + 8)
 
 
-def log_gamma(key, shape: tuple[int, ...], *, alpha, proposals: int = PROPOSALS, retries=RETRIES):
+def log_gamma(
+    key, shape: tuple[int, ...], *, alpha, proposals: int = PROPOSALS, retries: int = RETRIES
+):
     """float32[*shape]: logarithms of independent Gamma(alpha, 1) variates.
 
     `alpha` > 0 is a float or a float32[] array (one compiled function then serves every alpha).
@@ -91,7 +93,7 @@ def _first_accepted(key, proposals: int, shape, d):
     return chosen, jnp.any(accepted, axis=0)
 
 
-def dirichlet_over_legal(key, legal, *, alpha, proposals: int = PROPOSALS, retries=RETRIES):
+def dirichlet_over_legal(key, legal, *, alpha, proposals: int = PROPOSALS, retries: int = RETRIES):
     """float32[..., A]: per row of `legal` (bool[..., A]), a Dir(alpha, ..., alpha) sample over its
     legal moves; exactly 0 on illegal moves, and all 0 in a row without a legal move."""
     log_g = log_gamma(key, legal.shape, alpha=alpha, proposals=proposals, retries=retries)

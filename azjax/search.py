@@ -23,9 +23,10 @@ Searches: "uct" is plain UCT (`azjax.selection.uct_policy`: every legal child tr
 mean + c sqrt(ln n(s) / n(s, a)), as OpenSpiel's MCTSBot; `c_uct` is on OpenSpiel's scale of
 values in [-1, 1], so c_uct = 1.4 is its default); "gumbel" is `mctx.gumbel_muzero_policy`; "puct"
 is `mctx.muzero_policy` rewritten in `_puct_policy` around `mctx.search` so that its self-play root
-noise is Dir(alpha) over the legal moves only (`azjax.noise`, drawn only when exploring) and its
-tie-breaks cost no Threefry draws (`azjax.selection.tie_break`, which UCT's use too); without noise
-it searches as `mctx.muzero_policy` does. All three run mctx's search through
+noise is Dir(alpha) over the legal moves only (`azjax.noise`, drawn only when exploring), its
+tie-breaks cost no Threefry draws (`azjax.selection.tie_break`, which UCT's use too) and its
+priors' softmax is taken once per node, not at every visit; without noise it searches as
+`mctx.muzero_policy` does. All three run mctx's search through
 `azjax.tree_search`, whose backward pass updates the B trees in place instead of copying them at
 every level (the same trees; docs/benchmarks.md, "The backward pass").
 
