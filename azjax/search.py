@@ -26,9 +26,11 @@ is `mctx.muzero_policy` rewritten in `_puct_policy` around `mctx.search` so that
 noise is Dir(alpha) over the legal moves only (`azjax.noise`, drawn only when exploring), its
 tie-breaks cost no Threefry draws (`azjax.selection.tie_break`, which UCT's use too) and its
 priors' softmax is taken once per node, not at every visit; without noise it searches as
-`mctx.muzero_policy` does. All three run mctx's search through
-`azjax.tree_search`, whose backward pass updates the B trees in place instead of copying them at
-every level (the same trees; docs/benchmarks.md, "The backward pass").
+`mctx.muzero_policy` does (but for which of exactly tied moves it takes). All three run mctx's
+search through `azjax.tree_search`, whose backward pass updates the B trees in place instead of
+copying them at every level (the same trees; docs/benchmarks.md, "The backward pass"), and whose
+walks hash each level's selection key from the walk's key instead of splitting it
+(`level_keys="hash"`: the keys only break ties here, and Gumbel's interior selection reads none).
 
 B is the number of games searched at once, A the game's number of actions.
 """
@@ -324,6 +326,7 @@ def make_search(
                 invalid_actions=invalid,
                 max_num_considered_actions=spec.max_considered_actions,
                 gumbel_scale=spec.gumbel_scale if spec.explore else 0.0,
+                level_keys="hash",
             )
         if spec.search == "uct":
             return uct_policy(
@@ -442,8 +445,8 @@ def _puct_policy(
     ties with `jax.random.uniform(key, [A])` at every node of every simulation. Here the noise is
     drawn only when `dirichlet_fraction > 0`, over the legal moves only (`azjax.noise`), so the
     legal moves get exactly that fraction of noise; ties are broken by
-    `azjax.selection.tie_break`. The keys are split as mctx splits them, so without noise and
-    without exact ties the search is the same.
+    `azjax.selection.tie_break` from keys hashed per tree level (`tree_search.level_key`), so
+    without noise and without exact ties the search is the same.
 
     Its trees hold each child's prior *probability* in `children_prior_logits`: mctx's selection
     takes a softmax of the node's logits at every visit of every node, here it is taken once, when
@@ -475,6 +478,7 @@ def _puct_policy(
         interior_action_selection_fn=select,
         num_simulations=num_simulations,
         invalid_actions=invalid_actions,
+        level_keys="hash",
     )
     weights = tree.summary().visit_probs  # [B, A]
     logits = jnp.log(jnp.maximum(weights, tiny))

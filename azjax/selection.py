@@ -19,7 +19,7 @@ left out: it needs all-moves-as-first statistics that mctx's tree does not keep.
 threshold is mctx's, 0 (a leaf is added and evaluated on its first visit).
 
 Ties (untried children, equal scores) are broken at random by `tie_break`, numbers hashed from the
-walk's key: no Threefry draw per node.
+walk's key and the node's level (`tree_search.level_key`): no Threefry draw per node or level.
 
 Illegal children: a child whose prior logit is at most `ILLEGAL_LOGIT` is never selected (the
 evaluators of azjax/search.py give illegal moves -1e9), and at the root also the ones in
@@ -126,6 +126,7 @@ def uct_policy(
         max_depth=max_depth,
         invalid_actions=invalid_actions,
         capacity=capacity,
+        level_keys="hash",
     )
     visits = tree.summary().visit_counts  # [B, A]
     weights = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1)
@@ -143,23 +144,14 @@ def tie_break(key, num_actions: int):
     mctx draws `jax.random.uniform(key, [A])` for it: A/2 Threefry blocks per node and simulation,
     a third of a PUCT search's time on a CPU (and, before UCT used this, 3 - 17% of a batched
     pure-MCTS search's, docs/benchmarks.md). A tie-break needs only numbers that order the
-    actions at random, and a split key's words are already random: one round of murmur3's
+    actions at random, and a split or hashed key's words are already random: one round of murmur3's
     finaliser (a bijection of uint32) over the actions' Weyl sequence XOR a key word costs a few
     integer operations per action and gives A distinct values (before the 24-bit rounding), any
     tied few of which win equally often (tests/test_search.py). Two rounds (the earlier form)
     cost 4 - 13% more of a PUCT search with the stub network.
     """
-    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
-        key = jax.random.key_data(key)
-    words = key.reshape(-1).astype(jnp.uint32)
-    x = fmix32(jnp.arange(num_actions, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9) ^ words[-1])
+    words = tree_search.key_words(key).reshape(-1)
+    x = tree_search.fmix32(
+        jnp.arange(num_actions, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9) ^ words[-1]
+    )
     return (x >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
-
-
-def fmix32(x):
-    """murmur3's 32-bit finaliser (a bijection of uint32 that mixes every bit)."""
-    x = x ^ (x >> 16)
-    x = x * jnp.uint32(0x85EBCA6B)
-    x = x ^ (x >> 13)
-    x = x * jnp.uint32(0xC2B2AE35)
-    return x ^ (x >> 16)

@@ -152,6 +152,30 @@ class _Walk(NamedTuple):
     is_continuing: chex.Array  # bool[n]
 
 
+def fmix32(x):
+    """murmur3's 32-bit finaliser (a bijection of uint32 that mixes every bit)."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = x * jnp.uint32(0xC2B2AE35)
+    return x ^ (x >> 16)
+
+
+def key_words(key) -> chex.Array:
+    """A key's raw words, uint32 (a typed key's data, or a raw key as it is)."""
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return key.astype(jnp.uint32)
+
+
+def level_key(key, depth) -> chex.Array:
+    """uint32[2] (a raw key): walk key `key` hashed with its level `depth` (`simulate`'s
+    level_keys="hash"). Distinct levels of a walk get distinct keys, and walks' keys stay as
+    independent as the walks' own keys are; no Threefry block is computed."""
+    level = (depth.astype(jnp.uint32) + jnp.uint32(1)) * jnp.uint32(0x9E3779B9)
+    return fmix32(key_words(key).reshape(-1)[-2:] + level)
+
+
 def _lift(mask: chex.Array, x: chex.Array) -> chex.Array:
     """`mask` [B] with trailing axes of length 1, to broadcast against `x` [B, ...]."""
     return mask.reshape(mask.shape + (1,) * (x.ndim - 1))
@@ -173,6 +197,7 @@ def simulate(
     *,
     unroll: int | None = None,
     compact: tuple[int, ...] | None = None,
+    level_keys: str = "split",
 ):
     """mctx's `simulate` over the batch: the same walk, keys and result, `unroll` steps a loop turn.
 
@@ -196,14 +221,27 @@ def simulate(
     first levels, and a turn over the whole batch computes every game's selection, so on a CPU
     the deep tail of a search is walked at a fraction of its cost. The walks, keys and results
     are the same for any sizes.
+
+    `level_keys`: how each level's selection key is made from the walk's key. "split" (mctx's):
+    every level splits the walk's key, a Threefry call per walk and level in the loop's chain.
+    "hash": level d selects with `level_key(walk key, d)`, a few integer operations, and the walk's
+    key is not split. The selection keys differ from mctx's, so selections that draw from their
+    key (mctx's PUCT tie-break) build other trees for the same key; selections that ignore it
+    (Gumbel's interior one) build the same.
     """
+    if level_keys not in ("split", "hash"):
+        raise ValueError(f"level_keys must be 'split' or 'hash', got {level_keys!r}")
+    hashed = level_keys == "hash"
     batch_size = keys.shape[0]
     if compact is None:
         compact = compaction_sizes(batch_size)
 
     def root_step(state: _Walk, t: Tree) -> _Walk:  # mctx's body_fun for one tree, at its root
         node_index = state.next_node_index
-        rng_key, selection_key = jax.random.split(state.rng_key)
+        if hashed:
+            rng_key, selection_key = state.rng_key, level_key(state.rng_key, state.depth)
+        else:
+            rng_key, selection_key = jax.random.split(state.rng_key)
         action = select_root(selection_key, t, node_index)
         next_node_index = t.children_index[node_index, action]
         is_continuing = jnp.logical_and(next_node_index != Tree.UNVISITED, 1 < max_depth)
@@ -214,6 +252,8 @@ def simulate(
         rows = _rows(tree, games, node_index)
 
         def select(key, row, depth):
+            if hashed:
+                return key, select_interior(level_key(key, depth), row, 0, depth)
             key, selection_key = jax.random.split(key)
             return key, select_interior(selection_key, row, 0, depth)
 
@@ -301,6 +341,7 @@ def search(
     unroll: int | None = None,
     compact: tuple[int, ...] | None = None,
     capacity: int | None = None,
+    level_keys: str = "split",
 ) -> Tree:
     """`mctx.search` (same arguments, keys split the same way, the same tree) with `backward`.
 
@@ -326,6 +367,7 @@ def search(
             max_depth,
             unroll=unroll,
             compact=compact,
+            level_keys=level_keys,
         )
         child = tree.children_index[batch, parent, action]
         child = jnp.where(child == Tree.UNVISITED, sim + 1, child)
@@ -349,8 +391,11 @@ def gumbel_muzero_policy(
     max_num_considered_actions: int = 16,
     gumbel_scale: float = 1.0,
     qtransform=mctx.qtransform_completed_by_mix_value,
+    level_keys: str = "split",
 ) -> mctx.PolicyOutput:
-    """`mctx.gumbel_muzero_policy` (same arguments and result for the same key) over `search`."""
+    """`mctx.gumbel_muzero_policy` (same arguments and result for the same key) over `search`;
+    `level_keys` is `simulate`'s (the same result either way: Gumbel's interior selection does not
+    read its key)."""
     root = root.replace(prior_logits=_mask_invalid_actions(root.prior_logits, invalid_actions))
     rng_key, gumbel_key = jax.random.split(rng_key)
     gumbel = gumbel_scale * jax.random.gumbel(
@@ -373,6 +418,7 @@ def gumbel_muzero_policy(
         num_simulations=num_simulations,
         invalid_actions=invalid_actions,
         extra_data=mctx.GumbelMuZeroExtraData(root_gumbel=gumbel),
+        level_keys=level_keys,
     )
     summary = tree.summary()
     considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)

@@ -134,8 +134,8 @@ def test_compaction_sizes_by_backend_and_factor(monkeypatch):
         tree_search.compaction_sizes(256, 0)
 
 
-@pytest.mark.parametrize("factor", [1, 2])
-def test_gumbel_policy_is_mctx_gumbel_muzero_policy(keys, factor, monkeypatch):
+@pytest.mark.parametrize("factor,level_keys", [(1, "split"), (2, "split"), (1, "hash")])
+def test_gumbel_policy_is_mctx_gumbel_muzero_policy(keys, factor, level_keys, monkeypatch):
     monkeypatch.setattr(tree_search, "COMPACT", factor)  # 2: the walks compacted into 3, then 1
     monkeypatch.setattr(tree_search, "_SMALLEST_COMPACTED", 1)
     invalid = jnp.zeros((B, A), bool).at[2, :2].set(True)
@@ -147,10 +147,71 @@ def test_gumbel_policy_is_mctx_gumbel_muzero_policy(keys, factor, monkeypatch):
         max_num_considered_actions=4,
         gumbel_scale=1.0,
     )
-    ours = _run(lambda k: tree_search.gumbel_muzero_policy((), k, **kwargs), keys[2])
+    # Gumbel's interior selection reads no key: hashed level keys build mctx's trees too.
+    policy = functools.partial(tree_search.gumbel_muzero_policy, level_keys=level_keys)
+    ours = _run(lambda k: policy((), k, **kwargs), keys[2])
     theirs = _run(lambda k: mctx.gumbel_muzero_policy((), k, **kwargs), keys[2])
     np.testing.assert_array_equal(np.asarray(ours.action), np.asarray(theirs.action))
     np.testing.assert_array_equal(
         np.asarray(ours.action_weights), np.asarray(theirs.action_weights)
     )
     _assert_same_tree(ours.search_tree, theirs.search_tree)
+
+
+def test_hashed_level_keys_select_at_random_and_independently_level_to_level():
+    """level_keys="hash": the key a selection gets at level d of a walk is `level_key(walk key,
+    d)`. Ties broken with it (`tie_break`, as PUCT's and UCT's selections do) must still pick
+    each tied action equally often at every level, and a walk's picks at successive levels must
+    be independent; all levels of one walk get distinct keys."""
+    from azjax.selection import tie_break
+
+    n, actions, levels = 6000, 5, 6
+    walks = jax.random.split(jax.random.key(7), n)
+
+    @jax.jit
+    def picks(walks):
+        def walk(key):
+            return jnp.stack(
+                [
+                    jnp.argmax(tie_break(tree_search.level_key(key, jnp.float32(d)), actions))
+                    for d in range(levels)
+                ]
+            )
+
+        return jax.vmap(walk)(walks)
+
+    chosen = np.asarray(picks(walks))  # [n, levels]
+    chi2_df4_999 = 18.47  # P(chi2 with 4 degrees of freedom > 18.47) = 0.001
+    chi2_df24_999 = 51.18  # ... with 24
+    for d in range(levels):
+        counts = np.bincount(chosen[:, d], minlength=actions)
+        expected = n / actions
+        assert ((counts - expected) ** 2 / expected).sum() < chi2_df4_999, (d, counts)
+    for d in range(levels - 1):
+        pairs = np.bincount(chosen[:, d] * actions + chosen[:, d + 1], minlength=actions**2)
+        expected = n / actions**2
+        assert ((pairs - expected) ** 2 / expected).sum() < chi2_df24_999, d
+    one = np.asarray(jax.vmap(lambda d: tree_search.level_key(walks[0], d))(jnp.arange(512.0)))
+    assert len({tuple(k) for k in one}) == 512
+
+
+def test_hashed_level_keys_search_with_a_key_drawing_selection():
+    """mctx's own PUCT selection draws its tie-break from the key: with hashed level keys the
+    search still runs it (raw keys, no splits), and where no scores tie exactly (these float
+    priors) the 1e-7 draw decides nothing: the same trees as with mctx's split keys."""
+    select = functools.partial(mctx.muzero_action_selection, pb_c_init=1.25)
+    kwargs = dict(
+        root=_root(jax.random.key(3)),
+        recurrent_fn=_recurrent,
+        root_action_selection_fn=lambda k, t, i: select(k, t, i, 0),
+        interior_action_selection_fn=select,
+        num_simulations=SIMS,
+    )
+    hashed = _run(
+        lambda k: tree_search.search((), k, level_keys="hash", **kwargs), jax.random.key(5)
+    )
+    split = _run(lambda k: tree_search.search((), k, **kwargs), jax.random.key(5))
+    assert np.all(np.asarray(hashed.node_visits[:, 0]) == SIMS + 1)
+    _assert_same_tree(hashed, split)
+    with pytest.raises(ValueError, match="level_keys must be"):
+        tree_search.search((), jax.random.key(5), level_keys="fold", **kwargs)
