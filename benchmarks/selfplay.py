@@ -41,6 +41,7 @@ import dataclasses
 import functools
 import os
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -92,6 +93,7 @@ class Row(NamedTuple):
     compile_s: float
     vs_recipe: float  # positions_per_s / the recipe's, on the same game
     devices: int = 1  # positions_per_s is the total over this many devices
+    round_seconds: tuple[float, ...] = ()  # each timed chunk's seconds, round by round
 
 
 class _Variant(NamedTuple):
@@ -372,13 +374,15 @@ def benchmark_game(name: str, setting: Setting, key, log=print) -> list[Row]:
         jax.block_until_ready((s, out))
         states.append(s)
     seconds = [0.0] * len(variants)
+    rounds: list[list[float]] = [[] for _ in variants]
     for r in range(setting.repeats):
         k = jax.random.fold_in(keys[4], r + 1)
         for i, (v, run) in enumerate(zip(variants, runs)):
             start = time.perf_counter()
             states[i], out = run(v.variables, k, states[i])
             jax.block_until_ready((states[i], out))
-            seconds[i] += time.perf_counter() - start
+            rounds[i].append(time.perf_counter() - start)
+            seconds[i] += rounds[i][-1]
         log(
             f"{name}: round {r + 1}/{setting.repeats}, seconds so far "
             + ", ".join(f"{s:.1f}" for s in seconds)
@@ -397,8 +401,9 @@ def benchmark_game(name: str, setting: Setting, key, log=print) -> list[Row]:
             c_s,
             positions / s / recipe_rate,
             setting.devices,
+            tuple(rounds_of_v),
         )
-        for v, s, (_, c_s) in zip(variants, seconds, compiled)
+        for v, s, (_, c_s), rounds_of_v in zip(variants, seconds, compiled, rounds)
     ]
 
 
@@ -464,7 +469,7 @@ def summary(rows: Sequence[Row], target: float, puct_target: float = 0.9) -> lis
             f"{name}: azjax puct / azjax gumbel = {ratio:.2f}x "
             f"({puct.positions_per_s:.1f} "
             f"against {gumbel.positions_per_s:.1f} positions/s; "
-            f"target >= {puct_target}x: {verdict})"
+            f"target >= {puct_target}x: {verdict}){round_spread(gumbel, puct)}"
         )
         lines.append(
             f"{name}: random rollouts (p=1, weight 0.5) run at "
@@ -472,6 +477,17 @@ def summary(rows: Sequence[Row], target: float, puct_target: float = 0.9) -> lis
             f"no rollouts ({rolled.ms_per_move - gumbel.ms_per_move:+.1f} ms per move)"
         )
     return lines
+
+
+def round_spread(base: Row, other: Row) -> str:
+    """`other`'s speed over `base`'s round by round (chunks timed next to each other, so a
+    shared machine's slow spell falls on both): "; by round: median R (lo - hi)", or "" with
+    fewer than two rounds."""
+    pairs = [b / o for b, o in zip(base.round_seconds, other.round_seconds)]
+    if len(pairs) < 2:
+        return ""
+    median, low, high = statistics.median(pairs), min(pairs), max(pairs)
+    return f"; by round: median {median:.2f}x ({low:.2f} - {high:.2f}x)"
 
 
 def machine() -> str:

@@ -44,7 +44,16 @@ def test_prints_a_table_of_positive_rates_and_ratios(capsys):
     assert "hex: random rollouts" in out
     ratio = rows[2].positions_per_s / rows[1].positions_per_s  # puct / gumbel
     assert f"hex: azjax puct / azjax gumbel = {ratio:.2f}x" in out and "target >= 0.9x" in out
+    assert all(len(r.round_seconds) == 1 for r in rows)  # one round: no spread printed
+    assert "by round" not in out
     assert lines[0].startswith("machine: ") and " backend " in lines[0]
+
+
+def test_the_round_by_round_ratio_pairs_chunks_timed_together():
+    gumbel = selfplay.Row("hex", "azjax", "gumbel", "none", 0, 0, 0, 0, 1, (1.0, 2.0, 1.0))
+    puct = selfplay.Row("hex", "azjax", "puct", "none", 0, 0, 0, 0, 1, (1.25, 2.0, 2.0))
+    assert selfplay.round_spread(gumbel, puct) == "; by round: median 0.80x (0.50 - 1.00x)"
+    assert selfplay.round_spread(gumbel._replace(round_seconds=(1.0,)), puct) == ""
 
 
 def test_markdown_table():
