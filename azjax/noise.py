@@ -14,16 +14,18 @@ U^33) never underflow before the normalisation.
 
 Acceptance of one proposal is 0.952 at a = 1 (the worst case here: a < 1 is boosted to a + 1 in
 (1, 2)), 0.954 at 1.03, 0.967 at 1.3, 0.982 at 2 (numerical integration of the acceptance test).
-Every variate gets `proposals = 3` at once; the few of which none was accepted (at most
-(1 - 0.952)^3 = 1.1e-4 of them, about 3 in a self-play move of 256 x 121 variates) are gathered,
+Every variate gets `proposals = 2` at once; the few of which none was accepted (at most
+(1 - 0.952)^2 = 2.3e-3 of them, about 70 in a self-play move of 256 x 121 variates) are gathered,
 up to `retry_capacity(n)` of them, and get `retries = 8` fresh proposals each. Their proposals are
-independent of the first three, so the first accepted proposal of the eleven is still exactly a
-Gamma(a) variate. A variate with none of its eleven accepted (probability 0.048^11 = 3e-15), or
+independent of the first two, so the first accepted proposal of the ten is still exactly a
+Gamma(a) variate. A variate with none of its ten accepted (probability 0.048^10 = 6e-14), or
 one past the capacity (a capacity of the mean plus eight standard deviations and 8: the
 probability of going past it is far below that), takes the deterministic value d (v = 1, close to
-the mode a - 1), so the sampled distribution is within about 3e-15 of Gamma(a) in total
-variation. Eight proposals for every variate (the sampler before) drew the same distribution
-to within 3e-11 at 2.4 times the cost; docs/benchmarks.md, "PUCT's priors and its noise".
+the mode a - 1), so the sampled distribution is within about 1e-13 of Gamma(a) in total
+variation. Eight proposals for every variate (an earlier sampler) drew the same distribution to
+within 3e-11 at 2.4 times the cost of three with retries, and two cost 23% less than three
+(Dir(0.33) over [256, 121]); docs/benchmarks.md, "PUCT's priors and its noise" and "Hashed level
+keys and two noise proposals".
 
 Dir(alpha) over the K legal moves of each row is the vector of K independent Gamma(alpha) variates
 divided by their sum (a softmax of their logarithms); illegal moves get exactly 0, and a row with no
@@ -37,7 +39,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-PROPOSALS = 3  # Marsaglia-Tsang proposals for every variate; see the module docstring
+PROPOSALS = 2  # Marsaglia-Tsang proposals for every variate; see the module docstring
 RETRIES = 8  # further proposals for each variate none of whose first ones was accepted
 REJECTION = 0.05  # the chance that one proposal is rejected, rounded up from 0.048 (alpha >= 1)
 

@@ -347,7 +347,8 @@ def search(
 
     `capacity`: trees of capacity + 1 nodes (default num_simulations + 1); `num_simulations` may
     then be a traced int32 up to it, so that one program runs every count (the nodes past the
-    count stay empty, and the tree's search is the same as in a tree of its own size)."""
+    count stay empty, and the tree's search is the same as in a tree of its own size).
+    `level_keys`: `simulate`'s (mctx's keys and trees with "split", the default)."""
     batch_size = root.value.shape[0]
     batch = jnp.arange(batch_size)
     capacity = num_simulations if capacity is None else capacity
