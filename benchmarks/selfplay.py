@@ -26,7 +26,9 @@ in steady-state self-play, rather than B openings (random rollouts from an openi
 Timing: every variant is compiled ahead of time and run once (warm-up), then the variants take
 turns, one chunk of `--steps` moves each, for `--repeats` rounds (taking turns spreads a shared
 machine's load over all of them alike); each chunk ends with `jax.block_until_ready`. A chunk
-plays `batch * steps` positions; positions/s is all timed positions over all timed seconds.
+plays `batch * steps` positions; positions/s is all timed positions over all timed seconds. The
+PUCT / Gumbel line also gives that ratio round by round (median and range), whose chunks ran
+next to each other: on a shared machine it shows how much of the total is one slow spell.
 
 Devices: `--devices=N` (or `all`) splits the batch over N devices along a one-axis mesh, as
 training does (`azjax.parallel`): azjax runs `make_selfplay(..., mesh=mesh)`, and the recipe the
