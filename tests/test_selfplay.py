@@ -65,8 +65,9 @@ def test_each_position_records_its_searched_root_value(chunk):
     assert traj.root_value.shape == (12, 8)
     assert (np.abs(traj.root_value) <= 1 + 1e-6).all()
     # the first move's values are those of the search self-play ran, with the key it used,
-    # compiled as self-play's is: op by op, XLA:CPU rounds UCT's logs and square roots in other
-    # last bits, and a 1e-7 tie-break then decides a near tie otherwise
+    # compiled as self-play's is: op by op, XLA:CPU rounds this PUCT search's logs, square roots
+    # and exponentials (its exploration term, the root noise's sampler) in other last bits, and
+    # a near tie can then go the other way
     spec = SearchSpec.pure_mcts(8, explore=True)
     k_search = jax.random.split(jax.random.split(jax.random.PRNGKey(1), 12)[0], 3)[0]
     out = jax.jit(make_search(TTT, spec))(None, k_search, init_states(TTT, 8))
