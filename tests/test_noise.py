@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from azjax.noise import dirichlet_over_legal, log_gamma, retry_capacity
+from azjax.noise import dirichlet_over_legal, flat_dirichlet_over_legal, log_gamma, retry_capacity
 
 ALPHAS = [0.03, 0.1, 0.3, 1.0]
 N = 20_000  # rows per sample: a KS critical value of 0.014 at level 0.001
@@ -94,9 +94,34 @@ def test_a_constant_alpha_draws_what_an_array_alpha_does():
     # make_search passes the spec's float; the tests above pass an array to compile once.
     key, legal = jax.random.PRNGKey(4), jnp.asarray(LEGAL[:64])
     array = jax.jit(lambda k, a: dirichlet_over_legal(k, legal, alpha=a))
-    for alpha in (0.3, 1.0):
+    for alpha in (0.3, 2.5):
         constant = jax.jit(lambda k, a=alpha: dirichlet_over_legal(k, legal, alpha=a))
         np.testing.assert_allclose(constant(key), array(key, jnp.float32(alpha)), rtol=1e-5)
+
+
+def test_a_constant_alpha_of_one_draws_the_flat_dirichlet():
+    # alpha = 1 as a Python number takes flat_dirichlet_over_legal (Exp(1) variates), another
+    # draw of the same distribution, which the same checks must accept, and reject as Dir(2).
+    flat = jax.jit(lambda k: dirichlet_over_legal(k, jnp.asarray(LEGAL), alpha=1.0))
+    np.testing.assert_array_equal(
+        flat(jax.random.PRNGKey(0)), flat_dirichlet_over_legal(jax.random.PRNGKey(0), LEGAL)
+    )
+    noise = np.asarray(flat(jax.random.PRNGKey(6)))
+    for pattern in (0, 1):
+        rows = slice(pattern, None, 2)
+        assert dirichlet_failures(noise[rows], LEGAL[rows], 1.0) == []
+        failures = dirichlet_failures(noise[rows], LEGAL[rows], 2.0)
+        assert any(f.startswith("variance") for f in failures)
+        assert any(f.startswith("KS") for f in failures)
+
+
+def test_the_flat_dirichlet_keeps_a_row_of_zero_variates_on_the_simplex(monkeypatch):
+    # u = 0 (one draw in 2^23) gives the Exp variate 0; held at the smallest float32, a row of
+    # them is still a point of the simplex (here its centre), not a row of zeros or NaNs.
+    monkeypatch.setattr(jax.random, "uniform", lambda key, shape: jnp.zeros(shape))
+    legal = jnp.array([[True, False, True], [False, False, False]])
+    noise = flat_dirichlet_over_legal(jax.random.PRNGKey(0), legal)
+    np.testing.assert_array_equal(noise, [[0.5, 0.0, 0.5], [0.0, 0.0, 0.0]])
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)
