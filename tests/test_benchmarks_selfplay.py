@@ -88,3 +88,11 @@ def test_quick_and_explicit_sizes():
     args = selfplay.parse_args([])
     assert (args.batch, args.simulations, args.blocks, args.filters) == (256, 32, 3, 64)
     assert args.devices == "1"
+
+
+def test_puct_plays_with_the_games_configured_noise():
+    # what `train.py --game=G --search=puct` plays with, not SearchSpec's defaults
+    assert selfplay.puct_settings("othello")["dirichlet_alpha"] == 1.0
+    assert selfplay.puct_settings("hex") == dict(
+        c_puct=1.25, dirichlet_alpha=0.33, dirichlet_fraction=0.25
+    )
