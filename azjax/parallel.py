@@ -26,10 +26,17 @@ The single-device run is the one-device case of the same code.
 (`check_divisible` says so otherwise). Multi-host: `initialize` wraps `jax.distributed.initialize`;
 every process runs the same program on its local share, global arrays are made inside `jit` with
 `out_shardings` (so no host builds another's data), and only process 0 (`is_primary`) writes logs.
+
+On a CPU, JAX makes one device of the whole host, and XLA:CPU runs a small network's convolutions
+(a 2 x 32 ResNet on 6x6 boards, 128 games) on one core however many there are. `split_cpu` makes
+one device per core instead (`jax_num_cpu_devices`, before JAX starts), and the same sharded
+program then keeps every core busy: `train.py --cpu_devices=auto`, its default, which doubled a
+6x6 Othello iteration's speed on 2 cores (docs/benchmarks.md, "A device per core").
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -117,3 +124,38 @@ def initialize(
     jax.distributed.initialize(
         coordinator_address=coordinator, num_processes=num_processes, process_id=process_id
     )
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def cpu_device_count(*sizes: int, cpus: int | None = None) -> int:
+    """The most devices, at most one per CPU (`cpus`, default `usable_cpus()`), over which every
+    one of the global `sizes` (batch_games, train_batch_size) divides evenly."""
+    cpus = usable_cpus() if cpus is None else cpus
+    return max(n for n in range(1, max(cpus, 1) + 1) if all(s % n == 0 for s in sizes))
+
+
+def set_by_environment() -> bool:
+    """Whether XLA_FLAGS (--xla_force_host_platform_device_count) or JAX_NUM_CPU_DEVICES already
+    sets how many CPU devices JAX makes."""
+    return "JAX_NUM_CPU_DEVICES" in os.environ or (
+        "--xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
+    )
+
+
+def split_cpu(count: int) -> int:
+    """Makes JAX's CPU backend `count` devices, which must happen before JAX starts (before any
+    array is made), and returns the CPU devices the process will have: `count`, or, where JAX has
+    already started (a caller in a process that has used JAX), the devices it started with."""
+    if count < 1:
+        raise ValueError(f"CPU devices must be at least 1, got {count}")
+    try:
+        jax.config.update("jax_num_cpu_devices", count)
+    except RuntimeError:  # JAX has started: its CPU devices are fixed
+        return len(jax.devices("cpu"))
+    return count

@@ -90,6 +90,15 @@ def build_parser(
         action="store_true",
         help="at the end, print the run's summary (summary.json) as JSON instead of a message",
     )
+    parser.add_argument(
+        "--cpu_devices",
+        default="auto",
+        metavar="N|auto",
+        help="on a CPU, split the games over N devices, one per core, as over GPUs "
+        "(docs/scaling.md): XLA:CPU runs a small network on one core per device. auto (default): "
+        "one per CPU this process may use, as many as batch_games and train_batch_size divide "
+        "over; 1: the whole host as one device. Not with --distributed (one device a process)",
+    )
     multi = parser.add_argument_group(
         "multi-host (docs/scaling.md); unset values come from the environment: Cloud TPU pod "
         "slices, SLURM, Open MPI, or JAX_COORDINATOR_ADDRESS"
@@ -238,12 +247,16 @@ def _main(argv: list[str]) -> int:
     if not args.distributed and any(v is not None for v in multi.values()):
         given = ", ".join(k for k, v in multi.items() if v is not None)
         raise ValueError(f"{given} only make sense with --distributed")
+    if args.distributed and args.cpu_devices != "auto":
+        raise ValueError("--cpu_devices: with --distributed each process is one device")
     if args.distributed and config.eval_opponent:
         raise ValueError("--eval_opponent is played by one process: not with --distributed")
-    if args.distributed:  # before anything else touches JAX
-        from azjax import parallel
+    from azjax import parallel
 
+    if args.distributed:  # before anything else touches JAX
         parallel.initialize(args.coordinator, args.num_processes, args.process_id)
+    else:
+        _split_cpu(args.cpu_devices, config)
 
     import jax
 
@@ -262,6 +275,31 @@ def _main(argv: list[str]) -> int:
     if jax.process_index() == 0:
         print(json.dumps(summary, indent=2) if args.json else closing_message(summary, workdir))
     return 0
+
+
+def _split_cpu(setting: str, config: cfg.Config) -> None:
+    """`--cpu_devices`: the CPU devices JAX makes, before anything starts it (`parallel.split_cpu`).
+    auto leaves a count set in the environment (XLA_FLAGS, JAX_NUM_CPU_DEVICES) as it is."""
+    from azjax import parallel
+
+    if setting == "auto":
+        if not parallel.set_by_environment():
+            parallel.split_cpu(
+                parallel.cpu_device_count(config.batch_games, config.train_batch_size)
+            )
+        return
+    try:
+        count = int(setting)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"--cpu_devices must be auto or a whole number >= 1, got {setting!r}")
+    have = parallel.split_cpu(count)
+    if have != count:
+        raise ValueError(
+            f"--cpu_devices={count}: JAX has already started in this process with {have} CPU "
+            "devices; give the count before anything uses JAX"
+        )
 
 
 def shared_names(config: cfg.Config) -> list[str]:
