@@ -69,7 +69,7 @@ def _train(workdir, *args):
 
 def test_training_splits_the_cpu_and_resumes_on_another_count(tmp_path):
     first = _train(tmp_path, "--iterations=1")  # --cpu_devices=auto
-    auto = parallel.cpu_device_count(8, 16)  # a device per usable CPU, up to 8 (the batch)
+    auto = parallel.cpu_device_count(8, 16)  # the most usable CPUs that 8 and 16 games divide over
     assert (first["devices"], first["iterations"], first["games"]) == (auto, 1, 8)
     # the checkpoint restores onto another count of devices, and training goes on
     other = 1 if auto > 1 else 2
