@@ -30,8 +30,10 @@ every process runs the same program on its local share, global arrays are made i
 On a CPU, JAX makes one device of the whole host, and XLA:CPU runs a small network's convolutions
 (a 2 x 32 ResNet on 6x6 boards, 128 games) on one core however many there are. `split_cpu` makes
 one device per core instead (`jax_num_cpu_devices`, before JAX starts), and the same sharded
-program then keeps every core busy: `train.py --cpu_devices=auto`, its default, which doubled a
-6x6 Othello iteration's speed on 2 cores (docs/benchmarks.md, "A device per core").
+program then keeps every core busy: `train.py --cpu_devices=auto` doubled a 6x6 Othello
+iteration's speed on 2 cores, but one 60-minute run aborted after 30 iterations in XLA:CPU's
+rendezvous of an all-gather (one device's thread waited 40 s for the other's), so it is an
+option, not the default (docs/benchmarks.md, "A device per core").
 """
 
 from __future__ import annotations
@@ -138,14 +140,6 @@ def cpu_device_count(*sizes: int, cpus: int | None = None) -> int:
     one of the global `sizes` (batch_games, train_batch_size) divides evenly."""
     cpus = usable_cpus() if cpus is None else cpus
     return max(n for n in range(1, max(cpus, 1) + 1) if all(s % n == 0 for s in sizes))
-
-
-def set_by_environment() -> bool:
-    """Whether XLA_FLAGS (--xla_force_host_platform_device_count) or JAX_NUM_CPU_DEVICES already
-    sets how many CPU devices JAX makes."""
-    return "JAX_NUM_CPU_DEVICES" in os.environ or (
-        "--xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
-    )
 
 
 def split_cpu(count: int) -> int:

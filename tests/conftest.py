@@ -60,17 +60,6 @@ INTEGRATION = {
 }
 
 
-@pytest.fixture(scope="session", autouse=True)
-def jax_started():
-    """JAX started in every test process before any test runs, with the devices it has now:
-    `train.main` called in a test then keeps them (`--cpu_devices=auto` only splits a CPU in a
-    process that has not started JAX; azjax.parallel.split_cpu), so no test changes the devices
-    of the tests after it. The scripts the tests start as subprocesses split theirs."""
-    import jax
-
-    return jax.devices()
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in INTEGRATION:

@@ -1,7 +1,7 @@
 """`train.py --cpu_devices`: a CPU split into one JAX device per core (`parallel.split_cpu`).
 
 The device count must be set before JAX starts, so the runs are subprocesses (Tic-Tac-Toe, toy
-sizes); the pytest process itself has long started JAX, which the in-process checks rely on.
+sizes); in the pytest process JAX has started, which the in-process checks rely on.
 """
 
 import json
@@ -68,13 +68,15 @@ def _train(workdir, *args):
 
 
 def test_training_splits_the_cpu_and_resumes_on_another_count(tmp_path):
-    first = _train(tmp_path, "--iterations=1")  # --cpu_devices=auto
+    first = _train(tmp_path, "--iterations=1", "--cpu_devices=auto")
     auto = parallel.cpu_device_count(8, 16)  # the most usable CPUs that 8 and 16 games divide over
     assert (first["devices"], first["iterations"], first["games"]) == (auto, 1, 8)
     # the checkpoint restores onto another count of devices, and training goes on
     other = 1 if auto > 1 else 2
     second = _train(tmp_path, "--resume", "--iterations=2", f"--cpu_devices={other}")
     assert (second["devices"], second["iterations"]) == (other, 2)
+    third = _train(tmp_path, "--resume", "--iterations=3")  # unset: JAX's own, one device
+    assert (third["devices"], third["iterations"]) == (1, 3)
 
 
 @pytest.mark.parametrize(
@@ -86,7 +88,7 @@ def test_training_splits_the_cpu_and_resumes_on_another_count(tmp_path):
     ],
 )
 def test_a_bad_or_late_count_is_one_line(tmp_path, capsys, value, needle):
-    # conftest's jax_started: this process's devices are fixed, whatever count is asked for
+    # JAX has started in this process (jax.devices below, if not before): its devices are fixed
     value = str(len(jax.devices("cpu")) * 2) if value is None else value
     argv = TOY + [f"--workdir={tmp_path}", "--iterations=1", f"--cpu_devices={value}"]
     assert train.main(argv) == 2

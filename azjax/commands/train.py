@@ -92,12 +92,15 @@ def build_parser(
     )
     parser.add_argument(
         "--cpu_devices",
-        default="auto",
+        default=None,
         metavar="N|auto",
         help="on a CPU, split the games over N devices, one per core, as over GPUs "
-        "(docs/scaling.md): XLA:CPU runs a small network on one core per device. auto (default): "
+        "(docs/scaling.md): XLA:CPU runs a small network on one core per device, and on 2 cores "
+        "this trained twice as fast. Experimental: one 60-minute run aborted after 30 iterations "
+        "in XLA:CPU's collective rendezvous (--resume goes on from the last checkpoint). auto: "
         "one per CPU this process may use, as many as batch_games and train_batch_size divide "
-        "over; 1: the whole host as one device. Not with --distributed (one device a process)",
+        "over. Unset: JAX's own (one device, or what XLA_FLAGS or JAX_NUM_CPU_DEVICES set). "
+        "Not with --distributed (one device a process)",
     )
     multi = parser.add_argument_group(
         "multi-host (docs/scaling.md); unset values come from the environment: Cloud TPU pod "
@@ -247,7 +250,7 @@ def _main(argv: list[str]) -> int:
     if not args.distributed and any(v is not None for v in multi.values()):
         given = ", ".join(k for k, v in multi.items() if v is not None)
         raise ValueError(f"{given} only make sense with --distributed")
-    if args.distributed and args.cpu_devices != "auto":
+    if args.distributed and args.cpu_devices is not None:
         raise ValueError("--cpu_devices: with --distributed each process is one device")
     if args.distributed and config.eval_opponent:
         raise ValueError("--eval_opponent is played by one process: not with --distributed")
@@ -255,7 +258,7 @@ def _main(argv: list[str]) -> int:
 
     if args.distributed:  # before anything else touches JAX
         parallel.initialize(args.coordinator, args.num_processes, args.process_id)
-    else:
+    elif args.cpu_devices is not None:
         _split_cpu(args.cpu_devices, config)
 
     import jax
@@ -279,14 +282,11 @@ def _main(argv: list[str]) -> int:
 
 def _split_cpu(setting: str, config: cfg.Config) -> None:
     """`--cpu_devices`: the CPU devices JAX makes, before anything starts it (`parallel.split_cpu`).
-    auto leaves a count set in the environment (XLA_FLAGS, JAX_NUM_CPU_DEVICES) as it is."""
+    auto: in a process that has already started JAX, its devices stay as they are."""
     from azjax import parallel
 
     if setting == "auto":
-        if not parallel.set_by_environment():
-            parallel.split_cpu(
-                parallel.cpu_device_count(config.batch_games, config.train_batch_size)
-            )
+        parallel.split_cpu(parallel.cpu_device_count(config.batch_games, config.train_batch_size))
         return
     try:
         count = int(setting)
