@@ -6,9 +6,9 @@
 
 For each game the same policy-value ResNet (`azjax.network.PolicyValueNet`, float32) drives
 - azjax: `make_selfplay` on `games.make(...)` with a Gumbel (as in the recipe) or a PUCT search
-  (with the c_puct and Dirichlet noise of the game's config, as `train.py --search=puct`: alpha
-  0.33 on Hex, 1 on Othello), and once more with random rollouts from every leaf (rollout_prob 1,
-  rollout_weight 0.5);
+  (the game config's search settings, `SearchSpec.from_config`, as `train.py --search=puct`
+  plays: Dirichlet alpha 0.33 on Hex, 1 on Othello), and once more with random rollouts from
+  every leaf (rollout_prob 1, rollout_weight 0.5);
 - the recipe: pgx's AlphaZero example (pgx `examples/alphazero/train.py`) written here in Flax:
   a `pgx.make(env_id)` environment whose states carry their observation, `mctx.gumbel_muzero_policy`
   with a `recurrent_fn` that steps the pgx environment (reward = the mover's `state.rewards`,
@@ -58,7 +58,8 @@ import mctx
 
 import games
 from azjax import parallel, tree_search
-from azjax.config import Config, game_defaults
+from azjax.config import Config
+from azjax.config import load as load_config
 from azjax.network import PolicyValueNet, make_apply
 from azjax.search import SearchSpec
 from azjax.selfplay import init_states, make_selfplay
@@ -308,23 +309,13 @@ def _place(mesh, variables, states):
     )
 
 
-PUCT_SETTINGS = ("c_puct", "dirichlet_alpha", "dirichlet_fraction")
-
-
-def puct_settings(game_name: str) -> dict:
-    """The PUCT settings of `configs/<game>.py` (`train.py --game=G --search=puct` plays with
-    them): its c_puct and root noise, where it sets them."""
-    defaults = game_defaults(game_name)
-    return {name: defaults[name] for name in PUCT_SETTINGS if name in defaults}
-
-
 def _azjax_variant(
-    game, setting: Setting, search: str, rollouts: str, states, key, puct: dict
+    game, setting: Setting, search: str, rollouts: str, states, key, config: Config
 ) -> _Variant:
     net = _network(setting, game.num_actions)
     variables = net.init(key, jnp.zeros((1, *game.observation_shape), jnp.float32))
-    spec = SearchSpec(
-        **puct,
+    spec = SearchSpec.from_config(  # the game config's c_puct and noise, as train.py plays
+        config,
         search=search,
         num_simulations=setting.simulations,
         explore=True,  # self-play: Gumbel noise (scale 1, as in the recipe) or Dirichlet noise
@@ -371,12 +362,12 @@ def benchmark_game(name: str, setting: Setting, key, log=print) -> list[Row]:
     keys = jax.random.split(key, 7)
     ours = azjax_openings(game, setting.batch, keys[5])
     theirs = recipe_openings(env, setting.batch, game.max_game_length // 2, keys[6])
-    puct = puct_settings(game_name)
+    config = load_config(game_name)
     variants = [
         _recipe_variant(env, setting, theirs, keys[0]),
-        _azjax_variant(game, setting, "gumbel", "none", ours, keys[1], puct),
-        _azjax_variant(game, setting, "puct", "none", ours, keys[2], puct),
-        _azjax_variant(game, setting, "gumbel", "random", ours, keys[3], puct),
+        _azjax_variant(game, setting, "gumbel", "none", ours, keys[1], config),
+        _azjax_variant(game, setting, "puct", "none", ours, keys[2], config),
+        _azjax_variant(game, setting, "gumbel", "random", ours, keys[3], config),
     ]
     workers = compile_workers(len(variants))
     with ThreadPoolExecutor(max_workers=workers) as pool:  # XLA compiles outside the GIL

@@ -1,7 +1,9 @@
 """The self-play benchmark runs end to end on a toy setting and prints a complete table."""
 
+import jax
 import pytest
 
+import games
 from benchmarks import selfplay
 
 TINY = [
@@ -90,9 +92,18 @@ def test_quick_and_explicit_sizes():
     assert args.devices == "1"
 
 
-def test_puct_plays_with_the_games_configured_noise():
+def test_puct_plays_with_the_games_configured_noise(monkeypatch):
     # what `train.py --game=G --search=puct` plays with, not SearchSpec's defaults
-    assert selfplay.puct_settings("othello")["dirichlet_alpha"] == 1.0
-    assert selfplay.puct_settings("hex") == dict(
-        c_puct=1.25, dirichlet_alpha=0.33, dirichlet_fraction=0.25
+    specs = []
+    monkeypatch.setattr(selfplay, "make_selfplay", lambda game, spec, *a: specs.append(spec))
+    monkeypatch.setattr(selfplay, "_place", lambda mesh, v, s: (v, s))
+    game = games.make("othello", size=8)
+    setting = selfplay.Setting(
+        batch=2, simulations=2, blocks=1, filters=4, steps=1, repeats=1, network="stub"
     )
+    config = selfplay.load_config("othello")
+    selfplay._azjax_variant(game, setting, "puct", "none", None, jax.random.PRNGKey(0), config)
+    spec = specs[0]
+    assert (spec.search, spec.num_simulations, spec.explore) == ("puct", 2, True)
+    assert (spec.dirichlet_alpha, spec.c_puct, spec.dirichlet_fraction) == (1.0, 1.25, 0.25)
+    assert selfplay.load_config("hex").dirichlet_alpha == 0.33  # SearchSpec's default, Hex's own
