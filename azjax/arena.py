@@ -92,8 +92,8 @@ def make_match(
     With a `mesh` of D devices (`azjax.parallel`) of one process and N a multiple of 2D, the
     games are split over the devices as self-play's are (`sharded_match`): each plays N / D of
     them, half with each colour, with the key `fold_in(key, device index)`; the results come
-    back in the same order, so game i and game i + N / 2 are still the same start with the
-    colours swapped.
+    back as host (numpy) arrays in the same order, so game i and game i + N / 2 are still the
+    same start with the colours swapped.
     """
     if (
         mesh is not None
@@ -198,19 +198,26 @@ def sharded_match(
         shard, mesh=mesh, in_specs=(P(), P(), P(), P(AXIS)), out_specs=P(AXIS), check_vma=False
     )
 
+    # The results stay split, in device order, and are put back in game order on the host:
+    # reordering them in the program would end its long loops with a collective, which waits in
+    # XLA:CPU's thread pools (`azjax.parallel`'s module doc).
     @jax.jit
     def run(variables_a, variables_b, key, starts):
         starts = jax.tree_util.tree_map(lambda x: x[order], starts)
-        out = played(variables_a, variables_b, key, starts)
-        return jax.tree_util.tree_map(lambda x: x[back], out)
+        return played(variables_a, variables_b, key, starts)
 
     everywhere = parallel.replicated(mesh)  # the starts join the mesh the variables are on
     initial = jax.device_put(init_states(game, num_games), everywhere)
 
-    def match(variables_a, variables_b, key, starts=None):
+    def arguments(variables_a, variables_b, key, starts=None):
         starts = initial if starts is None else jax.device_put(starts, everywhere)
-        return run(variables_a, variables_b, key, starts)
+        return variables_a, variables_b, key, starts
 
+    def match(*args, **kwargs):  # numpy results, in game order
+        out = parallel.fetch(run(*arguments(*args, **kwargs)))
+        return jax.tree_util.tree_map(lambda x: x[back], out)
+
+    match.lower = lambda *args, **kwargs: run.lower(*arguments(*args, **kwargs))  # compile_for
     return match
 
 

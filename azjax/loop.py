@@ -98,24 +98,50 @@ class PlayStats(NamedTuple):
     reached: jax.Array  # int32[len(VARIETY_PLIES)], positions at each ply in the chunk
 
 
-def count_distinct(obs: jax.Array, mask: jax.Array) -> jax.Array:
-    """int32[]: distinct observations among obs[N, ...] where mask[N], by a 32-bit hash of
-    their 0/1 planes (a collision among n positions has probability about n^2 / 2^33)."""
-    bits = obs.reshape(obs.shape[0], -1).astype(jnp.uint32)
-    weights = jax.random.bits(jax.random.PRNGKey(0), bits.shape[1:], jnp.uint32) | 1
-    hashes = jnp.sum(bits * weights, axis=1, dtype=jnp.uint32)
+def observation_hashes(obs: jax.Array, batch_dims: int = 1) -> jax.Array:
+    """uint32[*batch]: a 32-bit hash of each observation's 0/1 planes (obs[*batch, ...])."""
+    bits = obs.reshape(obs.shape[:batch_dims] + (-1,)).astype(jnp.uint32)
+    weights = jax.random.bits(jax.random.PRNGKey(0), bits.shape[-1:], jnp.uint32) | 1
+    return jnp.sum(bits * weights, axis=-1, dtype=jnp.uint32)
+
+
+def count_distinct_hashes(hashes: jax.Array, mask: jax.Array) -> jax.Array:
+    """int32[]: distinct values among hashes[N] where mask[N]."""
     hashes = jnp.sort(jnp.where(mask, hashes, jnp.uint32(0xFFFFFFFF)))
     masked_out = jnp.sort(~mask)  # the masked-out entries last, as in the sorted hashes
     new = jnp.concatenate([jnp.ones(1, bool), hashes[1:] != hashes[:-1]])
     return jnp.sum(new & ~masked_out, dtype=jnp.int32)
 
 
-def _variety(traj) -> tuple[jax.Array, jax.Array]:
-    obs = traj.obs.reshape((-1,) + traj.obs.shape[2:])
-    ply = traj.ply.reshape(-1)
-    distinct = jnp.stack([count_distinct(obs, ply == k) for k in VARIETY_PLIES])
-    reached = jnp.stack([jnp.sum(ply == k, dtype=jnp.int32) for k in VARIETY_PLIES])
-    return distinct, reached
+def count_distinct(obs: jax.Array, mask: jax.Array) -> jax.Array:
+    """int32[]: distinct observations among obs[N, ...] where mask[N], by a 32-bit hash of
+    their 0/1 planes (a collision among n positions has probability about n^2 / 2^33)."""
+    return count_distinct_hashes(observation_hashes(obs), mask)
+
+
+class PlaySummary(NamedTuple):
+    """What `PlayStats` is counted from, per game: split along B as the games are, so that the
+    self-play program ends without a collective (`azjax.parallel`'s module doc)."""
+
+    finished: jax.Array  # int32[B], games this column finished in the chunk
+    ply: jax.Array  # int32[T, B], the ply of each position played
+    hashes: jax.Array  # uint32[T, B], `observation_hashes` of each position played
+
+
+def summarise(traj) -> PlaySummary:
+    return PlaySummary(
+        jnp.sum(traj.done, axis=0, dtype=jnp.int32), traj.ply, observation_hashes(traj.obs, 2)
+    )
+
+
+def play_stats(summary: PlaySummary, buffer: replay.Buffer) -> PlayStats:
+    ply, hashes = summary.ply.reshape(-1), summary.hashes.reshape(-1)
+    return PlayStats(
+        jnp.sum(summary.finished, dtype=jnp.int32),
+        replay.num_ready(buffer),
+        jnp.stack([count_distinct_hashes(hashes, ply == k) for k in VARIETY_PLIES]),
+        jnp.stack([jnp.sum(ply == k, dtype=jnp.int32) for k in VARIETY_PLIES]),
+    )
 
 
 class Iteration(NamedTuple):
@@ -161,6 +187,18 @@ def make_sampler(
     return augmented
 
 
+def _then_stats(play: Callable, stats: Callable) -> Callable:
+    """Iteration.play: the self-play program, then its statistics in a program of their own
+    (the two jitted programs are its attributes `play` and `stats`)."""
+
+    def play_then_count(run, states, buffer):
+        states, buffer, summary = play(run, states, buffer)
+        return states, buffer, stats(summary, buffer)
+
+    play_then_count.play, play_then_count.stats = play, stats
+    return play_then_count
+
+
 def make_iteration(
     config: Config,
     mesh: Mesh,
@@ -186,6 +224,9 @@ def make_iteration(
     rep = parallel.replicated(mesh)
     games_sh = parallel.sharding(mesh, P(parallel.AXIS))
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
+    summary_sh = parallel.shardings(
+        mesh, PlaySummary(P(parallel.AXIS), P(None, parallel.AXIS), P(None, parallel.AXIS))
+    )
 
     selfplay = make_selfplay(
         game,
@@ -206,13 +247,7 @@ def make_iteration(
         k_play = _iteration_keys(run, run.iteration + 1)[0]
         states, traj = selfplay(gating.selfplay_variables(run), k_play, states)
         buffer = replay.add(buffer, traj, value_mix=config.value_target_mix)
-        return (
-            states,
-            buffer,
-            PlayStats(
-                jnp.sum(traj.done, dtype=jnp.int32), replay.num_ready(buffer), *_variety(traj)
-            ),
-        )
+        return states, buffer, summarise(traj)
 
     learner = training.make_learner(
         training.make_train_step(
@@ -261,11 +296,14 @@ def make_iteration(
             ),
             out_shardings=buffer_sh,
         ),
-        play=jax.jit(
-            play,
-            in_shardings=(rep, games_sh, buffer_sh),
-            out_shardings=(games_sh, buffer_sh, rep),
-            donate_argnums=(1, 2),
+        play=_then_stats(
+            jax.jit(
+                play,
+                in_shardings=(rep, games_sh, buffer_sh),
+                out_shardings=(games_sh, buffer_sh, summary_sh),
+                donate_argnums=(1, 2),
+            ),
+            jax.jit(play_stats, out_shardings=rep),
         ),
         learn=learn,
         advance=jax.jit(lambda iteration: iteration + 1, out_shardings=rep),

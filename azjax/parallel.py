@@ -31,9 +31,18 @@ On a CPU, JAX makes one device of the whole host, and XLA:CPU runs a small netwo
 (a 2 x 32 ResNet on 6x6 boards, 128 games) on one core however many there are. `split_cpu` makes
 one device per core instead (`jax_num_cpu_devices`, before JAX starts), and the same sharded
 program then keeps every core busy: `train.py --cpu_devices=auto` doubled a 6x6 Othello
-iteration's speed on 2 cores, but one 60-minute run aborted after 30 iterations in XLA:CPU's
-rendezvous of an all-gather (one device's thread waited 40 s for the other's), so it is an
-option, not the default (docs/benchmarks.md, "A device per core").
+iteration's speed on 2 cores.
+
+**Long programs end without a collective.** XLA:CPU runs each device's share of a program on a
+thread of a pool as large as the host's cores (or devices), hands its independent steps to a
+second pool of that size, and a device that reaches a collective first holds its thread while it
+waits for the others. A 60-minute run with two devices on two cores died when one device waited
+40 s in the all-gather at the end of the exact error rate's search, the other device's search
+never arriving (docs/benchmarks.md, "A device per core"). So self-play, matches and that search
+return their results split over the devices, `fetch` assembles them on the host, and the
+reductions that remain (self-play's statistics, the learner's gradients and sample) are short
+programs of their own. Larger pools (PJRT_NPROC) would leave spare threads but cost a 6-iteration
+run 20 - 35% of its speed on 2 cores, spinning threads taking the cores.
 """
 
 from __future__ import annotations
@@ -89,14 +98,20 @@ def shardings(mesh: Mesh, specs: Any) -> Any:
 
 
 def fetch(tree: Any) -> Any:
-    """Host (numpy) copies of a tree of fully replicated arrays; works on every process of a
-    multi-host run, where `jax.device_get` refuses arrays that span other hosts' devices."""
+    """Host (numpy) copies of a tree of global arrays, replicated or split; works on every
+    process of a multi-host run, where `jax.device_get` refuses arrays that span other hosts'
+    devices. An array split over this process's devices is assembled here from their shards,
+    with no collective: programs that end in long loops return their results split and leave
+    the gathering to this (see the module doc).
+    Split over several hosts, it takes one collective (`process_allgather`)."""
 
     def one(x):
         if isinstance(x, jax.Array) and not x.is_fully_addressable:
-            if not x.is_fully_replicated:
-                raise ValueError("fetch: the array is split over other hosts; gather it first")
-            return np.asarray(x.addressable_data(0))
+            if x.is_fully_replicated:
+                return np.asarray(x.addressable_data(0))
+            from jax.experimental import multihost_utils
+
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
         return np.asarray(x)
 
     return jax.tree_util.tree_map(one, tree)

@@ -264,7 +264,7 @@ def make_error_evaluation(config, path: str | None = None, *, mesh=None) -> Call
             jax.shard_map(
                 shard, mesh=mesh, in_specs=(P(), P(), P(AXIS)), out_specs=P(AXIS), check_vma=False
             ),
-            out_shardings=parallel.replicated(mesh),
+            out_shardings=parallel.sharding(mesh, P(AXIS)),  # gathered on the host (fetch)
         )
 
     def evaluate(variables, key, compile_only: bool = False) -> dict[str, Any]:

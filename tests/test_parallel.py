@@ -79,6 +79,10 @@ def test_an_iteration_copies_nothing_to_the_host(found):
     assert found["buffer_donated"]
 
 
+def test_self_play_and_matches_end_without_a_collective(found):
+    assert found["collectives"] == {"play": [], "match": []}
+
+
 def test_batch_that_does_not_divide_is_named(found):
     assert "batch_games=6 does not divide over the 4 devices" in found["divisibility_error"]
 
@@ -259,6 +263,23 @@ def _checks(tmp: str) -> dict:
     except Exception as e:  # report, do not crash: the test names what happened
         out["transfer_guard"] = f"{type(e).__name__}: {e}"[:500]
     out["buffer_donated"] = old_buffer.obs.is_deleted()
+
+    # The long programs end without a collective: their results stay split (module doc of
+    # azjax.parallel); the statistics' reductions are a program of their own.
+    import re
+
+    def collectives(lowered):
+        found = re.findall(
+            r"all-reduce|all-gather|all-to-all|collective-permute|reduce-scatter",
+            lowered.compile().as_text(),
+        )
+        return sorted(set(found))
+
+    sharded = make_match(game, searcher, searcher, n_games, mesh=mesh)
+    out["collectives"] = {
+        "play": collectives(fns.play.play.lower(run, states, buf)),
+        "match": collectives(sharded.lower(variables, variables, key)),
+    }
 
     try:
         loop.make_iteration(cfg.load("tictactoe", dict(TOY, batch_games=6)), mesh)
