@@ -46,24 +46,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
-    workdir = str(tmp_path / "run")
+def _two_processes(command) -> list[tuple[str, str]]:
+    """(stdout, stderr) of `command(port, process_id)` run as processes 0 and 1 side by side."""
     port = _free_port()
     env = dict(os.environ, XLA_FLAGS=with_host_devices())  # the suite's, one device each
     env["JAX_PLATFORMS"] = "cpu"
     procs = [
         subprocess.Popen(
-            [
-                sys.executable,
-                "train.py",
-                "--distributed",
-                f"--coordinator=127.0.0.1:{port}",
-                "--num_processes=2",
-                f"--process_id={i}",
-                f"--workdir={workdir}",
-                "--json",
-                *TOY,
-            ],
+            command(port, i),
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -82,6 +72,24 @@ def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
         pytest.fail(f"the two processes did not finish in {TIMEOUT} s")
     for i, (p, (_, err)) in enumerate(zip(procs, outputs)):
         assert p.returncode == 0, f"process {i} exited {p.returncode}:\n{err[-3000:]}"
+    return outputs
+
+
+def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
+    workdir = str(tmp_path / "run")
+    outputs = _two_processes(
+        lambda port, i: [
+            sys.executable,
+            "train.py",
+            "--distributed",
+            f"--coordinator=127.0.0.1:{port}",
+            "--num_processes=2",
+            f"--process_id={i}",
+            f"--workdir={workdir}",
+            "--json",
+            *TOY,
+        ]
+    )
 
     summary = json.loads(outputs[0][0][outputs[0][0].index("{") :])  # process 0 prints it
     assert summary["processes"] == 2 and summary["devices"] == 2 and summary["iterations"] == 1
@@ -93,6 +101,30 @@ def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
     assert sum(rows[0]["eval/mcts_wdl"]) == 2  # --eval_games=2, played once over both processes
     assert os.path.isdir(os.path.join(workdir, "checkpoints", "1", "state"))
     assert os.path.exists(os.path.join(workdir, "summary.json"))
+
+
+FETCH = """
+import sys
+from azjax import parallel
+parallel.initialize(sys.argv[1], 2, int(sys.argv[2]))
+import jax, jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+mesh = parallel.make_mesh()
+split = jax.jit(lambda: jnp.arange(6.0), out_shardings=parallel.sharding(mesh, P(parallel.AXIS)))
+whole = jax.jit(lambda: jnp.arange(3), out_shardings=parallel.replicated(mesh))
+got = parallel.fetch({"split": split(), "whole": whole()})
+print({k: v.tolist() for k, v in got.items()})
+"""
+
+
+def test_fetch_gathers_an_array_split_over_two_processes_on_each():
+    outputs = _two_processes(
+        lambda port, i: [sys.executable, "-c", FETCH, f"127.0.0.1:{port}", str(i)]
+    )
+    for out, _ in outputs:
+        assert out.strip().splitlines()[-1] == str(
+            {"split": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0], "whole": [0, 1, 2]}
+        )
 
 
 def test_process_flags_without_distributed_are_refused(capsys):

@@ -96,8 +96,8 @@ def build_parser(
         metavar="N|auto",
         help="on a CPU, split the games over N devices, one per core, as over GPUs "
         "(docs/scaling.md): XLA:CPU runs a small network on one core per device, and on 2 cores "
-        "this trained twice as fast. Experimental: one 60-minute run aborted after 30 iterations "
-        "in XLA:CPU's collective rendezvous (--resume goes on from the last checkpoint). auto: "
+        "this trained 1.8 times as fast. Not the default: each device plays with its own key, so "
+        "the games depend on the count. auto: "
         "one per CPU this process may use, as many as batch_games and train_batch_size divide "
         "over. Unset: JAX's own (one device, or what XLA_FLAGS or JAX_NUM_CPU_DEVICES set). "
         "Not with --distributed (one device a process)",
