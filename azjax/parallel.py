@@ -102,8 +102,8 @@ def fetch(tree: Any) -> Any:
     process of a multi-host run, where `jax.device_get` refuses arrays that span other hosts'
     devices. An array split over this process's devices is assembled here from their shards,
     with no collective: programs that end in long loops return their results split and leave
-    the gathering to this (see the module doc).
-    Split over several hosts, it takes one collective (`process_allgather`)."""
+    the gathering to this (see the module doc). Split over several hosts, it takes one
+    collective (`process_allgather`)."""
 
     def one(x):
         if isinstance(x, jax.Array) and not x.is_fully_addressable:
