@@ -50,7 +50,7 @@ from jax.sharding import PartitionSpec as P
 from azjax import parallel, replay, training
 from azjax.checkpoint import RunState, init_run
 from azjax.config import Config
-from azjax.loop import VARIETY_PLIES, Iteration, count_distinct, make_sampler
+from azjax.loop import Iteration, make_sampler, observation_hashes, variety
 from azjax.network import init_variables, make_apply, make_network
 from azjax.search import make_evaluator, make_model
 from azjax.selection import uct_policy
@@ -274,6 +274,15 @@ class ExItStats(NamedTuple):
         }
 
 
+class RoundSummary(NamedTuple):
+    """What a round's `ExItStats` are counted from, split over the devices as its games are, so
+    that the round's program ends without a collective (`azjax.parallel`'s module doc)."""
+
+    ply: jax.Array  # int32[K, B], plies played before each labelled position
+    hashes: jax.Array  # uint32[K, B], `observation_hashes` of each
+    apprentice_moves: jax.Array  # int32[D], moves the apprentice played on each device
+
+
 def _iteration_keys(run: RunState, iteration) -> jax.Array:
     """[3] keys (play, train, eval) of `iteration`, as azjax/loop.py derives them."""
     return jax.random.split(jax.random.fold_in(run.key, iteration), 3)
@@ -299,8 +308,9 @@ def rounds_for(config: Config, ready: int) -> int:
 def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     """The jitted ExIt pieces of `config` on `mesh`, with the loop's `Iteration` interface.
 
-    `states` are carried but unused (every round starts its games afresh); the mesh splits the
-    games and the buffer along B through the jitted functions' shardings.
+    `states` are carried but unused (every round starts its games afresh). With D devices each
+    plays and labels B / D of a round's games under `shard_map` with the key `fold_in(key,
+    device index)`, as self-play does (`azjax.selfplay`), and the buffer is split along B.
     """
     parallel.check_divisible(
         mesh, batch_games=config.batch_games, train_batch_size=config.train_batch_size
@@ -310,26 +320,61 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     apply = make_apply(net)
     spec = ExpertSpec.from_config(config)
     b, k = config.batch_games, config.positions_per_game
+    d = parallel.num_devices(mesh)
     optimizer = training.make_optimizer(config)
-    label = make_round(game, spec, apply, b, k)
+    label = make_round(game, spec, apply, b // d, k)  # one device's share of the games
 
     rep = parallel.replicated(mesh)
-    games_sh = parallel.sharding(mesh, P(parallel.AXIS))
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
+    column = P(None, parallel.AXIS)
+    summary_specs = RoundSummary(column, column, P(parallel.AXIS))
+
+    def device_round(variables, key):
+        """Steps 1-4 for this device's B / D games, with its own key."""
+        data = label(variables, jax.random.fold_in(key, jax.lax.axis_index(parallel.AXIS)))
+        traj = as_trajectory(
+            data,
+            policy_target=config.policy_target,
+            value_target=config.value_target,
+            num_games=b // d,
+        )  # [K, B / D, ...]
+        summary = RoundSummary(
+            data.ply.reshape(k, b // d),
+            observation_hashes(data.obs).reshape(k, b // d),
+            data.apprentice_moves[None],
+        )
+        return traj, summary
+
+    # Each device plays and labels its games under shard_map and talks to no other; the
+    # positions and the summary stay split (check_vma=False: mctx's loops mix per-device and
+    # replicated values in one carry).
+    split_round = jax.shard_map(
+        device_round,
+        mesh=mesh,
+        in_specs=(P(), P()),
+        out_specs=(column, summary_specs),
+        check_vma=False,
+    )
 
     def one_round(run, buffer, index):
         key = jax.random.fold_in(_iteration_keys(run, run.iteration + 1)[0], index)
-        data = label(run.train.variables, key)
-        traj = as_trajectory(
-            data, policy_target=config.policy_target, value_target=config.value_target, num_games=b
-        )
-        buffer = replay.add(buffer, traj)
-        distinct = jnp.stack([count_distinct(data.obs, data.ply == p) for p in VARIETY_PLIES])
-        reached = jnp.stack([jnp.sum(data.ply == p, dtype=jnp.int32) for p in VARIETY_PLIES])
-        evaluations = data.apprentice_moves.astype(jnp.float32) + float(
+        traj, summary = split_round(run.train.variables, key)
+        return replay.add(buffer, traj), summary
+
+    round_fn = jax.jit(
+        one_round,
+        in_shardings=(rep, buffer_sh, rep),
+        out_shardings=(buffer_sh, parallel.shardings(mesh, summary_specs)),
+        donate_argnums=1,
+    )
+
+    def round_stats(summary: RoundSummary, buffer) -> ExItStats:
+        """A round's statistics: a short program of its own, after the round's."""
+        distinct, reached = variety(summary.ply, summary.hashes)
+        evaluations = jnp.sum(summary.apprentice_moves).astype(jnp.float32) + float(
             spec.network_evaluations * k * b
         )
-        stats = ExItStats(
+        return ExItStats(
             games=jnp.int32(b),
             ready=replay.num_ready(buffer),
             distinct=distinct,
@@ -338,21 +383,16 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
             evaluations=evaluations,
             rounds=jnp.int32(1),
         )
-        return buffer, stats
 
-    round_fn = jax.jit(
-        one_round,
-        in_shardings=(rep, buffer_sh, rep),
-        out_shardings=(buffer_sh, rep),
-        donate_argnums=1,
-    )
+    stats_fn = jax.jit(round_stats, out_shardings=rep)
     ready_fn = jax.jit(replay.num_ready, out_shardings=rep)
 
     def play(run, states, buffer):
         total = None
         rounds = rounds_for(config, int(parallel.fetch(ready_fn(buffer))))
         for index in range(rounds):
-            buffer, stats = round_fn(run, buffer, jnp.int32(index))
+            buffer, summary = round_fn(run, buffer, jnp.int32(index))
+            stats = stats_fn(summary, buffer)
             if total is None:
                 total = stats
             else:
@@ -360,6 +400,7 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
                 total = summed._replace(ready=stats.ready)
         return states, buffer, total
 
+    play.round, play.stats = round_fn, stats_fn  # the two jitted programs of a round
     learner = training.make_learner(
         training.make_train_step(net, optimizer, config.weight_decay),
         make_sampler(config.train_batch_size, mesh),
@@ -388,7 +429,10 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
 
     return Iteration(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),
-        init_states=jax.jit(functools.partial(init_states, game, b), out_shardings=games_sh),
+        init_states=jax.jit(
+            functools.partial(init_states, game, b),
+            out_shardings=parallel.sharding(mesh, P(parallel.AXIS)),
+        ),
         init_buffer=jax.jit(
             functools.partial(
                 replay.init, buffer_rows(config), b, game.observation_shape, game.num_actions

@@ -106,17 +106,12 @@ def observation_hashes(obs: jax.Array, batch_dims: int = 1) -> jax.Array:
 
 
 def count_distinct_hashes(hashes: jax.Array, mask: jax.Array) -> jax.Array:
-    """int32[]: distinct values among hashes[N] where mask[N]."""
+    """int32[]: distinct values among hashes[N] where mask[N]: with `observation_hashes`, the
+    distinct positions (a collision among n positions has probability about n^2 / 2^33)."""
     hashes = jnp.sort(jnp.where(mask, hashes, jnp.uint32(0xFFFFFFFF)))
     masked_out = jnp.sort(~mask)  # the masked-out entries last, as in the sorted hashes
     new = jnp.concatenate([jnp.ones(1, bool), hashes[1:] != hashes[:-1]])
     return jnp.sum(new & ~masked_out, dtype=jnp.int32)
-
-
-def count_distinct(obs: jax.Array, mask: jax.Array) -> jax.Array:
-    """int32[]: distinct observations among obs[N, ...] where mask[N], by a 32-bit hash of
-    their 0/1 planes (a collision among n positions has probability about n^2 / 2^33)."""
-    return count_distinct_hashes(observation_hashes(obs), mask)
 
 
 class PlaySummary(NamedTuple):
@@ -134,13 +129,20 @@ def summarise(traj) -> PlaySummary:
     )
 
 
+def variety(ply: jax.Array, hashes: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(distinct, reached) int32[len(VARIETY_PLIES)]: the distinct positions among those played
+    at each of VARIETY_PLIES, and how many were played there (ply, hashes: any one shape)."""
+    ply, hashes = ply.reshape(-1), hashes.reshape(-1)
+    distinct = jnp.stack([count_distinct_hashes(hashes, ply == k) for k in VARIETY_PLIES])
+    reached = jnp.stack([jnp.sum(ply == k, dtype=jnp.int32) for k in VARIETY_PLIES])
+    return distinct, reached
+
+
 def play_stats(summary: PlaySummary, buffer: replay.Buffer) -> PlayStats:
-    ply, hashes = summary.ply.reshape(-1), summary.hashes.reshape(-1)
     return PlayStats(
         jnp.sum(summary.finished, dtype=jnp.int32),
         replay.num_ready(buffer),
-        jnp.stack([count_distinct_hashes(hashes, ply == k) for k in VARIETY_PLIES]),
-        jnp.stack([jnp.sum(ply == k, dtype=jnp.int32) for k in VARIETY_PLIES]),
+        *variety(summary.ply, summary.hashes),
     )
 
 

@@ -80,7 +80,16 @@ def test_an_iteration_copies_nothing_to_the_host(found):
 
 
 def test_self_play_and_matches_end_without_a_collective(found):
-    assert found["collectives"] == {"play": [], "match": []}
+    assert found["collectives"] == {"play": [], "match": [], "exit round": []}
+
+
+def test_exit_rounds_split_their_games_over_the_devices(found):
+    """Expert Iteration's round on 4 devices labels what each device's games, played and
+    labelled alone with its key, give: the buffer's rows are theirs, side by side."""
+    assert found["exit_round_equal"]
+    games, positions, ready = found["exit_stats"]
+    assert (games, positions, ready) == (8, 16, 16)
+    assert found["exit_evaluations"] == 16 * (4 + 1)  # network evaluator: sims + 1 a position
 
 
 def test_batch_that_does_not_divide_is_named(found):
@@ -275,10 +284,34 @@ def _checks(tmp: str) -> dict:
         )
         return sorted(set(found))
 
+    # Expert Iteration's round: each device plays and labels its B / D games alone, with its key.
+    from azjax import exit as ex
+
+    exit_config = cfg.load("tictactoe", dict(TOY, algorithm="exit", positions_per_game=2))
+    xfns = ex.make_iteration(exit_config, mesh)
+    xrun, xbuf = xfns.init_run(), xfns.init_buffer()
+    _, xbuf, xstats = xfns.play(xrun, xfns.init_states(), xbuf)
+    k_round = jax.random.fold_in(ex._iteration_keys(xrun, xrun.iteration + 1)[0], 0)
+    xspec = ex.ExpertSpec.from_config(exit_config)
+    label = jax.jit(ex.make_round(game, xspec, make_apply(net), B // d, 2))
+    alone = [label(xrun.train.variables, jax.random.fold_in(k_round, i)) for i in range(d)]
+    targets = dict(policy_target=exit_config.policy_target, value_target=exit_config.value_target)
+    rows = [ex.as_trajectory(x, **targets, num_games=B // d) for x in alone]
+    out["exit_round_equal"] = np.array_equal(
+        np.asarray(parallel.fetch(xbuf.obs))[:2], np.concatenate([r.obs for r in rows], 1)
+    ) and np.allclose(
+        np.asarray(parallel.fetch(xbuf.policy))[:2], np.concatenate([r.policy for r in rows], 1)
+    )
+    out["exit_stats"] = [int(xstats.games), int(xstats.positions), int(xstats.ready)]
+    out["exit_evaluations"] = float(xstats.evaluations) - sum(
+        float(x.apprentice_moves) for x in alone
+    )  # what the expert searched: (sims + 1) per position
+
     sharded = make_match(game, searcher, searcher, n_games, mesh=mesh)
     out["collectives"] = {
         "play": collectives(fns.play.play.lower(run, states, buf)),
         "match": collectives(sharded.lower(variables, variables, key)),
+        "exit round": collectives(xfns.play.round.lower(xrun, xbuf, jnp.int32(0))),
     }
 
     try:

@@ -84,9 +84,20 @@ def test_restarted_games_begin_from_random_openings(chunk):
 
 def test_count_distinct_counts_masked_positions():
     obs = jnp.array([[0, 1], [0, 1], [1, 1], [1, 0], [1, 0]], jnp.float32)
-    assert int(loop.count_distinct(obs, jnp.ones(5, bool))) == 3
-    assert int(loop.count_distinct(obs, jnp.array([True, True, False, False, False]))) == 1
-    assert int(loop.count_distinct(obs, jnp.zeros(5, bool))) == 0
+    hashes = loop.observation_hashes(obs)
+
+    def distinct(mask):
+        return int(loop.count_distinct_hashes(hashes, jnp.array(mask)))
+
+    assert distinct([True] * 5) == 3
+    assert distinct([True, True, False, False, False]) == 1
+    assert distinct([False] * 5) == 0
+    # variety: per ply of VARIETY_PLIES, the distinct positions and how many were played there
+    first, second = loop.VARIETY_PLIES[:2]
+    ply = jnp.array([first, first, first, second, second])
+    distinct_at, reached_at = loop.variety(ply, hashes)
+    assert (int(distinct_at[0]), int(reached_at[0])) == (2, 3)
+    assert (int(distinct_at[1]), int(reached_at[1])) == (1, 2)
 
 
 def test_chosen_action_targets_are_the_moves_played():
