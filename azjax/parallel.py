@@ -117,6 +117,42 @@ def fetch(tree: Any) -> Any:
     return jax.tree_util.tree_map(one, tree)
 
 
+def local_mesh() -> Mesh | None:
+    """A mesh over this process's devices where it has several and runs alone (a CPU split by
+    `split_cpu`, a GPU host); None for one device, or in a multi-host run. What evaluation
+    outside the training loop (`evaluate.py`) splits its games and positions over."""
+    if jax.process_count() > 1 or jax.local_device_count() < 2:
+        return None
+    return make_mesh(jax.local_devices())
+
+
+def pad_batch(tree: Any, multiple: int) -> Any:
+    """The tree's leading (batch) axis filled up to a multiple of `multiple` with copies of its
+    first entry (whose results the caller drops)."""
+    fill = -jax.tree_util.tree_leaves(tree)[0].shape[0] % multiple
+    if not fill:
+        return tree
+    return jax.tree_util.tree_map(lambda x: np.concatenate([x, np.repeat(x[:1], fill, 0)]), tree)
+
+
+def split_call(fn: Any, mesh: Mesh) -> Any:
+    """fn(variables, key, states) -> per-state outputs [B, ...], jitted with the states' batch
+    split over `mesh`'s devices (B a multiple of D: `pad_batch`): each device calls `fn` on its
+    B / D states with the key `fold_in(key, device index)`, and the outputs stay split, with no
+    collective at the end (`fetch` assembles them; the module doc says why)."""
+
+    def shard(variables, key, states):
+        return fn(variables, jax.random.fold_in(key, jax.lax.axis_index(AXIS)), states)
+
+    # check_vma=False: mctx's loops mix per-device and replicated values in one carry.
+    return jax.jit(
+        jax.shard_map(
+            shard, mesh=mesh, in_specs=(P(), P(), P(AXIS)), out_specs=P(AXIS), check_vma=False
+        ),
+        out_shardings=sharding(mesh, P(AXIS)),
+    )
+
+
 def put_scalar(value: float, mesh: Mesh) -> jax.Array:
     """A host float as a float32[] replicated over `mesh`: an explicit copy (allowed under
     `jax.transfer_guard("disallow")`), the same value on every process of a multi-host run."""

@@ -35,7 +35,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import PartitionSpec as P
 
 from azjax.ladder import Z95, load_game_file, table_name, write_whole
 from azjax.search import SearchSpec
@@ -237,7 +236,6 @@ def make_error_evaluation(config, path: str | None = None, *, mesh=None) -> Call
     from azjax.ahead import compile_for
     from azjax.arena import make_search_agent
     from azjax.network import make_apply, make_network
-    from azjax.parallel import AXIS
 
     if not config.eval_errors:
         return None
@@ -251,21 +249,9 @@ def make_error_evaluation(config, path: str | None = None, *, mesh=None) -> Call
     states = start_states(game, solved)
     act = jax.jit(agent)
     if mesh is not None:  # the positions split over the devices, as a match's games are
-        devices = parallel.num_devices(mesh)
-        fill = -len(solved) % devices  # copies of the first position, their moves dropped
-        states = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[:1], fill, 0)]), states)
+        states = parallel.pad_batch(jax.device_get(states), parallel.num_devices(mesh))
         states = jax.device_put(states, parallel.replicated(mesh))
-
-        def shard(variables, key, states):
-            return agent(variables, jax.random.fold_in(key, jax.lax.axis_index(AXIS)), states)
-
-        # check_vma=False: mctx's loops mix per-device and replicated values in one carry.
-        act = jax.jit(
-            jax.shard_map(
-                shard, mesh=mesh, in_specs=(P(), P(), P(AXIS)), out_specs=P(AXIS), check_vma=False
-            ),
-            out_shardings=parallel.sharding(mesh, P(AXIS)),  # gathered on the host (fetch)
-        )
+        act = parallel.split_call(agent, mesh)
 
     def evaluate(variables, key, compile_only: bool = False) -> dict[str, Any]:
         if compile_only:

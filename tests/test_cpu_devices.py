@@ -1,4 +1,5 @@
-"""`train.py --cpu_devices`: a CPU split into one JAX device per core (`parallel.split_cpu`).
+"""`train.py --cpu_devices` and `evaluate.py --cpu_devices`: a CPU split into one JAX device per
+core (`parallel.split_cpu`).
 
 The device count must be set before JAX starts, so the runs are subprocesses (Tic-Tac-Toe, toy
 sizes); in the pytest process JAX has started, which the in-process checks rely on.
@@ -10,11 +11,14 @@ import subprocess
 import sys
 
 import jax
+import numpy as np
 import pytest
 from xla_flags import with_host_devices
 
+import games
 from azjax import parallel
 from azjax.commands import train
+from azjax.solved import ILLEGAL, load_set
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY = [
@@ -52,11 +56,12 @@ def test_at_most_one_device_per_usable_cpu():
     assert 1 <= parallel.usable_cpus() <= (os.cpu_count() or 1)
 
 
-def _train(workdir, *args):
+def _run(*argv):
+    """A script of the repository root as a process whose CPU devices are its flags' to set."""
     env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=with_host_devices())  # no forced count
     env.pop("JAX_NUM_CPU_DEVICES", None)
     done = subprocess.run(
-        [sys.executable, "train.py", *TOY, f"--workdir={workdir}", *args],
+        [sys.executable, *argv],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -64,7 +69,12 @@ def _train(workdir, *args):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout[done.stdout.index("{") :])
+    return done.stdout
+
+
+def _train(workdir, *args):
+    out = _run("train.py", *TOY, f"--workdir={workdir}", *args)
+    return json.loads(out[out.index("{") :])
 
 
 def test_training_splits_the_cpu_and_resumes_on_another_count(tmp_path):
@@ -94,3 +104,28 @@ def test_a_bad_or_late_count_is_one_line(tmp_path, capsys, value, needle):
     assert train.main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+def test_evaluation_splits_its_games_and_positions_over_the_devices(tmp_path):
+    # three devices: six games split into halves over them, two each (one with each colour)
+    out = _run(
+        "evaluate.py", "match", "random", "mcts:sims=4", "--game=tictactoe", "--games=6",
+        "--cpu_devices=3", f"--out={tmp_path / 'match'}",
+    )  # fmt: skip
+    assert "games split over 3 devices" in out
+    with open(tmp_path / "match" / "match.json") as f:
+        record = json.load(f)
+    assert record["devices"] == 3 and record["result"]["overall"]["games"] == 6
+    assert [g["a_played"] for g in record["game_records"]] == ["black"] * 3 + ["white"] * 3
+    # Connect Four's 1,010 positions: the last device's share filled up with a copy, dropped
+    _run(
+        "evaluate.py", "errors", "random", "--game=connect_four", "--cpu_devices=3",
+        f"--out={tmp_path / 'errors'}",
+    )  # fmt: skip
+    with open(tmp_path / "errors" / "errors.json") as f:
+        record = json.load(f)
+    solved = load_set(games.make("connect_four"))
+    moves = np.asarray(record["agents"][0]["moves"])
+    assert record["devices"] == 3 and moves.shape == (len(solved),)
+    # each random move is legal in its own position: the positions came back in their order
+    assert (solved.values[np.arange(len(solved)), moves] != ILLEGAL).all()

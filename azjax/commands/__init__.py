@@ -41,3 +41,28 @@ def describe(doc: str, prog: str) -> str:
     for script, command in COMMANDS.items():
         doc = doc.replace(f"python {script}", command)
     return doc
+
+
+def split_cpu(setting: str, *sizes: int) -> None:
+    """`--cpu_devices=N|auto`: makes JAX's CPU N devices before anything starts it
+    (`azjax.parallel.split_cpu`); auto: one per CPU this process may use, as many as every one of
+    `sizes` (global batch sizes) divides over, and in a process that has already started JAX its
+    devices stay as they are. ValueError (one line) for a count that is not a whole number >= 1
+    or that comes too late."""
+    from azjax import parallel
+
+    if setting == "auto":
+        parallel.split_cpu(parallel.cpu_device_count(*sizes))
+        return
+    try:
+        count = int(setting)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"--cpu_devices must be auto or a whole number >= 1, got {setting!r}")
+    have = parallel.split_cpu(count)
+    if have != count:
+        raise ValueError(
+            f"--cpu_devices={count}: JAX has already started in this process with {have} CPU "
+            "devices; give the count before anything uses JAX"
+        )

@@ -75,7 +75,7 @@ import time
 
 import games
 from azjax import flags
-from azjax.commands import describe
+from azjax.commands import describe, split_cpu
 from azjax.commands import prog as prog_name
 
 SEED_LIMIT = 2**32 - 1  # JAX keys keep 32 bits of a seed
@@ -103,6 +103,16 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     common.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
     common.add_argument(
         "--debug", action="store_true", help="show tracebacks of errors instead of one line"
+    )
+    common.add_argument(
+        "--cpu_devices",
+        default=None,
+        metavar="N|auto",
+        help="on a CPU, split the games of each match of two batched agents (ckpt, mcts, random; "
+        "no seconds=) and errors' positions over N devices, one per core, as train.py "
+        "--cpu_devices does (docs/scaling.md); a match whose games do not split into halves "
+        "over them plays on one. Not the default: each device plays with its own key, so the "
+        "games depend on the count. auto: one per CPU this process may use",
     )
     common.add_argument(
         "--out", default=None, help="output folder (default: a new runs/eval/<command>-<time>)"
@@ -485,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     parser, option_flags = build_parser()
     args = parser.parse_args(argv)
+    if args.cpu_devices is not None:  # before anything starts JAX
+        split_cpu(args.cpu_devices)
     from azjax.eval.player import tolerant_stdin
 
     tolerant_stdin()  # the human agent reads moves there

@@ -37,7 +37,7 @@ import sys
 import games
 from azjax import config as cfg
 from azjax import flags
-from azjax.commands import describe, spell
+from azjax.commands import describe, spell, split_cpu
 from azjax.commands import prog as prog_name
 
 
@@ -259,7 +259,7 @@ def _main(argv: list[str]) -> int:
     if args.distributed:  # before anything else touches JAX
         parallel.initialize(args.coordinator, args.num_processes, args.process_id)
     elif args.cpu_devices is not None:
-        _split_cpu(args.cpu_devices, config)
+        split_cpu(args.cpu_devices, config.batch_games, config.train_batch_size)
 
     import jax
 
@@ -278,28 +278,6 @@ def _main(argv: list[str]) -> int:
     if jax.process_index() == 0:
         print(json.dumps(summary, indent=2) if args.json else closing_message(summary, workdir))
     return 0
-
-
-def _split_cpu(setting: str, config: cfg.Config) -> None:
-    """`--cpu_devices`: the CPU devices JAX makes, before anything starts it (`parallel.split_cpu`).
-    auto: in a process that has already started JAX, its devices stay as they are."""
-    from azjax import parallel
-
-    if setting == "auto":
-        parallel.split_cpu(parallel.cpu_device_count(config.batch_games, config.train_batch_size))
-        return
-    try:
-        count = int(setting)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise ValueError(f"--cpu_devices must be auto or a whole number >= 1, got {setting!r}")
-    have = parallel.split_cpu(count)
-    if have != count:
-        raise ValueError(
-            f"--cpu_devices={count}: JAX has already started in this process with {have} CPU "
-            "devices; give the count before anything uses JAX"
-        )
 
 
 def shared_names(config: cfg.Config) -> list[str]:

@@ -4,7 +4,8 @@
 
 Every agent chooses one move in each of the set's positions (`azjax.solved`: middle-game
 positions whose legal moves a solver valued exactly); a move errs where it throws a win or a draw
-away. Batched agents (ckpt, mcts, random) answer all positions in one search; the others
+away. Batched agents (ckpt, mcts, random) answer all positions in one search (split over
+the devices where the process has several: `evaluate.py --cpu_devices`); the others
 (spiel, minimax, gtp, ...) one position at a time, a GTP engine told each position's moves first.
 Each agent gets its error rate with a 95% interval, and the rates over won and over drawn
 positions; each agent after the first is compared with the first position by position
@@ -17,6 +18,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from azjax import parallel
 from azjax import solved as sv
 from azjax.eval.agent import Agent
 from azjax.eval.calibration import calibrate
@@ -46,7 +48,15 @@ def choose_moves(game: Game, agent: Agent, solved: sv.SolvedSet, states, key) ->
     k_cal, k_act = jax.random.split(key)
     agent = calibrate(agent, game, len(solved), k_cal)
     if agent.batched:
-        return np.asarray(jax.jit(agent.act)(agent.variables, k_act, states))
+        mesh = parallel.local_mesh()  # several devices (evaluate.py --cpu_devices): split
+        if mesh is None:
+            return np.asarray(jax.jit(agent.act)(agent.variables, k_act, states))
+        everywhere = parallel.replicated(mesh)
+        states = parallel.pad_batch(jax.device_get(states), parallel.num_devices(mesh))
+        moves = parallel.split_call(agent.act, mesh)(
+            jax.device_put(agent.variables, everywhere), k_act, jax.device_put(states, everywhere)
+        )
+        return np.asarray(parallel.fetch(moves))[: len(solved)]
     host = jax.device_get(states)
     out = []
     for i, moves in enumerate(solved.moves):
@@ -98,6 +108,7 @@ def run_errors(
         won_positions=int((best == 1).sum()),
         drawn_positions=int((best == 0).sum()),
         set_info=solved.info,
+        devices=1 if parallel.local_mesh() is None else jax.local_device_count(),  # batched split
         agents=rows,
     )
     write_json(folder, "errors.json", record)

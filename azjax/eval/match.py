@@ -21,7 +21,9 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
 
+from azjax import parallel
 from azjax.arena import MatchResult, make_match
 from azjax.eval.agent import RESIGN, Agent, batch_functions
 from azjax.eval.calibration import calibrate
@@ -32,8 +34,19 @@ from games.base import Game
 
 
 @functools.cache
-def _match_fn(game: Game, act_a: Callable, act_b: Callable, num_games: int) -> Callable:
-    return make_match(game, act_a, act_b, num_games, record=True)
+def _match_fn(
+    game: Game, act_a: Callable, act_b: Callable, num_games: int, mesh: Mesh | None
+) -> Callable:
+    return make_match(game, act_a, act_b, num_games, record=True, mesh=mesh)
+
+
+def _split_mesh(num_games: int) -> Mesh | None:
+    """The devices a jitted match of `num_games` splits its games over: this process's, where
+    it has several (`evaluate.py --cpu_devices`) and the games split into halves over them."""
+    mesh = parallel.local_mesh()
+    if mesh is None or num_games % (2 * parallel.num_devices(mesh)):
+        return None
+    return mesh
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +69,7 @@ class MatchOutcome:
     # each game's actions from the initial position, its opening included; where a side
     # resigned, RESIGN (-1) stands last, in the place of the move it did not make
     moves: list[list[int]]
+    devices: int = 1  # the devices its games were split over, each with its own key
 
 
 def play_games(
@@ -73,9 +87,11 @@ def play_games(
 
     `openings`: the moves each game starts with (`num_games` sequences, all of one length), e.g.
     from `azjax.eval.openings`; default none, the initial position. Two batched agents
-    without `seconds` play in one jitted scan (`azjax.arena.make_match`); otherwise a Python
-    loop over plies calls batched agents once per ply on the games where they are to move and
-    Python agents game by game. Stateful agents (gtp, human) play one game at a time. `seconds`
+    without `seconds` play in one jitted scan (`azjax.arena.make_match`; its games split over
+    the process's devices where it has several and N splits into halves over them, each device
+    with its own key: `evaluate.py --cpu_devices`); otherwise a Python loop over plies calls
+    batched agents once per ply on the games where they are to move and Python agents game by
+    game. Stateful agents (gtp, human) play one game at a time. `seconds`
     agents are calibrated first (batch: half the games at once).
 
     The outcome holds each game's moves (`MatchOutcome.moves`). `on_games(idx, returns)` is
@@ -93,9 +109,14 @@ def play_games(
     if len(openings) != num_games or len({len(o) for o in openings}) != 1:
         raise ValueError(f"give {num_games} openings of one length, got {len(openings)}")
     starts = start_states(game, openings)
+    mesh = None
     if a.batched and b.batched and not timed:
-        match = _match_fn(game, a.act, b.act, num_games)
-        returns, a_first, actions = jax.device_get(match(a.variables, b.variables, k_play, starts))
+        mesh = _split_mesh(num_games)
+        match = _match_fn(game, a.act, b.act, num_games, mesh)
+        va, vb = a.variables, b.variables
+        if mesh is not None:  # the variables join the devices the games are split over
+            va, vb = jax.device_put((va, vb), parallel.replicated(mesh))
+        returns, a_first, actions = jax.device_get(match(va, vb, k_play, starts))
         moves = [list(o) + [int(x) for x in row if x >= 0] for o, row in zip(openings, actions)]
         seconds = (None, None)
         if on_games is not None:
@@ -112,6 +133,7 @@ def play_games(
         np.asarray(returns),
         np.asarray(a_first),
         moves,
+        1 if mesh is None else parallel.num_devices(mesh),
     )
 
 

@@ -51,6 +51,7 @@ def outcome_record(names, outcome, game=None) -> dict:
         result=result_record(outcome.result),
         per_move={n: dataclasses.asdict(s) for n, s in zip("AB", outcome.stats)},
         wall_seconds=round(outcome.wall_seconds, 2),
+        devices=outcome.devices,
     )
     if game is not None:
         record["game_records"] = games_record(game, outcome)
@@ -82,6 +83,8 @@ def format_match(record: dict) -> str:
         cells = "".join(f"{r[k][0]:.2f} ± {r[k][1]:.2f}  " for k in ("win", "draw", "loss"))
         lines.append(f"{part:<10}{r['games']:>6}  {cells}{r['score'][0]:.3f} ± {r['score'][1]:.3f}")
     lines.append(format_per_move(record["per_move"], {"A": a, "B": b}))
+    if record.get("devices", 1) > 1:
+        lines.append(f"games split over {record['devices']} devices (--cpu_devices)")
     if record.get("openings", "none") != "none":
         n = len(record["by_opening"])
         lines.append(
