@@ -17,7 +17,7 @@ from xla_flags import with_host_devices
 
 import games
 from azjax import parallel
-from azjax.commands import train
+from azjax.commands import evaluate, train
 from azjax.solved import ILLEGAL, load_set
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -104,6 +104,14 @@ def test_a_bad_or_late_count_is_one_line(tmp_path, capsys, value, needle):
     assert train.main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+def test_evaluate_refuses_a_bad_count_in_one_line(tmp_path, capsys):
+    argv = ["match", "random", "random", "--game=tictactoe", "--games=4", f"--out={tmp_path}"]
+    assert evaluate.main(argv + ["--cpu_devices=0"]) == 2
+    err = capsys.readouterr().err
+    assert "--cpu_devices must be auto or a whole number >= 1, got '0'" in err
+    assert "Traceback" not in err and not os.listdir(tmp_path)  # nothing played or written
 
 
 def test_evaluation_splits_its_games_and_positions_over_the_devices(tmp_path):

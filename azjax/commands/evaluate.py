@@ -495,8 +495,9 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     parser, option_flags = build_parser()
     args = parser.parse_args(argv)
-    if args.cpu_devices is not None:  # before anything starts JAX
-        split_cpu(args.cpu_devices)
+    cpu_devices = getattr(args, "cpu_devices", None)  # export plays nothing: no such flag
+    if cpu_devices is not None:  # before anything starts JAX
+        split_cpu(cpu_devices)
     from azjax.eval.player import tolerant_stdin
 
     tolerant_stdin()  # the human agent reads moves there
