@@ -126,18 +126,22 @@ def local_mesh() -> Mesh | None:
     return make_mesh(jax.local_devices())
 
 
-def pad_batch(tree: Any, multiple: int) -> Any:
-    """The tree's leading (batch) axis filled up to a multiple of `multiple` with copies of its
-    first entry (whose results the caller drops)."""
-    fill = -jax.tree_util.tree_leaves(tree)[0].shape[0] % multiple
-    if not fill:
-        return tree
-    return jax.tree_util.tree_map(lambda x: np.concatenate([x, np.repeat(x[:1], fill, 0)]), tree)
+def split_states(states: Any, mesh: Mesh) -> Any:
+    """A batch of states (leading axis B) ready for `split_call`: filled up to a multiple of the
+    mesh's devices with copies of its first state (whose results the caller drops), on every
+    device of `mesh`."""
+    states = jax.device_get(states)
+    fill = -jax.tree_util.tree_leaves(states)[0].shape[0] % num_devices(mesh)
+    if fill:
+        states = jax.tree_util.tree_map(
+            lambda x: np.concatenate([x, np.repeat(x[:1], fill, 0)]), states
+        )
+    return jax.device_put(states, replicated(mesh))
 
 
 def split_call(fn: Any, mesh: Mesh) -> Any:
     """fn(variables, key, states) -> per-state outputs [B, ...], jitted with the states' batch
-    split over `mesh`'s devices (B a multiple of D: `pad_batch`): each device calls `fn` on its
+    split over `mesh`'s devices (B a multiple of D: `split_states`): each device calls `fn` on its
     B / D states with the key `fold_in(key, device index)`, and the outputs stay split, with no
     collective at the end (`fetch` assembles them; the module doc says why)."""
 

@@ -249,8 +249,7 @@ def make_error_evaluation(config, path: str | None = None, *, mesh=None) -> Call
     states = start_states(game, solved)
     act = jax.jit(agent)
     if mesh is not None:  # the positions split over the devices, as a match's games are
-        states = parallel.pad_batch(jax.device_get(states), parallel.num_devices(mesh))
-        states = jax.device_put(states, parallel.replicated(mesh))
+        states = parallel.split_states(states, mesh)
         act = parallel.split_call(agent, mesh)
 
     def evaluate(variables, key, compile_only: bool = False) -> dict[str, Any]:

@@ -51,10 +51,9 @@ def choose_moves(game: Game, agent: Agent, solved: sv.SolvedSet, states, key) ->
         mesh = parallel.local_mesh()  # several devices (evaluate.py --cpu_devices): split
         if mesh is None:
             return np.asarray(jax.jit(agent.act)(agent.variables, k_act, states))
-        everywhere = parallel.replicated(mesh)
-        states = parallel.pad_batch(jax.device_get(states), parallel.num_devices(mesh))
+        variables = jax.device_put(agent.variables, parallel.replicated(mesh))
         moves = parallel.split_call(agent.act, mesh)(
-            jax.device_put(agent.variables, everywhere), k_act, jax.device_put(states, everywhere)
+            variables, k_act, parallel.split_states(states, mesh)
         )
         return np.asarray(parallel.fetch(moves))[: len(solved)]
     host = jax.device_get(states)
