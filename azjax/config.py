@@ -56,6 +56,13 @@ class Config:
     )
     num_simulations: int = _field(50, "search simulations per move", low=1, high=100_000)
     c_puct: float = _field(1.25, "PUCT exploration constant (mctx pb_c_init)", low=0.0)
+    puct_values: str = _field(
+        "minmax",
+        "PUCT's value term: minmax (mctx's: a node's children's Q-values, the unvisited ones at "
+        "the node's value, stretched min-max to [0, 1]) or raw (the same Q-values in [-1, 1], "
+        "not stretched, as AlphaZero's)",
+        choices=("minmax", "raw"),
+    )
     dirichlet_alpha: float = _field(0.33, "Dirichlet noise alpha at the self-play root", low=1e-6)
     dirichlet_fraction: float = _field(
         0.25, "weight of the Dirichlet noise at the self-play root", low=0.0, high=1.0

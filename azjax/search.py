@@ -64,6 +64,7 @@ class SearchSpec:
     search: str = "puct"  # "puct" | "gumbel" | "uct"
     num_simulations: int = 50
     c_puct: float = 1.25
+    puct_values: str = "minmax"  # "minmax" (mctx's) | "raw" (Q in [-1, 1], not stretched)
     c_uct: float = 1.4  # "uct": exploration constant for values in [-1, 1] (OpenSpiel's scale)
     explore: bool = False  # root noise: Dirichlet over legal moves (puct) or Gumbel; self-play only
     dirichlet_alpha: float = 0.33
@@ -313,6 +314,7 @@ def make_search(
                 num_simulations=spec.num_simulations,
                 invalid_actions=invalid,
                 c_puct=spec.c_puct,
+                values=spec.puct_values,
                 dirichlet_fraction=spec.dirichlet_fraction if spec.explore else 0.0,
                 dirichlet_alpha=spec.dirichlet_alpha,
             )
@@ -437,6 +439,7 @@ def _puct_policy(
     c_puct: float,
     dirichlet_fraction: float,
     dirichlet_alpha: float,
+    values: str = "minmax",
 ) -> mctx.PolicyOutput:
     """`mctx.muzero_policy` (temperature 1), but for its root noise and its tie-breaks.
 
@@ -452,6 +455,8 @@ def _puct_policy(
     takes a softmax of the node's logits at every visit of every node, here it is taken once, when
     the node is expanded (the same numbers; a fifth of an interior level's cost on the CPU,
     docs/benchmarks.md, "PUCT's priors and its noise").
+
+    `values`: the value term of the selection (`_puct_select`): "minmax", mctx's, or "raw".
     """
     k_act, k_noise, k_search = jax.random.split(key, 3)
     probs = jax.nn.softmax(root.prior_logits)  # [B, A]
@@ -468,7 +473,9 @@ def _puct_policy(
         out, nxt = recurrent_fn(params, key, action, states)
         return out.replace(prior_logits=jax.nn.softmax(out.prior_logits)), nxt
 
-    select = functools.partial(_puct_select, pb_c_init=c_puct)
+    if values not in PUCT_VALUES:
+        raise ValueError(f"puct_values must be one of {', '.join(PUCT_VALUES)}, got {values!r}")
+    select = functools.partial(_puct_select, pb_c_init=c_puct, values=values)
     tree = tree_search.search(
         params,
         k_search,
@@ -486,17 +493,44 @@ def _puct_policy(
     return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=tree)
 
 
+PUCT_VALUES = ("minmax", "raw")
+
+
+def raw_values(tree: mctx.Tree, node_index) -> jax.Array:
+    """float[A]: the node's children's Q-values in the game's [-1, 1], the unvisited ones at the
+    node's own value: `mctx.qtransform_by_parent_and_siblings` without its min-max stretch.
+
+    Stretched, the first child valued above its parent scores 1 and its unvisited siblings 0, so
+    only a prior above 1 / (c_puct sqrt(N)) ever draws a simulation away from it: at 32 - 50
+    simulations the search gives nearly all of them to one root move and its trees are lines
+    (`python -m benchmarks.tree_depth`). Unstretched, a child must be better by as much as the
+    exploration term says (AlphaZero's PUCT, whose Q is the mean outcome)."""
+    visited = tree.children_visits[node_index] > 0
+    return jnp.where(visited, tree.qvalues(node_index), tree.node_values[node_index])
+
+
 def _puct_select(
-    key, tree: mctx.Tree, node_index, depth, *, pb_c_init: float, pb_c_base: float = 19652.0
+    key,
+    tree: mctx.Tree,
+    node_index,
+    depth,
+    *,
+    pb_c_init: float,
+    pb_c_base: float = 19652.0,
+    values: str = "minmax",
 ):
     """`mctx.muzero_action_selection` for one node of one tree, its tie-break from `tie_break`;
-    the tree holds prior probabilities, not logits (`_puct_policy`)."""
+    the tree holds prior probabilities, not logits (`_puct_policy`). `values`: "minmax", mctx's
+    value term, or "raw" (`raw_values`)."""
     visit_counts = tree.children_visits[node_index]  # [A]
     node_visit = tree.node_visits[node_index]
     pb_c = pb_c_init + jnp.log((node_visit + pb_c_base + 1.0) / pb_c_base)
     prior_probs = tree.children_prior_logits[node_index]  # [A], probabilities (see above)
     policy_score = jnp.sqrt(node_visit) * pb_c * prior_probs / (visit_counts + 1)
-    value_score = mctx.qtransform_by_parent_and_siblings(tree, node_index)
+    if values == "raw":
+        value_score = raw_values(tree, node_index)
+    else:
+        value_score = mctx.qtransform_by_parent_and_siblings(tree, node_index)
     # Exact ties are decided by how the 1e-7 tie-break rounds against scores near 0.1 (a few
     # float32 spacings): the barrier keeps that sum's rounding mctx's whatever XLA fuses around it
     # (at optimisation level 0 it did not without; tests/test_search.py's exact ties).

@@ -86,6 +86,7 @@ class Setting:
     max_considered_actions: int = 16  # mctx's default, which the recipe uses
     devices: int = 1  # D, devices the batch is split over (jax.devices()[:D])
     dtype: str = "float32"  # the ResNet's compute dtype (parameters stay float32), both impls
+    puct_values: str | None = None  # PUCT's value term (SearchSpec.puct_values); None: config's
 
 
 class Row(NamedTuple):
@@ -323,6 +324,7 @@ def _azjax_variant(
         rollout_policy=rollouts,
         rollout_prob=1.0 if rollouts != "none" else 0.0,
         rollout_weight=0.5,
+        **({"puct_values": setting.puct_values} if setting.puct_values else {}),
     )
     mesh = _mesh(setting)
     fn = make_selfplay(game, spec, make_apply(net), setting.steps, Config().sample_moves, mesh)
@@ -588,6 +590,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "batch this many times smaller once they fit (azjax.tree_search; default: 4 on the CPU, "
         "1 (never) on a GPU or TPU; the same trees for any value)",
     )
+    p.add_argument(
+        "--puct-values",
+        choices=("minmax", "raw"),
+        help="PUCT's value term (the config field puct_values; default: the game config's, "
+        "minmax): raw builds shallower trees (python -m benchmarks.tree_depth)",
+    )
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     for name in ("unroll", "compact"):
@@ -652,6 +660,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         network=args.network,
         devices=args.device_count,
         dtype=args.dtype,
+        puct_values=args.puct_values,
     )
     log = lambda text: print(text, file=sys.stderr, flush=True)
     tree_search.UNROLL = args.unroll  # both read when the searches are traced
@@ -665,6 +674,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         f"{setting.devices} device(s) ({jax.devices()[0].platform}), "
         f"tree levels per loop turn {tree_search.unroll_levels()}, "
         f"walks compacted into {_describe_compaction(setting.batch // setting.devices)}"
+        + (f", PUCT values {setting.puct_values}" if setting.puct_values else "")
     )
     rows = []
     key = jax.random.PRNGKey(args.seed)

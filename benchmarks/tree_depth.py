@@ -9,7 +9,8 @@ its climb back take as many levels as that simulation's deepest walk in the batc
 level costs its kernel launches whatever the batch, so the searches' speeds at equal simulations
 differ by their depth (docs/benchmarks.md, "Why PUCT trails Gumbel on a GPU"). For the Gumbel and
 the PUCT search of `train.py --game=G --search=S` (the game config's settings, or the pretrained
-network's, with self-play noise: what `benchmarks.selfplay` times), one search over B positions
+network's, with self-play noise: what `benchmarks.selfplay` times), and for PUCT with
+`puct_values=raw` (its Q-values not stretched to [0, 1]), one search over B positions
 spread over the first half of a game (`benchmarks.selfplay`'s openings); per search:
 - mean depth: the mean depth of the simulations' new leaves;
 - levels: the sum over simulations of the batch's deepest leaf, the levels each of the walk down
@@ -93,6 +94,10 @@ def _setup(args: argparse.Namespace):
     return f"random ResNet {args.blocks}x{args.filters}", game, config, net, variables
 
 
+# (row, search, puct_values): the config's Gumbel and PUCT searches, and PUCT with Q unstretched
+SEARCHES = (("gumbel", "gumbel", None), ("puct", "puct", None), ("puct raw", "puct", "raw"))
+
+
 def run(args: argparse.Namespace, log=print) -> dict[str, Depths]:
     label, game, config, net, variables = _setup(args)
     key = jax.random.key(args.seed)
@@ -102,15 +107,19 @@ def run(args: argparse.Namespace, log=print) -> dict[str, Depths]:
         "self-play noise"
     )
     figures = {}
-    for search in ("gumbel", "puct"):
+    for name, search, values in SEARCHES:
         spec = SearchSpec.from_config(
-            config, search=search, num_simulations=args.simulations, explore=True
+            config,
+            search=search,
+            num_simulations=args.simulations,
+            explore=True,
+            **({"puct_values": values} if values else {}),
         )
         out = jax.jit(make_search(game, spec, make_apply(net)))(
             variables, jax.random.fold_in(key, 2), states
         )
         tree = out.search_tree
-        figures[search] = depth_figures(
+        figures[name] = depth_figures(
             np.asarray(tree.parents), np.asarray(tree.children_visits[:, 0])
         )
     return figures

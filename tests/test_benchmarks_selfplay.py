@@ -1,5 +1,7 @@
 """The self-play benchmark runs end to end on a toy setting and prints a complete table."""
 
+import dataclasses
+
 import jax
 import pytest
 
@@ -106,4 +108,9 @@ def test_puct_plays_with_the_games_configured_noise(monkeypatch):
     spec = specs[0]
     assert (spec.search, spec.num_simulations, spec.explore) == ("puct", 2, True)
     assert (spec.dirichlet_alpha, spec.c_puct, spec.dirichlet_fraction) == (1.0, 1.25, 0.25)
+    assert spec.puct_values == "minmax"  # the config's, unless --puct-values says otherwise
+    raw = dataclasses.replace(setting, puct_values="raw")
+    selfplay._azjax_variant(game, raw, "puct", "none", None, jax.random.PRNGKey(0), config)
+    assert specs[1].puct_values == "raw"
+    assert selfplay.parse_args(["--puct-values", "raw"]).puct_values == "raw"
     assert selfplay.load_config("hex").dirichlet_alpha == 0.33  # SearchSpec's default, Hex's own

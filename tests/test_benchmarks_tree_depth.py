@@ -29,13 +29,13 @@ def test_levels_are_the_batch_s_deepest_walk_simulation_by_simulation():
     assert f.root_share == pytest.approx((1.0 + 0.75) / 2)
 
 
-def test_the_command_prints_both_searches(capsys):
+def test_the_command_prints_every_search(capsys):
     figures = tree_depth.main(
         ["--game=tictactoe", "--batch=4", "--simulations=4", "--blocks=1", "--filters=4"]
     )
-    assert set(figures) == {"gumbel", "puct"}
+    assert set(figures) == {"gumbel", "puct", "puct raw"}
     out = capsys.readouterr().out
-    assert "| gumbel |" in out and "| puct |" in out
+    assert "| gumbel |" in out and "| puct |" in out and "| puct raw |" in out
     for f in figures.values():
         assert 1 <= f.mean_depth <= 4 and 4 <= f.levels <= 1 + 2 + 3 + 4
 

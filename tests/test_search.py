@@ -12,7 +12,7 @@ from test_noise import dirichlet_failures
 
 import games
 from azjax import network
-from azjax.search import SearchSpec, make_search, select_action
+from azjax.search import SearchSpec, make_search, raw_values, select_action
 from azjax.selection import tie_break
 
 GAME = games.make("tictactoe")
@@ -285,6 +285,39 @@ def test_puct_trees_hold_the_prior_probabilities_mctx_computes():
     np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
     want = np.asarray(jax.nn.softmax(old.children_prior_logits))[expanded]
     np.testing.assert_allclose(probs, want, rtol=1e-5, atol=1e-7)
+
+
+def test_raw_puct_values_are_q_unstretched_and_spread_the_root_visits():
+    # puct_values="raw": the children's Q-values in [-1, 1] (the unvisited at the node's value),
+    # not stretched min-max to [0, 1], so the first child above its parent no longer takes
+    # every later simulation (benchmarks.tree_depth).
+    apply, variables = linear_net(HEX, seed=5)
+    states = spread(HEX, 32, 6, seed=6)
+    key = jax.random.PRNGKey(7)
+    outs = {}
+    for values in ("minmax", "raw"):
+        spec = SearchSpec(search="puct", num_simulations=16, puct_values=values)
+        outs[values] = jax.jit(make_search(HEX, spec, apply))(variables, key, states)
+    tree = outs["raw"].search_tree
+    got = np.asarray(jax.vmap(raw_values, in_axes=(0, None))(tree, 0))  # the roots' rows [B, A]
+    t = jax.tree.map(np.asarray, tree)
+    q = t.children_rewards[:, 0] + t.children_discounts[:, 0] * t.children_values[:, 0]
+    want = np.where(t.children_visits[:, 0] > 0, q, t.node_values[:, :1])
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert np.all(np.abs(got) <= 1.0 + 1e-6)
+    share = {
+        v: np.median(np.asarray(o.search_tree.children_visits[:, 0]).max(1)) / 16
+        for v, o in outs.items()
+    }
+    assert share["raw"] < share["minmax"], share
+    for o in outs.values():  # every simulation visits a legal root move
+        visits = np.asarray(o.search_tree.children_visits[:, 0])
+        assert np.all(visits.sum(1) == 16)
+        assert not np.any(visits[~np.asarray(jax.vmap(HEX.legal_mask)(states))])
+    with pytest.raises(ValueError, match="puct_values must be one of minmax, raw"):
+        make_search(HEX, SearchSpec(search="puct", puct_values="max"), apply)(
+            variables, key, states
+        )
 
 
 def test_puct_breaks_exact_ties_as_mctx_does():

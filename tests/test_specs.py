@@ -24,6 +24,8 @@ def test_specs_build_the_named_agents():
     default = parse_agent("mcts:c_uct=2", TTT).search.spec
     assert (default.search, default.c_uct) == ("uct", 2.0)
     assert parse_agent("mcts:search=puct", TTT).search.spec.search == "puct"
+    assert default.puct_values == "minmax"  # mctx's, unless values= says otherwise
+    assert parse_agent("mcts:search=puct,values=raw", TTT).search.spec.puct_values == "raw"
     assert parse_agent("random", TTT).batched
     minimax = parse_agent("minimax:depth=2,seed=3", TTT)
     assert not minimax.batched and not minimax.stateful
@@ -42,6 +44,7 @@ def test_specs_build_the_named_agents():
         ("mcts:sims=0", "sims (simulations per move) must be in [1, 100000]"),
         ("mcts:sims", "option 'sims' needs a value"),
         ("mcts:search=alphazero", "search must be one of uct, puct, gumbel"),
+        ("mcts:values=max", "values must be one of minmax, raw"),
         ("mcts:sims=5,seconds=1", "give sims or seconds, not both"),
         ("random:sims=3", "random: unknown option 'sims'; options: none"),
         ("minimax:depth=-1", "depth (plies searched) must be in [1, 10000]"),
@@ -96,6 +99,8 @@ def test_checkpoint_agent_takes_search_settings(tiny_run):
     assert agent.search.epsilon == 0.2 and agent.search.rollouts_per_move == 2.0
     latest = parse_agent(f"ckpt:{tiny_run}@latest", TTT)
     assert latest.search.spec.num_simulations == 4  # the run's own setting
+    assert latest.search.spec.puct_values == "minmax"  # the run's own (the default)
+    assert parse_agent(f"ckpt:{tiny_run},values=raw", TTT).search.spec.puct_values == "raw"
     changed = jax.tree_util.tree_map(
         lambda a, b: not np.array_equal(a, b), agent.variables, latest.variables
     )

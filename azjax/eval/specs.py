@@ -10,7 +10,8 @@ Specs (options are comma-separated `name=value`):
                                      checkpoints/<STEP> folder), a network exported by
                                      `evaluate.py export`, or pretrained/NAME (a network the
                                      package ships, azjax/pretrained). Options: sims, search (puct |
-                                     gumbel), c_puct, considered (Gumbel root actions), rollout
+                                     gumbel), c_puct, values (PUCT's: minmax | raw, the config's
+                                     puct_values), considered (Gumbel root actions), rollout
                                      (none | random | policy), p_r, lambda, eps, seconds; unset
                                      ones come from the checkpoint's config (search=uct: UCT
                                      on the network's values, its priors unused).
@@ -19,7 +20,7 @@ Specs (options are comma-separated `name=value`):
     mcts[:opts]                      pure MCTS with random rollouts (uniform priors, every leaf
                                      rolled out). Options: sims (100), search (uct, the default:
                                      OpenSpiel's UCT; puct: seed 000's baseline; gumbel), c_uct
-                                     (1.4), c_puct, considered, eps, seconds.
+                                     (1.4), c_puct, values, considered, eps, seconds.
     random                           a uniformly random legal move.
     minimax[:depth=D,seed=S,heuristic=H]  alpha-beta negamax in Python (see `Minimax`); depth
                                      defaults to the whole game, allowed only for small games;
@@ -56,6 +57,7 @@ _OPTIONS: dict[str, tuple] = {
     "sims": (int, 1, 100_000, "simulations per move"),
     "search": (("uct", "puct", "gumbel"), None, None, "mctx search"),
     "c_puct": (float, 0.0, 1000.0, "PUCT exploration constant"),
+    "values": (("minmax", "raw"), None, None, "PUCT's value term (puct_values)"),
     "c_uct": (float, 0.0, 100.0, "UCT exploration constant (values in [-1, 1])"),
     "considered": (int, 1, 4096, "Gumbel search: actions considered at the root"),
     "rollout": (("none", "random", "policy"), None, None, "rollout policy"),
@@ -71,9 +73,11 @@ _OPTIONS: dict[str, tuple] = {
 }
 
 KINDS = {
-    "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel|uct,c_puct=..,c_uct=..,"
+    "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel|uct,c_puct=..,"
+    "values=minmax|raw,c_uct=..,"
     "considered=..,rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..,game=NAME]",
-    "mcts": "mcts[:sims=..,search=uct|puct|gumbel,c_uct=..,c_puct=..,considered=..,eps=..,"
+    "mcts": "mcts[:sims=..,search=uct|puct|gumbel,c_uct=..,c_puct=..,values=minmax|raw,"
+    "considered=..,eps=..,"
     "seconds=..] (search=uct by default; search=puct is seed 000's baseline)",
     "random": "random",
     "minimax": f"minimax[:depth=D,seed=S,heuristic={'|'.join(HEURISTICS)}]",
@@ -143,6 +147,7 @@ def _spec_overrides(opts: dict[str, Any]) -> dict[str, Any]:
         "sims": "num_simulations",
         "search": "search",
         "c_puct": "c_puct",
+        "values": "puct_values",
         "c_uct": "c_uct",
         "considered": "max_considered_actions",
         "rollout": "rollout_policy",
@@ -158,7 +163,7 @@ def _check_sims_or_seconds(kind: str, opts: dict[str, Any]) -> None:
 
 
 # ---- the kinds -----------------------------------------------------------------------------------
-_SEARCH_OPTIONS = ("sims", "search", "c_puct", "c_uct", "considered", "eps", "seconds")
+_SEARCH_OPTIONS = ("sims", "search", "c_puct", "values", "c_uct", "considered", "eps", "seconds")
 MCTS_SEARCH = "uct"  # the mcts: agent's default search (OpenSpiel's); "puct" is seed 000's
 
 
