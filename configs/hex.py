@@ -27,8 +27,11 @@ OVERRIDES = dict(
     learning_rate=0.002,
     weight_decay=0.0001,
     eval_epsilon=0.05,
-    # for --search=puct: Table 5.1's
+    # for --search=puct: Table 5.1's constants, with PUCT's Q-values unstretched (raw): at 15
+    # minutes of the CPU recipe with PUCT, +530 Elo over mctx's min-max values, level with Gumbel
+    # (docs/strength.md, "PUCT's values unstretched"); configs/hex_thesis.py keeps mctx's
     c_puct=1.25,
+    puct_values="raw",
     dirichlet_alpha=0.33,
     dirichlet_fraction=0.25,
 )

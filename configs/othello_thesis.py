@@ -21,6 +21,7 @@ OVERRIDES = dict(
     value_hidden=128,
     num_simulations=50,
     c_puct=1.25,
+    puct_values="minmax",  # mctx's muzero_policy, as the reproduction has always searched
     dirichlet_alpha=1.0,
     dirichlet_fraction=0.25,
     sample_moves=10,

@@ -108,9 +108,9 @@ def test_puct_plays_with_the_games_configured_noise(monkeypatch):
     spec = specs[0]
     assert (spec.search, spec.num_simulations, spec.explore) == ("puct", 2, True)
     assert (spec.dirichlet_alpha, spec.c_puct, spec.dirichlet_fraction) == (1.0, 1.25, 0.25)
-    assert spec.puct_values == "minmax"  # the config's, unless --puct-values says otherwise
-    raw = dataclasses.replace(setting, puct_values="raw")
-    selfplay._azjax_variant(game, raw, "puct", "none", None, jax.random.PRNGKey(0), config)
-    assert specs[1].puct_values == "raw"
-    assert selfplay.parse_args(["--puct-values", "raw"]).puct_values == "raw"
+    assert spec.puct_values == "raw"  # configs/othello.py's, unless --puct-values says otherwise
+    minmax = dataclasses.replace(setting, puct_values="minmax")
+    selfplay._azjax_variant(game, minmax, "puct", "none", None, jax.random.PRNGKey(0), config)
+    assert specs[1].puct_values == "minmax"
+    assert selfplay.parse_args(["--puct-values", "minmax"]).puct_values == "minmax"
     assert selfplay.load_config("hex").dirichlet_alpha == 0.33  # SearchSpec's default, Hex's own

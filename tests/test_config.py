@@ -21,6 +21,7 @@ def test_the_thesis_settings_are_their_own_config(game):
     again (the experiment1 --full settings), whatever the default sets."""
     default = cfg.load(game)
     assert (default.search, default.num_simulations, default.optimizer) == ("gumbel", 64, "adam")
+    assert default.puct_values == "raw"  # for --search=puct (docs/strength.md)
     name, overrides = cfg.named_defaults(f"{game}_thesis")
     assert name == game
     thesis = cfg.load(game, overrides)
@@ -39,6 +40,7 @@ def test_the_thesis_settings_are_their_own_config(game):
         train_batch_size=1024,
         train_steps=100,
         opening_plies=0,
+        puct_values="minmax",  # mctx's PUCT, as the reproduction searched
     )
     assert {k: getattr(thesis, k) for k in table_5_1} == table_5_1
     assert thesis.game_options["size"] == 6
