@@ -61,7 +61,7 @@ from azjax import parallel, tree_search
 from azjax.config import Config
 from azjax.config import load as load_config
 from azjax.network import PolicyValueNet, make_apply
-from azjax.search import SearchSpec
+from azjax.search import PUCT_VALUES, SearchSpec
 from azjax.selfplay import init_states, make_selfplay
 from games.base import sample_legal
 
@@ -592,7 +592,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--puct-values",
-        choices=("minmax", "raw"),
+        choices=PUCT_VALUES,
         help="PUCT's value term (the config field puct_values; default: the game config's, "
         "minmax): raw builds shallower trees (python -m benchmarks.tree_depth)",
     )

@@ -48,7 +48,7 @@ from azjax.eval.agent import Agent, SearchSetup, network_apply, random_agent, se
 from azjax.eval.gtp import GTPClient, make_gtp_agent
 from azjax.eval.minimax import FULL_DEPTH_LIMIT, HEURISTICS, Minimax
 from azjax.eval.player import Player, make_human_agent
-from azjax.search import SearchSpec
+from azjax.search import PUCT_VALUES, SearchSpec
 from azjax.shared import check_game, view
 from games.base import Game
 
@@ -57,7 +57,7 @@ _OPTIONS: dict[str, tuple] = {
     "sims": (int, 1, 100_000, "simulations per move"),
     "search": (("uct", "puct", "gumbel"), None, None, "mctx search"),
     "c_puct": (float, 0.0, 1000.0, "PUCT exploration constant"),
-    "values": (("minmax", "raw"), None, None, "PUCT's value term (puct_values)"),
+    "values": (PUCT_VALUES, None, None, "PUCT's value term (puct_values)"),
     "c_uct": (float, 0.0, 100.0, "UCT exploration constant (values in [-1, 1])"),
     "considered": (int, 1, 4096, "Gumbel search: actions considered at the root"),
     "rollout": (("none", "random", "policy"), None, None, "rollout policy"),
