@@ -9,8 +9,9 @@ its climb back take as many levels as that simulation's deepest walk in the batc
 level costs its kernel launches whatever the batch, so the searches' speeds at equal simulations
 differ by their depth (docs/benchmarks.md, "Why PUCT trails Gumbel on a GPU"). For the Gumbel and
 the PUCT search of `train.py --game=G --search=S` (the game config's settings, or the pretrained
-network's, with self-play noise: what `benchmarks.selfplay` times), and for PUCT with
-`puct_values=raw` (its Q-values not stretched to [0, 1]), one search over B positions
+network's, with self-play noise: what `benchmarks.selfplay` times), PUCT once with mctx's value
+term (`puct_values=minmax`) and once with its Q-values not stretched to [0, 1] (`raw`, what
+configs/hex.py and configs/othello.py set), one search over B positions
 spread over the first half of a game (`benchmarks.selfplay`'s openings); per search:
 - mean depth: the mean depth of the simulations' new leaves;
 - levels: the sum over simulations of the batch's deepest leaf, the levels each of the walk down
@@ -94,8 +95,8 @@ def _setup(args: argparse.Namespace):
     return f"random ResNet {args.blocks}x{args.filters}", game, config, net, variables
 
 
-# (row, search, puct_values): the config's Gumbel and PUCT searches, and PUCT with Q unstretched
-SEARCHES = (("gumbel", "gumbel", None), ("puct", "puct", None), ("puct raw", "puct", "raw"))
+# (row, search, puct_values): Gumbel, and PUCT with each value term whatever the config sets
+SEARCHES = (("gumbel", "gumbel", None), ("puct", "puct", "minmax"), ("puct raw", "puct", "raw"))
 
 
 def run(args: argparse.Namespace, log=print) -> dict[str, Depths]:

@@ -29,11 +29,18 @@ def test_levels_are_the_batch_s_deepest_walk_simulation_by_simulation():
     assert f.root_share == pytest.approx((1.0 + 0.75) / 2)
 
 
-def test_the_command_prints_every_search(capsys):
+def test_the_command_prints_every_search(capsys, monkeypatch):
+    specs = []
+    real = tree_depth.make_search
+    monkeypatch.setattr(
+        tree_depth, "make_search", lambda game, spec, *a: specs.append(spec) or real(game, spec, *a)
+    )
     figures = tree_depth.main(
-        ["--game=tictactoe", "--batch=4", "--simulations=4", "--blocks=1", "--filters=4"]
+        ["--game=hex", "--size=3", "--batch=4", "--simulations=4", "--blocks=1", "--filters=4"]
     )
     assert set(figures) == {"gumbel", "puct", "puct raw"}
+    # each PUCT row names its value term, whatever the game's config sets
+    assert [(x.search, x.puct_values) for x in specs[1:]] == [("puct", "minmax"), ("puct", "raw")]
     out = capsys.readouterr().out
     assert "| gumbel |" in out and "| puct |" in out and "| puct raw |" in out
     for f in figures.values():
