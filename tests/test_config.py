@@ -15,13 +15,14 @@ def test_game_defaults_then_overrides():
     assert cfg.load("hex").game_options["size"] == 6
 
 
-@pytest.mark.parametrize("game", ["hex", "othello"])
-def test_the_thesis_settings_are_their_own_config(game):
-    """configs/<game>.py is the measured recipe; <game>_thesis, applied over it, is Table 5.1
-    again (the experiment1 --full settings), whatever the default sets."""
+@pytest.mark.parametrize("game, search", [("hex", "gumbel"), ("othello", "puct")])
+def test_the_thesis_settings_are_their_own_config(game, search):
+    """configs/<game>.py is the measured recipe (Othello: raw PUCT, docs/strength.md); <game>_thesis,
+    applied over it, is Table 5.1 again (the experiment1 --full settings), whatever the default
+    sets."""
     default = cfg.load(game)
-    assert (default.search, default.num_simulations, default.optimizer) == ("gumbel", 64, "adam")
-    assert default.puct_values == "raw"  # for --search=puct (docs/strength.md)
+    assert (default.search, default.num_simulations, default.optimizer) == (search, 64, "adam")
+    assert default.puct_values == "raw"  # PUCT's values unstretched (docs/strength.md)
     name, overrides = cfg.named_defaults(f"{game}_thesis")
     assert name == game
     thesis = cfg.load(game, overrides)
@@ -162,6 +163,7 @@ def test_the_cpu_recipe_applies_to_any_game():
     othello, _ = train.parse(["--game=othello", "--config=cpu"])
     assert othello.game == "othello" and othello.opening_plies == 0 and othello.augment
     assert othello.train_steps == 90 and othello.ownership_weight == 1.5
+    assert (othello.search, othello.puct_values, othello.c_puct) == ("puct", "raw", 1.25)
     assert run.ownership_weight == 1.5  # measured on 6x6 Hex and Othello
     steps, _ = train.parse(["--game=othello", "--config=cpu", "--train_steps=20"])
     assert steps.train_steps == 20  # a flag over the recipe

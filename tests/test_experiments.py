@@ -88,8 +88,8 @@ def test_experiment1_takes_every_config_field_and_game_option():
     assert overrides == dict(rows=5)
 
 
-@pytest.mark.parametrize("game", ["hex", "othello"])
-def test_experiment1_full_is_table_5_1_not_the_default_recipe(game):
+@pytest.mark.parametrize("game, cpu_search", [("hex", "gumbel"), ("othello", "puct")])
+def test_experiment1_full_is_table_5_1_not_the_default_recipe(game, cpu_search):
     from experiments import experiment1
 
     full = experiment1.make_config(game, True, 0, {})
@@ -101,7 +101,7 @@ def test_experiment1_full_is_table_5_1_not_the_default_recipe(game):
     )
     assert full.eval_interval == 0  # the script evaluates the checkpoints afterwards
     cpu = experiment1.make_config(game, False, 5, {})
-    assert (cpu.search, cpu.num_filters, cpu.time_budget) == ("gumbel", 32, 5)
+    assert (cpu.search, cpu.num_filters, cpu.time_budget) == (cpu_search, 32, 5)  # configs/cpu.py
 
 
 @pytest.mark.parametrize(
