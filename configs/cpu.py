@@ -1,8 +1,9 @@
 """The CPU recipe: what trains well on a 2-core CPU, over any game's defaults (docs/experiments.md).
 
 A small network, 128 games in lock-step, Adam, Gumbel search (at 32 simulations it learned far
-faster than PUCT with mctx's min-max values here); on Othello PUCT with raw values (below). `python train.py --game=hex --size=6 --config=cpu` trains with it; also
-used by `experiments.experiment1` at CPU scale and by the benchmarks.
+faster than PUCT with mctx's min-max values here); on Othello PUCT with raw values (below).
+`python train.py --game=hex --size=6 --config=cpu` trains with it; also used by
+`experiments.experiment1` at CPU scale and by the benchmarks.
 """
 
 CPU_SCALE = dict(

@@ -17,9 +17,9 @@ def test_game_defaults_then_overrides():
 
 @pytest.mark.parametrize("game, search", [("hex", "gumbel"), ("othello", "puct")])
 def test_the_thesis_settings_are_their_own_config(game, search):
-    """configs/<game>.py is the measured recipe (Othello: raw PUCT, docs/strength.md); <game>_thesis,
-    applied over it, is Table 5.1 again (the experiment1 --full settings), whatever the default
-    sets."""
+    """configs/<game>.py is the measured recipe (Othello: raw PUCT, docs/strength.md);
+    <game>_thesis, applied over it, is Table 5.1 again (the experiment1 --full settings), whatever
+    the default sets."""
     default = cfg.load(game)
     assert (default.search, default.num_simulations, default.optimizer) == (search, 64, "adam")
     assert default.puct_values == "raw"  # PUCT's values unstretched (docs/strength.md)
