@@ -1,4 +1,4 @@
-"""6x6 Othello: the recipe of the shipped networks (docs/strength.md, "Time to strength").
+"""6x6 Othello's recipe for a GPU (docs/strength.md, "PUCT's values unstretched").
 
 PUCT search at 64 simulations with its Q-values in the game's [-1, 1] (`puct_values="raw"`, not
 mctx's min-max stretch), c_puct 1.25 and Dir(1) root noise at 0.25: on one H200, 75 seconds each
