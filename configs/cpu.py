@@ -34,9 +34,10 @@ CPU_SCALE = dict(
 # mirror gained +172 Elo at 15 minutes (two seeds, 111-38 with 11 draws against the recipe without
 # it) and took its exact error rate from 0.243 to 0.200 (docs/strength.md, "Connect Four's
 # mirror"). Othello searches with PUCT, its config's raw values (configs/othello.py): at 15 minutes
-# exact error rate 0.117 against Gumbel's 0.145 (W31 D1 L28), and its hour 0.107, the lowest of any
-# Othello hour (Gumbel's 0.121 - 0.128), beating the shipped network 24-13 (docs/strength.md,
-# "PUCT's values unstretched"); on 6x6 Hex the two were level (121-119), so Hex keeps Gumbel.
+# (two seeds) exact error rates 0.117 and 0.110 against Gumbel's 0.145 and 0.136, 66-51 with 3
+# draws head to head, and its hour 0.107, the lowest of any Othello hour (Gumbel's 0.121 -
+# 0.128), beating the shipped network 24-13 (docs/strength.md, "The Othello hour with raw PUCT");
+# on 6x6 Hex the two were level (121-119), so Hex keeps Gumbel.
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(search="puct", augment=True, train_steps=90, ownership_weight=1.5),
