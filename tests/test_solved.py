@@ -258,3 +258,44 @@ print(jax.device_count(), one["eval/error_rate"], spread["eval/error_rate"])
     assert done.returncode == 0, done.stderr[-2000:]
     devices, one, split = done.stdout.split()
     assert devices == "3" and one == split
+
+
+@pytest.mark.skipif(not HAS_CC, reason="no C compiler for the solver")
+def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(tmp_path, capsys):
+    from azjax.commands import evaluate
+    from experiments import lost_games
+
+    out = str(tmp_path / "match")
+    argv = ["match", "random", "random", "--game=othello", "--size=6", "--games=6", f"--out={out}"]
+    assert evaluate.main(argv) == 0
+    path = f"{out}/match.json"
+    assert lost_games.main([path, "--from_ply=20"]) == 0  # every game checked: values add up
+    record = json.loads(open(f"{out}/lost_games.json").read())
+    match = json.loads(open(path).read())
+    long_enough = sum(len(r["moves"]) > 20 for r in match["game_records"])
+    throws = 0
+    for s in record["summary"].values():
+        assert sum(row["games"] for row in s["by_value"].values()) == long_enough
+        assert s["throws"] <= s["decisions"] <= s["moves"]
+        throws += s["throws"]
+    assert throws > 0  # random players throw wins away
+    for judged in record["games"]:
+        assert all(m["chosen"] <= m["best"] and m["ply"] >= 20 for m in judged)
+        assert [m["colour"] for m in judged] == [("black", "white")[m["ply"] % 2] for m in judged]
+    capsys.readouterr()
+
+    def refused(changes, *flags):
+        bad = str(tmp_path / "bad.json")
+        with open(bad, "w") as f:
+            json.dump({**match, **changes}, f)
+        assert lost_games.main([bad, *flags]) == 2
+        return capsys.readouterr().err
+
+    wrong = list(match["game_records"])
+    i = next(i for i, r in enumerate(wrong) if len(r["moves"]) > 20)
+    swapped = {"black": "white", "white": "black", "draw": "white"}
+    wrong[i] = {**wrong[i], "result": swapped[wrong[i]["result"]]}
+    assert "do not add up" in refused({"game_records": wrong}, "--from_ply=20")
+    assert "opening plies" in refused({"openings": "random:3:4"}, "--from_ply=2")
+    assert "no solver for hex" in refused({"game": "hex", "game_options": {"size": 5}})
+    assert lost_games.main([str(tmp_path / "none.json")]) == 2

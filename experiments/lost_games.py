@@ -1,0 +1,213 @@
+"""Where a match's games were lost: every move of a recorded match valued exactly by the game's
+solver, from a ply on.
+
+    python evaluate.py match ckpt:runs/othello6,sims=50 mcts:sims=10000 --game=othello --size=6
+    python -m experiments.lost_games runs/eval/match-<time>/match.json --from_ply=8
+
+The solver is experiments/solved_positions.py's (Othello up to 8x8, Connect Four of four in a row
+up to 7x7, C compiled with the system's compiler); it values every legal move of every position
+from `--from_ply` on (+1 a win, 0 a draw, -1 a loss for the player to move). A move *throws value
+away* where it is worth less than the position's best move (a won position to a draw or a loss, a
+drawn one to a loss). Printed, and written to lost_games.json beside the match:
+
+- per agent and colour, the games by the exact value of the position at `--from_ply` for that
+  agent and how they ended (a game shorter than `--from_ply` is left out);
+- per agent, its moves from `--from_ply` on, the *decision positions* among them (at least one
+  legal move throws value away) and the moves that threw value away, and the ply of each game at
+  which it first did.
+
+Each game is checked: an agent's final result is the value at `--from_ply` plus what its opponent
+threw away minus what it threw away (each throw counted by how far it fell), and the solver's
+legal moves and discs are the game's at every ply (ValueError where not). Moves before
+`--from_ply` are not judged, and it must be at least the match's opening plies (those moves were
+drawn, not chosen). On 6x6 Othello a position with 28 empty squares (ply 8) takes up to about 10 s
+on a 2-core CPU, and the solver's table stays warm along a game.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+from typing import NamedTuple
+
+import games
+from azjax.eval import openings as openings_lib
+from azjax.eval.agent import batch_functions
+from experiments.solved_positions import KINDS, Solver, compile_solver, positions_of
+
+COLOURS = ("black", "white")  # the first and the second player, as match records name them
+VALUES = {1: "won", 0: "drawn", -1: "lost"}
+
+
+class Move(NamedTuple):
+    """One judged move: who made it, where, the best value there and the value of the move."""
+
+    ply: int
+    colour: str
+    best: int  # the position's value for the mover
+    chosen: int  # the chosen move's value for the mover
+    decision: bool  # some legal move is worth less than the best
+
+
+def judge_game(game, moves: list[int], from_ply: int, solver: Solver, fns) -> list[Move]:
+    """Every move of one game from `from_ply` on, valued by `solver` (its rules checked against
+    the game's at every ply, `positions_of`)."""
+    judged = []
+    for ply, own, opp, _forced in positions_of(game, moves, solver, fns):
+        if ply < from_ply:
+            continue
+        values = solver.solve(own, opp)
+        best = max(values.values())
+        judged.append(
+            Move(
+                ply,
+                COLOURS[ply % 2],
+                best,
+                values[moves[ply]],
+                min(values.values()) < best,
+            )
+        )
+    return judged
+
+
+def outcome_for(result: str, colour: str) -> int:
+    """+1, 0 or -1 for `colour` of a game that `result` ('black', 'white' or 'draw') won."""
+    return 0 if result == "draw" else (1 if result == colour else -1)
+
+
+def check_game(judged: list[Move], result: str) -> None:
+    """The final result is the value at the first judged ply moved by what each side threw away
+    (ValueError where not: the record and the solver disagree)."""
+    first = judged[0]
+    value = first.best if first.colour == "black" else -first.best  # for black
+    for m in judged:
+        fall = m.best - m.chosen
+        value += -fall if m.colour == "black" else fall
+    if value != outcome_for(result, "black"):
+        raise ValueError(
+            f"the solver's values do not add up to the game's result ({result}): the record is "
+            "not a game of these rules"
+        )
+
+
+def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[str]) -> dict:
+    """The tables of the module's docstring, as a JSON-ready dict."""
+    out = {}
+    for index, name in enumerate(agents):
+        by_value: dict[str, Counter] = {}
+        moves = decisions = throws = 0
+        first_throws = []
+        for record, judged in zip(records, judged_games):
+            if not judged:
+                continue
+            a_colour = record["a_played"]
+            colour = a_colour if index == 0 else COLOURS[1 - COLOURS.index(a_colour)]
+            start = judged[0].best if judged[0].colour == colour else -judged[0].best
+            end = outcome_for(record["result"], colour)
+            row = by_value.setdefault(f"{colour}, {VALUES[start]}", Counter())
+            row["games"] += 1
+            row[VALUES[end]] += 1
+            own = [m for m in judged if m.colour == colour]
+            moves += len(own)
+            decisions += sum(m.decision for m in own)
+            thrown = [m.ply for m in own if m.chosen < m.best]
+            throws += len(thrown)
+            first_throws.append(thrown[0] if thrown else None)
+        out[name] = dict(
+            by_value={k: dict(v) for k, v in sorted(by_value.items())},
+            moves=moves,
+            decisions=decisions,
+            throws=throws,
+            first_throw_plies=first_throws,
+        )
+    return out
+
+
+def report(summary: dict, from_ply: int) -> list[str]:
+    """The summary as printed lines."""
+    lines = []
+    for name, s in summary.items():
+        lines.append(f"{name}")
+        lines.append(f"  {'colour, value at ply ' + str(from_ply):28s} games  won drawn lost")
+        for key, row in s["by_value"].items():
+            lines.append(
+                f"  {key:28s} {row['games']:5d} {row.get('won', 0):4d} {row.get('drawn', 0):5d} "
+                f"{row.get('lost', 0):4d}"
+            )
+        rate = s["throws"] / s["decisions"] if s["decisions"] else 0.0
+        firsts = Counter(p for p in s["first_throw_plies"] if p is not None)
+        lines.append(
+            f"  threw value away in {s['throws']} of {s['moves']} moves, {s['decisions']} of them "
+            f"decisions ({rate:.3f} of the decisions); first throw at ply (games): "
+            + (", ".join(f"{p} ({n})" for p, n in sorted(firsts.items())) or "none")
+        )
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("match", help="a match.json written by `evaluate.py match`")
+    p.add_argument("--from_ply", type=int, default=8, help="the first ply judged (default 8)")
+    p.add_argument("--out", default=None, help="default: lost_games.json beside the match")
+    args = p.parse_args(argv)
+    try:
+        try:
+            with open(args.match) as f:
+                match = json.load(f)
+            name, options, agents = match["game"], match["game_options"], match["agents"]
+            records = match["game_records"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+            raise ValueError(f"{args.match}: not a match.json of evaluate.py match ({e})") from None
+        if name not in KINDS:
+            raise ValueError(f"no solver for {name}: one of {', '.join(sorted(KINDS))}")
+        game = games.make(name, **options)
+        KINDS[name].check(game)
+        kind, _, plies = openings_lib.parse(match.get("openings", "none"))
+        drawn = {"none": 0, "all": 1}.get(kind, plies)
+        if args.from_ply < drawn:
+            raise ValueError(
+                f"--from_ply must be at least the match's {drawn} opening plies, "
+                f"not {args.from_ply}"
+            )
+        moves = [[game.parse_action(m) for m in r["moves"]] for r in records]
+    except ValueError as e:
+        print(f"lost_games: {e}", file=sys.stderr)
+        return 2
+    fns = batch_functions(game)
+    with tempfile.TemporaryDirectory() as tmp:
+        with Solver(compile_solver(tmp, name), game) as solver:
+            judged_games = []
+            for i, (game_moves, record) in enumerate(zip(moves, records)):
+                try:
+                    judged = judge_game(game, game_moves, args.from_ply, solver, fns)
+                    if judged:
+                        check_game(judged, record["result"])
+                except ValueError as e:
+                    print(f"lost_games: game {i + 1} of {args.match}: {e}", file=sys.stderr)
+                    return 2
+                judged_games.append(judged)
+    summary = summarise(records, judged_games, agents)
+    for line in report(summary, args.from_ply):
+        print(line)
+    out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.match)), "lost_games.json")
+    with open(out, "w") as f:
+        json.dump(
+            dict(
+                match=args.match,
+                from_ply=args.from_ply,
+                summary=summary,
+                games=[[m._asdict() for m in judged] for judged in judged_games],
+            ),
+            f,
+            indent=1,
+        )
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
