@@ -20,6 +20,7 @@ OVERRIDES = dict(
     search="puct",
     num_simulations=400,  # MCTS iterations
     c_puct=1.0,
+    puct_values="minmax",  # mctx's PUCT, as the reproduction searched (the default is raw)
     dirichlet_alpha=0.5,
     dirichlet_fraction=0.25,
     sample_moves=30,  # temperature

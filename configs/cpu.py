@@ -1,7 +1,8 @@
 """The CPU recipe: what trains well on a 2-core CPU, over any game's defaults (docs/experiments.md).
 
 A small network, 128 games in lock-step, Adam, Gumbel search (at 32 simulations it learned far
-faster than PUCT with mctx's min-max values here); on Othello PUCT with raw values (below).
+faster than PUCT with mctx's min-max values here); on Othello and Connect Four PUCT with raw
+values (below).
 `python train.py --game=hex --size=6 --config=cpu` trains with it; also used by
 `experiments.experiment1` at CPU scale and by the benchmarks.
 """
@@ -37,11 +38,13 @@ CPU_SCALE = dict(
 # (two seeds) exact error rates 0.117 and 0.110 against Gumbel's 0.145 and 0.136, 66-51 with 3
 # draws head to head, and its hour 0.107, the lowest of any Othello hour (Gumbel's 0.121 -
 # 0.128), beating the shipped network 24-13 (docs/strength.md, "The Othello hour with raw PUCT");
-# on 6x6 Hex the two were level (121-119), so Hex keeps Gumbel.
+# on 6x6 Hex the two were level (121-119), so Hex keeps Gumbel. Connect Four searches with PUCT and
+# its config's raw values too: 147-78 with 15 draws against Gumbel at 15 minutes, two seeds, and
+# exact error rates 0.182 against 0.191 (docs/strength.md, "Raw PUCT on Connect Four").
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(search="puct", augment=True, train_steps=90, ownership_weight=1.5),
-    "connect_four": dict(augment=True),
+    "connect_four": dict(search="puct", augment=True),
 }
 
 

@@ -101,6 +101,7 @@ def test_a_named_config_is_chosen_with_train_config_flag(capsys):
         30,
     )
     assert (run.c_puct, run.learning_rate, run.weight_decay, run.train_steps) == (1.0, 1e-3, 0, 5)
+    assert run.puct_values == "minmax"  # as seed 001 searched; configs/connect_four.py: raw
     assert dict(run.game_options) == dict(rows=6, cols=7, connect=4)
     assert train.main(["--config=nope"]) == 2
     assert "--config: unknown config 'nope'; available: connect_four, connect_four_thesis" in (
@@ -171,3 +172,4 @@ def test_the_cpu_recipe_applies_to_any_game():
     assert gpu.augment and gpu.num_filters == 64
     c4, _ = train.parse(["--game=connect_four", "--config=cpu"])
     assert c4.augment and c4.train_steps == 30 and c4.ownership_weight == 0  # as measured
+    assert (c4.search, c4.puct_values) == ("puct", "raw")  # docs/strength.md, as measured
