@@ -18,7 +18,8 @@ drawn one to a loss). Printed, and written to lost_games.json beside the match:
 
 Each game is checked: an agent's final result is the value at `--from_ply` plus what its opponent
 threw away minus what it threw away (each throw counted by how far it fell), and the solver's
-legal moves and discs are the game's at every ply (ValueError where not). Moves before
+legal moves and discs are the game's at every ply (ValueError where not); a resigned game's
+moves are judged, its result is not checked. Moves before
 `--from_ply` are not judged, and it must be at least the match's opening plies (those moves were
 drawn, not chosen). On 6x6 Othello a position with 28 empty squares (ply 8) takes up to about 10 s
 on a 2-core CPU, and the solver's table stays warm along a game.
@@ -173,7 +174,11 @@ def main(argv=None) -> int:
                 f"--from_ply must be at least the match's {drawn} opening plies, "
                 f"not {args.from_ply}"
             )
-        moves = [[game.parse_action(m) for m in r["moves"]] for r in records]
+        resigned = [r["moves"][-1:] == ["resign"] for r in records]  # its last "move"
+        moves = []
+        for record, gave_up in zip(records, resigned):
+            names = record["moves"][:-1] if gave_up else record["moves"]
+            moves.append([game.parse_action(m) for m in names])
     except ValueError as e:
         print(f"lost_games: {e}", file=sys.stderr)
         return 2
@@ -184,7 +189,7 @@ def main(argv=None) -> int:
             for i, (game_moves, record) in enumerate(zip(moves, records)):
                 try:
                     judged = judge_game(game, game_moves, args.from_ply, solver, fns)
-                    if judged:
+                    if judged and not resigned[i]:
                         check_game(judged, record["result"])
                 except ValueError as e:
                     print(f"lost_games: game {i + 1} of {args.match}: {e}", file=sys.stderr)

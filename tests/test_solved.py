@@ -284,6 +284,12 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(tmp_
         assert [m["colour"] for m in judged] == [("black", "white")[m["ply"] % 2] for m in judged]
     capsys.readouterr()
 
+    def dump(records):
+        path = str(tmp_path / "resigned.json")
+        with open(path, "w") as f:
+            json.dump({**match, "game_records": records}, f)
+        return path
+
     def refused(changes, *flags):
         bad = str(tmp_path / "bad.json")
         with open(bad, "w") as f:
@@ -296,6 +302,8 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(tmp_
     swapped = {"black": "white", "white": "black", "draw": "white"}
     wrong[i] = {**wrong[i], "result": swapped[wrong[i]["result"]]}
     assert "do not add up" in refused({"game_records": wrong}, "--from_ply=20")
+    wrong[i] = {**wrong[i], "moves": wrong[i]["moves"][:24] + ["resign"]}
+    assert lost_games.main([dump(wrong), "--from_ply=20"]) == 0  # a resignation is not checked
     assert "opening plies" in refused({"openings": "random:3:4"}, "--from_ply=2")
     assert "no solver for hex" in refused({"game": "hex", "game_options": {"size": 5}})
     assert lost_games.main([str(tmp_path / "none.json")]) == 2
