@@ -184,7 +184,12 @@ def main(argv=None) -> int:
         return 2
     fns = batch_functions(game)
     with tempfile.TemporaryDirectory() as tmp:
-        with Solver(compile_solver(tmp, name), game) as solver:
+        try:
+            exe = compile_solver(tmp, name)
+        except (RuntimeError, OSError) as e:  # no compiler, or it failed
+            print(f"lost_games: the solver: {e}", file=sys.stderr)
+            return 2
+        with Solver(exe, game) as solver:
             judged_games = []
             for i, (game_moves, record) in enumerate(zip(moves, records)):
                 try:

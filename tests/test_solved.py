@@ -261,7 +261,9 @@ print(jax.device_count(), one["eval/error_rate"], spread["eval/error_rate"])
 
 
 @pytest.mark.skipif(not HAS_CC, reason="no C compiler for the solver")
-def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(tmp_path, capsys):
+def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
+    tmp_path, capsys, monkeypatch
+):
     from azjax.commands import evaluate
     from experiments import lost_games
 
@@ -307,3 +309,6 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(tmp_
     assert "opening plies" in refused({"openings": "random:3:4"}, "--from_ply=2")
     assert "no solver for hex" in refused({"game": "hex", "game_options": {"size": 5}})
     assert lost_games.main([str(tmp_path / "none.json")]) == 2
+    monkeypatch.setenv("CC", str(tmp_path / "no-compiler"))
+    assert lost_games.main([path, "--from_ply=20"]) == 2
+    assert "the solver" in capsys.readouterr().err
