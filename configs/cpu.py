@@ -2,8 +2,7 @@
 
 A small network, 128 games in lock-step, Adam, Gumbel search (at 32 simulations it learned far
 faster than PUCT with mctx's min-max values here); on Othello and Connect Four PUCT with raw
-values (below).
-`python train.py --game=hex --size=6 --config=cpu` trains with it; also used by
+values (below). `python train.py --game=hex --size=6 --config=cpu` trains with it; also used by
 `experiments.experiment1` at CPU scale and by the benchmarks.
 """
 

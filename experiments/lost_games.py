@@ -75,6 +75,12 @@ def judge_game(game, moves: list[int], from_ply: int, solver: Solver, fns) -> li
     return judged
 
 
+def start_for(judged: list[Move], colour: str) -> int:
+    """The exact value of a game's first judged position for `colour`."""
+    first = judged[0]
+    return first.best if first.colour == colour else -first.best
+
+
 def outcome_for(result: str, colour: str) -> int:
     """+1, 0 or -1 for `colour` of a game that `result` ('black', 'white' or 'draw') won."""
     return 0 if result == "draw" else (1 if result == colour else -1)
@@ -83,8 +89,7 @@ def outcome_for(result: str, colour: str) -> int:
 def check_game(judged: list[Move], result: str) -> None:
     """The final result is the value at the first judged ply moved by what each side threw away
     (ValueError where not: the record and the solver disagree)."""
-    first = judged[0]
-    value = first.best if first.colour == "black" else -first.best  # for black
+    value = start_for(judged, "black")
     for m in judged:
         fall = m.best - m.chosen
         value += -fall if m.colour == "black" else fall
@@ -107,7 +112,7 @@ def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[
                 continue
             a_colour = record["a_played"]
             colour = a_colour if index == 0 else COLOURS[1 - COLOURS.index(a_colour)]
-            start = judged[0].best if judged[0].colour == colour else -judged[0].best
+            start = start_for(judged, colour)
             end = outcome_for(record["result"], colour)
             row = by_value.setdefault(f"{colour}, {VALUES[start]}", Counter())
             row["games"] += 1
