@@ -5,7 +5,8 @@ MCTS players, every legal move valued exactly by a solver.
     python -m experiments.solved_positions --game=connect_four --empties=14:20
 
 Games: `--pairs` of pure MCTS players (`mcts:sims=N`, UCT with random rollouts, as the Elo
-ladder's rungs: no network, so the set favours no recipe) play `--games` games each from random
+ladder's rungs: no network, so the set favours no recipe; `--pair A B`, repeated, names any
+agents, networks included, whose specs hold commas or slashes) play `--games` games each from random
 openings of `--opening_plies` plies, each opening with both colours. From every game `--per_game`
 positions are drawn at random among those with `--empties` empty squares (LO:HI) and a move to
 choose (not a forced pass). The game's solver (experiments/othello_solver.c for Othello up to
@@ -218,6 +219,14 @@ def main(argv=None) -> int:
     p.add_argument("--rows", type=int, default=6, help="Connect Four's rows (default 6)")
     p.add_argument("--cols", type=int, default=7, help="Connect Four's columns (default 7)")
     p.add_argument("--pairs", default=PAIRS, help="A/B agent pairs, comma-separated")
+    p.add_argument(
+        "--pair",
+        nargs=2,
+        action="append",
+        metavar=("A", "B"),
+        help="one pair of agents (repeat; instead of --pairs): for specs that hold commas or "
+        "slashes, e.g. --pair ckpt:runs/hour,sims=50 mcts:sims=3000",
+    )
     p.add_argument("--games", type=int, default=240, help="games per pair (even)")
     p.add_argument("--opening_plies", type=int, default=4)
     p.add_argument("--empties", default="16:20", help="LO:HI empty squares of a drawn position")
@@ -232,9 +241,14 @@ def main(argv=None) -> int:
         game = games.make(args.game, **options)
         KINDS[game.name].check(game)
         lo, hi = (int(x) for x in args.empties.split(":"))
-        pairs = [tuple(pair.split("/")) for pair in args.pairs.split(",")]
+        if args.pair:
+            pairs = [tuple(pair) for pair in args.pair]
+        else:
+            pairs = [tuple(pair.split("/")) for pair in args.pairs.split(",")]
         if any(len(pair) != 2 for pair in pairs) or args.games < 2 or args.games % 2:
-            raise ValueError("--pairs: A/B,A/B,...; --games: an even number")
+            raise ValueError("--pairs: A/B,A/B,... (or --pair A B, repeated); --games: even")
+        for spec in {spec for pair in pairs for spec in pair}:
+            parse_agent(spec, game)  # a bad spec is one line here, not a traceback mid-run
         if not 0 <= lo <= hi:
             raise ValueError(f"--empties: LO:HI with 0 <= LO <= HI, got {args.empties}")
     except ValueError as e:

@@ -144,7 +144,7 @@ def test_the_solver_values_moves_as_a_plain_negamax_over_the_game_does(tmp_path,
 @pytest.mark.parametrize(
     "game, flags",
     [
-        (OTHELLO6, ["--games=4", "--empties=8:14"]),
+        (OTHELLO6, ["--pair", "random", "minimax:depth=1", "--games=4", "--empties=8:14"]),
         (CONNECT_FOUR, ["--game=connect_four", "--games=8", "--empties=20:28"]),
     ],
     ids=["othello6", "connect_four"],
@@ -159,10 +159,13 @@ def test_building_a_set_checks_the_solver_against_the_game_and_keeps_decisions(
     assert solved_positions.main(argv) == 0
     built = sv.load_set(game, out)
     assert built.info["games"] == int(flags[-2].split("=")[1])
+    pairs = [["random", "minimax:depth=1"]] if "--pair" in flags else [["random", "random"]]
+    assert built.info["players"] == pairs  # --pair A B replaces --pairs
     assert built.info["drawn"] >= len(built) >= 1
     worst = np.where(built.values == sv.ILLEGAL, 2, built.values).min(axis=1)
     assert (worst < built.best).all()
     assert solved_positions.main(["--pairs=random", f"--out={out}"]) == 2
+    assert solved_positions.main(["--pair", "ckpt:nowhere", "random", f"--out={out}"]) == 2
     assert solved_positions.main(["--game=connect_four", "--rows=8", f"--out={out}"]) == 2
 
 
