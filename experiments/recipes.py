@@ -13,7 +13,9 @@ share. Each (recipe, seed) trains into <out>/<recipe>-s<seed> with `--time_budge
 process. `--at_once=K` runs K of them at a time, each pinned to its own share of this machine's
 cores (`os.sched_setaffinity`; default: one run per two cores on a CPU, one run at a time on a GPU
 or TPU, which the runs would otherwise share), so every run gets the same compute:
-their wall times are equal and so is the hardware under them.
+their wall times are equal and so is the hardware under them. The runs go seed by seed (every
+recipe of the first seed, then of the next), so the runs trained at a time are different recipes,
+and a load that comes or goes on the machine falls on the recipes alike.
 
 Then every final network (its search as trained, `--sims` simulations, no noise) and the
 `--anchors` (default: pure MCTS with random rollouts, `mcts:sims=512`) play a round robin of
@@ -114,11 +116,16 @@ def build_configs(args) -> dict[str, cfg.Config]:
     if game_name not in (None, args.game):
         raise ValueError(f"--config={args.config} is for {game_name}, not --game={args.game}")
     shared = typed_settings(args.set, args.game, "--set")
+    typed = {
+        name: {**shared, **typed_settings(recipe, args.game, f"--recipe {name}")}
+        for name, recipe in args.recipes.items()
+    }
     configs = {}
-    for name, recipe in args.recipes.items():
-        typed = {**shared, **typed_settings(recipe, args.game, f"--recipe {name}")}
-        for seed in args.seeds:
-            values = {**base, **RUN, **typed, "seed": seed, "time_budget": args.minutes}
+    # seed by seed, so that the runs trained at a time are different recipes of one seed: a load
+    # on the machine that comes or goes during the experiment falls on the recipes alike
+    for seed in args.seeds:
+        for name in args.recipes:
+            values = {**base, **RUN, **typed[name], "seed": seed, "time_budget": args.minutes}
             try:
                 configs[f"{name}-s{seed}"] = cfg.load(args.game, values)
             except ValueError as e:

@@ -105,6 +105,11 @@ def test_one_run_at_a_time_on_an_accelerator_one_per_two_cores_on_a_cpu(monkeypa
     assert recipes.parse(["--game=tictactoe", "--at_once=3"])[0].at_once == 3
 
 
+def test_runs_go_seed_by_seed_so_those_trained_at_a_time_are_different_recipes():
+    configs = recipes.parse(["--game=tictactoe", "--seeds=0,1", "--recipe=a:", "--recipe=b:"])[1]
+    assert list(configs) == ["a-s0", "b-s0", "a-s1", "b-s1"]
+
+
 def test_a_pinned_command_runs_on_its_cores_only():
     show = [
         sys.executable,
