@@ -8,10 +8,12 @@
    Boards are bitboards in a uint64: bit r * n + c is square (r, c), as the game's actions number
    them. `P` holds the discs of the player to move, `O` the other player's.
 
-   The search is negamax over the values -1 / 0 / +1 for the player to move (a loss, a draw, a
-   win): a node stops at its first winning move, which is alpha-beta with the window (-1, +1), so
-   every value is exact and a transposition table can keep it whatever the window above it. Moves
-   are tried fastest first (the fewest replies for the opponent), the table's move first.
+   The search is negamax alpha-beta over the values -1 / 0 / +1 for the player to move (a loss, a
+   draw, a win). Each move `solve` reports is searched with the window (-1, +1), which gives its
+   value exactly; inside, a node that has found a draw asks its other moves only whether they win
+   (a null window), about twice as fast at 18 - 22 empty squares on 6x6 as exact values at every
+   node. The transposition table keeps bounds (the value lies in [lo, hi]). Moves are tried fastest
+   first (the fewest replies for the opponent).
 
    Commands, one a line on standard input, numbers in decimal:
        solve N P O      ->  "A:V A:V ..."  every legal action A (N*N: the pass) and its value V
@@ -84,13 +86,13 @@ static u64 flips_of(u64 P, u64 O, u64 m) {
 
 static inline int popcount(u64 x) { return __builtin_popcountll(x); }
 
-/* ---- transposition table: exact values; buckets of two, the one nearer the root kept ---- */
+/* ---- transposition table: bounds on the value; buckets of two, the one nearer the root kept ---- */
 #define TT_BITS 21
 #define TT_MIN_EMPTIES 7 /* positions with fewer empties are not stored: cheaper to search */
 #define ORDER_MIN_EMPTIES 6 /* below this, moves are tried in square order */
 typedef struct {
     u64 p, o;
-    int8_t value;   /* -1, 0, 1 */
+    int8_t lo, hi;  /* the value lies in [lo, hi], each -1, 0 or 1 (lo == hi: exact) */
     int8_t empties; /* 0: an empty slot */
 } Entry;
 static Entry *table; /* 2 << TT_BITS entries: bucket i holds 2i and 2i + 1 */
@@ -108,57 +110,80 @@ static Entry *lookup(u64 p, u64 o) {
     return NULL;
 }
 
-static void store(u64 p, u64 o, int empties, int value) {
+static void store(u64 p, u64 o, int empties, int lo, int hi) {
     Entry *b = bucket(p, o), *slot;
     if (b[0].empties && b[0].p == p && b[0].o == o) slot = &b[0];
     else if (b[1].empties && b[1].p == p && b[1].o == o) slot = &b[1];
     else slot = (b[0].empties <= b[1].empties) ? &b[0] : &b[1]; /* the one farther from the root */
+    if (slot->empties && slot->p == p && slot->o == o) { /* the same position: narrow its bounds */
+        if (lo < slot->lo) lo = slot->lo;
+        if (hi > slot->hi) hi = slot->hi;
+    }
     slot->p = p;
     slot->o = o;
-    slot->value = (int8_t)value;
+    slot->lo = (int8_t)lo;
+    slot->hi = (int8_t)hi;
     slot->empties = (int8_t)empties;
 }
 
 static void clear_table(void) { memset(table, 0, sizeof(Entry) * (2ULL << TT_BITS)); }
 
-static int solve(u64 P, u64 O);
+static int search(u64 P, u64 O, int alpha, int beta);
 
-static int value_after_pass_or_end(u64 P, u64 O) {
+/* The value of a position whose mover has no placing move: the end, or the opponent's turn. */
+static int value_after_pass_or_end(u64 P, u64 O, int alpha, int beta) {
     if (moves_of(O, P) == 0) {
         int d = popcount(P) - popcount(O);
         return (d > 0) - (d < 0);
     }
-    return -solve(O, P);
+    return -search(O, P, -beta, -alpha);
 }
 
 /* Near the end: moves in square order, no table. */
-static int solve_shallow(u64 P, u64 O, u64 moves) {
+static int search_shallow(u64 P, u64 O, u64 moves, int alpha, int beta) {
     int best = -1;
     while (moves) {
         u64 m = moves & (0 - moves), f = flips_of(P, O, m);
         moves &= moves - 1;
         nodes++;
         u64 P2 = O & ~f, O2 = P | m | f, replies = moves_of(P2, O2);
-        int v = replies ? -solve_shallow(P2, O2, replies) : -value_after_pass_or_end(P2, O2);
+        int v = replies ? -search_shallow(P2, O2, replies, -beta, -alpha)
+                        : -value_after_pass_or_end(P2, O2, -beta, -alpha);
         if (v > best) {
             best = v;
-            if (best == 1) break;
+            if (best > alpha) alpha = best;
+            if (alpha >= beta) break;
         }
     }
     return best;
 }
 
-static int solve(u64 P, u64 O) {
+/* Negamax alpha-beta over the values -1 / 0 / +1 (fail-soft): the exact value where it lies
+   strictly inside (alpha, beta); else a bound on the right side of the window (at most alpha, or
+   at least beta). (-1, +1) gives every value exactly; inside it, a node that has found a draw asks
+   its other moves only whether they win, a null window. */
+static int search(u64 P, u64 O, int alpha, int beta) {
     nodes++;
     u64 moves = moves_of(P, O);
-    if (!moves) return value_after_pass_or_end(P, O);
+    if (!moves) return value_after_pass_or_end(P, O, alpha, beta);
     int empties = N * N - popcount(P | O);
-    if (empties < ORDER_MIN_EMPTIES) return solve_shallow(P, O, moves);
-    Entry *e = (empties >= TT_MIN_EMPTIES) ? lookup(P, O) : NULL;
-    if (e) return e->value;
+    if (empties < ORDER_MIN_EMPTIES) return search_shallow(P, O, moves, alpha, beta);
+    int lo = -1, hi = 1;
+    if (empties >= TT_MIN_EMPTIES) {
+        Entry *e = lookup(P, O);
+        if (e) {
+            lo = e->lo;
+            hi = e->hi;
+            if (lo >= beta || lo == hi) return lo;
+            if (hi <= alpha) return hi;
+            if (lo > alpha) alpha = lo;
+            if (hi < beta) beta = hi;
+        }
+    }
+    const int alpha0 = alpha;
 
-    /* the moves by the opponent's number of replies; a child already known lost for the
-       opponent ends the search at once (an enhanced transposition cutoff) */
+    /* the moves by the opponent's number of replies; a child whose known bound already
+       reaches beta ends the search at once (an enhanced transposition cutoff) */
     int order[64], keys[64], count = 0;
     u64 rest = moves;
     while (rest) {
@@ -168,9 +193,9 @@ static int solve(u64 P, u64 O) {
         u64 P2 = O & ~f, O2 = P | m | f;
         if (empties - 1 >= TT_MIN_EMPTIES) {
             Entry *c = lookup(P2, O2);
-            if (c && c->value == -1) {
-                store(P, O, empties, 1);
-                return 1;
+            if (c && -c->hi >= beta) {
+                store(P, O, empties, -c->hi, hi);
+                return -c->hi;
             }
         }
         int key = popcount(moves_of(P2, O2));
@@ -186,15 +211,22 @@ static int solve(u64 P, u64 O) {
     int best = -1;
     for (int i = 0; i < count; i++) {
         u64 m = 1ULL << order[i], f = flips_of(P, O, m);
-        int v = -solve(O & ~f, P | m | f);
+        int v = -search(O & ~f, P | m | f, -beta, -alpha);
         if (v > best) {
             best = v;
-            if (best == 1) break;
+            if (best > alpha) alpha = best;
+            if (alpha >= beta) break;
         }
     }
-    if (empties >= TT_MIN_EMPTIES) store(P, O, empties, best);
+    if (empties >= TT_MIN_EMPTIES) {
+        if (best <= alpha0) store(P, O, empties, lo, best);       /* failed low: an upper bound */
+        else if (best >= beta) store(P, O, empties, best, hi);    /* failed high: a lower bound */
+        else store(P, O, empties, best, best);                    /* exact */
+    }
     return best;
 }
+
+static int solve(u64 P, u64 O) { return search(P, O, -1, 1); }
 
 int main(void) {
     table = malloc(sizeof(Entry) * (2ULL << TT_BITS));
