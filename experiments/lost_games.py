@@ -21,7 +21,7 @@ threw away minus what it threw away (each throw counted by how far it fell), and
 legal moves and discs are the game's at every ply (ValueError where not); a resigned game's
 moves are judged, its result is not checked. Moves before
 `--from_ply` are not judged, and it must be at least the match's opening plies (those moves were
-drawn, not chosen). On 6x6 Othello a position with 28 empty squares (ply 8) takes up to about 10 s
+drawn, not chosen). On 6x6 Othello a position with 24 empty squares (ply 8) takes up to about 10 s
 on a 2-core CPU, and the solver's table stays warm along a game.
 """
 
