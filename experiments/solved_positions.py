@@ -247,7 +247,7 @@ def main(argv=None) -> int:
             pairs = [tuple(pair.split("/")) for pair in args.pairs.split(",")]
         if any(len(pair) != 2 for pair in pairs) or args.games < 2 or args.games % 2:
             raise ValueError("--pairs: A/B,A/B,... (or --pair A B, repeated); --games: even")
-        for spec in {spec for pair in pairs for spec in pair}:
+        for spec in dict.fromkeys(spec for pair in pairs for spec in pair):  # in order, once
             parse_agent(spec, game)  # a bad spec is one line here, not a traceback mid-run
         if not 0 <= lo <= hi:
             raise ValueError(f"--empties: LO:HI with 0 <= LO <= HI, got {args.empties}")
