@@ -262,9 +262,14 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     fns = batch_functions(game)
     cells = int(np.prod(game.board_shape))
-    all_moves = play(game, pairs, args.games, args.opening_plies, args.seed, log)
     with tempfile.TemporaryDirectory() as tmp:
-        with Solver(compile_solver(tmp, game.name), game) as solver:
+        try:  # before the games: a missing compiler is found in a second, not after them
+            exe = compile_solver(tmp, game.name)
+        except (RuntimeError, OSError) as e:
+            print(f"solved_positions: the solver: {e}", file=sys.stderr)
+            return 2
+        all_moves = play(game, pairs, args.games, args.opening_plies, args.seed, log)
+        with Solver(exe, game) as solver:
             drawn, seen = [], set()
             for moves in all_moves:
                 candidates = [

@@ -150,7 +150,7 @@ def test_the_solver_values_moves_as_a_plain_negamax_over_the_game_does(tmp_path,
     ids=["othello6", "connect_four"],
 )
 def test_building_a_set_checks_the_solver_against_the_game_and_keeps_decisions(
-    tmp_path, game, flags
+    tmp_path, game, flags, monkeypatch, capsys
 ):
     from experiments import solved_positions
 
@@ -167,6 +167,9 @@ def test_building_a_set_checks_the_solver_against_the_game_and_keeps_decisions(
     assert solved_positions.main(["--pairs=random", f"--out={out}"]) == 2
     assert solved_positions.main(["--pair", "ckpt:nowhere", "random", f"--out={out}"]) == 2
     assert solved_positions.main(["--game=connect_four", "--rows=8", f"--out={out}"]) == 2
+    monkeypatch.setenv("CC", str(tmp_path / "no-compiler"))  # refused before any game is played
+    assert solved_positions.main(["--pairs=random/random", "--games=2", f"--out={out}"]) == 2
+    assert "the solver" in capsys.readouterr().err
 
 
 def test_evaluate_errors_measures_agents_position_by_position(tmp_path, shipped, capsys):
