@@ -192,11 +192,12 @@ def reference_playout(size, uniforms):
     return state.returns()
 
 
-@pytest.mark.parametrize("size,num_games", [(4, 200), (8, 40)])
+@pytest.mark.parametrize("size,num_games", [(4, 200), (6, 40), (8, 40), (10, 6)])
 def test_random_playout_replays_exactly(size, num_games, othello4, othello8, playout4):
     # Each playout is a real game: the same random numbers drive a plain Python game to the same
-    # result, game by game (passes and early ends included on 4x4).
-    game, init, _ = othello4 if size == 4 else othello8
+    # result, game by game (passes and early ends included on 4x4; rows across two words of the
+    # flat board on 6x6, four words on 10x10).
+    game, init, _ = othello4 if size == 4 else othello8 if size == 8 else jitted(size)
     playout = playout4 if size == 4 else jax.jit(jax.vmap(game.random_playout))
     keys = jax.random.split(jax.random.PRNGKey(size), num_games)
     states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (num_games, *x.shape)), init())
@@ -204,7 +205,8 @@ def test_random_playout_replays_exactly(size, num_games, othello4, othello8, pla
     draw = jax.jit(jax.vmap(lambda k: jax.random.uniform(k, (game.max_game_length + 1,))))
     theirs = np.array([reference_playout(size, u) for u in np.asarray(draw(keys))])
     np.testing.assert_array_equal(ours, theirs)
-    assert len(np.unique(ours[:, 0])) == 3  # wins, losses and draws all occur
+    if num_games >= 40:
+        assert len(np.unique(ours[:, 0])) == 3  # wins, losses and draws all occur
 
 
 # ---- perft -----------------------------------------------------------------------------------
