@@ -19,7 +19,8 @@ from flax import struct
 from games.base import while_unrolled
 
 _U = jnp.uint32
-_DIRECTIONS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]
+# (row step, column step) of the 8 directions a line of discs can run in.
+DIRECTIONS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]
 
 
 @struct.dataclass
@@ -129,7 +130,7 @@ def placing_moves(own: Flat, opp: Flat, masks: _Masks, size: int) -> Flat:
     """The empty squares where the owner of ``own`` brackets a line of ``opp``."""
     empty = masks.board & ~(own | opp)
     moves = constant(0, len(own.words))
-    for dr, dc in _DIRECTIONS:
+    for dr, dc in DIRECTIONS:
         d, land = dr * size + dc, masks.landing[dc]
         gen = _fill(own, opp & land, d, size)
         moves = moves | ((gen & opp).shift(d) & land & empty)  # one past each run
@@ -140,7 +141,7 @@ def flips(own: Flat, opp: Flat, placed: Flat, masks: _Masks, size: int) -> Flat:
     """The ``opp`` discs that a disc at ``placed`` (one square, or none for a pass) turns over:
     in each direction the run of ``opp`` next to it flips when the square past it is ours."""
     out = constant(0, len(own.words))
-    for dr, dc in _DIRECTIONS:
+    for dr, dc in DIRECTIONS:
         d, land = dr * size + dc, masks.landing[dc]
         ray = _fill(placed, opp & land, d, size)  # the new disc and the run next to it
         out = out | (ray & opp).where((ray.shift(d) & land & own).any())
