@@ -66,15 +66,13 @@ class Flat:
             return self.words[i] if 0 <= i < n else zero
 
         out = []
-        for i in range(n):
-            if d > 0:  # bits move up: word i takes from words i - q and i - q - 1
-                w = word(i - q) << r if r else word(i - q)
-                if r:
-                    w = w | (word(i - q - 1) >> (32 - r))
-            else:  # bits move down: word i takes from words i + q and i + q + 1
-                w = word(i + q) >> r if r else word(i + q)
-                if r:
-                    w = w | (word(i + q + 1) << (32 - r))
+        for i in range(n):  # word i takes from word src and the bits that spill from its neighbour
+            src = i - q if d > 0 else i + q
+            w = word(src)
+            if r and d > 0:
+                w = (w << r) | (word(src - 1) >> (32 - r))
+            elif r:
+                w = (w >> r) | (word(src + 1) << (32 - r))
             out.append(w)
         return Flat(tuple(out))
 

@@ -56,12 +56,8 @@ def test_moves_and_flips_match_the_row_boards(size):
     def both(own, opp, action):
         rows_moves = othello._placing_moves(own, opp, full)
         rows_flips = othello._flips(own, opp, action)
-        placed = othello_flat.constant(0, othello_flat.num_words(n)).words
-        placed = Flat(
-            tuple(
-                jnp.where(action // 32 == i, 1 << (action % 32), 0).astype(jnp.uint32)
-                for i in range(len(placed))
-            )
+        placed = flat(
+            jnp.where(jnp.arange(n) == action // n, 1 << (action % n), 0).astype(jnp.uint32)
         )
         flat_moves = othello_flat.placing_moves(flat(own), flat(opp), masks, n)
         flat_flips = othello_flat.flips(flat(own), flat(opp), placed, masks, n)
