@@ -61,9 +61,10 @@ def run(
     """body(argv)'s exit code, with errors and signals handled as the module doc says;
     `stopped` is what a signal's line says was kept."""
     debug = "--debug" in argv
-    from azjax import compile_cache
+    from azjax import compile_cache, xla_flags
 
     compile_cache.enable()  # before anything compiles: later runs load what this one compiles
+    xla_flags.enable()  # before the backend starts: a GPU runs while loops as CUDA graphs
     try:
         with raise_on_signals():  # SIGTERM ends like Ctrl-C, with a line and 143, not silently
             if threaded:

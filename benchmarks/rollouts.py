@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import statistics
 import time
 
@@ -30,7 +31,7 @@ import jax
 import games
 import games.base
 from azjax import config as cfg
-from azjax import flags
+from azjax import flags, xla_flags
 from azjax.network import init_variables, make_apply, make_network
 from azjax.search import (
     SearchSpec,
@@ -162,6 +163,7 @@ def parse_probs(text: str) -> list[float]:
 
 
 def main(argv=None) -> int:
+    xla_flags.enable()  # as the commands do, before the backend starts
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--game", default="hex", choices=games.names())
     known, _ = pre.parse_known_args(argv)
@@ -213,7 +215,8 @@ def main(argv=None) -> int:
             else "stub"
         )
         + "), "
-        f"{args.rollout} rollouts, {jax.devices()[0].device_kind}"
+        f"{args.rollout} rollouts, {jax.devices()[0].device_kind}; "
+        f"XLA_FLAGS {os.environ.get(xla_flags.ENV) or '(none)'}"
     )
     none = searches[0][1]
     print(f"{'rollout_prob':>12}{'search ms':>12}{'/ no rollouts':>15}")

@@ -57,7 +57,7 @@ import jax.numpy as jnp
 import mctx
 
 import games
-from azjax import parallel, tree_search
+from azjax import parallel, tree_search, xla_flags
 from azjax.config import Config
 from azjax.config import load as load_config
 from azjax.network import PolicyValueNet, make_apply
@@ -516,7 +516,7 @@ def machine() -> str:
         f"machine: {os.cpu_count()} CPUs ({model}); jax {jax.__version__}, backend "
         f"{jax.default_backend()}, device {device.device_kind} x{jax.device_count()}; "
         f"pgx {pgx.__version__}, mctx {getattr(mctx, '__version__', '?')}; "
-        f"load average {load}"
+        f"load average {load}; XLA_FLAGS {os.environ.get(xla_flags.ENV) or '(none)'}"
     )
 
 
@@ -649,6 +649,7 @@ def _describe_network(setting: Setting) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
+    xla_flags.enable()  # as the commands do, before parse_args starts the backend
     args = parse_args(argv)
     setting = Setting(
         batch=args.batch,
