@@ -45,13 +45,13 @@ ACCELERATOR_PLAYOUT_UNROLL = 4
 PLAYOUT_UNROLL: int | None = None  # set to override the backend's choice; read when traced
 
 
-def playout_unroll() -> int:
-    """PLAYOUT_UNROLL if set, else CPU_PLAYOUT_UNROLL on the CPU and ACCELERATOR_PLAYOUT_UNROLL on
-    a GPU or TPU: the plies a random playout takes per loop turn."""
+def playout_unroll(accelerator: int = ACCELERATOR_PLAYOUT_UNROLL) -> int:
+    """PLAYOUT_UNROLL if set, else CPU_PLAYOUT_UNROLL on the CPU and `accelerator` (a game's own
+    choice, else ACCELERATOR_PLAYOUT_UNROLL) on a GPU or TPU: the plies a random playout takes
+    per loop turn."""
     unroll = PLAYOUT_UNROLL
     if unroll is None:
-        cpu = jax.default_backend() == "cpu"
-        unroll = CPU_PLAYOUT_UNROLL if cpu else ACCELERATOR_PLAYOUT_UNROLL
+        unroll = CPU_PLAYOUT_UNROLL if jax.default_backend() == "cpu" else accelerator
     if unroll < 1:
         raise ValueError(f"playout unroll must be at least 1, got {unroll}")
     return unroll

@@ -130,3 +130,15 @@ def test_while_unrolled_is_the_while_loop():
             games.base.playout_unroll()
         finally:
             games.base.PLAYOUT_UNROLL = None
+
+
+def test_playout_unroll_is_the_override_else_the_backends_choice():
+    """A game's accelerator choice (Othello's 16) is only its default: the CPU keeps
+    CPU_PLAYOUT_UNROLL and PLAYOUT_UNROLL (the benchmarks' --playout_unroll) wins everywhere."""
+    assert jax.default_backend() == "cpu"
+    assert games.base.playout_unroll(accelerator=16) == games.base.CPU_PLAYOUT_UNROLL
+    games.base.PLAYOUT_UNROLL = 5
+    try:
+        assert games.base.playout_unroll(accelerator=16) == 5
+    finally:
+        games.base.PLAYOUT_UNROLL = None
