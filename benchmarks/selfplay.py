@@ -57,6 +57,7 @@ import jax.numpy as jnp
 import mctx
 
 import games
+import games.base
 from azjax import parallel, tree_search, xla_flags
 from azjax.config import Config
 from azjax.config import load as load_config
@@ -584,6 +585,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "default: 1 on the CPU, 4 on a GPU or TPU; the same trees for any value)",
     )
     p.add_argument(
+        "--playout_unroll",
+        type=int,
+        help="plies a random playout takes per loop turn in the rollout variant "
+        "(games.base.PLAYOUT_UNROLL; default: 1 on the CPU, on a GPU or TPU the game's own "
+        "choice: 16 on Othello, 4 on Hex; the same games for any value)",
+    )
+    p.add_argument(
         "--compact",
         type=int,
         help="compaction factor of azjax's walk down: the walks still going are gathered into a "
@@ -598,7 +606,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    for name in ("unroll", "compact"):
+    for name in ("unroll", "compact", "playout_unroll"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
 
@@ -666,6 +674,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
     log = lambda text: print(text, file=sys.stderr, flush=True)
     tree_search.UNROLL = args.unroll  # both read when the searches are traced
     tree_search.COMPACT = args.compact
+    games.base.PLAYOUT_UNROLL = args.playout_unroll  # read when the rollout variant is traced
     start = time.perf_counter()
     print(machine())
     print(
@@ -676,6 +685,7 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         f"tree levels per loop turn {tree_search.unroll_levels()}, "
         f"walks compacted into {_describe_compaction(setting.batch // setting.devices)}"
         + (f", PUCT values {setting.puct_values}" if setting.puct_values else "")
+        + (f", playout plies per loop turn {args.playout_unroll}" if args.playout_unroll else "")
     )
     rows = []
     key = jax.random.PRNGKey(args.seed)

@@ -78,6 +78,7 @@ def test_markdown_table():
         ["--batch", "0"],
         ["--unroll", "0"],
         ["--compact", "0"],
+        ["--playout_unroll", "0"],
     ],
 )
 def test_rejects_unsupported_flags(flags, capsys):
@@ -92,6 +93,7 @@ def test_quick_and_explicit_sizes():
     args = selfplay.parse_args([])
     assert (args.batch, args.simulations, args.blocks, args.filters) == (256, 32, 3, 64)
     assert args.devices == "1"
+    assert selfplay.parse_args(["--playout_unroll", "16"]).playout_unroll == 16
 
 
 def test_puct_plays_with_the_games_configured_noise(monkeypatch):
