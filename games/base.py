@@ -39,7 +39,8 @@ Array = jax.Array
 # a playout ends are wasted. The same results for any value (tests/test_games_api.py).
 # `python -m benchmarks.rollouts --playout_unroll=1,4` compares them (docs/benchmarks.md). Keep the
 # CPU at 1: XLA:CPU ran Othello's flat playouts (games/othello_flat.py) 10 - 100x slower at 4
-# plies a turn (on an H200, 4 was 2.3x faster than 1).
+# plies a turn (on an H200, 4 was 2.3x faster than 1). A game may pass its own accelerator choice
+# to `playout_unroll` (Othello's flat playouts take 16: games/othello_flat.py).
 CPU_PLAYOUT_UNROLL = 1
 ACCELERATOR_PLAYOUT_UNROLL = 4
 PLAYOUT_UNROLL: int | None = None  # set to override the backend's choice; read when traced
