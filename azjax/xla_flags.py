@@ -15,15 +15,17 @@ self-play and rollout benchmarks) adds the option to the environment's `XLA_FLAG
 starts its backend; XLA reads the variable then, on any backend (the CPU and TPUs ignore it).
 The environment decides otherwise: where `XLA_FLAGS` already names
 `xla_gpu_enable_command_buffer`, it is left as the user wrote it (XLA's own choice is
-`--xla_gpu_enable_command_buffer=+FUSION`, which adds nothing to XLA's default list). Library code
-(`azjax.loop`, notebooks) is left alone, as with the compilation cache. JAX before 0.6 is left
-alone too: its XLA may not know WHILE, and an XLA flag it does not know stops the process.
+`--xla_gpu_enable_command_buffer=+FUSION`, which adds nothing to XLA's default list). Programs
+the commands start that are not azjax (`gtp:` engines) get the environment without the option
+(`without_added`). Library code (`azjax.loop`, notebooks) is left alone, as with the compilation
+cache. JAX before 0.6 is left alone too: its XLA may not know WHILE, and an XLA flag it does not
+know stops the process.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 
 ENV = "XLA_FLAGS"
 FLAG = "--xla_gpu_enable_command_buffer"
@@ -53,6 +55,19 @@ def enable(environ: MutableMapping[str, str] = os.environ) -> str | None:
     if flags:
         environ[ENV] = flags
     return flags
+
+
+def without_added(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """A copy of ``environ`` without the option `enable` adds, for programs this one starts that
+    are not azjax (a `gtp:` engine): another program's XLA, or TensorFlow's, may not know the
+    option, and an XLA flag it does not know stops it."""
+    env = dict(environ)
+    flags = [f for f in env.get(ENV, "").split() if f != f"{FLAG}={ADDED}"]
+    if flags:
+        env[ENV] = " ".join(flags)
+    else:
+        env.pop(ENV, None)
+    return env
 
 
 def _release(version: str) -> tuple[int, int]:

@@ -48,3 +48,11 @@ def test_a_fresh_process_runs_with_the_option():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.splitlines() == [ADDED, "6"]
+
+
+def test_programs_that_are_not_azjax_get_the_environment_without_the_option():
+    assert xla_flags.without_added({"XLA_FLAGS": ADDED, "HOME": "/h"}) == {"HOME": "/h"}
+    environ = {"XLA_FLAGS": f"--xla_dump_to=/d {ADDED}"}
+    assert xla_flags.without_added(environ) == {"XLA_FLAGS": "--xla_dump_to=/d"}
+    mine = {"XLA_FLAGS": "--xla_gpu_enable_command_buffer=+FUSION"}
+    assert xla_flags.without_added(mine) == mine

@@ -53,6 +53,7 @@ import jax
 import numpy as np
 
 import games
+from azjax import xla_flags
 from azjax.eval.agent import COLOURS, RESIGN, Agent
 from games.base import Game, GameState
 
@@ -336,7 +337,7 @@ class GTPClient:
             text=True,
             bufsize=1,
             cwd=cwd,
-            env=env,
+            env=xla_flags.without_added() if env is None else env,
         )
         threading.Thread(
             target=self._pump, args=(self.process.stdout, self._lines.put), daemon=True
