@@ -162,7 +162,7 @@ def test_the_cpu_recipe_applies_to_any_game():
     )
     assert run.augment and run.train_steps == 30  # measured on 6x6 Hex (docs/strength.md)
     othello, _ = train.parse(["--game=othello", "--config=cpu"])
-    assert othello.game == "othello" and othello.opening_plies == 0 and othello.augment
+    assert othello.game == "othello" and othello.opening_plies == 6 and othello.augment  # its hour
     assert othello.train_steps == 90 and othello.ownership_weight == 1.5
     assert (othello.search, othello.puct_values, othello.c_puct) == ("puct", "raw", 1.25)
     assert run.ownership_weight == 1.5  # measured on 6x6 Hex and Othello
