@@ -35,6 +35,20 @@ def test_specs_build_the_named_agents():
     assert human.stateful and not human.batched
 
 
+def test_the_commands_seed_reaches_agents_without_their_own():
+    """A match's --seed reaches minimax, perfect and spiel agents whose spec gives no seed=, so
+    another seed plays other games against them; a spec's own seed= wins."""
+    state = TTT.init()
+
+    def moves(text, seed):
+        agent = parse_agent(text, TTT, seed=seed)  # the first moves tie at depth 1: drawn at random
+        return [agent.choose(state) for _ in range(12)]
+
+    assert moves("minimax:depth=1", 0) == moves("minimax:depth=1,seed=0", 5)
+    assert moves("minimax:depth=1", 5) != moves("minimax:depth=1", 0)
+    assert moves("minimax:depth=1", 5) == moves("minimax:depth=1", 5 + specs.SPEC_SEEDS)
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

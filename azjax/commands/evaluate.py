@@ -100,7 +100,13 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     )
     commands = parser.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
+    common.add_argument(
+        "--seed",
+        type=seed,
+        default=0,
+        help="random seed (default 0): the openings, the searches' keys and the minimax, "
+        "perfect and spiel agents whose spec has no seed=",
+    )
     common.add_argument(
         "--debug", action="store_true", help="show tracebacks of errors instead of one line"
     )
@@ -392,7 +398,7 @@ def run_place(args, game, folder: str) -> None:
     if args.rounds < 1 or args.games < 1:
         raise ValueError(f"--rounds and --games must be >= 1, got {args.rounds}, {args.games}")
     ladder = require_ladder(game, args.table)
-    agent = parse_agent(args.agents[0], game)
+    agent = parse_agent(args.agents[0], game, seed=args.seed)
     try:
         p = place_agent(
             game,

@@ -331,7 +331,7 @@ def run_match(
     head = dict(
         game=game.name, game_options=game.options, games=games, seed=seed, openings=openings
     )
-    agents = [parse_agent(s, game) for s in specs]
+    agents = [parse_agent(s, game, seed=seed) for s in specs]
     try:
         outcome = play_games(
             game,

@@ -28,6 +28,9 @@ Specs (options are comma-separated `name=value`):
                                      0, or seed 001's Connect-N open lines of 2 or 3 stones.
     spiel[:sims=N,c=C,seed=S]        OpenSpiel's C++ MCTS bot (UCT, one random rollout a leaf;
                                      sims 1000, c 1.4): an engine this project did not write.
+    The agents that draw their own random numbers (minimax, perfect, spiel) take the seed of
+    the command (`--seed`, `parse_agent(..., seed=S)`) where their spec gives none, so a match
+    with another --seed plays other games against them.
     perfect[:seed=S]                 a perfect player: the exact Hex solver (up to 5x5, no swap)
                                      or whole-game minimax (Tic-Tac-Toe); see `perfect`.
     human                            asks for moves on stdin.
@@ -52,6 +55,7 @@ from azjax.search import PUCT_VALUES, SearchSpec
 from azjax.shared import check_game, view
 from games.base import Game
 
+SPEC_SEEDS = 2**31  # a spec's seed= is below this
 # option -> (type or tuple of choices, low, high, help)
 _OPTIONS: dict[str, tuple] = {
     "sims": (int, 1, 100_000, "simulations per move"),
@@ -66,11 +70,13 @@ _OPTIONS: dict[str, tuple] = {
     "eps": (float, 0.0, 1.0, "probability of a random legal move instead of the best"),
     "seconds": (float, 1e-6, 3600.0, "seconds per move per game instead of sims"),
     "depth": (int, 1, 10_000, "plies searched"),
-    "seed": (int, 0, 2**31 - 1, "random seed of the tie-breaking"),
+    "seed": (int, 0, SPEC_SEEDS - 1, "random seed of the tie-breaking"),
     "c": (float, 0.0, 100.0, "UCT exploration constant"),
     "heuristic": (tuple(HEURISTICS), None, None, "minimax's value at the depth limit"),
     "game": (str, None, None, "the game of a shared run to play"),
 }
+
+SEEDED_KINDS = ("minimax", "perfect", "spiel")  # Python agents with their own random numbers
 
 KINDS = {
     "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel|uct,c_puct=..,"
@@ -88,8 +94,10 @@ KINDS = {
 }
 
 
-def parse_agent(text: str, game: Game) -> Agent:
-    """The agent a spec names, for `game`; ValueError naming the kinds or options on bad specs."""
+def parse_agent(text: str, game: Game, *, seed: int = 0) -> Agent:
+    """The agent a spec names, for `game`; ValueError naming the kinds or options on bad specs.
+    `seed`: the seed of minimax, perfect and spiel agents whose spec has no seed= (the command's
+    --seed, so that another seed plays other games; folded into the spec's range)."""
     kind, _, rest = text.strip().partition(":")
     builders = {
         "ckpt": _ckpt,
@@ -103,6 +111,8 @@ def parse_agent(text: str, game: Game) -> Agent:
     }
     if kind not in builders:
         raise ValueError(f"unknown agent {text!r}; agents: {'; '.join(KINDS.values())}")
+    if kind in SEEDED_KINDS:
+        return builders[kind](game, rest, text.strip(), seed=seed % SPEC_SEEDS)
     return builders[kind](game, rest, text.strip())
 
 
@@ -214,7 +224,7 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
     return search_agent(name, setup, variables)
 
 
-def _minimax(game: Game, rest: str, name: str) -> Agent:
+def _minimax(game: Game, rest: str, name: str, *, seed: int) -> Agent:
     opts = parse_options("minimax", rest, ("depth", "seed", "heuristic"))
     if "depth" not in opts and game.max_game_length > FULL_DEPTH_LIMIT:
         raise ValueError(
@@ -224,25 +234,29 @@ def _minimax(game: Game, rest: str, name: str) -> Agent:
     search = Minimax(
         game,
         depth=opts.get("depth", game.max_game_length),
-        seed=opts.get("seed", 0),
+        seed=opts.get("seed", seed),
         heuristic=opts.get("heuristic", "none"),
     )
     return Agent(name=name, batched=False, choose=search.choose)
 
 
-def _perfect(game: Game, rest: str, name: str) -> Agent:
+def _perfect(game: Game, rest: str, name: str, *, seed: int) -> Agent:
     from azjax.eval.perfect import perfect_agent
 
     opts = parse_options("perfect", rest, ("seed",))
-    return perfect_agent(game, name, opts.get("seed", 0))
+    return perfect_agent(game, name, opts.get("seed", seed))
 
 
-def _spiel(game: Game, rest: str, name: str) -> Agent:
+def _spiel(game: Game, rest: str, name: str, *, seed: int) -> Agent:
     from azjax.eval.spiel import spiel_mcts_agent
 
     opts = parse_options("spiel", rest, ("sims", "c", "seed"))
     return spiel_mcts_agent(
-        game, name, sims=opts.get("sims", 1000), c=opts.get("c", 1.4), seed=opts.get("seed", 0)
+        game,
+        name,
+        sims=opts.get("sims", 1000),
+        c=opts.get("c", 1.4),
+        seed=opts.get("seed", seed),
     )
 
 
@@ -291,7 +305,7 @@ def checkpoint_config(text: str) -> Config | None:
 def make_player(text: str, game: Game, seed: int = 0, *, announce: bool = False) -> Player:
     """The agent a spec names, as a `Player` of one game at a time (play.py, the GTP engine);
     `announce`: it says so when its first move compiles (the terminal, not GTP)."""
-    return Player(parse_agent(text, game), seed, announce=announce)
+    return Player(parse_agent(text, game, seed=seed), seed, announce=announce)
 
 
 def game_for(specs: list[str], name: str | None = None, options: dict | None = None) -> Game:

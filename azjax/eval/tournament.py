@@ -45,7 +45,7 @@ def run_tournament(
     check_games(games)
     if len(specs) < 2:
         raise ValueError("tournament: give at least two agents")
-    agents = [parse_agent(s, game) for s in specs]
+    agents = [parse_agent(s, game, seed=seed) for s in specs]
 
     def keep(partial: dict) -> None:  # a tournament stopped by a signal keeps its matches
         write_json(folder, "tournament.json", dict(partial, seed=seed, complete=False))
