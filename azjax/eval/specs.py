@@ -28,16 +28,15 @@ Specs (options are comma-separated `name=value`):
                                      0, or seed 001's Connect-N open lines of 2 or 3 stones.
     spiel[:sims=N,c=C,seed=S]        OpenSpiel's C++ MCTS bot (UCT, one random rollout a leaf;
                                      sims 1000, c 1.4): an engine this project did not write.
-    The agents that draw their own random numbers (minimax, perfect, spiel) take the seed of
-    the command (`--seed`, `parse_agent(..., seed=S)`) where their spec gives none, so a match
-    with another --seed plays other games against them.
     perfect[:seed=S]                 a perfect player: the exact Hex solver (up to 5x5, no swap)
                                      or whole-game minimax (Tic-Tac-Toe); see `perfect`.
     human                            asks for moves on stdin.
     gtp:"COMMAND"                    an external engine speaking GTP, run as a subprocess.
 
 `seconds=T` (ckpt, mcts) asks for T seconds per move per game instead of a number of
-simulations (`azjax.eval.calibration`).
+simulations (`azjax.eval.calibration`). The agents that draw their own random numbers (minimax,
+perfect, spiel) take the command's seed (`--seed`, `parse_agent(..., seed=S)`) where their spec
+gives no seed=, so a match with another --seed plays other games against them.
 """
 
 from __future__ import annotations
