@@ -23,30 +23,29 @@ CPU_SCALE = dict(
 
 # Hex at CPU scale starts games from random openings of 0..2 plies: without them self-play learns
 # one line (docs/experiments.md, "Every opening"; Othello's 0..6 scored level with 0..2 against
-# OpenSpiel's MCTS-10,000 at 30 minutes, 100 and 102 of 120 moving second), and trains on a
-# random symmetry (180 degrees) of each sampled position: +120 Elo at 6 minutes, two seeds
-# (docs/strength.md, "Recipes side by side"). On 6x6 Othello the 8 symmetries gained +64 Elo at
-# 6 minutes (two seeds) and random openings nothing measurable there (for an hour they did:
-# below), so Othello augments. An Othello
-# iteration adds about as many positions as 30 steps of 256 samples draw: 90 steps gained +76 Elo
-# at 10 minutes (two seeds) for 17% fewer games; on Hex they were not told apart. The ownership
-# target (weight 1.5, KataGo's) gained about +60 Elo at 10 minutes on Othello (two seeds, 137-95
-# against the recipe without it) and about +130 at 6 minutes on Hex (163-77; docs/strength.md,
-# "The ownership target"); on Connect Four, not told apart at 6 minutes (126-108). Connect Four's
-# mirror gained +172 Elo at 15 minutes (two seeds, 111-38 with 11 draws against the recipe without
-# it) and took its exact error rate from 0.243 to 0.200 (docs/strength.md, "Connect Four's
-# mirror"). Othello searches with PUCT, its config's raw values (configs/othello.py): at 15 minutes
-# (two seeds) exact error rates 0.117 and 0.110 against Gumbel's 0.145 and 0.136, 66-51 with 3
-# draws head to head, and its hour 0.107, the lowest of any Othello hour (Gumbel's 0.121 -
-# 0.128), beating the shipped network 24-13 (docs/strength.md, "The Othello hour with raw PUCT");
-# on 6x6 Hex the two were level (121-119), so Hex keeps Gumbel. Connect Four searches with PUCT and
-# its config's raw values too: 147-78 with 15 draws against Gumbel at 15 minutes, two seeds, and
-# exact error rates 0.182 against 0.191 (docs/strength.md, "Raw PUCT on Connect Four"). Othello's
-# self-play starts from random openings of 0..6 plies: its hour (one run) scored 66-14 against
-# pure MCTS-10,000 over four seeds where the hour without them scored 46-30 with 4 draws (it won
-# 0.78 moving first, the side that loses with perfect play, against 0.38), erred in 0.101 of the
-# solved positions (0.107) and beat that hour 24-14 with 2 draws (docs/strength.md, "The Othello
-# hour from random openings").
+# OpenSpiel's MCTS-10,000 at 30 minutes, 100 and 102 of 120 moving second), and trains on a random
+# symmetry (180 degrees) of each sampled position: +120 Elo at 6 minutes, two seeds
+# (docs/strength.md, "Recipes side by side"). On 6x6 Othello the 8 symmetries gained +64 Elo at 6
+# minutes (two seeds) and random openings nothing measurable there (for an hour they did: below), so
+# Othello augments. An Othello iteration adds about as many positions as 30 steps of 256 samples
+# draw: 90 steps gained +76 Elo at 10 minutes (two seeds) for 17% fewer games; on Hex they were not
+# told apart. The ownership target (weight 1.5, KataGo's) gained about +60 Elo at 10 minutes on
+# Othello (two seeds, 137-95 against the recipe without it) and about +130 at 6 minutes on Hex
+# (163-77; docs/strength.md, "The ownership target"); on Connect Four, not told apart at 6 minutes
+# (126-108). Connect Four's mirror gained +172 Elo at 15 minutes (two seeds, 111-38 with 11 draws
+# against the recipe without it) and took its exact error rate from 0.243 to 0.200
+# (docs/strength.md, "Connect Four's mirror"). Othello searches with PUCT, its config's raw values
+# (configs/othello.py): at 15 minutes (two seeds) exact error rates 0.117 and 0.110 against Gumbel's
+# 0.145 and 0.136, 66-51 with 3 draws head to head, and its hour 0.107, the lowest of any Othello
+# hour (Gumbel's 0.121 - 0.128), beating the shipped network 24-13 (docs/strength.md, "The Othello
+# hour with raw PUCT"); on 6x6 Hex the two were level (121-119), so Hex keeps Gumbel. Connect Four
+# searches with PUCT and its config's raw values too: 147-78 with 15 draws against Gumbel at 15
+# minutes, two seeds, and exact error rates 0.182 against 0.191 (docs/strength.md, "Raw PUCT on
+# Connect Four"). Othello's self-play starts from random openings of 0..6 plies: its hour (one run)
+# scored 66-14 against pure MCTS-10,000 over four seeds where the hour without them scored 46-30
+# with 4 draws (it won 0.78 moving first, the side that loses with perfect play, against 0.38),
+# erred in 0.101 of the solved positions (0.107) and beat that hour 24-14 with 2 draws
+# (docs/strength.md, "The Othello hour from random openings").
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
