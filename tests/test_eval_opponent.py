@@ -184,3 +184,23 @@ def test_the_opponent_match_starts_from_eval_opening_plies(plies, monkeypatch):
         for move in moves:
             assert bool(np.asarray(fns.legal(state))[0, move])
             state = fns.step(state, np.asarray([move], np.int32))
+
+
+def test_the_runs_seed_reaches_an_opponent_without_its_own(monkeypatch):
+    """As `evaluate.py --seed`: a spiel/minimax/perfect opponent takes the run's --seed where its
+    spec has no seed=, so two runs with other seeds do not replay one draw of the bot."""
+    import azjax
+    from azjax.eval import opponent as opponent_module
+
+    seeds = []
+    parse = opponent_module.parse_agent
+
+    def recording_parse(text, game, *, seed=0):
+        seeds.append(seed)
+        return parse(text, game, seed=seed)
+
+    monkeypatch.setattr(opponent_module, "parse_agent", recording_parse)
+    for seed in (0, 7):
+        config = azjax.load_config("tictactoe", dict(eval_opponent="minimax:depth=1", seed=seed))
+        opponent_module.TrainingOpponent(config).close()
+    assert seeds == [0, 7]

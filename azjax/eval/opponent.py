@@ -10,7 +10,9 @@ epsilon), plays `eval_opponent_games` games (0: `eval_games`) against the agent 
 (`azjax.eval.specs`: gtp:"COMMAND", spiel:, mcts:, minimax:, ckpt:, ...), half with each colour
 (`play_games`); with `eval_opening_plies` = n, as the loop's own matches, each game pair starts
 from a position after n uniformly random plies, once with each colour (positions may repeat
-between pairs). The values, from the network's side:
+between pairs). The agents that draw their own random numbers (spiel:, minimax:, perfect:) take
+the run's `--seed` where the spec gives no seed=, as `evaluate.py --seed` (`parse_agent`), and
+go on drawing from one stream across the run's evaluations. The values, from the network's side:
 
     eval/opponent_score     (wins + draws / 2) / games
     eval/opponent_ci95      the half-width of its 95% interval (`stats.score_ci`)
@@ -55,7 +57,7 @@ class TrainingOpponent:
         self.opening_plies = config.eval_opening_plies
         game = config.make_game()
         self.game = game
-        self.opponent: Agent | None = make_opponent(self.spec, game)
+        self.opponent: Agent | None = make_opponent(self.spec, game, seed=config.seed)
         apply = make_apply(make_network(config, game))  # as azjax.loop.evaluation_matches
         setup = SearchSetup(game, SearchSpec.from_config(config), apply)
         self.network = search_agent("network", setup)
@@ -107,12 +109,14 @@ class TrainingOpponent:
         self.close()
 
 
-def make_opponent(spec: str, game) -> Agent:
+def make_opponent(spec: str, game, *, seed: int = 0) -> Agent:
     """The agent `spec` names for `game`, checked to be playable: ValueError otherwise (a GTP
-    engine is asked to set up a board, so one that does not start or answer is named here)."""
+    engine is asked to set up a board, so one that does not start or answer is named here).
+    `seed`: the run's seed, for the agents that draw their own random numbers (spiel, minimax,
+    perfect) where the spec gives none (`parse_agent`), so another run plays other games."""
     if spec.strip().partition(":")[0] == "human":
         raise ValueError("human asks for moves on stdin: not an opponent during training")
-    agent = parse_agent(spec, game)
+    agent = parse_agent(spec, game, seed=seed)
     try:
         agent.reset()  # a GTP engine: boardsize, clear_board
     except (GTPError, OSError) as e:
