@@ -391,7 +391,7 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
         total = None
         rounds = rounds_for(config, int(parallel.fetch(ready_fn(buffer))))
         for index in range(rounds):
-            buffer, summary = round_fn(run, buffer, jnp.int32(index))
+            buffer, summary = parallel.settle(round_fn(run, buffer, jnp.int32(index)), mesh)
             stats = stats_fn(summary, buffer)
             if total is None:
                 total = stats

@@ -189,12 +189,13 @@ def make_sampler(
     return augmented
 
 
-def _then_stats(play: Callable, stats: Callable) -> Callable:
-    """Iteration.play: the self-play program, then its statistics in a program of their own
-    (the two jitted programs are its attributes `play` and `stats`)."""
+def _then_stats(play: Callable, stats: Callable, mesh: Mesh) -> Callable:
+    """Iteration.play: the self-play program, then its statistics in a program of their own,
+    started once self-play has ended on every device (`parallel.settle`; the two jitted programs
+    are its attributes `play` and `stats`)."""
 
     def play_then_count(run, states, buffer):
-        states, buffer, summary = play(run, states, buffer)
+        states, buffer, summary = parallel.settle(play(run, states, buffer), mesh)
         return states, buffer, stats(summary, buffer)
 
     play_then_count.play, play_then_count.stats = play, stats
@@ -306,6 +307,7 @@ def make_iteration(
                 donate_argnums=(1, 2),
             ),
             jax.jit(play_stats, out_shardings=rep),
+            mesh,
         ),
         learn=learn,
         advance=jax.jit(lambda iteration: iteration + 1, out_shardings=rep),

@@ -41,8 +41,12 @@ waits for the others. A 60-minute run with two devices on two cores died when on
 never arriving (docs/benchmarks.md, "A device per core"). So self-play, matches and that search
 return their results split over the devices, `fetch` assembles them on the host, and the
 reductions that remain (self-play's statistics, the learner's gradients and sample) are short
-programs of their own. Larger pools (PJRT_NPROC) would leave spare threads but cost a 6-iteration
-run 20 - 35% of its speed on 2 cores, spinning threads taking the cores.
+programs of their own. Where one follows a long program (self-play's statistics after self-play,
+ExIt's after each round) the host first waits for the long one on every device (`settle`): a
+60-minute Hex run still died once in an all-gather as an iteration's self-play ended, most
+likely one device in the statistics while the other still played (docs/benchmarks.md). Larger
+pools (PJRT_NPROC) would leave spare threads but cost a 6-iteration run 20 - 35% of its speed on
+2 cores, spinning threads taking the cores.
 """
 
 from __future__ import annotations
@@ -115,6 +119,16 @@ def fetch(tree: Any) -> Any:
         return np.asarray(x)
 
     return jax.tree_util.tree_map(one, tree)
+
+
+def settle(tree: Any, mesh: Mesh) -> Any:
+    """`tree`, waited for on the host where `mesh` is several CPU devices, before a program with
+    collectives is dispatched on it (module doc: a device that enters such a program while
+    another still runs a long one can hold the threads the other needs). Elsewhere `tree` at once,
+    so accelerators keep their programs queued."""
+    if num_devices(mesh) > 1 and mesh.devices.flat[0].platform == "cpu":
+        jax.block_until_ready(tree)
+    return tree
 
 
 def local_mesh() -> Mesh | None:

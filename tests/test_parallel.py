@@ -83,6 +83,25 @@ def test_self_play_and_matches_end_without_a_collective(found):
     assert found["collectives"] == {"play": [], "match": [], "exit round": []}
 
 
+def test_the_statistics_wait_for_self_play_on_every_device(found):
+    """On several CPU devices the host waits for self-play's split results before it starts the
+    statistics' collectives: a device must not wait in them while another still plays."""
+    assert found["settled"] == [True]
+
+
+def test_settle_does_not_wait_on_one_device(monkeypatch):
+    """One device (or an accelerator's) keeps its programs queued: nothing waits."""
+    import jax
+
+    from azjax import parallel
+
+    waited = []
+    monkeypatch.setattr(jax, "block_until_ready", lambda tree: waited.append(tree) or tree)
+    tree = {"x": 1}
+    assert parallel.settle(tree, parallel.make_mesh(jax.devices()[:1])) is tree
+    assert waited == []
+
+
 def test_exit_rounds_split_their_games_over_the_devices(found):
     """Expert Iteration's round on 4 devices labels what each device's games, played and
     labelled alone with its key, give: the buffer's rows are theirs, side by side."""
@@ -272,6 +291,23 @@ def _checks(tmp: str) -> dict:
     except Exception as e:  # report, do not crash: the test names what happened
         out["transfer_guard"] = f"{type(e).__name__}: {e}"[:500]
     out["buffer_donated"] = old_buffer.obs.is_deleted()
+
+    # The statistics start once self-play has ended on every device (`parallel.settle`): the host
+    # waits for the self-play program's results before it dispatches their reductions.
+    waited = []
+    real_wait = jax.block_until_ready
+
+    def recording_wait(tree):
+        leaves = jax.tree_util.tree_leaves(tree)
+        waited.append(any(not leaf.sharding.is_fully_replicated for leaf in leaves))
+        return real_wait(tree)
+
+    jax.block_until_ready = recording_wait
+    try:
+        states, buf, played = fns.play(run, states, buf)
+    finally:
+        jax.block_until_ready = real_wait
+    out["settled"] = waited  # one wait a call, for results split over the devices
 
     # The long programs end without a collective: their results stay split (module doc of
     # azjax.parallel); the statistics' reductions are a program of their own.
