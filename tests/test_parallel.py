@@ -87,6 +87,7 @@ def test_the_statistics_wait_for_self_play_on_every_device(found):
     """On several CPU devices the host waits for self-play's split results before it starts the
     statistics' collectives: a device must not wait in them while another still plays."""
     assert found["settled"] == [True]
+    assert found["exit_settled"] and all(found["exit_settled"])  # ExIt: after each round
 
 
 def test_settle_does_not_wait_on_one_device(monkeypatch):
@@ -294,19 +295,26 @@ def _checks(tmp: str) -> dict:
 
     # The statistics start once self-play has ended on every device (`parallel.settle`): the host
     # waits for the self-play program's results before it dispatches their reductions.
-    waited = []
-    real_wait = jax.block_until_ready
+    import contextlib
 
-    def recording_wait(tree):
-        leaves = jax.tree_util.tree_leaves(tree)
-        waited.append(any(not leaf.sharding.is_fully_replicated for leaf in leaves))
-        return real_wait(tree)
+    @contextlib.contextmanager
+    def recorded_waits():
+        """[bool] a host wait, each True where it waited for results split over the devices."""
+        waited, real_wait = [], jax.block_until_ready
 
-    jax.block_until_ready = recording_wait
-    try:
+        def recording_wait(tree):
+            leaves = jax.tree_util.tree_leaves(tree)
+            waited.append(any(not leaf.sharding.is_fully_replicated for leaf in leaves))
+            return real_wait(tree)
+
+        jax.block_until_ready = recording_wait
+        try:
+            yield waited
+        finally:
+            jax.block_until_ready = real_wait
+
+    with recorded_waits() as waited:
         states, buf, played = fns.play(run, states, buf)
-    finally:
-        jax.block_until_ready = real_wait
     out["settled"] = waited  # one wait a call, for results split over the devices
 
     # The long programs end without a collective: their results stay split (module doc of
@@ -326,7 +334,9 @@ def _checks(tmp: str) -> dict:
     exit_config = cfg.load("tictactoe", dict(TOY, algorithm="exit", positions_per_game=2))
     xfns = ex.make_iteration(exit_config, mesh)
     xrun, xbuf = xfns.init_run(), xfns.init_buffer()
-    _, xbuf, xstats = xfns.play(xrun, xfns.init_states(), xbuf)
+    with recorded_waits() as xwaited:
+        _, xbuf, xstats = xfns.play(xrun, xfns.init_states(), xbuf)
+    out["exit_settled"] = xwaited  # one wait a round
     k_round = jax.random.fold_in(ex._iteration_keys(xrun, xrun.iteration + 1)[0], 0)
     xspec = ex.ExpertSpec.from_config(exit_config)
     label = jax.jit(ex.make_round(game, xspec, make_apply(net), B // d, 2))
