@@ -90,6 +90,14 @@ class Config:
         0.5, "lambda: leaf value = (1-lambda) v_net + lambda z_rollout", low=0.0, high=1.0
     )
     rollout_sample: bool = _field(False, "policy rollouts sample from the policy instead of argmax")
+    net_symmetries: int = _field(
+        1,
+        "every search's network evaluations averaged over this many of the board's symmetries "
+        "(1: none; Othello and Tic-Tac-Toe have 8, Hex and Connect Four 2): self-play and the "
+        "in-loop evaluation; costs that many network calls a leaf",
+        low=1,
+        high=8,
+    )
 
     # ---- self-play ---------------------------------------------------------------------------
     batch_games: int = _field(1024, "games played in lock-step", low=1)
@@ -460,6 +468,20 @@ def validate(config: Config) -> Config:
             f"fast_simulations must be in 1..{config.num_simulations - 1} (below num_simulations) "
             f"with full_search_prob={config.full_search_prob}, got {config.fast_simulations}"
         )
+    if config.net_symmetries > 1 and (config.games or config.algorithm != "alphazero"):
+        raise ValueError(
+            "net_symmetries needs algorithm=alphazero on one game (not Expert Iteration's expert "
+            "or shared learning)"
+        )
+    if config.net_symmetries > 1:
+        from azjax.symmetry import symmetries
+
+        have = len(symmetries(config.make_game()).cells)
+        if config.net_symmetries > have:
+            raise ValueError(
+                f"net_symmetries must be in 1..{have} for {config.game} (its symmetries), got "
+                f"{config.net_symmetries}"
+            )
     if config.eval_games % 2:
         raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
     if config.eval_opening_plies and not config.make_game().alternating:

@@ -14,7 +14,8 @@ the player who moved; the discount between plies is -1, and 0 once the game is o
 leaf has its reward and value 0, and nothing below it counts).
 
 Evaluators (`evaluate(variables, states[B]) -> (logits[B, A] in action order, value[B])`):
-- "network": the policy-value net, its policy mapped from the canonical frame to action order;
+- "network": the policy-value net, its policy mapped from the canonical frame to action order
+  (averaged over several board symmetries where `net_symmetries` > 1: `make_search`);
 - "uniform": equal logits over legal moves and value 0. With random rollouts, rollout_prob = 1
   and rollout_weight = 1 this is pure MCTS with random rollouts, the thesis's baseline
   (`SearchSpec.pure_mcts`).
@@ -47,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from azjax import tree_search
+from azjax import symmetry, tree_search
 from azjax.noise import dirichlet_over_legal
 from azjax.selection import tie_break, uct_policy
 from games.base import Game
@@ -76,6 +77,7 @@ class SearchSpec:
     rollout_prob: float = 0.0
     rollout_weight: float = 0.5
     rollout_sample: bool = False
+    net_symmetries: int = 1  # the network averaged over this many board symmetries (`averaged`)
 
     @staticmethod
     def from_config(config, **overrides) -> SearchSpec:
@@ -286,14 +288,18 @@ def make_search(
 ) -> Callable:
     """search(variables, key, states[B]) -> mctx.PolicyOutput over the B states.
 
-    `apply(variables, obs) -> (logits, value)` is the network, needed when the spec uses it.
-    `chunk`: search the B games in chunks of this many, one chunk after another (`in_chunks`;
-    1: game by game); None: all at once, unless the batch's trees would take more than
+    `apply(variables, obs) -> (logits, value)` is the network, needed when the spec uses it;
+    `spec.net_symmetries` > 1 averages it over that many of the game's symmetries
+    (`azjax.symmetry.averaged`: the views of a batch evaluated together). `chunk`: search the B
+    games in chunks of this many, one chunk after another (`in_chunks`; 1: game by game); None:
+    all at once, unless the batch's trees would take more than
     `tree_bytes()` (`chunk_games`). A UCT search with no network takes a `Budget` as its
     variables.
     """
     if chunk is not None and chunk < 1:
         raise ValueError(f"chunk must be at least 1 game, got {chunk}")
+    if apply is not None and spec.net_symmetries > 1:
+        apply = symmetry.averaged(apply, symmetry.symmetries(game), spec.net_symmetries)
     root_fn, recurrent_fn = make_model(game, spec, apply)
 
     def search(variables, key, states):

@@ -1,7 +1,9 @@
-"""Board symmetries, to train on several views of each sampled position (augmentation).
+"""Board symmetries: to train on several views of each sampled position (augmentation), and to
+average the network's answers over several views of each searched position.
 
     sym = symmetries(game)                  # Symmetries(cells int32[S, H*W], actions int32[S, A])
     batch = augment(sym, key, batch)        # each position through one of the S at random
+    apply = averaged(apply, sym, 8)         # the network averaged over the first 8 views
 
 A symmetry is a permutation of the board's cells that maps the game onto itself, applied in the
 network's frame (the observation and the replay buffer's policy, both canonical: Hex's board is
@@ -18,6 +20,7 @@ cell).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -81,3 +84,32 @@ def augment(sym: Symmetries, key, batch: Batch) -> Batch:
         return batch._replace(obs=obs, policy=policy)
     ownership = jnp.take_along_axis(batch.ownership, jnp.asarray(sym.cells)[s], axis=1)
     return batch._replace(obs=obs, policy=policy, ownership=ownership)
+
+
+def averaged(apply: Callable, sym: Symmetries, count: int) -> Callable:
+    """apply(variables, obs[B, H, W, C]) -> (logits[B, A], value[B]) answered as the mean over
+    the first `count` of `sym` (identity first): each position goes through each symmetry, the
+    network sees the `count` * B views in one batch, each view's policy is mapped back to the
+    position's frame, and the logits returned are the log of the mean probabilities, the value
+    the mean value (an ensemble of views, as engines average their networks over symmetries).
+    With every symmetry of the game the answer is equivariant whatever the network: a turned
+    position gets the turned policy and the same value. `count` 1: `apply` itself."""
+    if not 1 <= count <= len(sym.cells):
+        raise ValueError(f"count must be in 1..{len(sym.cells)} (the symmetries), got {count}")
+    if count == 1:
+        return apply
+    cells = np.asarray(sym.cells)[:count]  # [S, H*W]
+    back = np.argsort(np.asarray(sym.actions)[:count], axis=1)  # [S, A]: a view's action of each
+
+    def apply_averaged(variables, obs):
+        b, h, w, c = obs.shape
+        views = obs.reshape(b, h * w, c)[:, cells]  # [B, S, H*W, C]
+        views = jnp.swapaxes(views, 0, 1).reshape(count * b, h, w, c)
+        logits, value = apply(variables, views)
+        logits = logits.astype(jnp.float32).reshape(count, b, -1)
+        logits = jnp.take_along_axis(logits, jnp.asarray(back)[:, None, :], axis=2)
+        probs = jnp.mean(jax.nn.softmax(logits, axis=-1), axis=0)  # [B, A]
+        mean_value = jnp.mean(value.astype(jnp.float32).reshape(count, b), axis=0)
+        return jnp.log(jnp.maximum(probs, jnp.finfo(jnp.float32).tiny)), mean_value
+
+    return apply_averaged

@@ -1,6 +1,8 @@
 """Search checks on Tic-Tac-Toe positions whose answers are known by hand, and the faster search
 against the plain mctx one it replaced."""
 
+import dataclasses
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -11,7 +13,7 @@ from scipy import stats
 from test_noise import dirichlet_failures
 
 import games
-from azjax import network
+from azjax import network, symmetry
 from azjax.search import SearchSpec, make_search, raw_values, select_action
 from azjax.selection import tie_break
 
@@ -268,6 +270,22 @@ def test_search_equals_the_plain_mctx_search(game, kind):
     old = jax.jit(reference_search(game, spec, apply))(variables, key, states)
     summary = tree_summary if kind == "gumbel" else root_summary
     chex.assert_trees_all_close(summary(new), summary(old), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["gumbel", "puct"])
+def test_net_symmetries_search_with_the_network_averaged_over_them(kind):
+    game = games.make("othello", size=4)
+    apply, variables = linear_net(game, seed=3)
+    states = spread(game, 8, 5, seed=4)
+    spec = SearchSpec(search=kind, num_simulations=12, max_considered_actions=4)
+    key = jax.random.PRNGKey(5)
+    averaged = symmetry.averaged(apply, symmetry.symmetries(game), 8)
+    want = jax.jit(make_search(game, spec, averaged))(variables, key, states)
+    spec8 = dataclasses.replace(spec, net_symmetries=8)
+    got = jax.jit(make_search(game, spec8, apply))(variables, key, states)
+    chex.assert_trees_all_close(tree_summary(got), tree_summary(want), rtol=1e-5, atol=1e-6)
+    plain = jax.jit(make_search(game, spec, apply))(variables, key, states)
+    assert not np.allclose(plain.action_weights, got.action_weights, atol=1e-3)
 
 
 def test_puct_trees_hold_the_prior_probabilities_mctx_computes():

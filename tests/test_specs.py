@@ -115,6 +115,8 @@ def test_checkpoint_agent_takes_search_settings(tiny_run):
     assert latest.search.spec.num_simulations == 4  # the run's own setting
     assert latest.search.spec.puct_values == "minmax"  # the run's own (the default)
     assert parse_agent(f"ckpt:{tiny_run},values=raw", TTT).search.spec.puct_values == "raw"
+    assert latest.search.spec.net_symmetries == 1  # the run's own (the default)
+    assert parse_agent(f"ckpt:{tiny_run},sym=8", TTT).search.spec.net_symmetries == 8
     changed = jax.tree_util.tree_map(
         lambda a, b: not np.array_equal(a, b), agent.variables, latest.variables
     )
@@ -134,5 +136,9 @@ def test_checkpoint_errors_name_the_problem(tiny_run, tmp_path):
         parse_agent(f"ckpt:{tiny_run},rollout=random", TTT)
     with pytest.raises(ValueError, match="p_r=0.3 needs rollout=random or rollout=policy"):
         parse_agent(f"ckpt:{tiny_run},p_r=0.3", TTT)
+    with pytest.raises(ValueError, match=r"sym \(.*\) must be in \[1, 8\], got '9'"):
+        parse_agent(f"ckpt:{tiny_run},sym=9", TTT)
+    with pytest.raises(ValueError, match=r"sym must be in 1\.\.2 for hex \(its board symmetries"):
+        parse_agent("ckpt:pretrained/hex6,sym=8", games.make("hex", size=6))
     with pytest.raises(ValueError, match="ckpt: unknown option 'depth'"):
         parse_agent(f"ckpt:{tiny_run},depth=3", TTT)

@@ -1,10 +1,12 @@
 """Board symmetries for augmentation: legal moves map to legal moves of the mapped position, and
-the policy moves with the board (in the network's frame: Hex's board is transposed for white)."""
+the policy moves with the board (in the network's frame: Hex's board is transposed for white).
+The network averaged over every symmetry answers a turned position with the turned policy."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_search import linear_net  # a random linear map: it sees each view differently
 
 import games
 from azjax import symmetry
@@ -129,3 +131,42 @@ def test_augment_keeps_each_position_with_its_own_policy():
     target = np.asarray(batch.policy).argmax(-1)
     np.testing.assert_array_equal(stone, target)  # the policy followed the stone
     assert set(stone.tolist()) == {0, 2, 6, 8}  # to every corner
+
+
+@pytest.mark.parametrize("name", list(GAMES))
+def test_the_network_over_every_symmetry_turns_with_the_board(name):
+    game = GAMES[name]
+    sym = symmetry.symmetries(game)
+    apply, variables = linear_net(game, seed=0)
+    averaged = jax.jit(symmetry.averaged(apply, sym, COUNTS[name]))
+    obs, _ = positions(game, n=12)
+    logits, value = averaged(variables, jnp.asarray(obs))
+    probs = jax.nn.softmax(logits)
+    np.testing.assert_allclose(np.sum(probs, -1), 1.0, rtol=1e-5)
+    _, raw_value = apply(variables, jnp.asarray(obs))
+    assert not np.allclose(raw_value, value)  # the views disagree: averaging changed the answer
+    for s in range(1, COUNTS[name]):
+        turned, want = jax.vmap(symmetry.transform, (None, None, 0, 0))(sym, s, obs, probs)
+        got_logits, got_value = averaged(variables, turned)
+        np.testing.assert_allclose(jax.nn.softmax(got_logits), want, atol=1e-5)
+        np.testing.assert_allclose(got_value, value, atol=1e-5)
+
+
+def test_the_network_over_some_symmetries_is_the_mean_of_their_views():
+    game = GAMES["othello6"]
+    sym = symmetry.symmetries(game)
+    apply, variables = linear_net(game, seed=1)
+    assert symmetry.averaged(apply, sym, 1) is apply
+    obs, _ = positions(game, n=6)
+    logits, value = symmetry.averaged(apply, sym, 3)(variables, jnp.asarray(obs))
+    views, back = [], []
+    for s in range(3):  # each view's answer, its policy mapped back to the position's frame
+        turned, _ = jax.vmap(symmetry.transform, (None, None, 0, None))(sym, s, obs, jnp.zeros(37))
+        view_logits, view_value = apply(variables, turned)
+        inverse = np.argsort(sym.actions[s])
+        back.append(jax.nn.softmax(view_logits)[:, inverse])
+        views.append(view_value)
+    np.testing.assert_allclose(jax.nn.softmax(logits), np.mean(back, 0), atol=1e-6)
+    np.testing.assert_allclose(value, np.mean(views, 0), atol=1e-6)
+    with pytest.raises(ValueError, match=r"count must be in 1\.\.8"):
+        symmetry.averaged(apply, sym, 9)

@@ -12,9 +12,12 @@ Specs (options are comma-separated `name=value`):
                                      package ships, azjax/pretrained). Options: sims, search (puct |
                                      gumbel), c_puct, values (PUCT's: minmax | raw, the config's
                                      puct_values), considered (Gumbel root actions), rollout
-                                     (none | random | policy), p_r, lambda, eps, seconds; unset
-                                     ones come from the checkpoint's config (search=uct: UCT
-                                     on the network's values, its priors unused).
+                                     (none | random | policy), p_r, lambda, sym (the network
+                                     averaged over that many board symmetries: up to 8 on
+                                     Othello and Tic-Tac-Toe, 2 on Hex and Connect Four), eps,
+                                     seconds; unset ones come from the checkpoint's config
+                                     (search=uct: UCT on the network's values, its priors
+                                     unused).
                                      game=NAME picks one game of a shared run (`--games`),
                                      whose network plays each of them.
     mcts[:opts]                      pure MCTS with random rollouts (uniform priors, every leaf
@@ -52,6 +55,7 @@ from azjax.eval.minimax import FULL_DEPTH_LIMIT, HEURISTICS, Minimax
 from azjax.eval.player import Player, make_human_agent
 from azjax.search import PUCT_VALUES, SearchSpec
 from azjax.shared import check_game, view
+from azjax.symmetry import symmetries
 from games.base import Game
 
 SPEC_SEEDS = 2**31  # a spec's seed= is below this
@@ -66,6 +70,7 @@ _OPTIONS: dict[str, tuple] = {
     "rollout": (("none", "random", "policy"), None, None, "rollout policy"),
     "p_r": (float, 0.0, 1.0, "probability that a new leaf also rolls out"),
     "lambda": (float, 0.0, 1.0, "weight of the rollout outcome in the leaf value"),
+    "sym": (int, 1, 8, "the network averaged over this many board symmetries"),
     "eps": (float, 0.0, 1.0, "probability of a random legal move instead of the best"),
     "seconds": (float, 1e-6, 3600.0, "seconds per move per game instead of sims"),
     "depth": (int, 1, 10_000, "plies searched"),
@@ -80,7 +85,8 @@ SEEDED_KINDS = ("minimax", "perfect", "spiel")  # Python agents with their own r
 KINDS = {
     "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel|uct,c_puct=..,"
     "values=minmax|raw,c_uct=..,"
-    "considered=..,rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..,game=NAME]",
+    "considered=..,rollout=none|random|policy,p_r=..,lambda=..,sym=..,eps=..,seconds=..,"
+    "game=NAME]",
     "mcts": "mcts[:sims=..,search=uct|puct|gumbel,c_uct=..,c_puct=..,values=minmax|raw,"
     "considered=..,eps=..,"
     "seconds=..] (search=uct by default; search=puct is seed 000's baseline)",
@@ -162,6 +168,7 @@ def _spec_overrides(opts: dict[str, Any]) -> dict[str, Any]:
         "rollout": "rollout_policy",
         "p_r": "rollout_prob",
         "lambda": "rollout_weight",
+        "sym": "net_symmetries",
     }
     return {names[k]: v for k, v in opts.items() if k in names}
 
@@ -190,7 +197,15 @@ def _mcts(game: Game, rest: str, name: str) -> Agent:
     return search_agent(name, setup)
 
 
-_CKPT_OPTIONS = _SEARCH_OPTIONS[:-2] + ("rollout", "p_r", "lambda", "eps", "seconds", "game")
+_CKPT_OPTIONS = _SEARCH_OPTIONS[:-2] + (
+    "rollout",
+    "p_r",
+    "lambda",
+    "sym",
+    "eps",
+    "seconds",
+    "game",
+)
 
 
 def _ckpt(game: Game, rest: str, name: str) -> Agent:
@@ -210,6 +225,12 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
     if saved.games:  # a shared run: the network of `config.game`
         variables = view(variables, config.game)
     spec = SearchSpec.from_config(config, **_spec_overrides(opts))
+    have = len(symmetries(game).cells)
+    if spec.net_symmetries > have:
+        raise ValueError(
+            f"{name}: sym must be in 1..{have} for {game.name} (its board symmetries), got "
+            f"{spec.net_symmetries}"
+        )
     if spec.rollout_policy != "none" and spec.rollout_prob == 0:
         raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (p_r is 0)")
     if spec.rollout_policy == "none" and spec.rollout_prob > 0:
