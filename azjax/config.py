@@ -474,14 +474,9 @@ def validate(config: Config) -> Config:
             "or shared learning)"
         )
     if config.net_symmetries > 1:
-        from azjax.symmetry import symmetries
+        from azjax.symmetry import check_count
 
-        have = len(symmetries(config.make_game()).cells)
-        if config.net_symmetries > have:
-            raise ValueError(
-                f"net_symmetries must be in 1..{have} for {config.game} (its symmetries), got "
-                f"{config.net_symmetries}"
-            )
+        check_count(config.make_game(), config.net_symmetries, "net_symmetries")
     if config.eval_games % 2:
         raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
     if config.eval_opening_plies and not config.make_game().alternating:

@@ -68,6 +68,16 @@ def symmetries(game: Game) -> Symmetries:
     return Symmetries(np.stack(cell_maps).astype(np.int32), np.stack(actions).astype(np.int32))
 
 
+def check_count(game: Game, count: int, name: str) -> None:
+    """ValueError naming `name` and the accepted range unless `count` of `game`'s symmetries
+    can be averaged over (`averaged`)."""
+    have = len(symmetries(game).cells)
+    if not 1 <= count <= have:
+        raise ValueError(
+            f"{name} must be in 1..{have} for {game.name} (its board symmetries), got {count}"
+        )
+
+
 def transform(sym: Symmetries, s, obs: jax.Array, policy: jax.Array):
     """(obs[H, W, C], policy[A]) through symmetry `s` (an int32 index)."""
     h, w, c = obs.shape

@@ -72,7 +72,7 @@ def test_a_config_is_frozen():
             {"value_target_mix": 0.5, "algorithm": "exit"},
             "value_target_mix needs algorithm=alphazero",
         ),
-        ({"net_symmetries": 8}, "net_symmetries must be in 1..2 for hex"),
+        ({"net_symmetries": 8}, "net_symmetries must be in 1..2 for hex (its board symmetries)"),
         ({"net_symmetries": 9}, "net_symmetries must be <= 8"),
         ({"net_symmetries": 2, "algorithm": "exit"}, "net_symmetries needs algorithm=alphazero"),
     ],

@@ -55,7 +55,7 @@ from azjax.eval.minimax import FULL_DEPTH_LIMIT, HEURISTICS, Minimax
 from azjax.eval.player import Player, make_human_agent
 from azjax.search import PUCT_VALUES, SearchSpec
 from azjax.shared import check_game, view
-from azjax.symmetry import symmetries
+from azjax.symmetry import check_count
 from games.base import Game
 
 SPEC_SEEDS = 2**31  # a spec's seed= is below this
@@ -225,12 +225,7 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
     if saved.games:  # a shared run: the network of `config.game`
         variables = view(variables, config.game)
     spec = SearchSpec.from_config(config, **_spec_overrides(opts))
-    have = len(symmetries(game).cells)
-    if spec.net_symmetries > have:
-        raise ValueError(
-            f"{name}: sym must be in 1..{have} for {game.name} (its board symmetries), got "
-            f"{spec.net_symmetries}"
-        )
+    check_count(game, spec.net_symmetries, f"{name}: sym")
     if spec.rollout_policy != "none" and spec.rollout_prob == 0:
         raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (p_r is 0)")
     if spec.rollout_policy == "none" and spec.rollout_prob > 0:
