@@ -425,7 +425,15 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     def learn(run, buffer, lr_scale=1.0):
         k_learn, start = start_fn(run)
         scale = parallel.put_scalar(lr_scale, mesh)
-        return training.learn(learner, chunk, start, buffer, k_learn, lr_scale=scale)
+        return training.learn(
+            learner,
+            chunk,
+            start,
+            buffer,
+            k_learn,
+            lr_scale=scale,
+            settle=functools.partial(parallel.settle, mesh=mesh),
+        )
 
     return Iteration(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),

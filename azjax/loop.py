@@ -281,7 +281,15 @@ def make_iteration(
         """(TrainState, mean Losses) after the iteration's steps, their updates scaled by
         `lr_scale` (the learning rate's fraction of its peak, `training.lr_fraction`)."""
         scale = parallel.put_scalar(lr_scale, mesh)
-        return training.learn(learner, chunk, run.train, buffer, train_key(run), lr_scale=scale)
+        return training.learn(
+            learner,
+            chunk,
+            run.train,
+            buffer,
+            train_key(run),
+            lr_scale=scale,
+            settle=functools.partial(parallel.settle, mesh=mesh),
+        )
 
     return Iteration(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),
@@ -758,10 +766,13 @@ def _train(
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
 
         compiling_for = [0]  # the evaluation whose programs `ahead` was last given
+        compile_ahead = ahead_wanted(
+            config.eval_compile_ahead, several_cpu_devices=parallel.several_cpu_devices(mesh)
+        )
 
         def compile_next_evaluation() -> None:  # where one falls due in this session
             upcoming = config.eval_interval * (it // config.eval_interval + 1) if evaluate else 0
-            if upcoming == compiling_for[0] or not ahead_wanted(config.eval_compile_ahead):
+            if upcoming == compiling_for[0] or not compile_ahead:
                 return
             if 0 < upcoming <= config.iterations:
                 compiling_for[0] = upcoming

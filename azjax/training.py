@@ -239,14 +239,25 @@ def make_learner(
     return Learner(chunk=chunk, split=split, train_steps=train_steps, steps_per_call=per_call)
 
 
-def learn(learner: Learner, chunk: Callable, state, buffer, key, *, lr_scale=None):
+def learn(
+    learner: Learner,
+    chunk: Callable,
+    state,
+    buffer,
+    key,
+    *,
+    lr_scale=None,
+    settle: Callable = lambda tree: tree,
+):
     """(state, mean Losses) after `learner.train_steps` steps, calling `chunk` (`learner.chunk`
     jitted by the caller, with its shardings and donation) once per slice of keys, with
     `lr_scale` when one is given (a device scalar). Nothing is copied to or from the host: the
-    losses stay on the device."""
+    losses stay on the device. Each call's results go through `settle` before the next call
+    (`azjax.parallel.settle`: on several CPU devices the host waits for them, so that one
+    program with collectives runs at a time)."""
     total = None
     scale = () if lr_scale is None else (lr_scale,)
     for keys in learner.split(key):
-        state, losses = chunk(state, buffer, keys, *scale)
+        state, losses = settle(chunk(state, buffer, keys, *scale))
         total = losses if total is None else jax.tree_util.tree_map(jnp.add, total, losses)
     return state, total

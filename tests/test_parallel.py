@@ -90,6 +90,13 @@ def test_the_statistics_wait_for_self_play_on_every_device(found):
     assert found["exit_settled"] and all(found["exit_settled"])  # ExIt: after each round
 
 
+def test_the_learner_waits_for_each_call_on_several_cpu_devices(found):
+    """Each learner call (one optimizer step on the CPU: a sample's all-gather and the gradient
+    mean) is waited for before the next is dispatched: a 6x6 Othello hour on two devices died
+    with the learner's calls queued one behind another (docs/benchmarks.md)."""
+    assert found["learner_settled"] == [TOY["train_steps"]] * 2  # the loop's and ExIt's
+
+
 def test_settle_does_not_wait_on_one_device(monkeypatch):
     """One device (or an accelerator's) keeps its programs queued: nothing waits."""
     import jax
@@ -139,6 +146,13 @@ def test_sharded_match_plays_what_one_device_plays(found):
 def test_the_loop_evaluates_on_four_devices(found):
     run = found["bf16_run"]
     assert run["evaluated"] and 0.0 <= run["mcts_score"] <= 1.0
+
+
+def test_the_loop_compiles_nothing_ahead_on_several_cpu_devices(found):
+    """XLA:CPU compiles on the threads that run the devices' programs: a compilation on a
+    background thread beside a program with collectives held a device back until XLA ended a
+    two-device run (docs/benchmarks.md, "Compiling ahead on several CPU devices")."""
+    assert found["compiled_ahead"] == 0
 
 
 def test_selfplay_benchmark_reports_positions_per_device_and_in_total():
@@ -337,6 +351,11 @@ def _checks(tmp: str) -> dict:
     with recorded_waits() as xwaited:
         _, xbuf, xstats = xfns.play(xrun, xfns.init_states(), xbuf)
     out["exit_settled"] = xwaited  # one wait a round
+    with recorded_waits() as lwaited:  # and one a learner call: one program with collectives
+        fns.learn(fns.copy(run), buf)  # at a time
+    with recorded_waits() as xlwaited:
+        xfns.learn(xfns.copy(xrun), xbuf)
+    out["learner_settled"] = [len(lwaited), len(xlwaited)]
     k_round = jax.random.fold_in(ex._iteration_keys(xrun, xrun.iteration + 1)[0], 0)
     xspec = ex.ExpertSpec.from_config(exit_config)
     label = jax.jit(ex.make_round(game, xspec, make_apply(net), B // d, 2))
@@ -376,13 +395,19 @@ def _checks(tmp: str) -> dict:
     out["checkpoint_restored_equal"] = max_diff(restored, kept) == 0.0
     ckpt.close()
 
-    # The whole loop in bfloat16 on 4 devices, its evaluation's matches split over them.
+    # The whole loop in bfloat16 on 4 devices, its evaluation's matches split over them, and
+    # nothing compiled ahead on a background thread (`azjax.ahead.wanted`).
     workdir = os.path.join(tmp, "bf16")
+    ahead_calls = []
+    start = loop.Ahead.start
+    loop.Ahead.start = lambda self, fn: ahead_calls.append(fn) or start(self, fn)
     summary = loop.train_and_evaluate(
         dataclasses.replace(bf16, eval_interval=2, eval_games=8, eval_ladder=False),
         workdir,
         progress=False,
     )
+    loop.Ahead.start = start
+    out["compiled_ahead"] = len(ahead_calls)
     restored, _ = Checkpointer(workdir).restore(fns.init_run())
     variables = restored.train.variables
     rows = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl"))]
