@@ -20,13 +20,14 @@ placement plays first, then outwards), so the evaluation can drop the rest: aski
 it plays costs the host's idle cores, never the evaluation's time. A program is never compiled
 twice at once: the evaluation starts after the compilations in flight have finished.
 
-The loop does this where `wanted(config.eval_compile_ahead)` (by default wherever the host has
-two cores or more, but not on several CPU devices: `wanted`), from the end of a session's first iteration (which compiles self-play and the
-learner: lowering takes Python's lock, and on an H200 a pool started alongside made that
-iteration 15 - 18 s longer). On a GPU or TPU the host's cores are idle while the device plays; on
-a CPU the threads take cores from self-play, which then takes longer, but less than the
-evaluation saves (`wanted`). A failure on a thread is kept (`error`) and otherwise ignored: the
-evaluation compiles the program again and reports what goes wrong there, with its traceback.
+The loop does this where `wanted(config.eval_compile_ahead)` (by default wherever the host has two
+cores or more, but not on several CPU devices: `wanted`), from the end of a session's first
+iteration (which compiles self-play and the learner: lowering takes Python's lock, and on an H200 a
+pool started alongside made that iteration 15 - 18 s longer). On a GPU or TPU the host's cores are
+idle while the device plays; on a CPU the threads take cores from self-play, which then takes
+longer, but less than the evaluation saves (`wanted`). A failure on a thread is kept (`error`) and
+otherwise ignored: the evaluation compiles the program again and reports what goes wrong there, with
+its traceback.
 """
 
 from __future__ import annotations
