@@ -186,8 +186,7 @@ class Config:
     eval_compile_ahead: str = _field(
         "auto",
         "compile the next in-loop evaluation's programs on background threads while self-play "
-        "and learning run (auto: where the host has two cores or more, but not on several CPU "
-        "devices, where a compilation can stall the devices' collectives)",
+        "and learning run (auto: where the host has two cores or more)",
         choices=("auto", "on", "off"),
     )
     eval_opening_plies: int = _field(

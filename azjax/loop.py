@@ -766,13 +766,10 @@ def _train(
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
 
         compiling_for = [0]  # the evaluation whose programs `ahead` was last given
-        compile_ahead = ahead_wanted(
-            config.eval_compile_ahead, several_cpu_devices=parallel.several_cpu_devices(mesh)
-        )
 
         def compile_next_evaluation() -> None:  # where one falls due in this session
             upcoming = config.eval_interval * (it // config.eval_interval + 1) if evaluate else 0
-            if upcoming == compiling_for[0] or not compile_ahead:
+            if upcoming == compiling_for[0] or not ahead_wanted(config.eval_compile_ahead):
                 return
             if 0 < upcoming <= config.iterations:
                 compiling_for[0] = upcoming

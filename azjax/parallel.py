@@ -121,18 +121,12 @@ def fetch(tree: Any) -> Any:
     return jax.tree_util.tree_map(one, tree)
 
 
-def several_cpu_devices(mesh: Mesh) -> bool:
-    """Whether `mesh` is several CPU devices, whose programs XLA:CPU runs on one pool of threads
-    (module doc)."""
-    return num_devices(mesh) > 1 and mesh.devices.flat[0].platform == "cpu"
-
-
 def settle(tree: Any, mesh: Mesh) -> Any:
     """`tree`, waited for on the host where `mesh` is several CPU devices, before a program with
     collectives is dispatched on it (module doc: a device that enters such a program while
     another still runs a long one can hold the threads the other needs). Elsewhere `tree` at once,
     so accelerators keep their programs queued."""
-    if several_cpu_devices(mesh):
+    if num_devices(mesh) > 1 and mesh.devices.flat[0].platform == "cpu":
         jax.block_until_ready(tree)
     return tree
 

@@ -148,13 +148,6 @@ def test_the_loop_evaluates_on_four_devices(found):
     assert run["evaluated"] and 0.0 <= run["mcts_score"] <= 1.0
 
 
-def test_the_loop_compiles_nothing_ahead_on_several_cpu_devices(found):
-    """XLA:CPU compiles on the threads that run the devices' programs: a compilation on a
-    background thread beside a program with collectives held a device back until XLA ended a
-    two-device run (docs/benchmarks.md, "Compiling ahead on several CPU devices")."""
-    assert found["compiled_ahead"] == 0
-
-
 def test_selfplay_benchmark_reports_positions_per_device_and_in_total():
     from benchmarks import selfplay as bench
 
@@ -395,19 +388,13 @@ def _checks(tmp: str) -> dict:
     out["checkpoint_restored_equal"] = max_diff(restored, kept) == 0.0
     ckpt.close()
 
-    # The whole loop in bfloat16 on 4 devices, its evaluation's matches split over them, and
-    # nothing compiled ahead on a background thread (`azjax.ahead.wanted`).
+    # The whole loop in bfloat16 on 4 devices, its evaluation's matches split over them.
     workdir = os.path.join(tmp, "bf16")
-    ahead_calls = []
-    start = loop.Ahead.start
-    loop.Ahead.start = lambda self, fn: ahead_calls.append(fn) or start(self, fn)
     summary = loop.train_and_evaluate(
         dataclasses.replace(bf16, eval_interval=2, eval_games=8, eval_ladder=False),
         workdir,
         progress=False,
     )
-    loop.Ahead.start = start
-    out["compiled_ahead"] = len(ahead_calls)
     restored, _ = Checkpointer(workdir).restore(fns.init_run())
     variables = restored.train.variables
     rows = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl"))]
