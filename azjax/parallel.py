@@ -44,9 +44,15 @@ reductions that remain (self-play's statistics, the learner's gradients and samp
 programs of their own. Where one follows a long program (self-play's statistics after self-play,
 ExIt's after each round) the host first waits for the long one on every device (`settle`): a
 60-minute Hex run still died once in an all-gather as an iteration's self-play ended, most
-likely one device in the statistics while the other still played (docs/benchmarks.md). Larger
-pools (PJRT_NPROC) would leave spare threads but cost a 6-iteration run 20 - 35% of its speed on
-2 cores, spinning threads taking the cores.
+likely one device in the statistics while the other still played (docs/benchmarks.md). **One
+program with collectives at a time**: the learner's calls (on the CPU one optimizer step each, a
+sample's all-gather and a gradient mean) are each waited for before the next is dispatched
+(`training.learn`'s `settle`). Queued one behind another, such calls end the process on
+XLA:CPU: `python -m benchmarks.cpu_collectives --mode=queue` died within a minute each time it
+ran, `--mode=wait` made hundreds of thousands of calls without a stall, and a 6x6 Othello hour
+died so at 56 minutes in an iteration with no evaluation or checkpoint near (docs/benchmarks.md,
+"The learner's calls one at a time"). Larger pools (PJRT_NPROC) would leave spare threads but
+cost a 6-iteration run 20 - 35% of its speed on 2 cores, spinning threads taking the cores.
 """
 
 from __future__ import annotations

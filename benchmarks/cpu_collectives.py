@@ -27,13 +27,13 @@ import time
 BATCH = 200  # calls between the host's waits in queue mode
 
 
-def _compile_forever() -> None:
-    """Compiles (never runs) one new program after another, until the process ends."""
+def _compile_until(stop: threading.Event) -> None:
+    """Compiles (never runs) one new program after another until `stop` is set."""
     import jax
     import jax.numpy as jnp
 
     k = 0
-    while True:
+    while not stop.is_set():
 
         def many_ops(y, k=k):
             for i in range(400 + k % 50):
@@ -74,8 +74,10 @@ def run(mode: str, seconds: float, compile_beside: bool) -> tuple[int, float]:
     w = jax.device_put(jnp.full((64, 64), 0.01), NamedSharding(mesh, P()))
     x = jax.device_put(jnp.ones((2 * 128, 64)), NamedSharding(mesh, P(parallel.AXIS)))
     w = jax.block_until_ready(call(w, x))  # compiled
+    stop = threading.Event()
+    compiler = threading.Thread(target=_compile_until, args=(stop,))
     if compile_beside:
-        threading.Thread(target=_compile_forever, daemon=True).start()
+        compiler.start()
     calls, slowest, end = 0, 0.0, time.time() + seconds
     while time.time() < end:
         t = time.time()
@@ -86,6 +88,9 @@ def run(mode: str, seconds: float, compile_beside: bool) -> tuple[int, float]:
         jax.block_until_ready(w)
         calls += BATCH
         slowest = max(slowest, time.time() - t)
+    stop.set()
+    if compile_beside:
+        compiler.join()  # its compilation in flight ends before the process may
     return calls, slowest
 
 
