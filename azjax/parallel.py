@@ -50,7 +50,7 @@ sample's all-gather and a gradient mean) are each waited for before the next is 
 (`training.learn`'s `settle`). Queued one behind another, such calls end the process on
 XLA:CPU: `python -m benchmarks.cpu_collectives --mode=queue` died within a minute each time it
 ran, `--mode=wait` made hundreds of thousands of calls without a stall, and a 6x6 Othello hour
-died so at 56 minutes in an iteration with no evaluation or checkpoint near (docs/benchmarks.md,
+died so after 55 minutes, in an iteration with no evaluation or checkpoint near (docs/benchmarks.md,
 "The learner's calls one at a time"). Larger pools (PJRT_NPROC) would leave spare threads but
 cost a 6-iteration run 20 - 35% of its speed on 2 cores, spinning threads taking the cores.
 """
