@@ -91,7 +91,7 @@ def table_name(game_name: str, options: dict[str, Any]) -> str:
 
 def table_path(game) -> str:
     """Where the package keeps `game`'s table (which may not exist)."""
-    return os.path.join(TABLES, table_name(game.name, game.options))
+    return os.path.join(TABLES, table_name(game.name, game.rules))
 
 
 def load_ladder(game, path: str | None = None) -> Ladder | None:
@@ -116,10 +116,10 @@ def load_game_file(game, path: str, what: str, parse: Callable[[Any], Any]) -> A
             table = parse(json.load(f))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"{what} {path!r} cannot be read: {e}") from None
-    if table.game != game.name or table.game_options != dict(game.options):
+    if table.game != game.name or table.game_options != dict(game.rules):
         raise ValueError(
             f"{what} {path!r} is for {table.game} {table.game_options}, "
-            f"not {game.name} {dict(game.options)}"
+            f"not {game.name} {dict(game.rules)}"
         )
     return table
 

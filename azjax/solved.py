@@ -111,7 +111,7 @@ def value_table(game, values: Sequence[dict[int, int]]) -> np.ndarray:
 def set_path(game) -> str:
     """Where the package keeps `game`'s set (which may not exist): named as its ladder table,
     'othello-size6.json'."""
-    return os.path.join(SETS, table_name(game.name, game.options))
+    return os.path.join(SETS, table_name(game.name, game.rules))
 
 
 def shipped() -> list[str]:

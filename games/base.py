@@ -149,6 +149,9 @@ class Game:
     """
 
     name: ClassVar[str] = ""
+    # options that change only what `observe` shows a network (Othello's `mobility`), not the
+    # game: two games that differ in them alone have the same `rules` and play each other
+    observation_options: ClassVar[tuple[str, ...]] = ()
 
     # ---- static sizes -------------------------------------------------------------------------
     @property
@@ -171,6 +174,17 @@ class Game:
     @property
     def options(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @property
+    def rules(self) -> dict[str, Any]:
+        """The options that make the game: `options` less the observation options. Ladder tables
+        and solved positions are kept per game name and rules, and networks whose games share
+        both meet in matches (`same_rules`)."""
+        return {k: v for k, v in self.options.items() if k not in self.observation_options}
+
+    def same_rules(self, other: Game) -> bool:
+        """Whether `other` is this game, whatever either shows its networks."""
+        return self.name == other.name and self.rules == other.rules
 
     @property
     def alternating(self) -> bool:

@@ -154,11 +154,21 @@ class OthelloState(GameState):
 @dataclasses.dataclass(frozen=True)
 class Othello(Game):
     name = "othello"
+    observation_options = ("mobility",)
 
     size: int = 8
+    # two more observation planes: the squares where the player to move can place a disc, and
+    # where the opponent could if it were its turn (mobility, what Othello programs weigh)
+    mobility: bool = False
 
     def __post_init__(self):
         check_range(self.name, "size", self.size, 4, 16, even=True)
+        if not isinstance(self.mobility, bool):
+            raise ValueError(f"{self.name}: mobility must be True or False, got {self.mobility!r}")
+
+    @property
+    def observation_shape(self) -> tuple[int, int, int]:
+        return (self.size, self.size, 5 if self.mobility else 3)
 
     @property
     def num_actions(self) -> int:
@@ -223,8 +233,15 @@ class Othello(Game):
         return jnp.concatenate([moves, must_pass[None]])
 
     def observe(self, state: OthelloState):
+        """float32[size, size, 3] stone planes (`stone_planes`), with `mobility` then the mover's
+        placing moves and the opponent's (both empty once the game is over): [size, size, 5]."""
         n = self.size
-        return stone_planes(_unpack(state.own, n), _unpack(state.opp, n), state.player)
+        planes = stone_planes(_unpack(state.own, n), _unpack(state.opp, n), state.player)
+        if not self.mobility:
+            return planes
+        theirs = jnp.where(state.terminal, _U(0), _placing_moves(state.opp, state.own, self._full))
+        moves = jnp.stack([_unpack(state.moves, n), _unpack(theirs, n)], axis=-1)
+        return jnp.concatenate([planes, moves.astype(jnp.float32)], axis=-1)
 
     def board(self, state: OthelloState):
         """int8[size, size]: 0 empty, 1 black (player 0), 2 white (player 1)."""

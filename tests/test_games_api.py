@@ -26,6 +26,7 @@ CONFIGS = [
     ("hex", {"size": 4, "swap": True}),
     ("othello", {"size": 4}),
     ("othello", {"size": 8}),
+    ("othello", {"size": 6, "mobility": True}),
 ]
 BATCH = 16
 

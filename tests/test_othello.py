@@ -416,3 +416,42 @@ def test_sizes():
         "  4 . . X O * . 4",
         "  5 . . . * . . 5",
     ]
+
+
+# ---- the mobility planes ---------------------------------------------------------------------
+
+
+def test_mobility_planes_are_both_sides_placing_moves():
+    """Along random 6x6 games, planes 3 and 4 are where the mover and the opponent can place
+    (the plain Python rules), the first three planes are the plain observation, and both
+    mobility planes are empty once the game is over."""
+    game = games.make("othello", size=6, mobility=True)
+    plain = games.make("othello", size=6)
+    assert game.observation_shape == (6, 6, 5) and plain.observation_shape == (6, 6, 3)
+    assert game.options == {"size": 6, "mobility": True} and game.rules == {"size": 6}
+    assert game.same_rules(plain) and not game.same_rules(games.make("othello", size=8))
+    observe, step = jax.jit(game.observe), jax.jit(game.step)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        state, ref = game.init(), _Reference.State(6)
+        while True:
+            obs = np.asarray(observe(state))
+            assert obs.shape == (6, 6, 5)
+            np.testing.assert_array_equal(obs[..., :3], np.asarray(plain.observe(state)))
+            mover = int(state.player)
+            for plane, player in ((3, mover), (4, 1 - mover)):
+                want = np.zeros(36)
+                if not ref.over:
+                    want[ref.placing(player)] = 1
+                np.testing.assert_array_equal(obs[..., plane].ravel(), want)
+            if ref.over:
+                break
+            action = rng.choice(ref.legal_actions())
+            ref.apply_action(action)
+            state = step(state, action)
+
+
+@pytest.mark.parametrize("value", ["true", 1, None])
+def test_mobility_takes_a_bool(value):
+    with pytest.raises(ValueError, match="othello: mobility must be True or False"):
+        games.make("othello", size=6, mobility=value)

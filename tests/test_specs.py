@@ -142,3 +142,48 @@ def test_checkpoint_errors_name_the_problem(tiny_run, tmp_path):
         parse_agent("ckpt:pretrained/hex6,sym=8", games.make("hex", size=6))
     with pytest.raises(ValueError, match="ckpt: unknown option 'depth'"):
         parse_agent(f"ckpt:{tiny_run},depth=3", TTT)
+
+
+@pytest.fixture(scope="module")
+def mobility_run(tmp_path_factory) -> str:
+    """A 1-iteration 4x4 Othello run whose network sees the mobility planes (5 input planes)."""
+    import azjax
+
+    workdir = str(tmp_path_factory.mktemp("mobility") / "run")
+    config = azjax.load_config(
+        "othello",
+        dict(
+            size=4,
+            mobility=True,
+            num_blocks=1,
+            num_filters=4,
+            value_hidden=4,
+            batch_games=4,
+            num_simulations=4,
+            train_steps=1,
+            train_batch_size=8,
+            replay_games=20,
+            iterations=1,
+            checkpoint_interval=1,
+            eval_interval=0,
+        ),
+    )
+    azjax.train_and_evaluate(config, workdir, progress=False)
+    return workdir
+
+
+def test_a_network_that_sees_more_planes_plays_the_plain_game(mobility_run):
+    """An observation option (Othello's mobility) is not part of the game's rules: the network
+    plays a match of the plain game, observing the positions as it was trained to, and the
+    match's game is still checked against the network's rules."""
+    from azjax.eval.match import play_games
+
+    plain = games.make("othello", size=4)
+    net = parse_agent(f"ckpt:{mobility_run},sims=2", plain)
+    assert net.search.game.observation_shape == (4, 4, 5) and net.search.game.same_rules(plain)
+    out = play_games(plain, net, parse_agent("random", plain), 4, jax.random.PRNGKey(0))
+    assert out.result.games == 4
+    with pytest.raises(
+        ValueError, match=r"is for othello \{'size': 4\}, but .* othello \{'size': 6\}"
+    ):
+        parse_agent(f"ckpt:{mobility_run}", games.make("othello", size=6))

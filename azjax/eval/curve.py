@@ -65,7 +65,7 @@ def run_curve(
             f"play its checkpoints as ckpt:{run_dir}@STEP,game=NAME (its metrics.jsonl has "
             "each game's in-loop evaluation)"
         )
-    if game is not None and config.make_game() != game:
+    if game is not None and not config.make_game().same_rules(game):
         raise ValueError(
             f"{run_dir!r} is a {config.game} {dict(config.game_options)} run, "
             f"not {game.name} {game.options}"
@@ -83,7 +83,7 @@ def run_curve(
     solved = load_set(game)  # None where the package has no solved positions for the game
     if errors_only and solved is None:
         raise ValueError(
-            f"--errors_only: no solved positions for {game.name} {dict(game.options)} "
+            f"--errors_only: no solved positions for {game.name} {dict(game.rules)} "
             f"(the package has: {', '.join(shipped()) or 'none'})"
         )
     solved_states = start_states(game, solved) if solved is not None else None

@@ -35,7 +35,7 @@ def require_set(game: Game, path: str | None = None) -> sv.SolvedSet:
     if solved is None:
         have = ", ".join(sorted(sv.shipped())) or "none"
         raise ValueError(
-            f"no solved positions for {game.name} {dict(game.options)} (the package has: "
+            f"no solved positions for {game.name} {dict(game.rules)} (the package has: "
             f"{have}); build a set with python -m experiments.solved_positions, or give "
             "--positions=PATH"
         )

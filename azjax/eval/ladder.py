@@ -110,7 +110,7 @@ def rate_rungs(
     anchor = ratings.elo[sims.index(ANCHOR_SIMS)]
     return Ladder(
         game=game.name,
-        game_options=dict(game.options),
+        game_options=dict(game.rules),
         sims=tuple(sims),
         elo=tuple(float(e - anchor) for e in ratings.elo),
         stderr=tuple(float(s) for s in ratings.stderr),
@@ -162,7 +162,7 @@ def require_ladder(game: Game, path: str | None = None) -> Ladder:
     ladder = load_ladder(game, path)
     if ladder is None:
         raise ValueError(
-            f"no ladder table for {game.name} {dict(game.options)}; make one with "
+            f"no ladder table for {game.name} {dict(game.rules)}; make one with "
             f"azjax-evaluate ladder --game={game.name} ... --rungs=2:9 --games=20 (python "
             "evaluate.py in a checkout)"
         )

@@ -215,11 +215,11 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
     _check_sims_or_seconds("ckpt", opts)
     check_run_folder(path)
     config = check_game(read_config(path, step), opts.get("game"), name)
-    if config.make_game() != game:
+    own = config.make_game()
+    if not own.same_rules(game):
         raise ValueError(
             f"{name}: checkpoint {'latest' if step is None else step} of {path!r} "
-            f"is for {config.game} {dict(config.game_options)}, but the games here "
-            f"are {game.name} {game.options}"
+            f"is for {own.name} {own.rules}, but the games here are {game.name} {game.rules}"
         )
     saved, variables, step = load_checkpoint(path, step)
     if saved.games:  # a shared run: the network of `config.game`
@@ -233,8 +233,13 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
             f"{name}: p_r={spec.rollout_prob} needs rollout=random or "
             "rollout=policy (the rollout policy is none)"
         )
+    # the network's own game: what it observes may differ from the match's game (`same_rules`)
     setup = SearchSetup(
-        game, spec, network_apply(config), opts.get("eps", 0.0), opts.get("seconds")
+        own,
+        spec,
+        network_apply(config),
+        opts.get("eps", 0.0),
+        opts.get("seconds"),
     )
     return search_agent(name, setup, variables)
 
