@@ -49,7 +49,9 @@ CPU_SCALE = dict(
 # to 0 (`lr_schedule=cosine`, two seeds) it erred less on the solved positions (0.083 and 0.089
 # against 0.098 - 0.101) and beat the shipped network 23-15 twice, but scored no better against
 # MCTS-10,000, the target's measure (0.80 and 0.70 against 0.825 and 0.788; docs/strength.md,
-# "The cosine schedule with a second seed").
+# "The cosine schedule with a second seed"). Nor does it see the mobility planes (`mobility=true`):
+# its hour erred in 0.084 of the solved positions against 0.103 and scored 0.73 against
+# MCTS-10,000 against 0.79 (docs/strength.md, "The mobility planes").
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
