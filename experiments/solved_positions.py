@@ -293,7 +293,7 @@ def main(argv=None) -> int:
                     log(f"  {i + 1} solved, {len(kept)} kept, {time.time() - t0:.0f} s")
     table = solved.SolvedSet(
         game=game.name,
-        game_options=game.options,
+        game_options=game.rules,
         moves=tuple(tuple(m) for m, _ in kept),
         values=solved.value_table(game, [v for _, v in kept]),
         info=dict(

@@ -58,7 +58,7 @@ def test_a_game_has_its_own_options_and_no_game_has_every_option():
     assert list(flags.option_fields("hex")) == ["size", "swap"]
     assert list(flags.option_fields("tictactoe")) == []
     every = flags.option_fields(None)
-    assert set(every) == {"size", "swap", "rows", "cols", "connect"}
+    assert set(every) == {"size", "swap", "rows", "cols", "connect", "mobility"}
     assert every["swap"].default is False and every["rows"].default == 6
     parser, _, option_flags = parser_with(None)
     assert set(option_flags) == set(every)
