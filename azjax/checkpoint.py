@@ -310,8 +310,8 @@ def _quiet_closed_loops():
     still in flight call back into the event loop orbax has closed ("RuntimeError: Event loop is
     closed" through sys.unraisablehook) and asyncio logs each abandoned read's error as its task or
     future is collected ("Task exception was never retrieved" or "Future exception was never
-    retrieved", with a traceback), possibly while the process exits. The failure itself is raised,
-    and reported as a CheckpointError."""
+    retrieved", with a traceback), while the restore still runs or as the process exits. The
+    failure itself is raised, and reported as a CheckpointError."""
     previous = sys.unraisablehook
 
     def hook(unraisable):
@@ -320,11 +320,11 @@ def _quiet_closed_loops():
             previous(unraisable)
 
     sys.unraisablehook = hook
-    try:
-        yield
-    except BaseException:
-        logging.getLogger("asyncio").addFilter(_drop_abandoned_tasks)
-        raise  # the hook stays: the abandoned reads report after the restore has failed
+    # a read that fails half-way can be abandoned, and collected, while the restore still runs
+    asyncio_log = logging.getLogger("asyncio")
+    asyncio_log.addFilter(_drop_abandoned_tasks)
+    yield  # where the restore raises, the hook and the filter stay: abandoned reads report later
+    asyncio_log.removeFilter(_drop_abandoned_tasks)
     sys.unraisablehook = previous
 
 
