@@ -4,9 +4,11 @@ import jax
 import numpy as np
 import pytest
 
+import azjax
 import games
 from azjax.checkpoint import CheckpointError, load_checkpoint
 from azjax.eval import specs
+from azjax.eval.match import play_games
 from azjax.eval.specs import parse_agent
 
 TTT = games.make("tictactoe")
@@ -147,8 +149,6 @@ def test_checkpoint_errors_name_the_problem(tiny_run, tmp_path):
 @pytest.fixture(scope="module")
 def mobility_run(tmp_path_factory) -> str:
     """A 1-iteration 4x4 Othello run whose network sees the mobility planes (5 input planes)."""
-    import azjax
-
     workdir = str(tmp_path_factory.mktemp("mobility") / "run")
     config = azjax.load_config(
         "othello",
@@ -176,8 +176,6 @@ def test_a_network_that_sees_more_planes_plays_the_plain_game(mobility_run):
     """An observation option (Othello's mobility) is not part of the game's rules: the network
     plays a match of the plain game, observing the positions as it was trained to, and the
     match's game is still checked against the network's rules."""
-    from azjax.eval.match import play_games
-
     plain = games.make("othello", size=4)
     net = parse_agent(f"ckpt:{mobility_run},sims=2", plain)
     assert net.search.game.observation_shape == (4, 4, 5) and net.search.game.same_rules(plain)

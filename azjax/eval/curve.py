@@ -65,12 +65,12 @@ def run_curve(
             f"play its checkpoints as ckpt:{run_dir}@STEP,game=NAME (its metrics.jsonl has "
             "each game's in-loop evaluation)"
         )
-    if game is not None and not config.make_game().same_rules(game):
+    own = config.make_game()
+    if game is not None and not own.same_rules(game):
         raise ValueError(
-            f"{run_dir!r} is a {config.game} {dict(config.game_options)} run, "
-            f"not {game.name} {game.options}"
+            f"{run_dir!r} is a {own.name} {own.rules} run, not {game.name} {game.rules}"
         )
-    game = config.make_game()
+    game = own
     apply = network_apply(config)
     spec = SearchSpec.from_config(config, num_simulations=sims or config.num_simulations)
     mcts_sims = mcts_sims or 2 * spec.num_simulations
