@@ -158,6 +158,13 @@ class Config:
         low=0.0,
         high=1.0,
     )
+    value_lambda: float = _field(
+        1.0,
+        "value target the TD(lambda) return over the later positions' root values, "
+        "lambda per ply (1: the outcome alone; 0: the next position's root value)",
+        low=0.0,
+        high=1.0,
+    )
     ownership_weight: float = _field(
         0.0,
         "weight of an auxiliary loss on who holds each cell at the game's end (KataGo's "
@@ -500,6 +507,16 @@ def validate(config: Config) -> Config:
         raise ValueError(
             "value_target_mix needs algorithm=alphazero (Expert Iteration's value target is "
             "value_target=rollout or search)"
+        )
+    if config.value_lambda < 1 and config.algorithm != "alphazero":
+        raise ValueError(
+            "value_lambda < 1 needs algorithm=alphazero (Expert Iteration's value target is "
+            "value_target=rollout or search)"
+        )
+    if config.value_lambda < 1 and config.value_target_mix:
+        raise ValueError(
+            "value_lambda < 1 and value_target_mix > 0 both put the root values into the value "
+            "target: set one (value_lambda=1 or value_target_mix=0)"
         )
     if config.ownership_weight and config.algorithm != "alphazero":
         raise ValueError("ownership_weight needs algorithm=alphazero")

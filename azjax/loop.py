@@ -249,7 +249,9 @@ def make_iteration(
     def play(run, states, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]
         states, traj = selfplay(gating.selfplay_variables(run), k_play, states)
-        buffer = replay.add(buffer, traj, value_mix=config.value_target_mix)
+        buffer = replay.add(
+            buffer, traj, value_mix=config.value_target_mix, value_lambda=config.value_lambda
+        )
         return states, buffer, summarise(traj)
 
     learner = training.make_learner(

@@ -18,6 +18,18 @@ q, and settling mixes the outcome into it: no further array and no change to the
 layout. (A run resumed with the mix turned on after training without it mixes, for the games in
 flight at its checkpoint only, the outcome with what their entries held before: old targets.)
 
+A TD(lambda) value target (`value_lambda` = l < 1; Sutton 1988, with the search's root values of
+the later positions as the bootstrap values): for position t of a game whose last position is T,
+
+    G_t = (1 - l) * sum_{k=1..T-t} l^(k-1) q'_{t+k} + l^(T-t) z_t,
+
+q'_s the root value of position s from the view of position t's mover (negated where the other
+player moves; a pass that leaves the same player to move keeps its sign). l = 1 is the outcome
+alone, l = 0 the next position's root value. Later blunders of self-play then move an early
+position's target by the root values they change, not by the whole outcome. Computed forward:
+an entry's `value` accumulates the first sum as its game goes on (each new position adds its
+term to the earlier entries of its column) and settling adds l^(T-t) z_t; no further array.
+
 Observations are stored as uint8 (the planes are 0/1), policies as float32.
 
 Ownership targets (`init(..., ownership=True)`, KataGo's auxiliary target): who holds each cell
@@ -123,12 +135,15 @@ def add_step(
     ownership=None,
     *,
     value_mix: float = 0.0,
+    value_lambda: float = 1.0,
 ) -> Buffer:
     """Write one row (B positions) and settle the targets of the games that just ended: the
-    outcome, or with `value_mix` = m > 0 (1 - m) * outcome + m * `root_value` (float32[B]);
-    in a buffer with ownership targets also `ownership` (int8[B, 2, H*W], the final board's
-    for each player, module doc), which it then needs."""
+    outcome, or with `value_mix` = m > 0 (1 - m) * outcome + m * `root_value` (float32[B]), or
+    with `value_lambda` < 1 the TD(lambda) return over the later positions' root values (module
+    doc); in a buffer with ownership targets also `ownership` (int8[B, 2, H*W], the final
+    board's for each player, module doc), which it then needs."""
     mixed = _check_mix(value_mix, root_value)
+    bootstrapped = _check_lambda(value_lambda, value_mix, root_value)
     rows = buffer.ready.shape[0]
     r = buffer.step % rows
     row_step = buffer.row_step.at[r].set(buffer.step)
@@ -137,6 +152,9 @@ def add_step(
         buffer = buffer.replace(
             value=jax.lax.dynamic_update_index_in_dim(buffer.value, root_value, r, 0)
         )
+    if bootstrapped:  # the new entry's sum of later root values starts empty
+        zero = jnp.zeros_like(root_value, jnp.float32)
+        buffer = buffer.replace(value=jax.lax.dynamic_update_index_in_dim(buffer.value, zero, r, 0))
     buffer = buffer.replace(
         obs=jax.lax.dynamic_update_index_in_dim(buffer.obs, obs8, r, 0),
         policy=jax.lax.dynamic_update_index_in_dim(buffer.policy, policy, r, 0),
@@ -146,10 +164,21 @@ def add_step(
     )
     # Entries of the games that ended with this move: column b, written since its game began.
     in_game = (row_step[:, None] >= buffer.episode_start[None, :]) & (row_step[:, None] >= 0)
+    if bootstrapped:
+        # plies from each entry to the new position: 0 for the new entry itself
+        age = (buffer.step - row_step)[:, None].astype(jnp.float32)  # [R, 1]
+        same = buffer.player == player.astype(jnp.int8)[None, :]  # [R, B]
+        q = jnp.where(same, root_value[None, :], -root_value[None, :]).astype(jnp.float32)
+        term = (1.0 - value_lambda) * value_lambda ** jnp.maximum(age - 1.0, 0.0) * q
+        buffer = buffer.replace(
+            value=jnp.where(in_game & (age > 0), buffer.value + term, buffer.value)
+        )
     settle = done[None, :] & in_game  # [R, B]
     outcome = jnp.where(buffer.player == 0, returns[None, :, 0], returns[None, :, 1])
     if mixed:
         outcome = (1.0 - value_mix) * outcome + value_mix * buffer.value
+    if bootstrapped:
+        outcome = buffer.value + value_lambda**age * outcome
     if buffer.ownership is not None:
         if ownership is None:
             raise ValueError("this buffer keeps ownership targets: add_step needs `ownership`")
@@ -174,10 +203,26 @@ def _check_mix(value_mix: float, root_value) -> bool:
     return value_mix > 0
 
 
-def add(buffer: Buffer, traj: Trajectory, *, value_mix: float = 0.0) -> Buffer:
+def _check_lambda(value_lambda: float, value_mix: float, root_value) -> bool:
+    """Whether the targets are TD(lambda) returns; `value_lambda` must be in [0, 1] and, below 1,
+    come with root values and without `value_mix` (two uses of the same values)."""
+    if not 0.0 <= value_lambda <= 1.0:
+        raise ValueError(f"value_lambda must be in [0, 1], got {value_lambda!r}")
+    if value_lambda < 1 and value_mix > 0:
+        raise ValueError("value_lambda < 1 and value_mix > 0 both use the root values: set one")
+    if value_lambda < 1 and root_value is None:
+        raise ValueError("value_lambda < 1 needs the positions' root values (root_value)")
+    return value_lambda < 1
+
+
+def add(
+    buffer: Buffer, traj: Trajectory, *, value_mix: float = 0.0, value_lambda: float = 1.0
+) -> Buffer:
     """Write a whole self-play chunk, move by move; value targets mixed with the trajectory's
-    root values by `value_mix` (module doc)."""
+    root values by `value_mix`, or TD(lambda) returns over them with `value_lambda` < 1 (module
+    doc)."""
     mixed = _check_mix(value_mix, traj.root_value)
+    bootstrapped = _check_lambda(value_lambda, value_mix, traj.root_value)
     t, b = traj.done.shape
     chex.assert_shape(traj.obs, (t, b, *buffer.obs.shape[2:]))
     chex.assert_shape(traj.policy, (t, b, buffer.policy.shape[-1]))
@@ -185,15 +230,15 @@ def add(buffer: Buffer, traj: Trajectory, *, value_mix: float = 0.0) -> Buffer:
     chex.assert_shape(traj.returns, (t, b, 2))
 
     def body(buf, x):
-        return add_step(buf, *x, value_mix=value_mix), None
+        return add_step(buf, *x, value_mix=value_mix, value_lambda=value_lambda), None
 
     if buffer.ownership is not None:
         if traj.ownership is None:
             raise ValueError("this buffer keeps ownership targets: the trajectory has none")
         chex.assert_shape(traj.ownership, (t, b, 2, buffer.ownership.shape[-1]))
-    if mixed:
+    if mixed or bootstrapped:
         chex.assert_shape(traj.root_value, (t, b))
-    root_value = traj.root_value.astype(jnp.float32) if mixed else None
+    root_value = traj.root_value.astype(jnp.float32) if mixed or bootstrapped else None
     ownership = traj.ownership if buffer.ownership is not None else None
     xs = (traj.obs, traj.policy, traj.player, traj.done, traj.returns, root_value, ownership)
     buffer, _ = jax.lax.scan(body, buffer, xs)

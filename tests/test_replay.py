@@ -93,3 +93,65 @@ def test_value_targets_mix_the_outcome_with_the_root_values():
         replay.add(replay.init(4, 2, (1, 1, 1), 3), _traj(done, returns, players), value_mix=0.5)
     with pytest.raises(ValueError, match=r"value_mix must be in \[0, 1\]"):
         replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_mix=1.5)
+
+
+def _lambda_return(q, players, z, lam):
+    """TD(lambda) targets of one finished game, by the definition: q[s] the root value of
+    position s for its mover, z[t] the outcome for position t's mover."""
+    last = len(q) - 1
+    out = []
+    for t in range(last + 1):
+        later = sum(
+            (1 - lam) * lam ** (k - 1) * (q[t + k] if players[t + k] == players[t] else -q[t + k])
+            for k in range(1, last - t + 1)
+        )
+        out.append(later + lam ** (last - t) * z[t])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.6, 0.95])
+def test_td_lambda_targets_bootstrap_from_the_later_root_values(lam):
+    # Slot 0: a 4-position game with a pass (player 1 moves twice) that player 0 wins, then a
+    # second game that never ends. Slot 1: a 6-position game over both chunks, player 1 wins.
+    done = np.zeros((6, 2), bool)
+    done[3, 0] = done[5, 1] = True
+    returns = np.zeros((6, 2, 2))
+    returns[3, 0] = [1, -1]
+    returns[5, 1] = [-1, 1]
+    players = np.array([[0, 0], [1, 1], [1, 0], [0, 1], [0, 0], [1, 1]], np.int32)
+    q = np.array(
+        [[0.1, -0.2], [0.3, 0.4], [-0.5, 0.6], [0.9, -0.7], [0.2, 0.8], [-0.1, 0.5]], np.float32
+    )
+    traj = _traj(done, returns, players)._replace(root_value=jnp.asarray(q))
+    buf = replay.init(8, 2, (1, 1, 1), 3)
+    buf = replay.add(buf, jax.tree_util.tree_map(lambda x: x[:3], traj), value_lambda=lam)
+    assert not buf.ready.any()  # no game over yet
+    buf = replay.add(buf, jax.tree_util.tree_map(lambda x: x[3:], traj), value_lambda=lam)
+    np.testing.assert_array_equal(buf.ready[:6], [[1, 1]] * 4 + [[0, 1]] * 2)
+    z0 = np.where(players[:4, 0] == 0, 1.0, -1.0)
+    want0 = _lambda_return(q[:4, 0], players[:4, 0], z0, lam)
+    np.testing.assert_allclose(buf.value[:4, 0], want0, rtol=1e-5, atol=1e-6)
+    z1 = np.where(players[:, 1] == 1, 1.0, -1.0)
+    want1 = _lambda_return(q[:, 1], players[:, 1], z1, lam)
+    np.testing.assert_allclose(buf.value[:6, 1], want1, rtol=1e-5, atol=1e-6)
+    if lam == 0.0:  # the next position's root value, for the mover; the last: the outcome
+        np.testing.assert_allclose(buf.value[:3, 0], [-0.3, -0.5, -0.9], rtol=1e-6)
+
+
+def test_td_lambda_one_is_the_outcome_and_bad_lambdas_are_refused():
+    done = np.zeros((3, 2), bool)
+    done[2, 0] = True
+    returns = np.zeros((3, 2, 2))
+    returns[2, 0] = [1, -1]
+    players = np.array([[0, 0], [1, 1], [0, 0]], np.int32)
+    q = jnp.full((3, 2), 0.3, jnp.float32)
+    traj = _traj(done, returns, players)._replace(root_value=q)
+    plain = replay.add(replay.init(4, 2, (1, 1, 1), 3), traj)
+    one = replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_lambda=1.0)
+    np.testing.assert_array_equal(one.value, plain.value)
+    with pytest.raises(ValueError, match=r"value_lambda must be in \[0, 1\]"):
+        replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_lambda=1.2)
+    with pytest.raises(ValueError, match="set one"):
+        replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_lambda=0.9, value_mix=0.5)
+    with pytest.raises(ValueError, match="needs the positions' root values"):
+        replay.add(replay.init(4, 2, (1, 1, 1), 3), _traj(done, returns, players), value_lambda=0.9)
