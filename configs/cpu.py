@@ -51,7 +51,10 @@ CPU_SCALE = dict(
 # MCTS-10,000, the target's measure (0.80 and 0.70 against 0.825 and 0.788; docs/strength.md,
 # "The cosine schedule with a second seed"). Nor does it see the mobility planes (`mobility=true`):
 # its hour erred in 0.084 of the solved positions against 0.103 and scored 0.73 against
-# MCTS-10,000 against 0.79 (docs/strength.md, "The mobility planes").
+# MCTS-10,000 against 0.79 (docs/strength.md, "The mobility planes"). Both together erred in 0.071
+# and scored 0.76; TD(lambda) value targets (`value_lambda` 0.9, 0.95) were not told apart from the
+# outcome at 20 minutes (docs/strength.md, "The mobility planes and the decayed rate together",
+# "TD(λ) value targets").
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
