@@ -114,6 +114,14 @@ class Config:
         low=0,
         high=64,
     )
+    branch_prob: float = _field(
+        0.0,
+        "the probability that a restarted self-play game begins one random move after another "
+        "game's current position instead (Go-Exploit's visited states, the batch as the "
+        "archive; 0: never)",
+        low=0.0,
+        high=1.0,
+    )
     full_search_prob: float = _field(
         1.0,
         "playout cap randomisation (KataGo): the probability that a move is searched with "
@@ -245,7 +253,7 @@ class Config:
         "alphazero: search self-play (selfplay.py); exit: the "
         "apprentice network plays, an expert search labels one position per "
         "game (exit.py; ignores search, c_puct, dirichlet_*, sample_moves, "
-        "selfplay_steps, opening_plies, replay_games)",
+        "selfplay_steps, opening_plies, branch_prob, replay_games)",
         choices=("alphazero", "exit"),
     )
     policy_target: str = _field(

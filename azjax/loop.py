@@ -239,6 +239,7 @@ def make_iteration(
         config.sample_moves,
         mesh,
         opening_plies=config.opening_plies,
+        branch_prob=config.branch_prob,
         policy_target=config.policy_target,
         full_search_prob=config.full_search_prob,
         fast_simulations=config.fast_simulations,

@@ -12,6 +12,14 @@ the game's positions, from the opening on, get the outcome of the play that foll
 self-play from the empty board narrows to a few lines, and the network never sees what follows
 the other first moves (docs/experiments.md, "Every opening").
 
+Branched restarts (`branch_prob` = p > 0; Go-Exploit, Trudeau & Bowling 2023, with the batch as
+its archive of visited states): a restarted game begins, with probability p, from the current
+position of another game of the batch that goes on, after one uniformly random legal move
+there. Self-play from the start rarely meets a position one side has just thrown away, the
+kind a network must convert against an engine that errs; a random move in the middle game
+makes such positions, and the outcome of the play that follows values them (the play before
+the branch, in the other game, keeps its own outcome).
+
     selfplay = make_selfplay(game, spec, apply, num_steps, sample_moves)
     states, traj = selfplay(variables, key, states)   # states: B games, traj: [T, B] Trajectory
 
@@ -83,6 +91,7 @@ def make_selfplay(
     mesh: Mesh | None = None,
     *,
     opening_plies: int = 0,
+    branch_prob: float = 0.0,
     policy_target: str = "tpt",
     full_search_prob: float = 1.0,
     fast_simulations: int = 0,
@@ -91,7 +100,9 @@ def make_selfplay(
 ) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
 
-    Restarted games begin after 0..`opening_plies` random moves (module doc). The recorded policy
+    Restarted games begin after 0..`opening_plies` random moves, or with probability
+    `branch_prob` one random move after another game's current position (module doc). The
+    recorded policy
     target is the search's policy (`policy_target="tpt"`), or a one-hot of the move played
     ("cat", Anthony et al. 2017's chosen-action target).
 
@@ -115,6 +126,8 @@ def make_selfplay(
     search = make_search(game, spec, apply)
     if policy_target not in ("tpt", "cat"):
         raise ValueError(f"policy_target must be tpt or cat, got {policy_target!r}")
+    if not 0.0 <= branch_prob <= 1.0:
+        raise ValueError(f"branch_prob must be in [0, 1], got {branch_prob}")
     capped = full_search_prob < 1.0
     if capped and not 1 <= fast_simulations < spec.num_simulations:
         raise ValueError(
@@ -176,6 +189,8 @@ def make_selfplay(
             root_value=value,
             ownership=jax.vmap(lambda s: owners(game, s))(nxt) if ownership else None,
         )
+        if branch_prob > 0:  # (without it the keys are those of runs before the option)
+            k_open, k_branch = jax.random.split(k_open)
         # a random opening that happens to be over already starts its game again
         fresh = restart_states(k_open, done.shape[0])
         over = jax.vmap(game.is_terminal)(fresh)
@@ -184,6 +199,8 @@ def make_selfplay(
             fresh,
             init_states(game, done.shape[0]),
         )
+        if branch_prob > 0:
+            fresh = branched(game, k_branch, nxt, done, fresh, branch_prob)
         restarted = jax.tree_util.tree_map(
             lambda s, s0: jnp.where(_expand(done, s), s0, s), nxt, fresh
         )
@@ -215,6 +232,26 @@ def make_selfplay(
         out_specs=(P(AXIS), P(None, AXIS)),
         check_vma=False,
     )
+
+
+def branched(game: Game, key, states, done, fresh, prob: float):
+    """`fresh` [B] with each slot, with probability `prob`, replaced by the position one uniformly
+    random legal move after the state of a game of `states` [B] that goes on (`~done`), drawn
+    uniformly among them; a slot keeps its fresh start where no game goes on or the move ends
+    the game."""
+    k_pick, k_source, k_move = jax.random.split(key, 3)
+    batch = done.shape[0]
+    source = jax.random.categorical(k_source, jnp.where(done, -jnp.inf, 0.0), shape=(batch,))
+    picked = jax.tree_util.tree_map(lambda x: x[source], states)
+    moved = jax.vmap(lambda k, s: game.step(s, sample_legal(k, game.legal_mask(s))))(
+        jax.random.split(k_move, batch), picked
+    )
+    use = (
+        (jax.random.uniform(k_pick, (batch,)) < prob)
+        & jnp.any(~done)
+        & ~jax.vmap(game.is_terminal)(moved)
+    )
+    return jax.tree_util.tree_map(lambda m, f: jnp.where(_expand(use, m), m, f), moved, fresh)
 
 
 def owners(game: Game, state) -> jax.Array:

@@ -8,7 +8,14 @@ import pytest
 import games
 from azjax import loop
 from azjax.search import SearchSpec, make_search
-from azjax.selfplay import init_states, make_selfplay, random_opening, root_value
+from azjax.selfplay import (
+    branched,
+    init_states,
+    make_selfplay,
+    random_moves,
+    random_opening,
+    root_value,
+)
 
 TTT = games.make("tictactoe")
 HEX = games.make("hex", size=4)
@@ -40,11 +47,11 @@ def test_random_openings_cover_the_first_moves(openings):
 @pytest.fixture(scope="module")
 def chunk():
     """A self-play chunk of 8 Tic-Tac-Toe games, 12 moves, pure MCTS, with and without
-    random openings of up to 2 plies."""
+    random openings of up to 2 plies, and ("branch") with every restart branched."""
     spec = SearchSpec.pure_mcts(8, explore=True)
     out = {}
-    for n in (0, 2):
-        play = jax.jit(make_selfplay(TTT, spec, None, 12, 2, opening_plies=n))
+    for n, options in ((0, {}), (2, {"opening_plies": 2}), ("branch", {"branch_prob": 1.0})):
+        play = jax.jit(make_selfplay(TTT, spec, None, 12, 2, **options))
         out[n] = jax.device_get(play(None, jax.random.PRNGKey(1), init_states(TTT, 8)))
     return out
 
@@ -80,6 +87,45 @@ def test_restarted_games_begin_from_random_openings(chunk):
     assert len(after_done) and set(after_done.tolist()) <= {0, 1, 2}
     _, plain = chunk[0]
     assert set(plain.ply[1:][plain.done[:-1]].tolist()) == {0}
+
+
+def test_branched_restarts_begin_one_legal_move_after_a_game_that_goes_on():
+    # six Tic-Tac-Toe positions of 0..5 random plies; slots 1 and 4 are the games that go on
+    keys = jax.random.split(jax.random.PRNGKey(4), 6)
+    states = jax.vmap(lambda k, n: random_moves(TTT, k, n, 5))(keys, jnp.arange(6))
+    done = jnp.array([True, False, True, True, False, True])
+    fresh = init_states(TTT, 6)
+    fn = jax.jit(branched, static_argnums=(0, 5))
+    out = jax.device_get(fn(TTT, jax.random.PRNGKey(5), states, done, fresh, 1.0))
+    held = jax.device_get(states)
+    sources = set()
+    for i in range(6):
+        board, ply = np.asarray(out.board[i]), int(out.num_moves[i])
+        (source,) = [  # the live game it branched from: one stone more, on an empty cell
+            j
+            for j in (1, 4)
+            if ply == int(held.num_moves[j]) + 1
+            and np.count_nonzero(board != held.board[j]) == 1
+            and (held.board[j][board != held.board[j]] == 0).all()
+        ]
+        sources.add(source)
+    assert sources == {1, 4}  # each slot's source drawn among the live games
+    # with no game going on, or with probability 0, the fresh starts stay
+    for done_, prob in ((jnp.ones(6, bool), 1.0), (done, 0.0)):
+        kept = jax.device_get(fn(TTT, jax.random.PRNGKey(5), states, done_, fresh, prob))
+        np.testing.assert_array_equal(kept.board, np.asarray(fresh.board))
+
+
+def test_selfplay_branches_restarted_games_from_the_batch(chunk):
+    _, traj = chunk["branch"]
+    started = traj.ply[1:][traj.done[:-1]]  # the first ply of each restarted game
+    # from the empty board only where the random move ended the game (the fresh start stays)
+    assert len(started) and np.mean(started >= 1) > 0.8
+    for t in range(1, 12):  # elsewhere a ply counts up by one
+        live = ~traj.done[t - 1]
+        assert (traj.ply[t][live] == traj.ply[t - 1][live] + 1).all()
+    with pytest.raises(ValueError, match="branch_prob must be in"):
+        make_selfplay(TTT, SearchSpec.pure_mcts(8), None, 5, 2, branch_prob=1.5)
 
 
 def test_count_distinct_counts_masked_positions():

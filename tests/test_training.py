@@ -66,15 +66,15 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
     workdir = str(tmp_path / "copy")
     shutil.copytree(run, workdir)
     # the saved config is the base: no --game needed, only what changes (here the schedule, and
-    # the value target: TD(lambda) returns, so that path runs end to end)
+    # the value target: TD(lambda) returns, and the restarts: branched, so those paths run end to
+    # end)
     argv = [f"--workdir={workdir}", "--resume", "--iterations=4", "--lr_schedule=cosine"]
-    assert train.main(argv + ["--value_lambda=0.8", "--no_progress"]) == 0
+    assert train.main(argv + ["--value_lambda=0.8", "--branch_prob=0.5", "--no_progress"]) == 0
     rows = _metrics(workdir)
     assert [r["iteration"] for r in rows] == [1, 2, 3, 4]
     assert all(np.isfinite(r["loss/value"]) for r in rows)
-    assert (
-        cfg.Config.from_json(open(os.path.join(workdir, "config.json")).read()).value_lambda == 0.8
-    )
+    saved = cfg.Config.from_json(open(os.path.join(workdir, "config.json")).read())
+    assert (saved.value_lambda, saved.branch_prob) == (0.8, 0.5)
     assert Checkpointer(workdir).steps() == [2, 4]
     peak = cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).learning_rate
     for row, progress in zip(rows[2:], (2.5 / 4, 3.5 / 4)):  # the middle of iterations 3, 4
