@@ -54,7 +54,9 @@ CPU_SCALE = dict(
 # MCTS-10,000 against 0.79 (docs/strength.md, "The mobility planes"). Both together erred in 0.071
 # and scored 0.76; TD(lambda) value targets (`value_lambda` 0.9, 0.95) were not told apart from the
 # outcome at 20 minutes (docs/strength.md, "The mobility planes and the decayed rate together",
-# "TD(λ) value targets").
+# "TD(λ) value targets"). Branched restarts (`branch_prob=0.5`, Go-Exploit's start states) were
+# not told apart at 20 minutes (two seeds, 0.104 against 0.106, 115-107 with 18 draws); with the
+# pair above, an hour erred in 0.068 and scored 0.80 (docs/strength.md, "Branched restarts").
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
