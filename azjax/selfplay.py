@@ -102,9 +102,8 @@ def make_selfplay(
 
     Restarted games begin after 0..`opening_plies` random moves, or with probability
     `branch_prob` one random move after another game's current position (module doc). The
-    recorded policy
-    target is the search's policy (`policy_target="tpt"`), or a one-hot of the move played
-    ("cat", Anthony et al. 2017's chosen-action target).
+    recorded policy target is the search's policy (`policy_target="tpt"`), or a one-hot of the
+    move played ("cat", Anthony et al. 2017's chosen-action target).
 
     Playout cap randomisation (Wu 2019, KataGo, section 3.1) with `full_search_prob` < 1: each
     move (of the whole batch at once) is searched with `spec.num_simulations` with that
