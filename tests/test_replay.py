@@ -71,15 +71,21 @@ def test_sample_draws_only_settled_positions():
     assert 0.35 < np.mean(ts == 0) < 0.65
 
 
-def test_value_targets_mix_the_outcome_with_the_root_values():
-    # Slot 0: a game of 3 moves that player 0 wins; slot 1 never ends. Root values q recorded.
+def _won_in_three(q):
+    """Two slots, 3 moves: slot 0 a game player 0 wins at its third move, slot 1 a game that
+    goes on; players 0, 1, 0 in both; root values q float32[3, 2]."""
     done = np.zeros((3, 2), bool)
     done[2, 0] = True
     returns = np.zeros((3, 2, 2))
     returns[2, 0] = [1, -1]
     players = np.array([[0, 0], [1, 1], [0, 0]], np.int32)
+    return _traj(done, returns, players)._replace(root_value=jnp.asarray(q))
+
+
+def test_value_targets_mix_the_outcome_with_the_root_values():
+    # Slot 0: a game of 3 moves that player 0 wins; slot 1 never ends. Root values q recorded.
     q = np.array([[0.2, 0.5], [-0.6, 0.5], [1.0, 0.5]], np.float32)
-    traj = _traj(done, returns, players)._replace(root_value=jnp.asarray(q))
+    traj = _won_in_three(q)
     buf = replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_mix=0.25)
     z = np.array([1.0, -1.0, 1.0])  # the outcome for each mover
     np.testing.assert_allclose(buf.value[:3, 0], 0.75 * z + 0.25 * q[:, 0], rtol=1e-6)
@@ -90,7 +96,7 @@ def test_value_targets_mix_the_outcome_with_the_root_values():
     full = replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_mix=1.0)
     np.testing.assert_allclose(full.value[:3, 0], q[:, 0])
     with pytest.raises(ValueError, match="needs the positions' root values"):
-        replay.add(replay.init(4, 2, (1, 1, 1), 3), _traj(done, returns, players), value_mix=0.5)
+        replay.add(replay.init(4, 2, (1, 1, 1), 3), traj._replace(root_value=None), value_mix=0.5)
     with pytest.raises(ValueError, match=r"value_mix must be in \[0, 1\]"):
         replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_mix=1.5)
 
@@ -139,13 +145,7 @@ def test_td_lambda_targets_bootstrap_from_the_later_root_values(lam):
 
 
 def test_td_lambda_one_is_the_outcome_and_bad_lambdas_are_refused():
-    done = np.zeros((3, 2), bool)
-    done[2, 0] = True
-    returns = np.zeros((3, 2, 2))
-    returns[2, 0] = [1, -1]
-    players = np.array([[0, 0], [1, 1], [0, 0]], np.int32)
-    q = jnp.full((3, 2), 0.3, jnp.float32)
-    traj = _traj(done, returns, players)._replace(root_value=q)
+    traj = _won_in_three(np.full((3, 2), 0.3, np.float32))
     plain = replay.add(replay.init(4, 2, (1, 1, 1), 3), traj)
     one = replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_lambda=1.0)
     np.testing.assert_array_equal(one.value, plain.value)
@@ -154,4 +154,5 @@ def test_td_lambda_one_is_the_outcome_and_bad_lambdas_are_refused():
     with pytest.raises(ValueError, match="set one"):
         replay.add(replay.init(4, 2, (1, 1, 1), 3), traj, value_lambda=0.9, value_mix=0.5)
     with pytest.raises(ValueError, match="needs the positions' root values"):
-        replay.add(replay.init(4, 2, (1, 1, 1), 3), _traj(done, returns, players), value_lambda=0.9)
+        bare = traj._replace(root_value=None)
+        replay.add(replay.init(4, 2, (1, 1, 1), 3), bare, value_lambda=0.9)
