@@ -98,6 +98,15 @@ class Config:
         low=1,
         high=8,
     )
+    score_utility: float = _field(
+        0.0,
+        "w: every search values a position by (1 - w) value + w score, the score the margin the "
+        "ownership head predicts (mean ownership; Othello's disc difference over the cells), so "
+        "decided games are played for the margin (KataGo's score utility; needs "
+        "ownership_weight > 0; 0: off)",
+        low=0.0,
+        high=1.0,
+    )
 
     # ---- self-play ---------------------------------------------------------------------------
     batch_games: int = _field(1024, "games played in lock-step", low=1)
@@ -533,6 +542,13 @@ def validate(config: Config) -> Config:
             "ownership_weight is for a run on one game, not shared learning (games): pass "
             "--ownership_weight=0 (the CPU recipe sets 1.5 for Hex and Othello)"
         )
+    if config.score_utility and not config.ownership_weight:
+        raise ValueError(
+            "score_utility reads the ownership head: it needs ownership_weight > 0 (e.g. 1.5, "
+            "the CPU recipe's for Hex and Othello)"
+        )
+    if config.score_utility and config.evaluator != "network":
+        raise ValueError("score_utility needs evaluator=network (the ownership head)")
     if config.gating and config.algorithm != "alphazero":
         raise ValueError("gating needs algorithm=alphazero (Expert Iteration has no gate)")
     no_rollouts = config.rollout_policy == "none" or config.rollout_prob == 0

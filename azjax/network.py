@@ -8,7 +8,8 @@
 - value head: 1x1 conv block with one filter, dense hidden layer, ReLU, dense to 1, tanh;
 - ownership head (`ownership_head`, KataGo's auxiliary target; off by default): a 1x1
   convolution to one plane, tanh: who will hold each cell at the end of the game, +1 the mover,
-  -1 the opponent. Only the learner reads it (`with_ownership=True`); searches never call it.
+  -1 the opponent. The learner reads it (`with_ownership=True`), and searches with a score
+  utility (`azjax.search.scored`); other searches never call it.
 
 The trunk (conv block and residual blocks) is convolutions only, so its parameters fit any board
 size; the heads' dense layers are sized by the board and the actions. `is_trunk` names the trunk's
@@ -122,10 +123,11 @@ def init_variables(net: PolicyValueNet, game, key) -> dict:
 
 
 def make_apply(net: PolicyValueNet) -> Callable:
-    """apply(variables, obs[B, H, W, C]) -> (logits[B, A], value[B]) in inference mode."""
+    """apply(variables, obs[B, H, W, C]) -> (logits[B, A], value[B]) in inference mode;
+    `with_ownership=True` (a network with `ownership_head`) adds the ownership[B, H * W]."""
 
-    def apply(variables, obs):
-        return net.apply(variables, obs, train=False)
+    def apply(variables, obs, with_ownership: bool = False):
+        return net.apply(variables, obs, train=False, with_ownership=with_ownership)
 
     return apply
 

@@ -33,6 +33,15 @@ copying them at every level (the same trees; docs/benchmarks.md, "The backward p
 walks hash each level's selection key from the walk's key instead of splitting it
 (`level_keys="hash"`: the keys only break ties here, and Gumbel's interior selection reads none).
 
+Score utility (`score_utility` w > 0, KataGo's score utility in the form of a mix): a search
+values positions by (1 - w) v + w s instead of v, where s in [-1, 1] is the margin by which the
+mover holds the board, the mean of the ownership head's prediction over the cells (Othello's disc
+difference over the cells); a finished game's reward is (1 - w) r + w s of its final board
+(`game.ownership`), so leaf values and terminal rewards are on one scale. Once the outcome is
+decided every move has the same v, and s still ranks them: the search plays for the margin (the
+most the loser can keep, the least the winner gives back) where v alone ranks them by the noise in
+v. Needs a network with an ownership head (`ownership_weight` > 0).
+
 B is the number of games searched at once, A the game's number of actions.
 """
 
@@ -78,6 +87,7 @@ class SearchSpec:
     rollout_weight: float = 0.5
     rollout_sample: bool = False
     net_symmetries: int = 1  # the network averaged over this many board symmetries (`averaged`)
+    score_utility: float = 0.0  # w: utility (1 - w) value + w score (module doc; `scored`)
 
     @staticmethod
     def from_config(config, **overrides) -> SearchSpec:
@@ -126,6 +136,28 @@ def make_evaluator(game: Game, kind: str, apply: Callable | None) -> Evaluate:
         return jnp.where(legal, logits, _NEG), value
 
     return network
+
+
+def scored(apply: Callable, weight: float) -> Callable:
+    """apply(variables, obs[B, H, W, C]) -> (logits[B, A], utility[B]): the utility (1 - weight)
+    value + weight score, the score the mean of the network's ownership prediction over the
+    cells (`apply` must take `with_ownership=True`: `azjax.network.make_apply` of a network with
+    `ownership_head`). `weight` 0: `apply` itself."""
+    if weight == 0:
+        return apply
+
+    def utility(variables, obs):
+        logits, value, owned = apply(variables, obs, with_ownership=True)
+        return logits, (1.0 - weight) * value + weight * jnp.mean(owned, axis=-1)
+
+    return utility
+
+
+def final_score(game: Game, states, player) -> jax.Array:
+    """float32[B]: the margin by which `player` (int32[B]) holds each board, in [-1, 1]: the mean
+    of `game.ownership` over the cells (of a finished game, the score utility's final score)."""
+    held = jax.vmap(game.ownership)(states, player)
+    return jnp.mean(held.reshape(held.shape[0], -1), axis=-1)
 
 
 def make_rollout(game: Game, spec: SearchSpec, apply: Callable | None) -> Callable:
@@ -219,10 +251,14 @@ class Model(NamedTuple):
     recurrent_fn: Callable  # (variables, key, action[B], states[B]) -> (RecurrentFnOutput, states)
 
 
-def make_model(game: Game, spec, apply: Callable | None = None) -> Model:
+def make_model(
+    game: Game, spec, apply: Callable | None = None, *, score_utility: float = 0.0
+) -> Model:
     """The root and recurrent functions of a search whose leaves `spec` evaluates (its
     `evaluator`, `rollout_policy`, `rollout_prob`, `rollout_weight`, `rollout_sample`: a
-    SearchSpec, or Expert Iteration's ExpertSpec); see the module doc."""
+    SearchSpec, or Expert Iteration's ExpertSpec); see the module doc. `score_utility` w > 0:
+    `apply` answers utilities (`scored`), and a finished game's reward is (1 - w) r + w times its
+    final score."""
     evaluate = make_evaluator(game, spec.evaluator, apply)
     rollout = None
     if spec.rollout_policy != "none" and spec.rollout_prob > 0:
@@ -252,6 +288,10 @@ def make_model(game: Game, spec, apply: Callable | None = None) -> Model:
         nxt = jax.vmap(game.step)(states, action)
         terminal = jax.vmap(game.is_terminal)(nxt)
         reward = jnp.take_along_axis(jax.vmap(game.returns)(nxt), actor[:, None], axis=1)[:, 0]
+        if score_utility > 0:
+            score = final_score(game, nxt, actor)
+            blended = (1.0 - score_utility) * reward + score_utility * score
+            reward = jnp.where(terminal, blended, reward)
         # An illegal move (mctx can pick one deep in the tree when every legal move looks bad)
         # ends the line as a loss for the mover instead of reaching a state the rules never make.
         reward = jnp.where(was_legal, reward, -1.0)
@@ -298,9 +338,13 @@ def make_search(
     """
     if chunk is not None and chunk < 1:
         raise ValueError(f"chunk must be at least 1 game, got {chunk}")
+    if spec.score_utility > 0 and (apply is None or spec.evaluator != "network"):
+        raise ValueError("score_utility needs the network evaluator (its ownership head)")
+    if apply is not None:
+        apply = scored(apply, spec.score_utility)
     if apply is not None and spec.net_symmetries > 1:
         apply = symmetry.averaged(apply, symmetry.symmetries(game), spec.net_symmetries)
-    root_fn, recurrent_fn = make_model(game, spec, apply)
+    root_fn, recurrent_fn = make_model(game, spec, apply, score_utility=spec.score_utility)
 
     def search(variables, key, states):
         sims, capacity = spec.num_simulations, None

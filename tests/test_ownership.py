@@ -137,3 +137,11 @@ def test_ownership_weight_is_refused_where_it_has_no_meaning():
         cfg.load("othello", {"ownership_weight": 1.0, "algorithm": "exit"})
     with pytest.raises(ValueError, match="not shared learning"):
         cfg.load("connect_four", {"ownership_weight": 1.0, "games": "connect_four,tictactoe"})
+
+
+def test_score_utility_needs_the_ownership_head():
+    assert cfg.load("othello", {"ownership_weight": 1.0, "score_utility": 0.3}).score_utility == 0.3
+    with pytest.raises(ValueError, match="score_utility reads the ownership head"):
+        cfg.load("othello", {"score_utility": 0.3})
+    with pytest.raises(ValueError, match="score_utility must be <= 1"):
+        cfg.load("othello", {"ownership_weight": 1.0, "score_utility": 1.5})

@@ -272,6 +272,50 @@ def test_search_equals_the_plain_mctx_search(game, kind):
     chex.assert_trees_all_close(summary(new), summary(old), rtol=1e-5, atol=1e-6)
 
 
+@pytest.fixture(scope="module")
+def owned_net():
+    model = network.PolicyValueNet(
+        num_actions=9, num_blocks=1, num_filters=8, value_hidden=8, ownership_head=True
+    )
+    return network.make_apply(model), network.init_variables(model, GAME, jax.random.PRNGKey(1))
+
+
+def test_score_utility_mixes_the_value_with_the_predicted_margin(owned_net):
+    apply, variables = owned_net
+    weight = 0.25
+    states = batch(WIN_NOW, 2)
+    _, v, owned = apply(variables, jax.vmap(GAME.observe)(states), with_ownership=True)
+    want = (1 - weight) * v + weight * jnp.mean(owned, axis=-1)
+    spec = SearchSpec(num_simulations=1, score_utility=weight)
+    np.testing.assert_allclose(root_value(spec, states, apply, variables), want, rtol=1e-5)
+    plain = root_value(SearchSpec(num_simulations=1), states, apply, variables)
+    np.testing.assert_allclose(plain, v, rtol=1e-5)  # 0: the value alone
+
+
+def test_score_utility_scores_a_finished_game_by_its_final_margin(owned_net):
+    # ONE_LEFT: X's only move c3 wins with five stones to O's four: margin 1/9 of the board.
+    apply, variables = owned_net
+    weight = 0.5
+    spec = SearchSpec(num_simulations=2, score_utility=weight)
+    out = jax.jit(make_search(GAME, spec, apply))(
+        variables, jax.random.PRNGKey(0), batch(ONE_LEFT, 2)
+    )
+    c3 = GAME.parse_action("c3", GAME.init())
+    reward = np.asarray(out.search_tree.children_rewards[:, 0, c3])
+    np.testing.assert_allclose(reward, (1 - weight) * 1.0 + weight / 9, rtol=1e-6)
+
+
+def test_score_utility_needs_the_networks_ownership_head(net):
+    spec = SearchSpec.pure_mcts(4, score_utility=0.5)
+    with pytest.raises(ValueError, match="score_utility needs the network evaluator"):
+        make_search(GAME, spec)
+    apply, variables = net  # no ownership head
+    with pytest.raises(ValueError, match="with_ownership=True needs a network with ownership_head"):
+        make_search(GAME, SearchSpec(num_simulations=2, score_utility=0.5), apply)(
+            variables, jax.random.PRNGKey(0), batch(WIN_NOW, 2)
+        )
+
+
 @pytest.mark.parametrize("kind", ["gumbel", "puct"])
 def test_net_symmetries_search_with_the_network_averaged_over_them(kind):
     game = games.make("othello", size=4)

@@ -119,6 +119,9 @@ def test_checkpoint_agent_takes_search_settings(tiny_run):
     assert parse_agent(f"ckpt:{tiny_run},values=raw", TTT).search.spec.puct_values == "raw"
     assert latest.search.spec.net_symmetries == 1  # the run's own (the default)
     assert parse_agent(f"ckpt:{tiny_run},sym=8", TTT).search.spec.net_symmetries == 8
+    assert latest.search.spec.score_utility == 0  # the run's own (the default)
+    othello6 = parse_agent("ckpt:pretrained/othello6,score=0.2", games.make("othello", size=6))
+    assert othello6.search.spec.score_utility == 0.2  # a network with an ownership head
     changed = jax.tree_util.tree_map(
         lambda a, b: not np.array_equal(a, b), agent.variables, latest.variables
     )
@@ -142,6 +145,8 @@ def test_checkpoint_errors_name_the_problem(tiny_run, tmp_path):
         parse_agent(f"ckpt:{tiny_run},sym=9", TTT)
     with pytest.raises(ValueError, match=r"sym must be in 1\.\.2 for hex \(its board symmetries"):
         parse_agent("ckpt:pretrained/hex6,sym=8", games.make("hex", size=6))
+    with pytest.raises(ValueError, match=r"score=0.2 reads the ownership head, and this network"):
+        parse_agent(f"ckpt:{tiny_run},score=0.2", TTT)
     with pytest.raises(ValueError, match="ckpt: unknown option 'depth'"):
         parse_agent(f"ckpt:{tiny_run},depth=3", TTT)
 

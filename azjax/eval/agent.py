@@ -108,7 +108,12 @@ def network_apply(config: Config) -> Callable:
     """The network's apply for a run's config; one function per architecture and game, so the
     checkpoints of one run share their compiled searches."""
     return _apply_for(
-        config.make_game(), config.num_blocks, config.num_filters, config.value_hidden, config.dtype
+        config.make_game(),
+        config.num_blocks,
+        config.num_filters,
+        config.value_hidden,
+        config.dtype,
+        config.ownership_weight > 0,
     )
 
 
@@ -119,9 +124,15 @@ def _search_act(game: Game, spec: SearchSpec, apply: Callable | None, epsilon: f
 
 
 @functools.cache
-def _apply_for(game: Game, num_blocks: int, num_filters: int, value_hidden: int, dtype: str):
+def _apply_for(
+    game: Game, num_blocks: int, num_filters: int, value_hidden: int, dtype: str, owned: bool
+):
     config = Config(
-        num_blocks=num_blocks, num_filters=num_filters, value_hidden=value_hidden, dtype=dtype
+        num_blocks=num_blocks,
+        num_filters=num_filters,
+        value_hidden=value_hidden,
+        dtype=dtype,
+        ownership_weight=1.0 if owned else 0.0,  # the ownership head (the score utility reads it)
     )
     return make_apply(make_network(config, game))
 

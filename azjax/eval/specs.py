@@ -71,6 +71,7 @@ _OPTIONS: dict[str, tuple] = {
     "p_r": (float, 0.0, 1.0, "probability that a new leaf also rolls out"),
     "lambda": (float, 0.0, 1.0, "weight of the rollout outcome in the leaf value"),
     "sym": (int, 1, 8, "the network averaged over this many board symmetries"),
+    "score": (float, 0.0, 1.0, "score utility weight w: (1 - w) value + w score"),
     "eps": (float, 0.0, 1.0, "probability of a random legal move instead of the best"),
     "seconds": (float, 1e-6, 3600.0, "seconds per move per game instead of sims"),
     "depth": (int, 1, 10_000, "plies searched"),
@@ -85,7 +86,7 @@ SEEDED_KINDS = ("minimax", "perfect", "spiel")  # Python agents with their own r
 KINDS = {
     "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel|uct,c_puct=..,"
     "values=minmax|raw,c_uct=..,"
-    "considered=..,rollout=none|random|policy,p_r=..,lambda=..,sym=..,eps=..,seconds=..,"
+    "considered=..,rollout=none|random|policy,p_r=..,lambda=..,sym=..,score=..,eps=..,seconds=..,"
     "game=NAME]",
     "mcts": "mcts[:sims=..,search=uct|puct|gumbel,c_uct=..,c_puct=..,values=minmax|raw,"
     "considered=..,eps=..,"
@@ -169,6 +170,7 @@ def _spec_overrides(opts: dict[str, Any]) -> dict[str, Any]:
         "p_r": "rollout_prob",
         "lambda": "rollout_weight",
         "sym": "net_symmetries",
+        "score": "score_utility",
     }
     return {names[k]: v for k, v in opts.items() if k in names}
 
@@ -202,6 +204,7 @@ _CKPT_OPTIONS = _SEARCH_OPTIONS[:-2] + (
     "p_r",
     "lambda",
     "sym",
+    "score",
     "eps",
     "seconds",
     "game",
@@ -226,6 +229,11 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
         variables = view(variables, config.game)
     spec = SearchSpec.from_config(config, **_spec_overrides(opts))
     check_count(game, spec.net_symmetries, f"{name}: sym")
+    if spec.score_utility and not config.ownership_weight:
+        raise ValueError(
+            f"{name}: score={spec.score_utility} reads the ownership head, and this network has "
+            "none (it was trained with ownership_weight=0)"
+        )
     if spec.rollout_policy != "none" and spec.rollout_prob == 0:
         raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (p_r is 0)")
     if spec.rollout_policy == "none" and spec.rollout_prob > 0:
