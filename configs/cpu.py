@@ -57,6 +57,9 @@ CPU_SCALE = dict(
 # "TD(λ) value targets"). Branched restarts (`branch_prob=0.5`, Go-Exploit's start states) were
 # not told apart at 20 minutes (two seeds, 0.104 against 0.106, 115-107 with 18 draws); with the
 # pair above, an hour erred in 0.068 and scored 0.80 (docs/strength.md, "Branched restarts").
+# The score utility (`score_utility=0.2`, the ownership head's margin mixed into every search's
+# values) was not told apart at 20 minutes (two seeds, 0.110 against 0.106, 110-120 with 10 draws)
+# and its hour scored 0.66 against MCTS-10,000 (docs/strength.md, "The score utility").
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
