@@ -340,10 +340,10 @@ def make_search(
         raise ValueError(f"chunk must be at least 1 game, got {chunk}")
     if spec.score_utility > 0 and (apply is None or spec.evaluator != "network"):
         raise ValueError("score_utility needs the network evaluator (its ownership head)")
-    if apply is not None:
+    if apply is not None:  # the utility first, so that the symmetries average it
         apply = scored(apply, spec.score_utility)
-    if apply is not None and spec.net_symmetries > 1:
-        apply = symmetry.averaged(apply, symmetry.symmetries(game), spec.net_symmetries)
+        if spec.net_symmetries > 1:
+            apply = symmetry.averaged(apply, symmetry.symmetries(game), spec.net_symmetries)
     root_fn, recurrent_fn = make_model(game, spec, apply, score_utility=spec.score_utility)
 
     def search(variables, key, states):
