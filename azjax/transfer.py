@@ -108,8 +108,22 @@ def check_compatible(source: Config, config: Config) -> None:
             config,
             f"the source's {describe(source)} has {planes[0]} input planes, this run's "
             f"{describe(config)} {planes[1]}: the input block cannot be transferred (seed 004 "
-            "transferred between games with the same planes)",
+            f"transferred between games with the same planes){_option_hint(source, config)}",
         )
+
+
+def _option_hint(source: Config, config: Config) -> str:
+    """'; set --mobility=true' where the two runs play one game with other game options (the
+    flags that give this run the source's), else ''."""
+    if source.game != config.game:
+        return ""
+    mine = dict(config.game_options)
+    flags = [
+        f"--{k}={str(v).lower() if isinstance(v, bool) else v}"
+        for k, v in sorted(dict(source.game_options).items())
+        if mine.get(k) != v
+    ]
+    return f"; set {' '.join(flags)}" if flags else ""
 
 
 def same_network(source: Config, config: Config, source_vars: Any, fresh: Any) -> bool:

@@ -225,6 +225,20 @@ def test_bad_sources_are_one_line(tiny_run, tmp_path, capsys, monkeypatch):
     _fails(capsys, [*run, f"--init_from={tiny_run}"], "has 3 input planes", "this run's")
 
 
+def test_other_planes_of_one_game_name_the_flags_that_match_them():
+    """A network that sees Othello's mobility planes (pretrained/othello6's) transfers to a run
+    with them; the refusal says which flags give this run the source's planes."""
+    from azjax.transfer import check_compatible
+
+    source = load_config("othello", dict(size=4, mobility=True, init_from="src"))
+    plain = dataclasses.replace(source, game_options={"size": 4})
+    check_compatible(source, source)
+    with pytest.raises(CheckpointError, match=r"5 input planes.* 3: .*; set --mobility=true$"):
+        check_compatible(source, plain)
+    with pytest.raises(CheckpointError, match=r"same planes\)$"):  # another game: no flags
+        check_compatible(source, dataclasses.replace(plain, game="hex"))
+
+
 def test_an_unreadable_source_is_one_line(tiny_run, tmp_path, c4):
     copy = str(tmp_path / "source")
     shutil.copytree(tiny_run, copy)
