@@ -156,6 +156,96 @@ def test_bad_ladder_input_is_one_line(argv, message, capsys):
     assert message in err and "Traceback" not in err
 
 
+def _rung_games(monkeypatch):
+    """play_games replaced for the ladder by the Elo formula's expected points over games of
+    rungs rated 200 x log2(sims) (no search, no compile); the pairs it was asked, in order."""
+    from azjax.eval import ladder as eval_ladder
+
+    asked = []
+
+    def play(game, a, b, n, key):
+        sa, sb = (int(x.name.split(":")[1]) for x in (a, b))
+        asked.append((sa, sb))
+        wins = round(n * expected(200 * math.log2(sa), 200 * math.log2(sb)))
+        return SimpleNamespace(
+            result=SimpleNamespace(wins=wins, draws=0, losses=n - wins, games=n), wall_seconds=0
+        )
+
+    monkeypatch.setattr(eval_ladder, "play_games", play)
+    return asked
+
+
+def test_extend_keeps_the_tables_games_and_plays_only_the_new_pairs(
+    ttt_table, tmp_path, monkeypatch
+):
+    import shutil
+
+    from azjax.commands import evaluate
+
+    table = str(tmp_path / "ttt.json")
+    shutil.copy(ttt_table, table)
+    before = json.load(open(table))
+    asked = _rung_games(monkeypatch)
+    argv = [
+        "ladder",
+        "--game=tictactoe",
+        "--rungs=2:5",
+        "--games=4",
+        "--extend",
+        f"--table={table}",
+    ]
+    assert evaluate.main(argv) == 0
+    assert asked == [(4, 8), (4, 16), (8, 32), (16, 32)]  # span 2; 8 vs 16 was rated before
+    after = json.load(open(table))
+    assert [r["sims"] for r in after["rungs"]] == [4, 8, 16, 32]
+    points, played = np.array(after["info"]["points"]), np.array(after["info"]["played"])
+    assert points[1:3, 1:3].tolist() == before["info"]["points"]  # the kept games, as they were
+    assert played[1:3, 1:3].tolist() == before["info"]["played"]
+    assert played.sum() == 2 * 4 * 5 and after["rungs"][2]["elo"] == 0.0
+    assert after["info"]["extended"]["sims"] == [8, 16]
+    assert after["info"]["extended"]["new_pairs"] == 4
+    assert after["rungs"][3]["elo"] > after["rungs"][2]["elo"] > after["rungs"][0]["elo"]
+    asked.clear()  # the same rungs again: nothing left to play, the same table
+    assert evaluate.main(argv) == 0 and asked == []
+    assert json.load(open(table))["rungs"] == after["rungs"]
+
+
+@pytest.mark.parametrize(
+    "rungs, message",
+    [("4:5", "must hold the table's (8, 16)"), ("2:4", None)],
+)
+def test_extend_needs_a_table_that_its_rungs_hold(ttt_table, tmp_path, rungs, message, capsys):
+    from azjax.commands import evaluate
+
+    missing = str(tmp_path / "none.json")
+    argv = ["ladder", "--game=tictactoe", f"--rungs={rungs}", "--extend"]
+    if message is None:  # no table there
+        argv, message = [*argv, f"--table={missing}"], f"no table at {missing} to extend"
+    else:
+        argv.append(f"--table={ttt_table}")
+    assert evaluate.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_placement_off_the_top_names_the_extension_to_rate(
+    ttt_table, tmp_path, monkeypatch, capsys
+):
+    from azjax.commands import evaluate
+    from azjax.eval import ladder as eval_ladder
+    from azjax.ladder import Placement
+
+    def won_everything(game, agent, ladder, **_):
+        return Placement(400.0, 300.0, 8, np.array([0.0, 4.0]), np.array([0.0, 4.0]))
+
+    monkeypatch.setattr(eval_ladder, "place_agent", won_everything)
+    argv = ["place", "random", "--game=tictactoe", "--rounds=1", "--games=4", f"--out={tmp_path}"]
+    assert evaluate.main([*argv, f"--table={ttt_table}"]) == 0
+    out = capsys.readouterr().out
+    assert "above the ladder" in out and "only a lower bound" in out
+    assert f"evaluate.py ladder --rungs=3:6 --extend --table={ttt_table}" in out  # 8..16 sims
+
+
 @pytest.fixture(scope="module")
 def ttt_table(tmp_path_factory):
     """A two-rung Tic-Tac-Toe ladder (8 and 16 simulations), rated by the CLI."""

@@ -7,6 +7,7 @@
     python evaluate.py curve runs/hex6 --games=64
     python evaluate.py errors ckpt:runs/othello6,sims=50 mcts:sims=1000   # exact error rates
     python evaluate.py ladder --game=hex --size=5 --rungs=2:9 --games=20    # rate the rungs
+    python evaluate.py ladder --game=hex --size=5 --rungs=2:11 --extend     # two rungs more
     python evaluate.py place ckpt:runs/hex5@latest --rounds=4 --games=16    # Elo on the ladder
     python evaluate.py export runs/hex6@40 --name=hex6 --card elo=1450      # ship a network
     python evaluate.py match ckpt:pretrained/hex6 mcts:sims=100             # a shipped network
@@ -39,7 +40,8 @@ even-numbered games.
   strength here, and it does not saturate short of perfect play.
 - ladder: rates the rungs of the Elo ladder, pure MCTS (UCT, random rollouts) at 2^k simulations
   (--rungs=LO:HI), by a round robin of the pairs at most --span rungs apart; ML Elo with the
-  16-simulation rung at 0; writes the table (default: the package's, azjax/ladders/).
+  16-simulation rung at 0; writes the table (default: the package's, azjax/ladders/). With
+  --extend it keeps the table's games and plays only the pairs of the rungs it adds.
 - place: an agent's Elo on the game's ladder: --rounds rounds, each --games games against the
   two rungs bracketing its current estimate; prints and writes place.json.
 - export: a run's checkpoint as a network folder (config.json, variables.msgpack: params and
@@ -69,6 +71,7 @@ finished games before its end).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -190,6 +193,12 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     )
     ladder.add_argument(
         "--table", default=None, help="the table's path (default: the package's, azjax/ladders/)"
+    )
+    ladder.add_argument(
+        "--extend",
+        action="store_true",
+        help="keep the games of the table's rated pairs and play only the pairs --rungs adds "
+        "(a longer ladder without replaying the rated one); --rungs must hold its rungs",
     )
     place = commands.add_parser("place", parents=[common], help="an agent's Elo on the ladder")
     place.add_argument("agents", nargs=1, metavar="AGENT")
@@ -366,19 +375,23 @@ def run_ladder(args, game) -> None:
     import jax
 
     from azjax.eval.ladder import parse_rungs, rate_rungs
-    from azjax.ladder import save_ladder, table_path
+    from azjax.ladder import load_ladder, save_ladder, table_path
 
     rungs = parse_rungs(args.rungs)
     path = args.table or table_path(game)
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path) or (os.path.exists(folder) and not os.access(folder, os.W_OK)):
         raise ValueError(f"--table {path!r} cannot be written; choose another --table")
+    known = load_ladder(game, path) if args.extend else None
+    if args.extend and known is None:
+        raise ValueError(f"--extend: no table at {path} to extend; rate it without --extend")
     ladder = rate_rungs(
         game,
         rungs,
         games_per_pair=args.games,
         span=args.span,
         key=jax.random.PRNGKey(args.seed),
+        known=known,
         log=lambda text: print(text, flush=True),
     )
     save_ladder(ladder, path)
@@ -415,10 +428,14 @@ def run_place(args, game, folder: str) -> None:
     side = off_scale(p)
     if side:
         end, rung = ("above", ladder.sims[-1]) if side > 0 else ("below", ladder.sims[0])
+        lo, hi = (int(math.log2(s)) for s in (ladder.sims[0], ladder.sims[-1]))
+        lo, hi = (lo, min(hi + 2, 16)) if side > 0 else (max(lo - 2, 0), hi)
+        table = f" --table={args.table}" if args.table else ""
         print(
             f"  {end} the ladder: it {'won' if side > 0 else 'lost'} every game against the "
             f"rung of {rung} simulations, so the Elo is only a {'lower' if side > 0 else 'upper'} "
-            f"bound (rate a longer ladder: evaluate.py ladder --rungs=2:12)"
+            f"bound (rungs more: evaluate.py ladder --rungs={lo}:{hi} --extend{table} and the "
+            "game's flags)"
         )
     record = dict(
         agent=args.agents[0],

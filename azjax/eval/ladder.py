@@ -5,11 +5,13 @@
 
     python evaluate.py ladder --game=hex --size=5 --rungs=2:9 --games=20     # the table
     python evaluate.py place ckpt:runs/hex5@latest --rounds=4 --games=16     # an agent on it
+    python evaluate.py ladder --game=hex --size=5 --rungs=2:11 --extend      # two rungs more
 
 `rate_rungs` plays every pair of rungs at most `span` rungs apart (pairs further apart are
 near-certain wins that cost the most and tell little) and fits maximum-likelihood Elo ratings
 (`azjax.eval.stats.elo`, one virtual draw per pair where some rung won or lost every game),
-shifted so that the rung of 16 simulations is at 0.
+shifted so that the rung of 16 simulations is at 0. `known=` (the command's `--extend`) keeps a
+table's games and plays only the pairs that new rungs add, then fits every rating again.
 """
 
 from __future__ import annotations
@@ -78,10 +80,19 @@ def parse_rungs(text: str) -> list[int]:
 
 
 def rate_rungs(
-    game: Game, sims: list[int], *, games_per_pair: int, span: int, key, log=print
+    game: Game,
+    sims: list[int],
+    *,
+    games_per_pair: int,
+    span: int,
+    key,
+    known: Ladder | None = None,
+    log=print,
 ) -> Ladder:
     """Rates the rungs `sims` (increasing, holding ANCHOR_SIMS) by a round robin of the pairs at
-    most `span` rungs apart, `games_per_pair` games each."""
+    most `span` rungs apart, `games_per_pair` games each. With a `known` table whose rungs `sims`
+    holds, the pairs it played keep its games and only the others are played (a longer ladder
+    without replaying the rated one); every rating is fitted again over all the games."""
     if ANCHOR_SIMS not in sims or sorted(set(sims)) != list(sims):
         raise ValueError(f"ladder: rungs must increase and hold {ANCHOR_SIMS}, got {sims}")
     if games_per_pair < 2 or span < 1:
@@ -89,22 +100,29 @@ def rate_rungs(
             f"ladder: --games must be >= 2 and --span >= 1, got {games_per_pair}, {span}"
         )
     t0 = time.time()
-    capacity = shared_capacity(game, sims, games_per_pair)  # the rungs below: one program
-    agents = [rung_agent(game, s, capacity) for s in sims]
     num = len(sims)
-    points, played = np.zeros((num, num)), np.zeros((num, num))
-    for i in range(num):
-        for j in range(i + 1, min(num, i + span + 1)):
-            outcome = play_games(
-                game, agents[i], agents[j], games_per_pair, jax.random.fold_in(key, i * num + j)
-            )
-            r = outcome.result
-            points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
-            played[i, j] = played[j, i] = r.games
-            log(
-                f"{sims[i]} vs {sims[j]} sims: W{r.wins} D{r.draws} L{r.losses} "
-                f"({outcome.wall_seconds:.1f} s)"
-            )
+    points, played = _known_games(known, sims) if known else tuple(np.zeros((2, num, num)))
+    pending = [
+        (i, j) for i in range(num) for j in range(i + 1, min(num, i + span + 1)) if not played[i, j]
+    ]
+    busy = sorted({sims[k] for pair in pending for k in pair})
+    capacity = shared_capacity(game, busy or sims, games_per_pair)  # small rungs: one program
+    agents = {s: rung_agent(game, s, capacity) for s in busy}
+    for i, j in pending:
+        outcome = play_games(
+            game,
+            agents[sims[i]],
+            agents[sims[j]],
+            games_per_pair,
+            jax.random.fold_in(jax.random.fold_in(key, sims[i]), sims[j]),  # the pair's key
+        )
+        r = outcome.result
+        points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
+        played[i, j] = played[j, i] = r.games
+        log(
+            f"{sims[i]} vs {sims[j]} sims: W{r.wins} D{r.draws} L{r.losses} "
+            f"({outcome.wall_seconds:.1f} s)"
+        )
     prior = 0.0 if is_connected(points, played) else 1.0
     ratings = elo(points, played, prior_draws=prior)
     anchor = ratings.elo[sims.index(ANCHOR_SIMS)]
@@ -122,7 +140,37 @@ def rate_rungs(
             machine=f"{platform.machine()}, {jax.devices()[0].platform}",
             points=points.tolist(),
             played=played.tolist(),
+            **({"extended": _extended(known, len(pending))} if known else {}),
         ),
+    )
+
+
+def _known_games(known: Ladder, sims: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(points, played) [R, R] over the rungs `sims` with the games the `known` table played; a
+    ValueError where `sims` leaves out one of its rungs or the table holds no games."""
+    if not set(known.sims) <= set(sims):
+        raise ValueError(
+            f"--extend: the rungs {sims[0]}..{sims[-1]} must hold the table's "
+            f"({', '.join(map(str, known.sims))})"
+        )
+    if "points" not in known.info or "played" not in known.info:
+        raise ValueError("--extend: the table holds no games to keep; rate it without --extend")
+    at = [sims.index(s) for s in known.sims]
+    points, played = np.zeros((len(sims),) * 2), np.zeros((len(sims),) * 2)
+    points[np.ix_(at, at)] = known.info["points"]
+    played[np.ix_(at, at)] = known.info["played"]
+    return points, played
+
+
+def _extended(known: Ladder, new_pairs: int) -> dict:
+    """What an extended table kept of the one before it (its `info` names the latest rating)."""
+    return dict(
+        sims=list(known.sims),
+        games_per_pair=known.games_per_pair,
+        seconds=known.info.get("seconds"),
+        span=known.info.get("span"),
+        new_pairs=new_pairs,
+        **({"before": known.info["extended"]} if "extended" in known.info else {}),
     )
 
 
