@@ -101,7 +101,7 @@ def rate_rungs(
         )
     t0 = time.time()
     num = len(sims)
-    points, played = _known_games(known, sims) if known else tuple(np.zeros((2, num, num)))
+    points, played = _known_games(known, sims)
     pending = [
         (i, j) for i in range(num) for j in range(i + 1, min(num, i + span + 1)) if not played[i, j]
     ]
@@ -145,9 +145,12 @@ def rate_rungs(
     )
 
 
-def _known_games(known: Ladder, sims: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(points, played) [R, R] over the rungs `sims` with the games the `known` table played; a
-    ValueError where `sims` leaves out one of its rungs or the table holds no games."""
+def _known_games(known: Ladder | None, sims: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(points, played) [R, R] over the rungs `sims` with the games the `known` table played (none
+    without one); a ValueError where `sims` leaves out one of its rungs or it holds no games."""
+    points, played = np.zeros((2, len(sims), len(sims)))
+    if known is None:
+        return points, played
     if not set(known.sims) <= set(sims):
         raise ValueError(
             f"--extend: the rungs {sims[0]}..{sims[-1]} must hold the table's "
@@ -156,7 +159,6 @@ def _known_games(known: Ladder, sims: list[int]) -> tuple[np.ndarray, np.ndarray
     if "points" not in known.info or "played" not in known.info:
         raise ValueError("--extend: the table holds no games to keep; rate it without --extend")
     at = [sims.index(s) for s in known.sims]
-    points, played = np.zeros((len(sims),) * 2), np.zeros((len(sims),) * 2)
     points[np.ix_(at, at)] = known.info["points"]
     played[np.ix_(at, at)] = known.info["played"]
     return points, played
