@@ -45,25 +45,34 @@ CPU_SCALE = dict(
 # scored 66-14 against pure MCTS-10,000 over four seeds where the hour without them scored 46-30
 # with 4 draws (it won 0.78 moving first, the side that loses with perfect play, against 0.38),
 # erred in 0.101 of the solved positions (0.107) and beat that hour 24-14 with 2 draws
-# (docs/strength.md, "The Othello hour from random openings"). Its rate stays constant: decayed
-# to 0 (`lr_schedule=cosine`, two seeds) it erred less on the solved positions (0.083 and 0.089
-# against 0.098 - 0.101) and beat the shipped network 23-15 twice, but scored no better against
-# MCTS-10,000, the target's measure (0.80 and 0.70 against 0.825 and 0.788; docs/strength.md,
-# "The cosine schedule with a second seed"). Nor does it see the mobility planes (`mobility=true`):
-# its hour erred in 0.084 of the solved positions against 0.103 and scored 0.73 against
-# MCTS-10,000 against 0.79 (docs/strength.md, "The mobility planes"). Both together erred in 0.071
-# and scored 0.76; TD(lambda) value targets (`value_lambda` 0.9, 0.95) were not told apart from the
-# outcome at 20 minutes (docs/strength.md, "The mobility planes and the decayed rate together",
-# "TD(λ) value targets"). Branched restarts (`branch_prob=0.5`, Go-Exploit's start states) were
-# not told apart at 20 minutes (two seeds, 0.104 against 0.106, 115-107 with 18 draws); with the
-# pair above, an hour erred in 0.068 and scored 0.80 (docs/strength.md, "Branched restarts").
+# (docs/strength.md, "The Othello hour from random openings"). Since session 49 Othello also sees
+# the mobility planes (`mobility=true`), decays its rate to 0 over the run (`lr_schedule=cosine`)
+# and restarts half its finished games one random move after another game's position
+# (`branch_prob=0.5`, Go-Exploit's start states): its two hours (seeds 0 and 1) erred in 0.068
+# and 0.071 of the solved positions where the recipe's hours before erred in 0.101 and 0.103
+# (z = 4.8 - 5.3), beat them W97 D5 L58 and W88 D8 L64 head to head (the seed-1 hour against the
+# seed-0 one W81 D5 L74) and placed +1526 and +1340 on the ladder against the old hour's +1255;
+# against MCTS-10,000, the target's measure, they scored 0.80 and 0.775 against 0.79 - 0.825,
+# not told apart there (docs/strength.md, "The Othello recipe changed"). Each alone: the decayed
+# rate erred in 0.083 and 0.089 (two seeds), the mobility planes in 0.084, the branches were not
+# told apart at 20 minutes (two seeds, 0.104 against 0.106, 115-107 with 18 draws);
+# TD(lambda) value targets (`value_lambda` 0.9, 0.95) were not told apart from the outcome at 20
+# minutes (docs/strength.md, "The cosine schedule with a second seed", "The mobility planes",
+# "Branched restarts", "TD(λ) value targets").
 # The score utility (`score_utility=0.2`, the ownership head's margin mixed into every search's
 # values) was not told apart at 20 minutes (two seeds, 0.110 against 0.106, 110-120 with 10 draws)
 # and its hour scored 0.66 against MCTS-10,000 (docs/strength.md, "The score utility").
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
-        search="puct", augment=True, train_steps=90, ownership_weight=1.5, opening_plies=6
+        search="puct",
+        augment=True,
+        train_steps=90,
+        ownership_weight=1.5,
+        opening_plies=6,
+        mobility=True,
+        lr_schedule="cosine",
+        branch_prob=0.5,
     ),
     "connect_four": dict(search="puct", augment=True),
 }

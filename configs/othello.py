@@ -9,8 +9,8 @@ H200 figures of docs/strength.md before session 34 are Gumbel's). A 3-block, 64-
 Adam, each sampled position turned by a random one of the square's 8 symmetries (`augment`: on
 one H200, two minutes from scratch, the run with it errs in 0.119 of the solved positions
 against 0.154 without, and won 16-3 against the run without; docs/strength.md, "Augmentation on
-a GPU"). (`pretrained/othello6` is from 60 minutes of `--config=cpu --mobility=true
---lr_schedule=cosine --branch_prob=0.5` on a CPU.) Seed 000's Table
+a GPU"). (`pretrained/othello6` is from 60 minutes of `--config=cpu` on a CPU, with the mobility
+planes, a decayed rate and branched restarts, none of them measured on a GPU yet.) Seed 000's Table
 5.1 settings (PUCT with mctx's values, 50 simulations, 3 x 128, SGD) are
 configs/othello_thesis.py (`--config=othello_thesis`); on a CPU use `--config=cpu`
 (configs/cpu.py).

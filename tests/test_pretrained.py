@@ -174,6 +174,23 @@ def test_init_from_a_shipped_network_starts_a_run(tmp_path, monkeypatch, capsys)
     assert saved.init_from == f"{folder}@{pretrained.step_of(folder)}"
 
 
+@pytest.mark.parametrize(
+    "name, flags",
+    [
+        ("hex6", ["--game=hex", "--size=6"]),
+        ("othello6", ["--game=othello", "--size=6"]),
+        ("connect_four", ["--game=connect_four"]),
+    ],
+)
+def test_the_cpu_recipe_starts_from_the_networks_it_trained(name, flags):
+    """`train.py --config=cpu --init_from=pretrained/NAME` needs no other flag for the networks
+    the CPU recipe trained: othello6 sees the mobility planes, as the recipe does (session 49)."""
+    from azjax.transfer import check_compatible
+
+    config, _ = train.parse([*flags, "--config=cpu", f"--init_from=pretrained/{name}"])
+    check_compatible(read_config(config.init_from), config)  # a CheckpointError fails it
+
+
 def _fails(capsys, argv, *parts):
     assert evaluate.main(argv) == 2
     err = capsys.readouterr().err.strip()
