@@ -236,6 +236,13 @@ class Config:
         "eval/elo_ci95; eval_games games against the rungs nearest its rating), where "
         "azjax/ladders/ has a table for the game and options",
     )
+    eval_ladder_max_sims: int = _field(
+        8192,
+        "the in-loop placement plays the ladder's rungs of at most this many simulations "
+        "(a game against 32768 of pure MCTS takes about a minute of a CPU core; evaluate.py "
+        "place plays every rung; 0: every rung here too)",
+        low=0,
+    )
     eval_errors: bool = _field(
         True,
         "also measure the exact error rate at each evaluation (eval/error_rate, eval/error_ci95: "

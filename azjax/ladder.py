@@ -69,6 +69,14 @@ class Ladder:
             info=dict(self.info),
         )
 
+    def up_to(self, max_sims: int) -> Ladder:
+        """The ladder of the rungs of at most `max_sims` simulations (at least the lowest rung;
+        0: every rung)."""
+        keep = max(1, sum(s <= max_sims for s in self.sims)) if max_sims else len(self.sims)
+        return dataclasses.replace(
+            self, sims=self.sims[:keep], elo=self.elo[:keep], stderr=self.stderr[:keep]
+        )
+
     @staticmethod
     def from_json(data: dict[str, Any]) -> Ladder:
         rungs = data["rungs"]
@@ -281,7 +289,8 @@ def make_ladder_evaluation(
     at the first: a resumed run's last logged rating, else 0), its games split over `mesh`'s
     devices where they divide (`azjax.arena.make_match`). The rungs up to `shared_capacity` play
     in one compiled match, their simulation count its argument. None where `config.eval_ladder`
-    is off or the package has no table for the game and options (`path`: another table).
+    is off or the package has no table for the game and options (`path`: another table). Only
+    the rungs of at most `config.eval_ladder_max_sims` simulations play (`Ladder.up_to`).
     `evaluate(variables, key, compile_only=True)` compiles the matches the next placement's first
     round plays, then the others by `compile_order` (nearest first: `azjax.ahead` drops what it
     has not reached by the evaluation), leaving out those already played, and returns {}."""
@@ -297,6 +306,7 @@ def make_ladder_evaluation(
     ladder = load_ladder(game, path)
     if ladder is None:
         return None
+    ladder = ladder.up_to(config.eval_ladder_max_sims)  # the dearer rungs: evaluate.py place
     n = ladder_games_per_rung(config.eval_games)
     agent = make_search_agent(
         game, SearchSpec.from_config(config), make_apply(make_network(config, game))

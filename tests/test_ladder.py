@@ -92,6 +92,14 @@ def test_place_rejects_zero_rounds():
         place(lambda i, n: 0.0, RUNGS, rounds=0, games_per_rung=4)
 
 
+def test_a_ladder_up_to_a_simulation_count():
+    ladder = Ladder("tictactoe", {}, (4, 8, 16), (-100.0, 0.0, 100.0), (1.0, 0.0, 1.0), 2)
+    assert ladder.up_to(8).sims == (4, 8) and ladder.up_to(8).elo == (-100.0, 0.0)
+    assert ladder.up_to(15).stderr == (1.0, 0.0)
+    assert ladder.up_to(0) == ladder and ladder.up_to(16) == ladder
+    assert ladder.up_to(2).sims == (4,)  # below every rung: the lowest still plays
+
+
 def test_table_round_trip_and_checks(tmp_path):
     game = games.make("hex", size=3)
     ladder = Ladder("hex", dict(game.options), (8, 16), (-90.0, 0.0), (30.0, 30.0), 10)
@@ -262,12 +270,20 @@ def test_the_training_loops_placement(tmp_path, lowerings):
     from azjax.checkpoint import initial_variables
     from azjax.ladder import make_ladder_evaluation
 
-    # one rung (one match to compile): the placement plays it in both rounds
+    # one rung under eval_ladder_max_sims (one match to compile): the placement plays it in both
+    # rounds; the rung above the cap (which the first round would bracket) is never played
     table = str(tmp_path / "ttt.json")
-    save_ladder(Ladder("tictactoe", {}, (16,), (0.0,), (0.0,), 2), table)
+    save_ladder(Ladder("tictactoe", {}, (16, 64), (0.0, 400.0), (0.0, 0.0), 2), table)
     config = cfg.load(
         "tictactoe",
-        dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4, eval_games=16),
+        dict(
+            num_blocks=1,
+            num_filters=4,
+            value_hidden=4,
+            num_simulations=4,
+            eval_games=16,
+            eval_ladder_max_sims=32,
+        ),
     )
     assert make_ladder_evaluation(config, table + ".missing") is None
     off = cfg.load("tictactoe", dict(eval_ladder=False))
