@@ -18,7 +18,8 @@ recipe of the first seed, then of the next), so the runs trained at a time are d
 and a load that comes or goes on the machine falls on the recipes alike.
 
 Then every final network (its search as trained, `--sims` simulations, no noise) and the
-`--anchors` (default: pure MCTS with random rollouts, `mcts:sims=512`) play a round robin of
+`--anchors` (agent specs, each spec's options staying with it, checked before any run trains;
+default: pure MCTS with random rollouts, `mcts:sims=512`) play a round robin of
 `--games` games per pair (`evaluate.py tournament`), from `--games` / 2 random openings of
 `--opening_plies` plies each played with both colours (networks that search without noise would
 otherwise play one game per colour, twenty times over), and maximum-likelihood Elo rates them all
@@ -61,7 +62,7 @@ from azjax.checkpoint import load_checkpoint
 from azjax.config import FIELDS
 from azjax.eval.errors import choose_moves
 from azjax.eval.openings import random_sequences
-from azjax.eval.specs import parse_agent
+from azjax.eval.specs import parse_agent, split_specs
 from azjax.eval.tournament import run_tournament
 from azjax.solved import errs, load_set, start_states
 from experiments.common import Log, checkpoint_steps, write_results
@@ -394,7 +395,8 @@ def parse(argv: list[str]):
     p.add_argument(
         "--anchors",
         default="mcts:sims=512",
-        help="comma-separated agent specs rated with the networks ('' for none)",
+        help="comma-separated agent specs rated with the networks, options staying with their "
+        "spec (e.g. ckpt:pretrained/othello6,sims=50,mcts:sims=512; '' for none)",
     )
     p.add_argument(
         "--error_checkpoints",
@@ -433,7 +435,7 @@ def parse(argv: list[str]):
     if args.at_once < 0:
         p.error(f"--at_once must be >= 1 (0: the default), got {args.at_once}")
     args.at_once = args.at_once or default_at_once()
-    args.anchors = [a for a in (s.strip() for s in args.anchors.split(",")) if a]
+    args.anchors = split_specs(args.anchors)
     args.out = args.out or os.path.join("runs", f"recipes_{args.game}")
     try:
         configs = build_configs(args)
@@ -441,8 +443,13 @@ def parse(argv: list[str]):
         p.error(str(e))
     if len(configs) + len(args.anchors) < 2:
         p.error("nothing to rate: give two runs or more, or an anchor")
+    game = next(iter(configs.values())).make_game()
+    for spec in args.anchors:  # before training, not after it
+        try:
+            parse_agent(spec, game).close()
+        except ValueError as e:
+            p.error(f"--anchors: {e}")
     if args.opening_plies:  # before training: the rating needs that many distinct openings
-        game = next(iter(configs.values())).make_game()
         try:
             random_sequences(game, args.games // 2, args.opening_plies, None)
         except ValueError as e:

@@ -133,6 +133,8 @@ def test_a_pinned_command_runs_on_its_cores_only():
         (["--game=chess"], "unknown game 'chess'"),
         (["--seeds="], "give one or more seeds"),
         (["--game=othello", "--size=6", "--games=60"], "only 12 distinct positions of 2 plies"),
+        (["--anchors=mcts:sims=8,c_uct=x,random"], "--anchors: mcts: c_uct (UCT"),
+        (["--anchors=alphago"], "--anchors: unknown agent 'alphago'"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):

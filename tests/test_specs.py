@@ -81,6 +81,17 @@ def test_minimax_needs_a_depth_on_big_games():
         parse_agent("minimax", games.make("hex", size=6))
 
 
+def test_a_list_of_specs_keeps_each_specs_options():
+    text = 'ckpt:runs/a,sims=50, mcts:sims=512,c_uct=1.0,random,,gtp:"x --y=1",sims=2'
+    assert specs.split_specs(text) == [
+        "ckpt:runs/a,sims=50",
+        "mcts:sims=512,c_uct=1.0",
+        "random",
+        'gtp:"x --y=1",sims=2',
+    ]
+    assert specs.split_specs("") == [] and specs.split_specs(" , ") == []
+
+
 def test_checkpoint_locations():
     parse = specs.parse_checkpoint_location
     assert parse("runs/hex6") == ("runs/hex6", None)

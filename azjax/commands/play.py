@@ -148,20 +148,16 @@ def parse(argv: list[str]) -> tuple[games.Game, argparse.Namespace]:
 
 
 def split_agents(text: str) -> list[str]:
-    """--agents: two specs separated by a comma; a piece that is an option (`name=value`, e.g.
-    `sims=50`) belongs to the spec before it."""
-    specs: list[str] = []
-    for piece in text.split(","):
-        if specs and "=" in piece and ":" not in piece.partition("=")[0]:
-            specs[-1] += "," + piece
-        else:
-            specs.append(piece)
+    """--agents: two specs separated by a comma (`specs.split_specs`)."""
+    from azjax.eval.specs import split_specs
+
+    specs = split_specs(text)
     if len(specs) != 2:
         raise ValueError(
             f"--agents: give two agent specs separated by a comma (e.g. random,minimax), "
             f"got {len(specs)}: {text!r}"
         )
-    return [s.strip() for s in specs]
+    return specs
 
 
 def main(argv: list[str] | None = None) -> int:

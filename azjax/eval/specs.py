@@ -100,6 +100,21 @@ KINDS = {
 }
 
 
+def split_specs(text: str) -> list[str]:
+    """Agent specs in one comma-separated flag (play.py's --agents, the experiments' --anchors):
+    a piece that is an option (`name=value`, e.g. `sims=50`) belongs to the spec before it, so
+    `ckpt:runs/a,sims=50,mcts:sims=512` is two specs. Empty pieces are dropped."""
+    specs: list[str] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        if specs and "=" in piece and ":" not in piece.partition("=")[0]:
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return specs
+
+
 def parse_agent(text: str, game: Game, *, seed: int = 0) -> Agent:
     """The agent a spec names, for `game`; ValueError naming the kinds or options on bad specs.
     `seed`: the seed of minimax, perfect and spiel agents whose spec has no seed= (the command's
