@@ -153,7 +153,7 @@ class Config:
     lr_schedule: str = _field(
         "constant",
         "learning-rate schedule over the run: its iterations, or its time_budget where that "
-        "ends it first (a resumed session's budget, and schedule, start again)",
+        "ends it first (counting a resumed run's earlier sessions)",
         choices=("constant", "cosine", "warmup_cosine"),
     )
     momentum: float = _field(0.9, "SGD momentum", low=0.0, high=1.0)
@@ -261,7 +261,11 @@ class Config:
     checkpoint_interval: int = _field(10, "iterations between checkpoints", low=1)
     keep_checkpoints: int = _field(0, "checkpoints kept on disk (0: all)", low=0)
     iterations: int = _field(100, "stop after this many iterations", low=1)
-    time_budget: float = _field(0.0, "stop after this many minutes (0: no limit)", low=0.0)
+    time_budget: float = _field(
+        0.0,
+        "stop after this many minutes of the run, its earlier sessions' included (0: no limit)",
+        low=0.0,
+    )
 
     # ---- Expert Iteration (seed 002; `--algorithm=exit`, azjax/exit.py) -----------------------
     algorithm: str = _field(

@@ -80,7 +80,7 @@ from azjax.checkpoint import (
 from azjax.config import Config
 from azjax.interrupt import Interrupted, StopSignals
 from azjax.ladder import make_ladder_evaluation
-from azjax.metrics import Metrics, MoveTicker, Progress
+from azjax.metrics import Metrics, MoveTicker, Progress, run_seconds
 from azjax.network import make_apply, make_network, num_parameters
 from azjax.search import SearchSpec
 from azjax.selfplay import init_states, make_selfplay, random_moves
@@ -627,6 +627,26 @@ def last_ratings(config: Config, metrics: Metrics | None) -> dict[str, float]:
     return {name: float(v) for name, v in zip(names, last) if np.isfinite(v)}
 
 
+def _earlier_seconds(metrics: Metrics | None) -> float:
+    """The seconds a resumed run trained before this session, up to the checkpoint it resumes
+    (`metrics.run_seconds` of its last row); 0 for a new run. The same on every process."""
+    rows = metrics.rows if metrics is not None else []
+    seconds = run_seconds(rows)[-1] if rows else 0.0
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        seconds = float(multihost_utils.broadcast_one_to_all(np.float64(seconds)))
+    return seconds
+
+
+def _announce_clock(config: Config, iteration: int, earlier: float) -> None:
+    """On resuming: how long the run has trained, against its time budget."""
+    note = f"resuming at iteration {iteration} after {earlier / 60:.1f} minutes of training"
+    if config.time_budget:
+        note += f" of its time_budget of {config.time_budget:g}"
+    print(note, file=sys.stderr)
+
+
 def _reference_loss(metrics: Metrics | None) -> float | None:
     """The run's first loss/total, from process 0's metrics, the same on every process."""
     first = None
@@ -760,6 +780,11 @@ def _train(
             )
             metrics.text("config", config.to_json())  # the run's settings, on TensorBoard too
         health = Health(run.train.variables, _reference_loss(metrics))
+        # the run's clock: its earlier sessions' time counts, so that a resumed run keeps its
+        # time budget and its rate schedule where the checkpoint left them
+        t_run = t_start - _earlier_seconds(metrics)
+        if resume and primary:
+            _announce_clock(config, it, t_start - t_run)
         evaluate = None
         if config.eval_interval:  # a resumed run's placement starts at its last rating
             evaluate = make_evaluation(config, mesh, ratings=last_ratings(config, metrics))
@@ -790,7 +815,7 @@ def _train(
         stop_reason = "iterations"
         with StopSignals(lambda: f"finishing iteration {it}, then saving a checkpoint") as stop:
             while it < config.iterations:
-                stop_reason = _should_stop(config, t_start, stop)
+                stop_reason = _should_stop(config, t_run, stop)
                 if stop_reason:
                     break
                 it += 1
@@ -804,7 +829,7 @@ def _train(
                 train = run.train
                 if config.train_steps and played.ready >= fns.min_replay:
                     progress = training.run_progress(
-                        it, config.iterations, t1 - t_start, config.time_budget
+                        it, config.iterations, t1 - t_run, config.time_budget
                     )
                     lr_scale = training.lr_fraction(config.lr_schedule, progress)
                     train, losses = fns.learn(run, buffer, lr_scale)
@@ -858,6 +883,7 @@ def _train(
                     compile_next_evaluation()  # the ladder's next rungs, if new
                 if it == first:  # not alongside them: both lower on Python's one lock
                     compile_next_evaluation()
+                values["run_seconds"] = round(time.time() - t_run, 1)  # every session's
                 if primary:
                     metrics.add(it, values)
                     if on_iteration is not None:
@@ -871,6 +897,12 @@ def _train(
                 last = values
                 bar.update(values)
             stop_reason = stop_reason or "iterations"
+            if stop_reason == "time_budget" and it < first and primary:  # not one iteration
+                print(
+                    f"its time_budget of {config.time_budget:g} minutes is spent: a larger "
+                    "--time_budget trains on",
+                    file=sys.stderr,
+                )
             with stop.shield():
                 if it not in checkpointer.steps():
                     _finish_saves(checkpointer, metrics)
@@ -897,6 +929,7 @@ def _train(
         config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last
     )
     summary["eval_seconds"] = round(spent["eval"], 1)  # this session's in-loop evaluation
+    summary["run_seconds"] = round(time.time() - t_run, 1)  # every session's
     _close(checkpointer, metrics)
     if primary:
         _write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=2))
@@ -1009,10 +1042,11 @@ def _write_text(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _should_stop(config: Config, t_start: float, stop: StopSignals) -> str:
-    """'' to go on, else why to stop: 'time_budget' or the signal's name. In a multi-host run
-    process 0's clock decides the time budget, and a signal to any process stops all."""
-    out = bool(config.time_budget) and time.time() - t_start > 60 * config.time_budget
+def _should_stop(config: Config, t_run: float, stop: StopSignals) -> str:
+    """'' to go on, else why to stop: 'time_budget' (counted from `t_run`, the run's start with
+    its earlier sessions' time) or the signal's name. In a multi-host run process 0's clock
+    decides the time budget, and a signal to any process stops all."""
+    out = bool(config.time_budget) and time.time() - t_run > 60 * config.time_budget
     signalled = stop.requested
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils

@@ -28,6 +28,23 @@ from typing import Any
 FILE = "metrics.jsonl"
 
 
+# what a row logs of the time its iteration took (rows from before `run_seconds` was logged)
+ROW_SECONDS = ("selfplay_seconds", "train_seconds", "eval_seconds", "gate_seconds")
+
+
+def run_seconds(rows: list[dict[str, Any]]) -> list[float]:
+    """The run's seconds of training up to each row, every session's: the row's `run_seconds`
+    (the loop's clock), or for rows logged before it was, the seconds the rows log so far (a
+    little under the wall time: the compilation outside the first iteration and waits for
+    checkpoints are left out)."""
+    total, out = 0.0, []
+    for row in rows:
+        total += sum(float(row.get(k, 0.0)) for k in ROW_SECONDS)
+        total = float(row.get("run_seconds", total))
+        out.append(total)
+    return out
+
+
 def read_rows(path: str) -> list[dict[str, Any]]:
     """The rows of a metrics.jsonl ([] if it is missing). A torn last line (a crash while it was
     written) is dropped; any other line that is not a JSON object is a ValueError naming the file

@@ -78,6 +78,11 @@ def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
     assert "  azjax-play --agent=ckpt:runs/t" in installed and "python " not in installed
     checkout = train.closing_message(summary, "runs/t", prog="train.py")
     assert "  python evaluate.py curve runs/t" in checkout
+    assert "--resume --iterations=N" in checkout and "min in all" not in checkout
+    summary.update(stopped_by="time_budget", run_seconds=606.0)  # a resumed run, out of time
+    timed = train.closing_message(summary, "runs/t", prog="train.py")
+    assert "(0.1 min this session, 10.1 in all; stopped by time_budget)" in timed
+    assert "--resume --time_budget=M" in timed and "--iterations=N" not in timed
 
 
 def test_the_core_never_imports_the_commands():

@@ -82,6 +82,42 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
         assert row["train/learning_rate"] == pytest.approx(want)
 
 
+def test_a_resumed_run_keeps_its_clock(run, tmp_path, capsys):
+    """The time budget and the rate's schedule count the earlier sessions' time (the last row's
+    run_seconds), so a run killed and resumed trains what it would have without the kill."""
+    workdir = str(tmp_path / "clock")
+    shutil.copytree(run, workdir)
+    rows = _metrics(workdir)
+    assert 0 < rows[0]["run_seconds"] <= rows[1]["run_seconds"]
+    rows[-1]["run_seconds"] = 55.0  # as if the first session had taken 55 s
+    with open(os.path.join(workdir, "metrics.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    argv = [f"--workdir={workdir}", "--resume", "--iterations=1000", "--time_budget=1"]
+    argv += ["--lr_schedule=cosine", "--no_progress"]
+    assert train.main(argv) == 0
+    assert "after 0.9 minutes of training of its time_budget of 1" in capsys.readouterr().err
+    rows = _metrics(workdir)
+    summary = json.load(open(os.path.join(workdir, "summary.json")))
+    assert summary["stopped_by"] == "time_budget" and summary["run_seconds"] >= 60
+    assert 3 <= len(rows) < 1000 and rows[2]["run_seconds"] > 55
+    peak = cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).learning_rate
+    assert rows[2]["train/learning_rate"] < 0.02 * peak  # 55 s of 60: the schedule's tail
+    # and with the budget spent, a resume says so and stops at once
+    assert train.main(argv) == 0
+    assert "its time_budget of 1 minutes is spent: a larger" in capsys.readouterr().err
+    assert len(_metrics(workdir)) == len(rows)
+
+
+def test_run_seconds_from_rows_with_and_without_the_loops_clock():
+    from azjax.metrics import run_seconds
+
+    old = [dict(selfplay_seconds=10.0, train_seconds=2.0), dict(selfplay_seconds=5.0)]
+    assert run_seconds(old) == [12.0, 17.0]  # rows from before run_seconds: what they log
+    new = [*old, dict(selfplay_seconds=5.0, run_seconds=40.0), dict(eval_seconds=3.0)]
+    assert run_seconds(new) == [12.0, 17.0, 40.0, 43.0]
+    assert run_seconds([]) == []
+
+
 def test_learning_rate_schedules_over_the_run():
     f = training.lr_fraction
     assert [f("constant", p) for p in (0, 0.5, 1)] == [1.0, 1.0, 1.0]

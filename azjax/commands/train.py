@@ -306,6 +306,7 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     prog = prog or prog_name("train.py")
     last = summary.get("last", {})
     minutes = summary["wall_seconds"] / 60
+    in_all = summary.get("run_seconds", summary["wall_seconds"]) / 60
     what = f"{summary['game']} {_options(summary['game_options'])}"
     agent = f"ckpt:{workdir}"
     if summary.get("shared_games"):  # one network over several games
@@ -314,8 +315,9 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     lines = [
         f"trained {what}for "
         f"{summary['iterations']} iterations: {summary['games']:,} self-play games, "
-        f"{summary['positions']:,} positions ({minutes:.1f} min this session; stopped by "
-        f"{summary['stopped_by']})"
+        f"{summary['positions']:,} positions ({minutes:.1f} min this session"
+        + (f", {in_all:.1f} in all" if in_all > minutes + 0.05 else "")
+        + f"; stopped by {summary['stopped_by']})"
     ]
     if summary.get("eval_seconds"):
         share = summary["eval_seconds"] / max(summary["wall_seconds"], 1e-9)
@@ -337,8 +339,10 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
         (f"{play} --agent={agent}", "play against it"),
         (f"{evaluate} curve {workdir}", "its learning curve, checkpoint by checkpoint"),
         (f"{train} --workdir={workdir} --resume --iterations=N", "train on, to N"),
+        (f"{train} --workdir={workdir} --resume --time_budget=M", "train on, to M min in all"),
         (f"tensorboard --logdir {workdir}", "its metrics (pip install tensorboard)"),
     ]
+    del commands[2 if summary["stopped_by"] == "time_budget" else 3]  # what stopped it
     if summary.get("shared_games"):  # evaluate.py curve does not draw shared runs yet
         del commands[1]
     for command, why in commands:

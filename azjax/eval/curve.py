@@ -32,7 +32,7 @@ from azjax.eval.records import (
     result_record,
     write_json,
 )
-from azjax.metrics import read_rows
+from azjax.metrics import read_rows, run_seconds
 from azjax.search import SearchSpec
 from azjax.solved import error_rate, load_set, shipped, start_states
 from games.base import Game
@@ -173,12 +173,11 @@ def training_games(run_dir: str) -> dict[int, int]:
 def elo_rows(run_dir: str) -> list[dict]:
     """The in-loop ladder ratings of a run, from metrics.jsonl ([] without any): one row per
     evaluation with its iteration, elo, ci95, and the cumulative self-play positions and hours
-    (self-play, learning and evaluation seconds) up to it."""
-    timed = ("selfplay_seconds", "train_seconds", "eval_seconds")
-    positions, seconds, out = 0, 0.0, []
-    for row in read_rows(os.path.join(run_dir, "metrics.jsonl")):
+    of training (`metrics.run_seconds`) up to it."""
+    rows = read_rows(os.path.join(run_dir, "metrics.jsonl"))
+    positions, out = 0, []
+    for row, seconds in zip(rows, run_seconds(rows)):
         positions += row.get("positions", 0)
-        seconds += sum(row.get(k, 0.0) for k in timed)
         if "eval/elo" in row:
             out.append(
                 dict(
