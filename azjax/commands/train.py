@@ -338,11 +338,11 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     commands = [
         (f"{play} --agent={agent}", "play against it"),
         (f"{evaluate} curve {workdir}", "its learning curve, checkpoint by checkpoint"),
-        (f"{train} --workdir={workdir} --resume --iterations=N", "train on, to N"),
-        (f"{train} --workdir={workdir} --resume --time_budget=M", "train on, to M min in all"),
+        (f"{train} --workdir={workdir} --resume --iterations=N", "train on, to N")
+        if summary["stopped_by"] != "time_budget"
+        else (f"{train} --workdir={workdir} --resume --time_budget=M", "train on, to M min in all"),
         (f"tensorboard --logdir {workdir}", "its metrics (pip install tensorboard)"),
     ]
-    del commands[2 if summary["stopped_by"] == "time_budget" else 3]  # what stopped it
     if summary.get("shared_games"):  # evaluate.py curve does not draw shared runs yet
         del commands[1]
     for command, why in commands:
