@@ -63,6 +63,14 @@ class Config:
         "not stretched, as AlphaZero's)",
         choices=("minmax", "raw"),
     )
+    fpu_reduction: float = _field(
+        0.0,
+        "PUCT with puct_values=raw: first-play urgency reduction r, each unvisited child valued "
+        "at its parent's value less r * sqrt(the prior mass of the visited children), as Leela "
+        "Zero and KataGo (0: at the parent's value)",
+        low=0.0,
+        high=2.0,
+    )
     dirichlet_alpha: float = _field(0.33, "Dirichlet noise alpha at the self-play root", low=1e-6)
     dirichlet_fraction: float = _field(
         0.25, "weight of the Dirichlet noise at the self-play root", low=0.0, high=1.0
@@ -557,6 +565,11 @@ def validate(config: Config) -> Config:
         raise ValueError(
             "score_utility reads the ownership head: it needs ownership_weight > 0 (e.g. 1.5, "
             "the CPU recipe's for Hex and Othello)"
+        )
+    if config.fpu_reduction and (config.search != "puct" or config.puct_values != "raw"):
+        raise ValueError(
+            f"fpu_reduction ({config.fpu_reduction}) needs search=puct and puct_values=raw, got "
+            f"search={config.search}, puct_values={config.puct_values}"
         )
     if config.score_utility and config.evaluator != "network":
         raise ValueError("score_utility needs evaluator=network (the ownership head)")

@@ -75,6 +75,7 @@ class SearchSpec:
     num_simulations: int = 50
     c_puct: float = 1.25
     puct_values: str = "minmax"  # "minmax" (mctx's) | "raw" (Q in [-1, 1], not stretched)
+    fpu_reduction: float = 0.0  # "raw": unvisited children valued lower (`raw_values`)
     c_uct: float = 1.4  # "uct": exploration constant for values in [-1, 1] (OpenSpiel's scale)
     explore: bool = False  # root noise: Dirichlet over legal moves (puct) or Gumbel; self-play only
     dirichlet_alpha: float = 0.33
@@ -365,6 +366,7 @@ def make_search(
                 invalid_actions=invalid,
                 c_puct=spec.c_puct,
                 values=spec.puct_values,
+                fpu_reduction=spec.fpu_reduction,
                 dirichlet_fraction=spec.dirichlet_fraction if spec.explore else 0.0,
                 dirichlet_alpha=spec.dirichlet_alpha,
             )
@@ -490,6 +492,7 @@ def _puct_policy(
     dirichlet_fraction: float,
     dirichlet_alpha: float,
     values: str = "minmax",
+    fpu_reduction: float = 0.0,
 ) -> mctx.PolicyOutput:
     """`mctx.muzero_policy` (temperature 1), but for its root noise and its tie-breaks.
 
@@ -506,7 +509,8 @@ def _puct_policy(
     the node is expanded (the same numbers; a fifth of an interior level's cost on the CPU,
     docs/benchmarks.md, "PUCT's priors and its noise").
 
-    `values`: the value term of the selection (`_puct_select`): "minmax", mctx's, or "raw".
+    `values`: the value term of the selection (`_puct_select`): "minmax", mctx's, or "raw"
+    (`raw_values`; `fpu_reduction` > 0 only with "raw").
     """
     k_act, k_noise, k_search = jax.random.split(key, 3)
     probs = jax.nn.softmax(root.prior_logits)  # [B, A]
@@ -525,7 +529,11 @@ def _puct_policy(
 
     if values not in PUCT_VALUES:
         raise ValueError(f"puct_values must be one of {', '.join(PUCT_VALUES)}, got {values!r}")
-    select = functools.partial(_puct_select, pb_c_init=c_puct, values=values)
+    if fpu_reduction and values != "raw":
+        raise ValueError(f"fpu_reduction ({fpu_reduction}) needs puct_values=raw, got {values!r}")
+    select = functools.partial(
+        _puct_select, pb_c_init=c_puct, values=values, fpu_reduction=fpu_reduction
+    )
     tree = tree_search.search(
         params,
         k_search,
@@ -546,7 +554,7 @@ def _puct_policy(
 PUCT_VALUES = ("minmax", "raw")
 
 
-def raw_values(tree: mctx.Tree, node_index) -> jax.Array:
+def raw_values(tree: mctx.Tree, node_index, fpu_reduction: float = 0.0) -> jax.Array:
     """float[A]: the node's children's Q-values in the game's [-1, 1], the unvisited ones at the
     node's own value: `mctx.qtransform_by_parent_and_siblings` without its min-max stretch.
 
@@ -554,9 +562,19 @@ def raw_values(tree: mctx.Tree, node_index) -> jax.Array:
     only a prior above 1 / (c_puct sqrt(N)) ever draws a simulation away from it: at 32 - 50
     simulations the search gives nearly all of them to one root move and its trees are lines
     (`python -m benchmarks.tree_depth`). Unstretched, a child must be better by as much as the
-    exploration term says (AlphaZero's PUCT, whose Q is the mean outcome)."""
+    exploration term says (AlphaZero's PUCT, whose Q is the mean outcome).
+
+    `fpu_reduction` r > 0 values the unvisited children lower, at the node's value less
+    r * sqrt(the prior mass of its visited children) (Leela Zero's and KataGo's first-play
+    urgency): the more of the policy the search has looked at, the less an untried move is
+    presumed worth, so simulations go deeper into the moves the prior favours. The tree must hold
+    prior probabilities (`_puct_policy`'s trees do)."""
     visited = tree.children_visits[node_index] > 0
-    return jnp.where(visited, tree.qvalues(node_index), tree.node_values[node_index])
+    unvisited = tree.node_values[node_index]
+    if fpu_reduction:  # a Python 0 leaves the values as they were, to the bit
+        seen = jnp.sum(jnp.where(visited, tree.children_prior_logits[node_index], 0.0))
+        unvisited = unvisited - fpu_reduction * jnp.sqrt(seen)
+    return jnp.where(visited, tree.qvalues(node_index), unvisited)
 
 
 def _puct_select(
@@ -568,17 +586,18 @@ def _puct_select(
     pb_c_init: float,
     pb_c_base: float = 19652.0,
     values: str = "minmax",
+    fpu_reduction: float = 0.0,
 ):
     """`mctx.muzero_action_selection` for one node of one tree, its tie-break from `tie_break`;
     the tree holds prior probabilities, not logits (`_puct_policy`). `values`: "minmax", mctx's
-    value term, or "raw" (`raw_values`)."""
+    value term, or "raw" (`raw_values`, with its `fpu_reduction`)."""
     visit_counts = tree.children_visits[node_index]  # [A]
     node_visit = tree.node_visits[node_index]
     pb_c = pb_c_init + jnp.log((node_visit + pb_c_base + 1.0) / pb_c_base)
     prior_probs = tree.children_prior_logits[node_index]  # [A], probabilities (see above)
     policy_score = jnp.sqrt(node_visit) * pb_c * prior_probs / (visit_counts + 1)
     if values == "raw":
-        value_score = raw_values(tree, node_index)
+        value_score = raw_values(tree, node_index, fpu_reduction)
     else:
         value_score = mctx.qtransform_by_parent_and_siblings(tree, node_index)
     # Exact ties are decided by how the 1e-7 tie-break rounds against scores near 0.1 (a few

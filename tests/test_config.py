@@ -78,6 +78,12 @@ def test_a_config_is_frozen():
         ({"net_symmetries": 8}, "net_symmetries must be in 1..2 for hex (its board symmetries)"),
         ({"net_symmetries": 9}, "net_symmetries must be <= 8"),
         ({"net_symmetries": 2, "algorithm": "exit"}, "net_symmetries needs algorithm=alphazero"),
+        ({"fpu_reduction": 3.0}, "fpu_reduction must be <= 2.0"),
+        (
+            {"fpu_reduction": 0.2, "puct_values": "minmax"},
+            "fpu_reduction (0.2) needs search=puct and puct_values=raw, got search=puct, "
+            "puct_values=minmax",
+        ),
     ],
 )
 def test_bad_values_are_named(overrides, message):

@@ -382,6 +382,35 @@ def test_raw_puct_values_are_q_unstretched_and_spread_the_root_visits():
         )
 
 
+def test_first_play_urgency_values_the_unvisited_below_the_parent_and_deepens_the_trees():
+    # fpu_reduction r: an unvisited child at the node's value less r * sqrt(the prior mass of the
+    # visited children); the searches then go deeper into the moves tried (Leela Zero, KataGo).
+    apply, variables = linear_net(HEX, seed=5)
+    states = spread(HEX, 32, 6, seed=6)
+    key = jax.random.PRNGKey(7)
+    trees = {}
+    for r in (0.0, 0.5):
+        spec = SearchSpec(search="puct", num_simulations=16, puct_values="raw", fpu_reduction=r)
+        trees[r] = jax.jit(make_search(HEX, spec, apply))(variables, key, states).search_tree
+    t = jax.tree.map(np.asarray, trees[0.5])
+    got = np.asarray(jax.vmap(raw_values, in_axes=(0, None, None))(trees[0.5], 0, 0.5))
+    q = t.children_rewards[:, 0] + t.children_discounts[:, 0] * t.children_values[:, 0]
+    visited = t.children_visits[:, 0] > 0
+    seen = np.where(visited, t.children_prior_logits[:, 0], 0.0).sum(1, keepdims=True)
+    want = np.where(visited, q, t.node_values[:, :1] - 0.5 * np.sqrt(seen))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert np.all(seen > 0) and np.any(~visited & np.asarray(jax.vmap(HEX.legal_mask)(states)))
+    plain = np.asarray(jax.vmap(raw_values, in_axes=(0, None, None))(trees[0.5], 0, 0.0))
+    np.testing.assert_array_equal(plain, np.where(visited, q, t.node_values[:, :1]))
+    tried = {
+        r: np.mean((np.asarray(tr.children_visits[:, 0]) > 0).sum(1)) for r, tr in trees.items()
+    }
+    assert tried[0.5] < tried[0.0], tried  # fewer root moves tried, the rest deeper
+    with pytest.raises(ValueError, match="fpu_reduction .0.5. needs puct_values=raw"):
+        spec = SearchSpec(search="puct", puct_values="minmax", fpu_reduction=0.5)
+        make_search(HEX, spec, apply)(variables, key, states)
+
+
 def test_puct_breaks_exact_ties_as_mctx_does():
     # Uniform priors and no values: the first simulation's 9 root children tie exactly. mctx
     # adds 1e-7 * U(0, 1) to scores near 0.14, whose float32 spacing is 1.5e-8, so only a few

@@ -1,5 +1,7 @@
 """Agent specs (azjax/eval/specs.py): what they build, their errors, and checkpoint agents."""
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from azjax.checkpoint import CheckpointError, load_checkpoint
 from azjax.eval import specs
 from azjax.eval.match import play_games
 from azjax.eval.specs import parse_agent
+from azjax.search import SearchSpec
 
 TTT = games.make("tictactoe")
 
@@ -28,6 +31,7 @@ def test_specs_build_the_named_agents():
     assert parse_agent("mcts:search=puct", TTT).search.spec.search == "puct"
     assert default.puct_values == "minmax"  # mctx's, unless values= says otherwise
     assert parse_agent("mcts:search=puct,values=raw", TTT).search.spec.puct_values == "raw"
+    assert parse_agent("mcts:search=puct,values=raw,fpu=0.3", TTT).search.spec.fpu_reduction == 0.3
     assert parse_agent("random", TTT).batched
     minimax = parse_agent("minimax:depth=2,seed=3", TTT)
     assert not minimax.batched and not minimax.stateful
@@ -61,6 +65,8 @@ def test_the_commands_seed_reaches_agents_without_their_own():
         ("mcts:sims", "option 'sims' needs a value"),
         ("mcts:search=alphazero", "search must be one of uct, puct, gumbel"),
         ("mcts:values=max", "values must be one of minmax, raw"),
+        ("mcts:search=puct,fpu=0.3", "fpu=0.3 needs search=puct and values=raw, got search=puct"),
+        ("mcts:fpu=3", "fpu (PUCT's first-play urgency reduction (fpu_reduction; values=raw))"),
         ("mcts:sims=5,seconds=1", "give sims or seconds, not both"),
         ("random:sims=3", "random: unknown option 'sims'; options: none"),
         ("minimax:depth=-1", "depth (plies searched) must be in [1, 10000]"),
@@ -129,6 +135,16 @@ def test_checkpoint_agent_takes_search_settings(tiny_run):
     assert latest.search.spec.puct_values == "minmax"  # the run's own (the default)
     assert parse_agent(f"ckpt:{tiny_run},values=raw", TTT).search.spec.puct_values == "raw"
     assert latest.search.spec.net_symmetries == 1  # the run's own (the default)
+    assert latest.search.spec.fpu_reduction == 0  # the run's own (the default)
+    fpu = parse_agent(f"ckpt:{tiny_run},search=puct,values=raw,fpu=0.2", TTT).search.spec
+    assert (fpu.puct_values, fpu.fpu_reduction) == ("raw", 0.2)
+    # a run's own reduction gives way where the options change the search; an option's does not
+    inherited = SearchSpec(search="puct", puct_values="raw", fpu_reduction=0.2)
+    assert specs._check_fpu("x", {}, inherited) == inherited
+    gumbel = dataclasses.replace(inherited, search="gumbel")
+    assert specs._check_fpu("x", {}, gumbel).fpu_reduction == 0
+    with pytest.raises(ValueError, match="x: fpu=0.2 needs search=puct and values=raw"):
+        specs._check_fpu("x", {"fpu": 0.2}, gumbel)
     assert parse_agent(f"ckpt:{tiny_run},sym=8", TTT).search.spec.net_symmetries == 8
     assert latest.search.spec.score_utility == 0  # the run's own (the default)
     othello6 = parse_agent("ckpt:pretrained/othello6,score=0.2", games.make("othello", size=6))

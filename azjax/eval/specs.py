@@ -11,19 +11,20 @@ Specs (options are comma-separated `name=value`):
                                      `evaluate.py export`, or pretrained/NAME (a network the
                                      package ships, azjax/pretrained). Options: sims, search (puct |
                                      gumbel), c_puct, values (PUCT's: minmax | raw, the config's
-                                     puct_values), considered (Gumbel root actions), rollout
-                                     (none | random | policy), p_r, lambda, sym (the network
-                                     averaged over that many board symmetries: up to 8 on
-                                     Othello and Tic-Tac-Toe, 2 on Hex and Connect Four), eps,
-                                     seconds; unset ones come from the checkpoint's config
-                                     (search=uct: UCT on the network's values, its priors
-                                     unused).
+                                     puct_values), fpu (PUCT's first-play urgency reduction with
+                                     values=raw, the config's fpu_reduction), considered
+                                     (Gumbel root actions), rollout (none | random | policy),
+                                     p_r, lambda, sym (the network averaged over that many
+                                     board symmetries: up to 8 on Othello and Tic-Tac-Toe, 2 on
+                                     Hex and Connect Four), eps, seconds; unset ones come
+                                     from the checkpoint's config (search=uct: UCT on the
+                                     network's values, its priors unused).
                                      game=NAME picks one game of a shared run (`--games`),
                                      whose network plays each of them.
     mcts[:opts]                      pure MCTS with random rollouts (uniform priors, every leaf
                                      rolled out). Options: sims (100), search (uct, the default:
                                      OpenSpiel's UCT; puct: seed 000's baseline; gumbel), c_uct
-                                     (1.4), c_puct, values, considered, eps, seconds.
+                                     (1.4), c_puct, values, fpu, considered, eps, seconds.
     random                           a uniformly random legal move.
     minimax[:depth=D,seed=S,heuristic=H]  alpha-beta negamax in Python (see `Minimax`); depth
                                      defaults to the whole game, allowed only for small games;
@@ -44,6 +45,7 @@ gives no seed=, so a match with another --seed plays other games against them.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import games
@@ -65,6 +67,7 @@ _OPTIONS: dict[str, tuple] = {
     "search": (("uct", "puct", "gumbel"), None, None, "mctx search"),
     "c_puct": (float, 0.0, 1000.0, "PUCT exploration constant"),
     "values": (PUCT_VALUES, None, None, "PUCT's value term (puct_values)"),
+    "fpu": (float, 0.0, 2.0, "PUCT's first-play urgency reduction (fpu_reduction; values=raw)"),
     "c_uct": (float, 0.0, 100.0, "UCT exploration constant (values in [-1, 1])"),
     "considered": (int, 1, 4096, "Gumbel search: actions considered at the root"),
     "rollout": (("none", "random", "policy"), None, None, "rollout policy"),
@@ -85,10 +88,10 @@ SEEDED_KINDS = ("minimax", "perfect", "spiel")  # Python agents with their own r
 
 KINDS = {
     "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel|uct,c_puct=..,"
-    "values=minmax|raw,c_uct=..,"
+    "values=minmax|raw,fpu=..,c_uct=..,"
     "considered=..,rollout=none|random|policy,p_r=..,lambda=..,sym=..,score=..,eps=..,seconds=..,"
     "game=NAME]",
-    "mcts": "mcts[:sims=..,search=uct|puct|gumbel,c_uct=..,c_puct=..,values=minmax|raw,"
+    "mcts": "mcts[:sims=..,search=uct|puct|gumbel,c_uct=..,c_puct=..,values=minmax|raw,fpu=..,"
     "considered=..,eps=..,"
     "seconds=..] (search=uct by default; search=puct is seed 000's baseline)",
     "random": "random",
@@ -179,6 +182,7 @@ def _spec_overrides(opts: dict[str, Any]) -> dict[str, Any]:
         "search": "search",
         "c_puct": "c_puct",
         "values": "puct_values",
+        "fpu": "fpu_reduction",
         "c_uct": "c_uct",
         "considered": "max_considered_actions",
         "rollout": "rollout_policy",
@@ -190,13 +194,36 @@ def _spec_overrides(opts: dict[str, Any]) -> dict[str, Any]:
     return {names[k]: v for k, v in opts.items() if k in names}
 
 
+def _check_fpu(name: str, opts: dict[str, Any], spec: SearchSpec) -> SearchSpec:
+    """`spec`, its first-play urgency reduction checked: an `fpu` option needs PUCT with raw
+    values; one from a checkpoint's config is dropped where the options change the search."""
+    if not spec.fpu_reduction or (spec.search == "puct" and spec.puct_values == "raw"):
+        return spec
+    if "fpu" in opts:
+        raise ValueError(
+            f"{name}: fpu={spec.fpu_reduction} needs search=puct and values=raw, got "
+            f"search={spec.search}, values={spec.puct_values}"
+        )
+    return dataclasses.replace(spec, fpu_reduction=0.0)
+
+
 def _check_sims_or_seconds(kind: str, opts: dict[str, Any]) -> None:
     if "sims" in opts and "seconds" in opts:
         raise ValueError(f"{kind}: give sims or seconds, not both")
 
 
 # ---- the kinds -----------------------------------------------------------------------------------
-_SEARCH_OPTIONS = ("sims", "search", "c_puct", "values", "c_uct", "considered", "eps", "seconds")
+_SEARCH_OPTIONS = (
+    "sims",
+    "search",
+    "c_puct",
+    "values",
+    "fpu",
+    "c_uct",
+    "considered",
+    "eps",
+    "seconds",
+)
 MCTS_SEARCH = "uct"  # the mcts: agent's default search (OpenSpiel's); "puct" is seed 000's
 
 
@@ -209,7 +236,7 @@ def _mcts(game: Game, rest: str, name: str) -> Agent:
     opts = parse_options("mcts", rest, _SEARCH_OPTIONS)
     _check_sims_or_seconds("mcts", opts)
     defaults = {"num_simulations": 100, "search": MCTS_SEARCH}
-    spec = SearchSpec.pure_mcts(**{**defaults, **_spec_overrides(opts)})
+    spec = _check_fpu("mcts", opts, SearchSpec.pure_mcts(**{**defaults, **_spec_overrides(opts)}))
     setup = SearchSetup(game, spec, None, opts.get("eps", 0.0), opts.get("seconds"))
     return search_agent(name, setup)
 
@@ -242,7 +269,7 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
     saved, variables, step = load_checkpoint(path, step)
     if saved.games:  # a shared run: the network of `config.game`
         variables = view(variables, config.game)
-    spec = SearchSpec.from_config(config, **_spec_overrides(opts))
+    spec = _check_fpu(name, opts, SearchSpec.from_config(config, **_spec_overrides(opts)))
     check_count(game, spec.net_symmetries, f"{name}: sym")
     if spec.score_utility and not config.ownership_weight:
         raise ValueError(
