@@ -10,6 +10,13 @@ after a compiling call (compilation is reported on its own line), best of `--rep
   steps per call for this backend (`training.steps_per_call`);
 - `scan in cond`: the learner before issue 17, one `lax.scan` of every step inside `lax.cond`.
 Rows print steps/s and the ratio to `step alone`; the learner should be within 1.2x of it.
+
+    python -m benchmarks.learner --game=othello --size=6 --train_steps=90 --loop_devices=2
+
+`--loop_devices=N` times instead what a run of `--config=cpu --cpu_devices=N` learns with: the
+training loop's learner (`loop.make_iteration(...).learn`) with the game's whole CPU recipe
+(configs/cpu.py: its augmentation, ownership target, mobility planes), on N CPU devices, its
+buffer filled by the loop's own self-play (docs/benchmarks.md, "The learner on two CPU devices").
 """
 
 from __future__ import annotations
@@ -23,8 +30,8 @@ import jax
 import jax.numpy as jnp
 
 from azjax import config as cfg
-from azjax import loop, network, replay, training
-from configs.cpu import CPU_SCALE
+from azjax import loop, network, parallel, replay, training
+from configs.cpu import CPU_SCALE, cpu_recipe
 
 RECIPE = dict(CPU_SCALE, size=6)  # configs/cpu.py's recipe on 6x6 Hex
 
@@ -104,6 +111,26 @@ def run(config: cfg.Config, repeats: int) -> list[tuple[str, float, float]]:
     return rows
 
 
+def loop_learner(config: cfg.Config, devices: int, repeats: int) -> tuple[float, float, int]:
+    """(seconds of the first call, best seconds of the next `repeats`, positions ready) of the
+    loop's learner of `config` on the first `devices` devices, after self-play has filled its
+    buffer to the learner's minimum."""
+    it = loop.make_iteration(config, parallel.make_mesh(jax.devices()[:devices]))
+    run, states, buffer = it.init_run(), it.init_states(), it.init_buffer()
+    ready = 0
+    while ready < it.min_replay:
+        states, buffer, played = it.play(run, states, buffer)
+        ready = int(played.ready)
+    # learn donates the train state: each call gets a copy, made before the clock starts
+    trains = [it.copy(run.train) for _ in range(repeats + 1)]
+    times = []
+    for train in trains:
+        t0 = time.perf_counter()
+        jax.block_until_ready(it.learn(run.replace(train=train), buffer)[1])
+        times.append(time.perf_counter() - t0)
+    return times[0], min(times[1:]), ready
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -113,7 +140,20 @@ def main(argv=None) -> int:
     parser.add_argument("--train_steps", type=int, default=RECIPE["train_steps"])
     parser.add_argument("--train_batch_size", type=int, default=RECIPE["train_batch_size"])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--loop_devices",
+        type=int,
+        default=0,
+        help="time the training loop's learner with the game's CPU recipe on this many CPU "
+        "devices instead (module doc); 0: the three learners of the CPU_SCALE network",
+    )
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
+    if args.loop_devices < 0:
+        parser.error(f"--loop_devices must be 0 or more, got {args.loop_devices}")
+    if args.loop_devices:
+        return _main_loop(parser, args)
     overrides = {
         **RECIPE,
         "size": args.size,
@@ -137,6 +177,40 @@ def main(argv=None) -> int:
     print("|---|--:|--:|--:|--:|")
     for name, first, best in rows:
         print(f"| {name} | {first:.2f} | {best:.3f} | {n / best:.1f} | {reference / best:.2f}x |")
+    return 0
+
+
+def _main_loop(parser: argparse.ArgumentParser, args) -> int:
+    devices = parallel.split_cpu(args.loop_devices)  # before JAX starts
+    if devices != args.loop_devices:
+        parser.exit(2, f"benchmarks.learner: error: JAX has started with {devices} CPU devices\n")
+    overrides = {
+        **cpu_recipe(args.game),
+        "size": args.size,
+        "train_steps": args.train_steps,
+        "train_batch_size": args.train_batch_size,
+    }
+    try:
+        config = cfg.load(args.game, overrides)
+        parallel.check_divisible(
+            parallel.make_mesh(jax.devices()[:devices]),
+            batch_games=config.batch_games,
+            train_batch_size=config.train_batch_size,
+        )
+    except ValueError as e:
+        parser.exit(2, f"benchmarks.learner: error: {e}\n")
+    first, best, ready = loop_learner(config, devices, args.repeats)
+    n = config.train_steps
+    print(
+        f"# {config.game} {dict(config.game_options)}: the CPU recipe's learner (configs/cpu.py), "
+        f"{config.num_blocks}x{config.num_filters} ResNet, batch {config.train_batch_size}, "
+        f"{n} steps, on {devices} CPU device(s) ({platform.processor() or platform.machine()}), "
+        f"{ready} positions ready"
+    )
+    print(
+        f"loop's learner: first call {first:.2f} s (compile), best {best:.3f} s an iteration, "
+        f"{n / best:.1f} steps/s, {best / n * 1e3:.1f} ms a step"
+    )
     return 0
 
 
