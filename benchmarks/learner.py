@@ -154,16 +154,7 @@ def main(argv=None) -> int:
         parser.error(f"--loop_devices must be 0 or more, got {args.loop_devices}")
     if args.loop_devices:
         return _main_loop(parser, args)
-    overrides = {
-        **RECIPE,
-        "size": args.size,
-        "train_steps": args.train_steps,
-        "train_batch_size": args.train_batch_size,
-    }
-    try:
-        config = cfg.load(args.game, overrides)
-    except ValueError as e:
-        parser.exit(2, f"benchmarks.learner: error: {e}\n")
+    config = _config(parser, args, RECIPE)
     n = config.train_steps
     print(
         f"# {config.game} {dict(config.game_options)}: {config.num_blocks}x{config.num_filters} "
@@ -180,18 +171,26 @@ def main(argv=None) -> int:
     return 0
 
 
-def _main_loop(parser: argparse.ArgumentParser, args) -> int:
-    devices = parallel.split_cpu(args.loop_devices)  # before JAX starts
-    if devices != args.loop_devices:
-        parser.exit(2, f"benchmarks.learner: error: JAX has started with {devices} CPU devices\n")
+def _config(parser: argparse.ArgumentParser, args, recipe: dict) -> cfg.Config:
+    """The game's config with `recipe` and the flags' sizes over it; exit 2 on a bad value."""
     overrides = {
-        **cpu_recipe(args.game),
+        **recipe,
         "size": args.size,
         "train_steps": args.train_steps,
         "train_batch_size": args.train_batch_size,
     }
     try:
-        config = cfg.load(args.game, overrides)
+        return cfg.load(args.game, overrides)
+    except ValueError as e:
+        parser.exit(2, f"benchmarks.learner: error: {e}\n")
+
+
+def _main_loop(parser: argparse.ArgumentParser, args) -> int:
+    devices = parallel.split_cpu(args.loop_devices)  # before JAX starts
+    if devices != args.loop_devices:
+        parser.exit(2, f"benchmarks.learner: error: JAX has started with {devices} CPU devices\n")
+    config = _config(parser, args, cpu_recipe(args.game))
+    try:
         parallel.check_divisible(
             parallel.make_mesh(jax.devices()[:devices]),
             batch_games=config.batch_games,
