@@ -122,13 +122,9 @@ def loop_learner(config: cfg.Config, devices: int, repeats: int) -> tuple[float,
         states, buffer, played = it.play(run, states, buffer)
         ready = int(played.ready)
     # learn donates the train state: each call gets a copy, made before the clock starts
-    trains = [it.copy(run.train) for _ in range(repeats + 1)]
-    times = []
-    for train in trains:
-        t0 = time.perf_counter()
-        jax.block_until_ready(it.learn(run.replace(train=train), buffer)[1])
-        times.append(time.perf_counter() - t0)
-    return times[0], min(times[1:]), ready
+    trains = iter([it.copy(run.train) for _ in range(repeats + 1)])
+    first, best = _time(lambda: it.learn(run.replace(train=next(trains)), buffer)[1], repeats)
+    return first, best, ready
 
 
 def main(argv=None) -> int:
