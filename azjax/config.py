@@ -196,6 +196,15 @@ class Config:
         "ownership target; adds an ownership head to the network; 0: off)",
         low=0.0,
     )
+    soft_policy_weight: float = _field(
+        0.0,
+        "weight of an auxiliary loss on the search policy softened to pi^(1/T) (KataGo's soft "
+        "policy target, 8 there; adds a soft policy output to the network; 0: off)",
+        low=0.0,
+    )
+    soft_policy_temperature: float = _field(
+        4.0, "T of soft_policy_weight's target pi^(1/T) (KataGo's 4)", low=1.0
+    )
     min_replay: int = _field(
         0, "positions with a known outcome needed before training (0: one training batch)", low=0
     )
@@ -561,6 +570,8 @@ def validate(config: Config) -> Config:
             "ownership_weight is for a run on one game, not shared learning (games): pass "
             "--ownership_weight=0 (the CPU recipe sets 1.5 for Hex and Othello)"
         )
+    if config.soft_policy_weight and config.algorithm != "alphazero":
+        raise ValueError("soft_policy_weight needs algorithm=alphazero")
     if config.score_utility and not config.ownership_weight:
         raise ValueError(
             "score_utility reads the ownership head: it needs ownership_weight > 0 (e.g. 1.5, "

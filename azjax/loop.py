@@ -262,6 +262,8 @@ def make_iteration(
             config.weight_decay,
             partial_policy=config.full_search_prob < 1,
             ownership_weight=config.ownership_weight,
+            soft_policy_weight=config.soft_policy_weight,
+            soft_policy_temperature=config.soft_policy_temperature,
         ),
         make_sampler(
             config.train_batch_size,

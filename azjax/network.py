@@ -10,6 +10,10 @@
   convolution to one plane, tanh: who will hold each cell at the end of the game, +1 the mover,
   -1 the opponent. The learner reads it (`with_ownership=True`), and searches with a score
   utility (`azjax.search.scored`); other searches never call it.
+- soft policy head (`soft_policy_head`, KataGo's auxiliary soft policy target; off by default):
+  a second dense layer on the policy head's features, one logit per action, trained towards the
+  search policy raised to 1/T (`azjax.training`); only the learner reads it
+  (`with_soft_policy=True`), the searches play from the first.
 
 The trunk (conv block and residual blocks) is convolutions only, so its parameters fit any board
 size; the heads' dense layers are sized by the board and the actions. `is_trunk` names the trunk's
@@ -32,6 +36,8 @@ import jax
 import jax.numpy as jnp
 
 OWNERSHIP_HEAD = "ownership"  # the ownership head's module name in the variables
+SOFT_POLICY_HEAD = "soft_policy"  # the soft policy head's
+AUX_HEADS = (OWNERSHIP_HEAD, SOFT_POLICY_HEAD)  # the heads a run's options add or leave out
 
 
 class ConvBlock(nn.Module):
@@ -67,7 +73,8 @@ class ResidualBlock(nn.Module):
 class PolicyValueNet(nn.Module):
     """obs float32[B, H, W, C] -> (logits float32[B, num_actions], value float32[B] in [-1, 1]);
     with `with_ownership=True` (a network with `ownership_head`) also the ownership prediction,
-    float32[B, H * W] in [-1, 1]."""
+    float32[B, H * W] in [-1, 1], and then with `with_soft_policy=True` (a network with
+    `soft_policy_head`) the soft policy's logits, float32[B, num_actions]."""
 
     num_actions: int
     num_blocks: int = 3
@@ -76,9 +83,20 @@ class PolicyValueNet(nn.Module):
     dtype: Any = jnp.float32
     freeze_trunk: bool = False
     ownership_head: bool = False
+    soft_policy_head: bool = False
 
     @nn.compact
-    def __call__(self, obs, train: bool = False, with_ownership: bool = False):
+    def __call__(
+        self,
+        obs,
+        train: bool = False,
+        with_ownership: bool = False,
+        with_soft_policy: bool = False,
+    ):
+        if with_ownership and not self.ownership_head:
+            raise ValueError("with_ownership=True needs a network with ownership_head")
+        if with_soft_policy and not self.soft_policy_head:
+            raise ValueError("with_soft_policy=True needs a network with soft_policy_head")
         trunk_train = train and not self.freeze_trunk
         x = ConvBlock(self.num_filters, dtype=self.dtype)(obs.astype(self.dtype), trunk_train)
         for _ in range(self.num_blocks):
@@ -87,20 +105,22 @@ class PolicyValueNet(nn.Module):
             x = jax.lax.stop_gradient(x)
 
         p = ConvBlock(self.num_filters, dtype=self.dtype)(x, train)
-        logits = nn.Dense(self.num_actions, dtype=self.dtype)(p.reshape(p.shape[0], -1))
+        p = p.reshape(p.shape[0], -1)
+        logits = nn.Dense(self.num_actions, dtype=self.dtype)(p)
 
         v = ConvBlock(1, kernel=1, dtype=self.dtype)(x, train)
         v = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v.reshape(v.shape[0], -1)))
         v = jnp.tanh(nn.Dense(1, dtype=self.dtype)(v))[:, 0]
-        out = logits.astype(jnp.float32), v.astype(jnp.float32)
-        if not self.ownership_head:
+        out = [logits.astype(jnp.float32), v.astype(jnp.float32)]
+        if self.ownership_head:  # the heads are made at init whatever is asked for
+            o = nn.Conv(1, (1, 1), dtype=self.dtype, name=OWNERSHIP_HEAD)(x)
             if with_ownership:
-                raise ValueError("with_ownership=True needs a network with ownership_head")
-            return out
-        o = nn.Conv(1, (1, 1), dtype=self.dtype, name=OWNERSHIP_HEAD)(x)  # made at init: always
-        if not with_ownership:
-            return out
-        return *out, jnp.tanh(o.reshape(o.shape[0], -1)).astype(jnp.float32)
+                out.append(jnp.tanh(o.reshape(o.shape[0], -1)).astype(jnp.float32))
+        if self.soft_policy_head:
+            soft = nn.Dense(self.num_actions, dtype=self.dtype, name=SOFT_POLICY_HEAD)(p)
+            if with_soft_policy:
+                out.append(soft.astype(jnp.float32))
+        return tuple(out)
 
 
 def make_network(config, game) -> PolicyValueNet:
@@ -113,6 +133,7 @@ def make_network(config, game) -> PolicyValueNet:
         dtype=dtype,
         freeze_trunk=config.freeze_trunk,
         ownership_head=config.ownership_weight > 0,
+        soft_policy_head=config.soft_policy_weight > 0,
     )
 
 

@@ -6,7 +6,11 @@ averaged over the batch; pi is the search policy, z the game's outcome for the p
 With `ownership_weight` w > 0 the network also predicts who holds each cell at the end of the
 game (KataGo's ownership target, Wu 2019 section 4.1) and the loss adds
 w * mean over cells of (o - o_hat)^2, o in {-1, 0, +1} from the mover's view (`replay`).
-Under playout cap randomisation (`partial_policy`) the policy term is averaged over the positions
+With `soft_policy_weight` s > 0 a second policy output learns the search policy softened to
+pi^(1/T) (normalised; T = `soft_policy_temperature`) and the loss adds s * (-pi_soft . log p_soft):
+KataGo's auxiliary soft policy target (KataGoMethods.md; T = 4, s = 8 there), a target that tells
+apart the moves the sharp one gives almost nothing; the searches never read that output.
+Under playout cap randomisation (`partial_policy`) the policy terms are averaged over the positions
 that have a policy target (the fast searches are recorded with an all-zero pi).
 
 With `freeze_trunk` (a run transferred from another, `azjax.transfer`) only the heads train: the
@@ -44,6 +48,7 @@ class Losses(NamedTuple):
     policy: jax.Array
     l2: jax.Array
     ownership: jax.Array  # the weighted ownership term; 0 without it
+    soft_policy: jax.Array  # the weighted soft policy term; 0 without it
 
 
 LR_SCHEDULES = ("constant", "cosine", "warmup_cosine")  # `lr_fraction`'s
@@ -105,6 +110,14 @@ def init_train_state(variables, optimizer) -> TrainState:
     )
 
 
+def soft_policy_target(policy: jax.Array, temperature: float) -> jax.Array:
+    """policy float32[..., A] raised to 1/temperature and normalised: KataGo's soft policy
+    target. A move the search gave nothing still gets nothing, and an all-zero row (a fast
+    search's, no target) stays all zero."""
+    soft = policy ** (1.0 / temperature)
+    return soft / jnp.maximum(jnp.sum(soft, axis=-1, keepdims=True), 1e-12)
+
+
 def make_train_step(
     net,
     optimizer,
@@ -112,6 +125,8 @@ def make_train_step(
     *,
     partial_policy: bool = False,
     ownership_weight: float = 0.0,
+    soft_policy_weight: float = 0.0,
+    soft_policy_temperature: float = 4.0,
 ):
     """train_step(state, batch, lr_scale=1.0) -> (state, Losses); pure, meant for jax.jit.
     The optimizer's updates are multiplied by `lr_scale` (a float32 scalar: the learning
@@ -121,10 +136,16 @@ def make_train_step(
     `partial_policy` (playout cap randomisation) some positions have no policy target (an
     all-zero one): the policy loss is the mean over the positions that have one. With
     `ownership_weight` > 0 (a network with `ownership_head`, batches with `ownership`) the loss
-    adds the weighted ownership term (module doc)."""
+    adds the weighted ownership term, and with `soft_policy_weight` > 0 (a network with
+    `soft_policy_head`) the weighted soft policy term at `soft_policy_temperature` (module doc)."""
     owned = ownership_weight > 0
+    softened = soft_policy_weight > 0
     if owned and not net.ownership_head:
         raise ValueError("ownership_weight > 0 needs a network with ownership_head")
+    if softened and not net.soft_policy_head:
+        raise ValueError("soft_policy_weight > 0 needs a network with soft_policy_head")
+    if softened and soft_policy_temperature < 1:
+        raise ValueError(f"soft_policy_temperature must be >= 1, got {soft_policy_temperature}")
 
     def loss_fn(params, batch_stats, batch: Batch):
         outputs, updates = net.apply(
@@ -132,20 +153,27 @@ def make_train_step(
             batch.obs,
             train=True,
             with_ownership=owned,
+            with_soft_policy=softened,
             mutable=["batch_stats"],
         )
-        logits, value = outputs[:2]
-        ownership_loss = jnp.float32(0.0)
+        logits, value, *extra = outputs
+        ownership_loss = soft_loss = jnp.float32(0.0)
         if owned:
-            ownership_loss = ownership_weight * jnp.mean((batch.ownership - outputs[2]) ** 2)
-        value_loss = jnp.mean((batch.value - value) ** 2)
-        policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy))
-        if partial_policy:  # a position without a target adds nothing; average over the rest
+            ownership_loss = ownership_weight * jnp.mean((batch.ownership - extra.pop(0)) ** 2)
+        # a position without a policy target (all zero) adds nothing; average over the rest
+        targets = 1.0
+        if partial_policy:
             has_target = jnp.sum(batch.policy, axis=-1) > 0
-            policy_loss *= has_target.shape[0] / jnp.maximum(jnp.sum(has_target), 1)
+            targets = has_target.shape[0] / jnp.maximum(jnp.sum(has_target), 1)
+        if softened:
+            soft = soft_policy_target(batch.policy, soft_policy_temperature)
+            soft_ce = optax.softmax_cross_entropy(extra.pop(0), soft)
+            soft_loss = soft_policy_weight * jnp.mean(soft_ce) * targets
+        value_loss = jnp.mean((batch.value - value) ** 2)
+        policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy)) * targets
         l2 = weight_decay * sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
-        total = value_loss + policy_loss + l2 + ownership_loss
-        losses = Losses(total, value_loss, policy_loss, l2, ownership_loss)
+        total = value_loss + policy_loss + l2 + ownership_loss + soft_loss
+        losses = Losses(total, value_loss, policy_loss, l2, ownership_loss, soft_loss)
         return total, (losses, updates["batch_stats"])
 
     def train_step(state: TrainState, batch: Batch, lr_scale=1.0):

@@ -39,7 +39,7 @@ from azjax.checkpoint import (
     steps,
 )
 from azjax.config import Config
-from azjax.network import OWNERSHIP_HEAD, is_trunk, with_trunk
+from azjax.network import AUX_HEADS, is_trunk, with_trunk
 
 
 def _error(config: Config, text: str) -> CheckpointError:
@@ -134,9 +134,22 @@ def same_network(source: Config, config: Config, source_vars: Any, fresh: Any) -
     return same_tree and _shapes(source_vars) == _shapes(fresh)
 
 
-def _without_ownership(variables: Any) -> dict:
-    """The variables without the ownership head's module (`azjax.network.OWNERSHIP_HEAD`)."""
-    return {c: {k: v for k, v in m.items() if k != OWNERSHIP_HEAD} for c, m in variables.items()}
+def _without_aux_heads(variables: Any) -> dict:
+    """The variables without the ownership and soft policy heads' modules
+    (`azjax.network.AUX_HEADS`)."""
+    return {c: {k: v for k, v in m.items() if k not in AUX_HEADS} for c, m in variables.items()}
+
+
+def _aux_heads_note(source_vars: Any, fresh: Any) -> str:
+    """ "the ownership head, initialised afresh" and the like, for each auxiliary head that one
+    network has and the other has not."""
+    notes = [
+        f"the {name.replace('_', ' ')} head, "
+        + ("initialised afresh" if name in fresh["params"] else "left out")
+        for name in AUX_HEADS
+        if (name in fresh["params"]) != (name in source_vars["params"])
+    ]
+    return " and ".join(notes)
 
 
 def _shapes(tree) -> list[tuple[int, ...]]:
@@ -171,12 +184,11 @@ def transferred_variables(config: Config, fresh: Any) -> tuple[Any, str]:
     if same_network(source, config, source_vars, fresh):
         variables = source_vars
         note = f"init_from {where}: loaded every parameter ({describe(config)})"
-    elif same_network(source, config, _without_ownership(source_vars), _without_ownership(fresh)):
+    elif same_network(source, config, _without_aux_heads(source_vars), _without_aux_heads(fresh)):
         variables = {c: {k: source_vars[c].get(k, v) for k, v in fresh[c].items()} for c in fresh}
-        head = "initialised afresh" if OWNERSHIP_HEAD in fresh["params"] else "left out"
         note = (
-            f"init_from {where}: loaded every parameter ({describe(config)}) but the ownership "
-            f"head, {head}"
+            f"init_from {where}: loaded every parameter ({describe(config)}) but "
+            + _aux_heads_note(source_vars, fresh)
         )
     else:
         try:

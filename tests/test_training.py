@@ -375,8 +375,8 @@ def test_the_learner_takes_one_step_per_call_on_the_cpu():
 
 def test_training_waits_for_min_replay(tmp_path):
     """Nothing is learned until the buffer holds min_replay positions with known outcomes (with
-    augmentation, random openings, the mixed value target, the ownership target and the score
-    utility on, so their paths run end to end too)."""
+    augmentation, random openings, the mixed value target, the ownership target, the score
+    utility and the soft policy target on, so their paths run end to end too)."""
     workdir = str(tmp_path / "wait")
     flags = [f for f in TOY if not f.startswith("--eval_interval")]
     # 16 games x 9 plies = 144 positions a chunk at most: 200 needs two iterations
@@ -394,6 +394,7 @@ def test_training_waits_for_min_replay(tmp_path):
                 "--value_target_mix=0.5",
                 "--ownership_weight=0.5",
                 "--score_utility=0.3",
+                "--soft_policy_weight=2",
             ]
         )
         == 0
@@ -403,6 +404,7 @@ def test_training_waits_for_min_replay(tmp_path):
     ready = [r["replay_ready"] for r in rows]
     assert trained == [r >= 200 for r in ready] and not trained[0] and trained[-1], (ready, trained)
     assert all(r["loss/ownership"] > 0 for r in rows if "loss/total" in r)
+    assert all(r["loss/soft_policy"] > 0 for r in rows if "loss/total" in r)
 
 
 def test_a_new_run_without_a_workdir_never_lands_on_an_old_one(tmp_path, monkeypatch, capsys):

@@ -135,6 +135,16 @@ def test_the_same_game_and_network_load_everything(tiny_run, source, monkeypatch
     monkeypatch.setattr(azjax.transfer, "load_checkpoint", lambda p, s: (owned, variables, 1))
     back, note = transferred_variables(config, other)
     assert "but the ownership head, left out" in note and equal(back, source)
+    # The soft policy head likewise (a source with the ownership head, patched in above)...
+    both = dataclasses.replace(owned, soft_policy_weight=8.0)
+    with_both, note = transferred_variables(both, initial_variables(both))
+    assert note.endswith("but the soft policy head, initialised afresh")
+    assert equal(with_both["params"]["ownership"], variables["params"]["ownership"])
+    # ...and both heads named in one line where a run has neither.
+    monkeypatch.setattr(azjax.transfer, "load_checkpoint", lambda p, s: (both, with_both, 1))
+    back, note = transferred_variables(config, other)
+    assert note.endswith("but the ownership head, left out and the soft policy head, left out")
+    assert equal(back, source)
 
 
 def test_a_frozen_trunk_has_no_optimizer_state(tiny_run, source):
