@@ -161,16 +161,16 @@ def make_train_step(
         if owned:
             ownership_loss = ownership_weight * jnp.mean((batch.ownership - extra.pop(0)) ** 2)
         # a position without a policy target (all zero) adds nothing; average over the rest
-        targets = 1.0
+        policy_scale = 1.0
         if partial_policy:
             has_target = jnp.sum(batch.policy, axis=-1) > 0
-            targets = has_target.shape[0] / jnp.maximum(jnp.sum(has_target), 1)
+            policy_scale = has_target.shape[0] / jnp.maximum(jnp.sum(has_target), 1)
         if softened:
             soft = soft_policy_target(batch.policy, soft_policy_temperature)
             soft_ce = optax.softmax_cross_entropy(extra.pop(0), soft)
-            soft_loss = soft_policy_weight * jnp.mean(soft_ce) * targets
+            soft_loss = soft_policy_weight * jnp.mean(soft_ce) * policy_scale
         value_loss = jnp.mean((batch.value - value) ** 2)
-        policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy)) * targets
+        policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy)) * policy_scale
         l2 = weight_decay * sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
         total = value_loss + policy_loss + l2 + ownership_loss + soft_loss
         losses = Losses(total, value_loss, policy_loss, l2, ownership_loss, soft_loss)
