@@ -15,9 +15,10 @@ SHARP = np.array([0.9, 0.06, 0.02, 0.01, 0.005, 0.002, 0.001, 0.001, 0.001], np.
 SHARP /= SHARP.sum()
 
 
-def _fit(config, **weights):
-    """(train state, first Losses, last Losses, step) after 600 Adam steps on one position whose
-    policy target is SHARP, with half the batch's targets zero (fast searches)."""
+def _fit(config):
+    """(network, train state, first Losses, last Losses) after 600 Adam steps of `config`'s
+    learner on one position whose policy target is SHARP, with half the batch's targets zero
+    (fast searches)."""
     game = config.make_game()
     net = network.make_network(config, game)
     variables = network.init_variables(net, game, jax.random.PRNGKey(0))
@@ -25,7 +26,11 @@ def _fit(config, **weights):
     state = training.init_train_state(variables, opt)
     policy = jnp.asarray(np.stack([SHARP] * 8 + [np.zeros(9, np.float32)] * 8))
     batch = Batch(jnp.zeros((16, 3, 3, 3)), policy, jnp.zeros(16))
-    step = jax.jit(training.make_train_step(net, opt, 0.0, partial_policy=True, **weights))
+    soft = dict(
+        soft_policy_weight=config.soft_policy_weight,
+        soft_policy_temperature=config.soft_policy_temperature,
+    )
+    step = jax.jit(training.make_train_step(net, opt, 0.0, partial_policy=True, **soft))
     state, first = step(state, batch)
     for _ in range(600):
         state, losses = step(state, batch)
@@ -43,7 +48,7 @@ def fitted():
             "soft_policy_weight": 2.0,
         },
     )
-    return config, *_fit(config, soft_policy_weight=2.0, soft_policy_temperature=4.0)
+    return config, *_fit(config)
 
 
 def test_the_soft_head_learns_the_softened_policy_and_the_first_the_sharp_one(fitted):
