@@ -154,6 +154,14 @@ class Config:
         low=0,
     )
     replay_games: int = _field(5000, "replay capacity, in games of the longest length", low=1)
+    policy_surprise: float = _field(
+        0.0,
+        "replay sampling: this share of the weight in proportion to each position's policy "
+        "surprise, KL(search policy || network prior), the rest uniform (KataGo's policy "
+        "surprise weighting, 0.5 there; 0: uniform)",
+        low=0.0,
+        high=1.0,
+    )
 
     # ---- training ----------------------------------------------------------------------------
     optimizer: str = _field("sgd", "optimizer", choices=("sgd", "adam"))
@@ -572,6 +580,11 @@ def validate(config: Config) -> Config:
         )
     if config.soft_policy_weight and config.algorithm != "alphazero":
         raise ValueError("soft_policy_weight needs algorithm=alphazero")
+    if config.policy_surprise and config.algorithm != "alphazero":
+        raise ValueError(
+            "policy_surprise needs algorithm=alphazero (Expert Iteration's apprentice samples "
+            "its replay uniformly)"
+        )
     if config.score_utility and not config.ownership_weight:
         raise ValueError(
             "score_utility reads the ownership head: it needs ownership_weight > 0 (e.g. 1.5, "

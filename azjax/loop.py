@@ -2,9 +2,10 @@
 
 Each iteration is one jitted self-play chunk (`selfplay_steps` moves of `batch_games` games), its
 positions added to the device replay buffer, then `train_steps` optimizer steps on uniform
-samples (`azjax.training.make_learner`) once the buffer holds `min_replay` positions with a known
-outcome. Python only drives the loop: progress, metrics (`azjax.metrics`), evaluation every
-`eval_interval` iterations and checkpoints (`azjax.checkpoint`) every `checkpoint_interval`.
+samples, or ones weighted by policy surprise (`policy_surprise`, `azjax.replay`), once the buffer
+holds `min_replay` positions with a known outcome (`azjax.training.make_learner`). Python only
+drives the loop: progress, metrics (`azjax.metrics`), evaluation every `eval_interval` iterations
+and checkpoints (`azjax.checkpoint`) every `checkpoint_interval`.
 
 Evaluation plays, batched: the current network against the network of the previous evaluation
 (both epsilon-greedy, epsilon = `eval_epsilon`) and against pure MCTS with random rollouts at twice
@@ -166,12 +167,19 @@ def _iteration_keys(run: RunState, iteration) -> jax.Array:
 
 
 def make_sampler(
-    batch_size: int, mesh: Mesh | None = None, *, augment: symmetry.Symmetries | None = None
+    batch_size: int,
+    mesh: Mesh | None = None,
+    *,
+    augment: symmetry.Symmetries | None = None,
+    surprise_fraction: float = 0.0,
 ) -> Callable:
     """sample(buffer, key) -> a training Batch; with `mesh` the buffer is split along B over its
-    devices and the batch along its N positions (see `replay.sample`). With `augment` each
-    position goes through one of those symmetries at random (`azjax.symmetry`)."""
-    sample = functools.partial(replay.sample, batch_size=batch_size)
+    devices and the batch along its N positions (see `replay.sample`, which `surprise_fraction`
+    is passed to). With `augment` each position goes through one of those symmetries at random
+    (`azjax.symmetry`)."""
+    sample = functools.partial(
+        replay.sample, batch_size=batch_size, surprise_fraction=surprise_fraction
+    )
     if mesh is not None:
         sample = jax.shard_map(
             functools.partial(sample, axis_name=parallel.AXIS),
@@ -244,6 +252,7 @@ def make_iteration(
         full_search_prob=config.full_search_prob,
         fast_simulations=config.fast_simulations,
         ownership=config.ownership_weight > 0,
+        surprise=config.policy_surprise > 0,
         on_move=on_move,
     )
 
@@ -269,6 +278,7 @@ def make_iteration(
             config.train_batch_size,
             mesh,
             augment=symmetry.symmetries(game) if config.augment else None,
+            surprise_fraction=config.policy_surprise,
         ),
         max(config.train_steps, 1),
         per_call=steps_per_call,
@@ -309,6 +319,7 @@ def make_iteration(
                 game.observation_shape,
                 game.num_actions,
                 ownership=config.ownership_weight > 0,
+                surprise=config.policy_surprise > 0,
             ),
             out_shardings=buffer_sh,
         ),

@@ -14,10 +14,11 @@ The single-device run is the one-device case of the same code.
   `fold_in(key, device index)`, and talks to no other device (see `selfplay.make_selfplay`).
 - The replay buffer's column-per-slot layout shards along B with no change: a device writes and
   settles only its own columns.
-- Sampling is exactly uniform over all ready positions of all devices (`replay.sample` with an axis
-  name): the devices share their per-column counts (B integers), every device draws the same N
-  global indices, gathers the ones it holds, and a reduce-scatter hands each device its N / D.
-  The result does not depend on the number of devices.
+- Sampling is exactly uniform over all ready positions of all devices, or weighted by policy
+  surprise (`replay.sample` with an axis name): the devices share their counts of tickets (one
+  integer each; under surprise weighting also their sums of surprise), every device draws the
+  same N global tickets, gathers the ones it holds, and a reduce-scatter hands each device its
+  N / D. The result does not depend on the number of devices.
 - The training step is plain `jit` with the batch sharded and the state replicated: the loss is a
   mean over the global batch, so XLA averages the gradients (and batch-norm statistics) across
   devices by itself.

@@ -38,6 +38,14 @@ frame (`Game.ownership`). They are settled like the value targets: when a game e
 trajectory's `ownership` of its final position (one board per player) goes to every entry of the
 game, the mover's board to each. int8; `None` in a buffer made without them.
 
+Policy surprise weighting (`init(..., surprise=True)`, KataGo's, Wu 2020 "Other Methods"): each
+position also keeps how much its search changed the network's mind, KL(search policy || network
+prior), as self-play measured it, and `sample` with `surprise_fraction` = f > 0 draws a position
+with probability proportional to (1 - f) + f * s / mean(s), the mean over the positions with a
+known outcome: a share f of the draws in proportion to the surprise, the rest uniform. The
+weights are counted as whole tickets (`SURPRISE_TICKETS` for a weight of 1) so that the draw is
+exact integer arithmetic, as the uniform draw is. float32; `None` in a buffer made without it.
+
 Over several devices the buffer is split along B (`partition_specs`): each device holds the
 columns of its own games, and `add` needs no communication. `sample` with an `axis_name` draws
 from all devices' positions at once, exactly as one device would from the whole buffer.
@@ -65,6 +73,11 @@ class Buffer:
     episode_start: jax.Array  # int32[B], global step of the current game's first position
     step: jax.Array  # int32[], global steps written so far
     ownership: jax.Array | None = None  # int8[R, B, H*W] once known (module doc), or None
+    surprise: jax.Array | None = None  # float32[R, B], KL(policy || prior) (module doc), or None
+
+
+# tickets for a sampling weight of 1 under surprise weighting: a weight is drawn to within 1/32
+SURPRISE_TICKETS = 32
 
 
 class Trajectory(NamedTuple):
@@ -80,6 +93,9 @@ class Trajectory(NamedTuple):
     # int8[T, B, 2, H*W]: the position after the move, `Game.ownership` for players 0 and 1
     # (read where done: the final board's); None when self-play does not record it
     ownership: jax.Array | None = None
+    # float32[T, B]: KL(recorded policy || network prior) of the position; 0 where the policy is
+    # empty (a fast search's). None when self-play does not record it
+    surprise: jax.Array | None = None
 
 
 class Batch(NamedTuple):
@@ -90,10 +106,16 @@ class Batch(NamedTuple):
 
 
 def init(
-    rows: int, batch_games: int, obs_shape, num_actions: int, *, ownership: bool = False
+    rows: int,
+    batch_games: int,
+    obs_shape,
+    num_actions: int,
+    *,
+    ownership: bool = False,
+    surprise: bool = False,
 ) -> Buffer:
     """An empty buffer of `rows * batch_games` positions (with room for ownership targets with
-    `ownership`)."""
+    `ownership`, for policy surprises with `surprise`)."""
     cells = obs_shape[0] * obs_shape[1]
     return Buffer(
         obs=jnp.zeros((rows, batch_games, *obs_shape), jnp.uint8),
@@ -105,6 +127,7 @@ def init(
         episode_start=jnp.zeros((batch_games,), jnp.int32),
         step=jnp.int32(0),
         ownership=jnp.zeros((rows, batch_games, cells), jnp.int8) if ownership else None,
+        surprise=jnp.zeros((rows, batch_games), jnp.float32) if surprise else None,
     )
 
 
@@ -121,6 +144,7 @@ def partition_specs(axis: str) -> Buffer:
         episode_start=P(axis),
         step=P(),
         ownership=column,  # matches nothing in a buffer without it
+        surprise=column,
     )
 
 
@@ -133,6 +157,7 @@ def add_step(
     returns,
     root_value=None,
     ownership=None,
+    surprise=None,
     *,
     value_mix: float = 0.0,
     value_lambda: float = 1.0,
@@ -141,7 +166,8 @@ def add_step(
     outcome, or with `value_mix` = m > 0 (1 - m) * outcome + m * `root_value` (float32[B]), or
     with `value_lambda` < 1 the TD(lambda) return over the later positions' root values (module
     doc); in a buffer with ownership targets also `ownership` (int8[B, 2, H*W], the final
-    board's for each player, module doc), which it then needs."""
+    board's for each player, module doc), which it then needs, and in one with surprises the
+    positions' `surprise` (float32[B])."""
     mixed = _check_mix(value_mix, root_value)
     bootstrapped = _check_lambda(value_lambda, value_mix, root_value)
     rows = buffer.ready.shape[0]
@@ -162,6 +188,14 @@ def add_step(
         ready=jax.lax.dynamic_update_index_in_dim(buffer.ready, jnp.zeros_like(done), r, 0),
         row_step=row_step,
     )
+    if buffer.surprise is not None:
+        if surprise is None:
+            raise ValueError("this buffer keeps policy surprises: add_step needs `surprise`")
+        buffer = buffer.replace(
+            surprise=jax.lax.dynamic_update_index_in_dim(
+                buffer.surprise, surprise.astype(jnp.float32), r, 0
+            )
+        )
     # Entries of the games that ended with this move: column b, written since its game began.
     in_game = (row_step[:, None] >= buffer.episode_start[None, :]) & (row_step[:, None] >= 0)
     if bootstrapped:
@@ -238,9 +272,23 @@ def add(
         chex.assert_shape(traj.ownership, (t, b, 2, buffer.ownership.shape[-1]))
     if mixed or bootstrapped:
         chex.assert_shape(traj.root_value, (t, b))
+    if buffer.surprise is not None:
+        if traj.surprise is None:
+            raise ValueError("this buffer keeps policy surprises: the trajectory has none")
+        chex.assert_shape(traj.surprise, (t, b))
     root_value = traj.root_value.astype(jnp.float32) if mixed or bootstrapped else None
     ownership = traj.ownership if buffer.ownership is not None else None
-    xs = (traj.obs, traj.policy, traj.player, traj.done, traj.returns, root_value, ownership)
+    surprise = traj.surprise if buffer.surprise is not None else None
+    xs = (
+        traj.obs,
+        traj.policy,
+        traj.player,
+        traj.done,
+        traj.returns,
+        root_value,
+        ownership,
+        surprise,
+    )
     buffer, _ = jax.lax.scan(body, buffer, xs)
     return buffer
 
@@ -249,21 +297,39 @@ def num_ready(buffer: Buffer) -> jax.Array:
     return jnp.sum(buffer.ready, dtype=jnp.int32)
 
 
-def sample(buffer: Buffer, key, batch_size: int, axis_name: str | None = None) -> Batch:
-    """`batch_size` positions drawn uniformly (with replacement) among those with a known outcome.
+def sample(
+    buffer: Buffer,
+    key,
+    batch_size: int,
+    axis_name: str | None = None,
+    *,
+    surprise_fraction: float = 0.0,
+) -> Batch:
+    """`batch_size` positions drawn (with replacement) among those with a known outcome:
+    uniformly, or with `surprise_fraction` = f > 0 (a buffer with surprises) a share f of the
+    weight in proportion to each position's policy surprise (module doc).
 
-    Positions are numbered column by column (slot b's rows together), the ready ones counted in
-    that order, and `batch_size` ranks drawn uniformly. The buffer must hold at least one ready
+    Positions are numbered column by column (slot b's rows together), each ready one holding
+    one ticket (or its weight's count of them under surprise weighting), the tickets counted in
+    that order, and `batch_size` tickets drawn uniformly. The buffer must hold at least one ready
     position; callers check `num_ready` first.
 
     With `axis_name` this runs inside `shard_map` on one device's block of columns: the devices
-    exchange their counts of ready positions (one integer each), all draw the same global ranks,
-    each gathers the ones it holds, and a reduce-scatter leaves `batch_size / devices` positions
-    on each device. Blocks of columns are contiguous in the column-by-column numbering, so the
-    positions drawn are the ones a single device holding the whole buffer would draw.
+    exchange their counts of tickets (and, under surprise weighting, their sums of surprise),
+    all draw the same global tickets, each gathers the ones it holds, and a reduce-scatter leaves
+    `batch_size / devices` positions on each device. Blocks of columns are contiguous in the
+    column-by-column numbering, so the positions drawn are the ones a single device holding the
+    whole buffer would draw.
     """
+    if not 0.0 <= surprise_fraction <= 1.0:
+        raise ValueError(f"surprise_fraction must be in [0, 1], got {surprise_fraction!r}")
+    if surprise_fraction > 0 and buffer.surprise is None:
+        raise ValueError("surprise_fraction > 0 needs a buffer made with surprise=True")
     rows = buffer.ready.shape[0]
-    cdf = jnp.cumsum(buffer.ready.T.reshape(-1), dtype=jnp.int32)  # column-major over [R, B]
+    tickets = buffer.ready.astype(jnp.int32)  # [R, B]
+    if surprise_fraction > 0:
+        tickets = tickets * _surprise_tickets(buffer, surprise_fraction, axis_name)
+    cdf = jnp.cumsum(tickets.T.reshape(-1), dtype=jnp.int32)  # column-major over [R, B]
     held = cdf[-1]
     if axis_name is None:
         offset, total = jnp.int32(0), held
@@ -290,3 +356,19 @@ def sample(buffer: Buffer, key, batch_size: int, axis_name: str | None = None) -
         value=take(buffer.value),
         ownership=None if buffer.ownership is None else take(buffer.ownership).astype(jnp.float32),
     )
+
+
+def _surprise_tickets(buffer: Buffer, fraction: float, axis_name: str | None) -> jax.Array:
+    """int32[R, B]: each position's tickets under surprise weighting, SURPRISE_TICKETS times
+    (1 - f) + f * s / mean(s) rounded, the mean over the ready positions of all devices (every
+    position one weight's tickets where no ready position has any surprise)."""
+    ready = buffer.ready
+    surprise = jnp.where(ready, buffer.surprise, 0.0)  # a stale entry's weighs nothing anyway
+    total = jnp.sum(surprise)
+    count = jnp.sum(ready, dtype=jnp.int32)
+    if axis_name is not None:
+        total, count = jax.lax.psum((total, count), axis_name)
+    mean = total / jnp.maximum(count, 1).astype(jnp.float32)
+    ratio = jnp.where(mean > 0, surprise / jnp.where(mean > 0, mean, 1.0), 1.0)
+    weight = (1.0 - fraction) + fraction * ratio
+    return jnp.round(SURPRISE_TICKETS * weight).astype(jnp.int32)

@@ -23,6 +23,10 @@ the branch, in the other game, keeps its own outcome).
     selfplay = make_selfplay(game, spec, apply, num_steps, sample_moves)
     states, traj = selfplay(variables, key, states)   # states: B games, traj: [T, B] Trajectory
 
+Policy surprise (`surprise=True`, for the replay's surprise weighting, `azjax.replay`): each
+move's recorded policy target is compared with the network's own prior at the root, one more
+network call on the B positions (a fast search's empty target is not, and records 0).
+
 With a `mesh` (see `azjax.parallel`) the B games are split over its devices under `shard_map`:
 each device plays its B / D games with the key `fold_in(key, device index)` and never talks to
 another device. (mctx draws one batch's noise from one key, so a game's moves depend on the key
@@ -43,7 +47,7 @@ from jax.sharding import PartitionSpec as P
 
 from azjax import replay
 from azjax.parallel import AXIS
-from azjax.search import SearchSpec, make_search, select_action
+from azjax.search import SearchSpec, make_evaluator, make_search, select_action
 from games.base import Game, absorbing, sample_legal
 
 
@@ -82,6 +86,16 @@ def root_value(out: mctx.PolicyOutput) -> jax.Array:
     return out.search_tree.summary().value
 
 
+def policy_surprise(policy: jax.Array, logits: jax.Array) -> jax.Array:
+    """float32[B]: KL(policy || softmax(logits)) of each row, `policy` [B, A] a search's target
+    (0 where the search gives a move nothing; an all-zero row has surprise 0) and `logits`
+    [B, A] the network's prior over the same moves (illegal ones masked far below)."""
+    log_prior = jax.nn.log_softmax(logits, axis=-1)
+    held = policy > 0
+    log_policy = jnp.log(jnp.where(held, policy, 1.0))
+    return jnp.sum(jnp.where(held, policy * (log_policy - log_prior), 0.0), axis=-1)
+
+
 def make_selfplay(
     game: Game,
     spec: SearchSpec,
@@ -96,6 +110,7 @@ def make_selfplay(
     full_search_prob: float = 1.0,
     fast_simulations: int = 0,
     ownership: bool = False,
+    surprise: bool = False,
     on_move: Callable[[Any], None] | None = None,
 ) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
@@ -115,14 +130,18 @@ def make_selfplay(
     The trajectory records each root's searched value (`root_value`) as well as the outcome,
     for a value target that mixes the two (`replay.add`'s `value_mix`), and with `ownership` the
     board after each move as `Game.ownership` gives it to each player (int8[T, B, 2, H*W]; the
-    final board's is the ownership target of the game's positions, `replay.add`).
+    final board's is the ownership target of the game's positions, `replay.add`), and with
+    `surprise` each position's policy surprise (float32[T, B], module doc; needs `apply`).
 
     `on_move(t)`, if given, is called on the host (`jax.debug.callback`) as move t (0-based) of
     the `num_steps` starts: a progress display within the iteration. With `mesh`, B is
     split along its "data" axis (states P("data"), trajectory P(None, "data"), variables and key
     replicated); B must divide over the devices.
     """
+    if surprise and apply is None:
+        raise ValueError("surprise compares the search with the network's prior: it needs apply")
     search = make_search(game, spec, apply)
+    prior = make_evaluator(game, "network", apply) if surprise else None
     if policy_target not in ("tpt", "cat"):
         raise ValueError(f"policy_target must be tpt or cat, got {policy_target!r}")
     if not 0.0 <= branch_prob <= 1.0:
@@ -165,6 +184,17 @@ def make_selfplay(
             return jax.nn.one_hot(action, game.num_actions, dtype=out.action_weights.dtype)
         return out.action_weights
 
+    def surprise_of(variables, states, policy, full):
+        """float32[B]: the policy surprise of the recorded targets; 0 after a fast search."""
+
+        def measured():
+            logits, _ = prior(variables, states)
+            return policy_surprise(policy, logits)
+
+        if not capped:
+            return measured()
+        return jax.lax.cond(full, measured, lambda: jnp.zeros(policy.shape[0], jnp.float32))
+
     def restart_states(key, batch: int):
         if opening_plies == 0:
             return init_states(game, batch)
@@ -178,15 +208,17 @@ def make_selfplay(
         action = select_action(k_act, spec, out, states.num_moves < sample_moves)
         nxt = jax.vmap(game.step)(states, action)
         done = jax.vmap(game.is_terminal)(nxt)
+        policy = target(out, action) * full  # [B, A], in the game's frame
         record = replay.Trajectory(
             obs=jax.vmap(game.observe)(states),
-            policy=jax.vmap(game.actions_to_policy)(states, target(out, action) * full),
+            policy=jax.vmap(game.actions_to_policy)(states, policy),
             player=jax.vmap(game.current_player)(states),
             done=done,
             returns=jax.vmap(game.returns)(nxt),
             ply=states.num_moves,
             root_value=value,
             ownership=jax.vmap(lambda s: owners(game, s))(nxt) if ownership else None,
+            surprise=surprise_of(variables, states, policy, full) if surprise else None,
         )
         if branch_prob > 0:  # (without it the keys are those of runs before the option)
             k_open, k_branch = jax.random.split(k_open)

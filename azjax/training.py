@@ -206,7 +206,7 @@ def make_train_step(
 
 
 class Learner(NamedTuple):
-    """`train_steps` optimizer steps on uniform replay samples, in `calls` jitted calls.
+    """`train_steps` optimizer steps on replay samples, in `calls` jitted calls.
 
     `chunk(state, buffer, keys[steps_per_call], lr_scale=1.0) -> (state, losses)` takes one step
     per key (each with its updates scaled by `lr_scale`, see `make_train_step`) and

@@ -66,6 +66,7 @@ def test_sharded_selfplay_plays_what_one_device_plays_with_the_device_keys(found
 
 def test_sharded_sampling_draws_the_one_device_sample(found):
     assert found["sample_equal"] and found["sample_spec"] == ["data"]
+    assert found["surprise_sample_equal"]  # weighted by policy surprise too
 
 
 def test_sharded_training_matches_one_device(found):
@@ -171,6 +172,7 @@ def test_selfplay_benchmark_reports_positions_per_device_and_in_total():
 
 def _checks(tmp: str) -> dict:
     import dataclasses
+    import functools
 
     import jax
     import jax.numpy as jnp
@@ -238,6 +240,22 @@ def _checks(tmp: str) -> dict:
     want = jax.jit(replay.sample, static_argnums=2)(buffer, key, 16)
     out["sample_equal"] = all(np.array_equal(x, y) for x, y in zip(got, want))
     out["sample_spec"] = spec_of(got.obs)[:1]
+    # ... and weighted by policy surprise (whole numbers: the devices' sums are exact)
+    surprises = jnp.asarray(np.arange(T * B).reshape(T, B) % 4, jnp.float32)
+    weighted_traj = one_traj._replace(surprise=surprises)
+    weighted = replay.init(6, B, game.observation_shape, game.num_actions, surprise=True)
+    weighted = replay.add(replay.add(weighted, weighted_traj), weighted_traj)
+    draw = functools.partial(replay.sample, batch_size=16, surprise_fraction=0.5)
+    got = jax.jit(
+        jax.shard_map(
+            lambda b, k: draw(b, k, axis_name="data"),
+            mesh=mesh,
+            in_specs=(replay.partition_specs("data"), jax.P()),
+            out_specs=jax.P("data"),
+        )
+    )(jax.device_put(weighted, parallel.shardings(mesh, replay.partition_specs("data"))), key)
+    want = jax.jit(draw)(weighted, key)
+    out["surprise_sample_equal"] = all(np.array_equal(x, y) for x, y in zip(got, want))
 
     # Training: one step on the same batch, then a whole sampled iteration, both ways.
     opt = make_optimizer(config)

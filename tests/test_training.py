@@ -376,7 +376,8 @@ def test_the_learner_takes_one_step_per_call_on_the_cpu():
 def test_training_waits_for_min_replay(tmp_path):
     """Nothing is learned until the buffer holds min_replay positions with known outcomes (with
     augmentation, random openings, the mixed value target, the ownership target, the score
-    utility and the soft policy target on, so their paths run end to end too)."""
+    utility, the soft policy target and policy surprise weighting on, so their paths run end to
+    end too)."""
     workdir = str(tmp_path / "wait")
     flags = [f for f in TOY if not f.startswith("--eval_interval")]
     # 16 games x 9 plies = 144 positions a chunk at most: 200 needs two iterations
@@ -395,6 +396,7 @@ def test_training_waits_for_min_replay(tmp_path):
                 "--ownership_weight=0.5",
                 "--score_utility=0.3",
                 "--soft_policy_weight=2",
+                "--policy_surprise=0.5",
             ]
         )
         == 0
