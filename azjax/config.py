@@ -297,8 +297,9 @@ class Config:
         "alphazero",
         "alphazero: search self-play (selfplay.py); exit: the "
         "apprentice network plays, an expert search labels one position per "
-        "game (exit.py; ignores search, c_puct, dirichlet_*, sample_moves, "
-        "selfplay_steps, opening_plies, branch_prob, replay_games)",
+        "game (exit.py; its self-play ignores search, c_puct, fpu_reduction, dirichlet_*, "
+        "sample_moves, selfplay_steps, opening_plies, branch_prob, replay_games; the in-loop "
+        "evaluation's searches use search, c_puct and fpu_reduction)",
         choices=("alphazero", "exit"),
     )
     policy_target: str = _field(
