@@ -316,7 +316,7 @@ def error_table(recipes: list[str], rates: dict) -> list[dict]:
             dict(
                 recipe=recipe,
                 rate=float(share.mean()),
-                each=[round(float(rates[r].mean()), 4) for r in mine],
+                each=[float(rates[r].mean()) for r in mine],  # rounded once, when printed
                 difference=float(d.mean()),
                 z=float(d.mean() / (sd / math.sqrt(len(d)))) if sd > 0 else 0.0,
                 positions=len(d),

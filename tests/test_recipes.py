@@ -173,3 +173,8 @@ def test_the_error_table_pools_each_recipes_runs_and_compares_position_by_positi
     assert b["rate"] == pytest.approx(0.75) and b["difference"] == pytest.approx(0.25)
     assert b["z"] == pytest.approx(d.mean() / (d.std(ddof=1) / 2))
     assert "| b | 0.750 | 0.750 | +0.250 | +1.0 |" in recipes.format_errors([a, b])
+    # a seed's rate is rounded once: 0.09548 printed as the pooled rate is, not 0.0955 then 0.096
+    share = np.zeros(100)
+    share[:9], share[9] = 1.0, 0.548  # a mean of 0.09548
+    (one,) = recipes.error_table(["a"], {"a-s0": share})
+    assert "| a | 0.095 | 0.095 |" in recipes.format_errors([one])
