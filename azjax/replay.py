@@ -78,6 +78,9 @@ class Buffer:
 
 # tickets for a sampling weight of 1 under surprise weighting: a weight is drawn to within 1/32
 SURPRISE_TICKETS = 32
+# the weights average 1, so the tickets of N positions add up to at most (32 + 1/2) N: int32 holds
+# them for this many positions
+MAX_SURPRISE_POSITIONS = (2**31 - 1) // (SURPRISE_TICKETS + 1)
 
 
 class Trajectory(NamedTuple):
@@ -116,6 +119,12 @@ def init(
 ) -> Buffer:
     """An empty buffer of `rows * batch_games` positions (with room for ownership targets with
     `ownership`, for policy surprises with `surprise`)."""
+    if surprise and rows * batch_games > MAX_SURPRISE_POSITIONS:
+        raise ValueError(
+            f"policy surprise weighting counts its draws in int32 tickets: a replay of "
+            f"{rows * batch_games} positions is more than {MAX_SURPRISE_POSITIONS} (lower "
+            f"replay_games)"
+        )
     cells = obs_shape[0] * obs_shape[1]
     return Buffer(
         obs=jnp.zeros((rows, batch_games, *obs_shape), jnp.uint8),

@@ -70,6 +70,13 @@ def test_sampling_is_uniform_without_surprise_or_weighting():
     np.testing.assert_array_equal(replay.sample(skewed, key, 64).policy, uniform.policy)
 
 
+def test_a_buffer_too_large_to_count_in_int32_tickets_is_refused():
+    rows = replay.MAX_SURPRISE_POSITIONS // 1000 + 1
+    with pytest.raises(ValueError, match="lower replay_games"):
+        jax.eval_shape(lambda: replay.init(rows, 1000, (1, 1, 1), 2, surprise=True))
+    jax.eval_shape(lambda: replay.init(rows, 1000, (1, 1, 1), 2))  # uniform draws: any size
+
+
 def test_sampling_refuses_a_bad_fraction_or_a_buffer_without_surprises():
     buf = replay.init(2, 1, (1, 1, 1), 2)
     with pytest.raises(ValueError, match="surprise=True"):
