@@ -374,7 +374,7 @@ def _surprise_tickets(buffer: Buffer, fraction: float, axis_name: str | None) ->
     ready = buffer.ready
     surprise = jnp.where(ready, buffer.surprise, 0.0)  # a stale entry's weighs nothing anyway
     total = jnp.sum(surprise)
-    count = jnp.sum(ready, dtype=jnp.int32)
+    count = num_ready(buffer)
     if axis_name is not None:
         total, count = jax.lax.psum((total, count), axis_name)
     mean = total / jnp.maximum(count, 1).astype(jnp.float32)
