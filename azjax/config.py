@@ -213,6 +213,13 @@ class Config:
     soft_policy_temperature: float = _field(
         4.0, "T of soft_policy_weight's target pi^(1/T) (KataGo's 4)", low=1.0
     )
+    opponent_policy_weight: float = _field(
+        0.0,
+        "weight of an auxiliary loss on the search policy of the opponent's reply (KataGo's "
+        "opponent policy target, 0.15 there; adds an opponent policy output to the network; "
+        "0: off)",
+        low=0.0,
+    )
     min_replay: int = _field(
         0, "positions with a known outcome needed before training (0: one training batch)", low=0
     )
@@ -581,6 +588,8 @@ def validate(config: Config) -> Config:
         )
     if config.soft_policy_weight and config.algorithm != "alphazero":
         raise ValueError("soft_policy_weight needs algorithm=alphazero")
+    if config.opponent_policy_weight and config.algorithm != "alphazero":
+        raise ValueError("opponent_policy_weight needs algorithm=alphazero")
     if config.policy_surprise and config.algorithm != "alphazero":
         raise ValueError(
             "policy_surprise needs algorithm=alphazero (Expert Iteration's apprentice samples "

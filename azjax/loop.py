@@ -172,13 +172,17 @@ def make_sampler(
     *,
     augment: symmetry.Symmetries | None = None,
     surprise_fraction: float = 0.0,
+    opponent_frames=None,
 ) -> Callable:
     """sample(buffer, key) -> a training Batch; with `mesh` the buffer is split along B over its
     devices and the batch along its N positions (see `replay.sample`, which `surprise_fraction`
-    is passed to). With `augment` each position goes through one of those symmetries at random
-    (`azjax.symmetry`)."""
+    and `opponent_frames` are passed to). With `augment` each position goes through one of those
+    symmetries at random (`azjax.symmetry`)."""
     sample = functools.partial(
-        replay.sample, batch_size=batch_size, surprise_fraction=surprise_fraction
+        replay.sample,
+        batch_size=batch_size,
+        surprise_fraction=surprise_fraction,
+        opponent_frames=opponent_frames,
     )
     if mesh is not None:
         sample = jax.shard_map(
@@ -273,12 +277,14 @@ def make_iteration(
             ownership_weight=config.ownership_weight,
             soft_policy_weight=config.soft_policy_weight,
             soft_policy_temperature=config.soft_policy_temperature,
+            opponent_policy_weight=config.opponent_policy_weight,
         ),
         make_sampler(
             config.train_batch_size,
             mesh,
             augment=symmetry.symmetries(game) if config.augment else None,
             surprise_fraction=config.policy_surprise,
+            opponent_frames=game.opponent_frames if config.opponent_policy_weight > 0 else None,
         ),
         max(config.train_steps, 1),
         per_call=steps_per_call,
@@ -320,6 +326,7 @@ def make_iteration(
                 game.num_actions,
                 ownership=config.ownership_weight > 0,
                 surprise=config.policy_surprise > 0,
+                opponent=config.opponent_policy_weight > 0,
             ),
             out_shardings=buffer_sh,
         ),

@@ -14,6 +14,10 @@
   a second dense layer on the policy head's features, one logit per action, trained towards the
   search policy raised to 1/T (`azjax.training`); only the learner reads it
   (`with_soft_policy=True`), the searches play from the first.
+- opponent policy head (`opponent_policy_head`, KataGo's auxiliary opponent policy target; off by
+  default): another dense layer on the policy head's features, one logit per action, trained
+  towards the search policy of the opponent's reply (`azjax.training`); only the learner reads it
+  (`with_opponent_policy=True`).
 
 The trunk (conv block and residual blocks) is convolutions only, so its parameters fit any board
 size; the heads' dense layers are sized by the board and the actions. `is_trunk` names the trunk's
@@ -37,7 +41,9 @@ import jax.numpy as jnp
 
 OWNERSHIP_HEAD = "ownership"  # the ownership head's module name in the variables
 SOFT_POLICY_HEAD = "soft_policy"  # the soft policy head's
-AUX_HEADS = (OWNERSHIP_HEAD, SOFT_POLICY_HEAD)  # the heads a run's options add or leave out
+OPPONENT_POLICY_HEAD = "opponent_policy"  # the opponent policy head's
+# the heads a run's options add or leave out
+AUX_HEADS = (OWNERSHIP_HEAD, SOFT_POLICY_HEAD, OPPONENT_POLICY_HEAD)
 
 
 class ConvBlock(nn.Module):
@@ -73,8 +79,10 @@ class ResidualBlock(nn.Module):
 class PolicyValueNet(nn.Module):
     """obs float32[B, H, W, C] -> (logits float32[B, num_actions], value float32[B] in [-1, 1]);
     with `with_ownership=True` (a network with `ownership_head`) also the ownership prediction,
-    float32[B, H * W] in [-1, 1], and then with `with_soft_policy=True` (a network with
-    `soft_policy_head`) the soft policy's logits, float32[B, num_actions]."""
+    float32[B, H * W] in [-1, 1], then with `with_soft_policy=True` (a network with
+    `soft_policy_head`) the soft policy's logits, float32[B, num_actions], and then with
+    `with_opponent_policy=True` (a network with `opponent_policy_head`) the opponent policy's
+    logits, float32[B, num_actions]."""
 
     num_actions: int
     num_blocks: int = 3
@@ -84,6 +92,7 @@ class PolicyValueNet(nn.Module):
     freeze_trunk: bool = False
     ownership_head: bool = False
     soft_policy_head: bool = False
+    opponent_policy_head: bool = False
 
     @nn.compact
     def __call__(
@@ -92,11 +101,14 @@ class PolicyValueNet(nn.Module):
         train: bool = False,
         with_ownership: bool = False,
         with_soft_policy: bool = False,
+        with_opponent_policy: bool = False,
     ):
         if with_ownership and not self.ownership_head:
             raise ValueError("with_ownership=True needs a network with ownership_head")
         if with_soft_policy and not self.soft_policy_head:
             raise ValueError("with_soft_policy=True needs a network with soft_policy_head")
+        if with_opponent_policy and not self.opponent_policy_head:
+            raise ValueError("with_opponent_policy=True needs a network with opponent_policy_head")
         trunk_train = train and not self.freeze_trunk
         x = ConvBlock(self.num_filters, dtype=self.dtype)(obs.astype(self.dtype), trunk_train)
         for _ in range(self.num_blocks):
@@ -120,6 +132,10 @@ class PolicyValueNet(nn.Module):
             soft = nn.Dense(self.num_actions, dtype=self.dtype, name=SOFT_POLICY_HEAD)(p)
             if with_soft_policy:
                 out.append(soft.astype(jnp.float32))
+        if self.opponent_policy_head:
+            reply = nn.Dense(self.num_actions, dtype=self.dtype, name=OPPONENT_POLICY_HEAD)(p)
+            if with_opponent_policy:
+                out.append(reply.astype(jnp.float32))
         return tuple(out)
 
 
@@ -134,6 +150,7 @@ def make_network(config, game) -> PolicyValueNet:
         freeze_trunk=config.freeze_trunk,
         ownership_head=config.ownership_weight > 0,
         soft_policy_head=config.soft_policy_weight > 0,
+        opponent_policy_head=config.opponent_policy_weight > 0,
     )
 
 

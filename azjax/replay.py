@@ -46,6 +46,15 @@ known outcome: a share f of the draws in proportion to the surprise, the rest un
 weights are counted as whole tickets (`SURPRISE_TICKETS` for a weight of 1) so that the draw is
 exact integer arithmetic, as the uniform draw is. float32; `None` in a buffer made without it.
 
+Opponent policy targets (`init(..., opponent=True)`, KataGo's auxiliary target, Wu 2019 section
+4.1): a position's opponent policy target is the search policy of the next position of its game,
+where the opponent moves, mapped into the position's own network frame (`Game.opponent_frames`);
+`sample` with `opponent_frames` reads it from the next row of the same column. The buffer keeps
+only which positions ended their game (`last`), so that the first position of the slot's next
+game is not taken for a reply. A position without one (its game's last, one followed by the same
+player's move, or the newest row) gets an all-zero target, as a fast search's policy is. bool;
+`None` in a buffer made without it.
+
 Over several devices the buffer is split along B (`partition_specs`): each device holds the
 columns of its own games, and `add` needs no communication. `sample` with an `axis_name` draws
 from all devices' positions at once, exactly as one device would from the whole buffer.
@@ -74,6 +83,7 @@ class Buffer:
     step: jax.Array  # int32[], global steps written so far
     ownership: jax.Array | None = None  # int8[R, B, H*W] once known (module doc), or None
     surprise: jax.Array | None = None  # float32[R, B], KL(policy || prior) (module doc), or None
+    last: jax.Array | None = None  # bool[R, B], the position's move ended its game, or None
 
 
 # tickets for a sampling weight of 1 under surprise weighting: a weight is drawn to within 1/32
@@ -106,6 +116,9 @@ class Batch(NamedTuple):
     policy: jax.Array  # float32[N, A]
     value: jax.Array  # float32[N]
     ownership: jax.Array | None = None  # float32[N, H*W], from a buffer that keeps ownership
+    # float32[N, A]: the opponent's next search policy in the position's frame (all zero where
+    # there is none), when `sample` is given `opponent_frames`
+    opponent_policy: jax.Array | None = None
 
 
 def init(
@@ -116,9 +129,11 @@ def init(
     *,
     ownership: bool = False,
     surprise: bool = False,
+    opponent: bool = False,
 ) -> Buffer:
     """An empty buffer of `rows * batch_games` positions (with room for ownership targets with
-    `ownership`, for policy surprises with `surprise`)."""
+    `ownership`, for policy surprises with `surprise`, for opponent policy targets with
+    `opponent`)."""
     if surprise and rows * batch_games > MAX_SURPRISE_POSITIONS:
         raise ValueError(
             f"policy surprise weighting counts its draws in int32 tickets: a replay of "
@@ -137,6 +152,7 @@ def init(
         step=jnp.int32(0),
         ownership=jnp.zeros((rows, batch_games, cells), jnp.int8) if ownership else None,
         surprise=jnp.zeros((rows, batch_games), jnp.float32) if surprise else None,
+        last=jnp.zeros((rows, batch_games), bool) if opponent else None,
     )
 
 
@@ -154,6 +170,7 @@ def partition_specs(axis: str) -> Buffer:
         step=P(),
         ownership=column,  # matches nothing in a buffer without it
         surprise=column,
+        last=column,
     )
 
 
@@ -205,6 +222,8 @@ def add_step(
                 buffer.surprise, surprise.astype(jnp.float32), r, 0
             )
         )
+    if buffer.last is not None:
+        buffer = buffer.replace(last=jax.lax.dynamic_update_index_in_dim(buffer.last, done, r, 0))
     # Entries of the games that ended with this move: column b, written since its game began.
     in_game = (row_step[:, None] >= buffer.episode_start[None, :]) & (row_step[:, None] >= 0)
     if bootstrapped:
@@ -313,10 +332,13 @@ def sample(
     axis_name: str | None = None,
     *,
     surprise_fraction: float = 0.0,
+    opponent_frames=None,
 ) -> Batch:
     """`batch_size` positions drawn (with replacement) among those with a known outcome:
     uniformly, or with `surprise_fraction` = f > 0 (a buffer with surprises) a share f of the
-    weight in proportion to each position's policy surprise (module doc).
+    weight in proportion to each position's policy surprise (module doc). With
+    `opponent_frames` (the game's `Game.opponent_frames`, int32[2, A]; a buffer made with
+    `opponent=True`) the batch has each position's opponent policy target (module doc).
 
     Positions are numbered column by column (slot b's rows together), each ready one holding
     one ticket (or its weight's count of them under surprise weighting), the tickets counted in
@@ -334,6 +356,8 @@ def sample(
         raise ValueError(f"surprise_fraction must be in [0, 1], got {surprise_fraction!r}")
     if surprise_fraction > 0 and buffer.surprise is None:
         raise ValueError("surprise_fraction > 0 needs a buffer made with surprise=True")
+    if opponent_frames is not None and buffer.last is None:
+        raise ValueError("opponent_frames needs a buffer made with opponent=True")
     rows = buffer.ready.shape[0]
     tickets = buffer.ready.astype(jnp.int32)  # [R, B]
     if surprise_fraction > 0:
@@ -352,18 +376,31 @@ def sample(
     idx = jnp.clip(jnp.searchsorted(cdf, u, side="right"), 0, cdf.shape[0] - 1)
     row, col = idx % rows, idx // rows
 
-    def take(x):
-        picked = x[row, col]  # [N, ...]
+    def take_picked(picked):  # [N, ...], gathered at (row, col): the ones this device holds
         picked = jnp.where(mine.reshape(mine.shape + (1,) * (picked.ndim - 1)), picked, 0)
         if axis_name is not None:  # each position is held by one device: the sum is a gather
             picked = jax.lax.psum_scatter(picked, axis_name, scatter_dimension=0, tiled=True)
         return picked
+
+    def take(x):
+        return take_picked(x[row, col])
+
+    opponent_policy = None
+    if opponent_frames is not None:
+        nxt = (row + 1) % rows  # the next position of the game, if the game went on
+        follows = (buffer.row_step[nxt] == buffer.row_step[row] + 1) & ~buffer.last[row, col]
+        mover = buffer.player[row, col].astype(jnp.int32)
+        follows &= buffer.player[nxt, col].astype(jnp.int32) != mover
+        frames = jnp.asarray(opponent_frames, jnp.int32)[mover]  # [N, A]
+        reply = jnp.take_along_axis(buffer.policy[nxt, col], frames, axis=1)
+        opponent_policy = take_picked(jnp.where(follows[:, None], reply, 0.0))
 
     return Batch(
         obs=take(buffer.obs).astype(jnp.float32),
         policy=take(buffer.policy),
         value=take(buffer.value),
         ownership=None if buffer.ownership is None else take(buffer.ownership).astype(jnp.float32),
+        opponent_policy=opponent_policy,
     )
 
 

@@ -86,14 +86,19 @@ def transform(sym: Symmetries, s, obs: jax.Array, policy: jax.Array):
 
 
 def augment(sym: Symmetries, key, batch: Batch) -> Batch:
-    """Each of the N positions of `batch` through a uniformly drawn symmetry (its ownership
-    target too, where the batch has one)."""
+    """Each of the N positions of `batch` through a uniformly drawn symmetry (its ownership and
+    opponent policy targets too, where the batch has them)."""
     s = jax.random.randint(key, (batch.obs.shape[0],), 0, sym.cells.shape[0])
     obs, policy = jax.vmap(lambda i, o, p: transform(sym, i, o, p))(s, batch.obs, batch.policy)
-    if batch.ownership is None:
-        return batch._replace(obs=obs, policy=policy)
-    ownership = jnp.take_along_axis(batch.ownership, jnp.asarray(sym.cells)[s], axis=1)
-    return batch._replace(obs=obs, policy=policy, ownership=ownership)
+    batch = batch._replace(obs=obs, policy=policy)
+    if batch.ownership is not None:
+        cells = jnp.asarray(sym.cells)[s]
+        batch = batch._replace(ownership=jnp.take_along_axis(batch.ownership, cells, axis=1))
+    if batch.opponent_policy is not None:
+        actions = jnp.asarray(sym.actions)[s]
+        reply = jnp.take_along_axis(batch.opponent_policy, actions, axis=1)
+        batch = batch._replace(opponent_policy=reply)
+    return batch
 
 
 def averaged(apply: Callable, sym: Symmetries, count: int) -> Callable:

@@ -10,6 +10,11 @@ With `soft_policy_weight` s > 0 a second policy output learns the search policy 
 pi^(1/T) (normalised; T = `soft_policy_temperature`) and the loss adds s * (-pi_soft . log p_soft):
 KataGo's auxiliary soft policy target (KataGoMethods.md; T = 4, s = 8 there), a target that tells
 apart the moves the sharp one gives almost nothing; the searches never read that output.
+With `opponent_policy_weight` w > 0 a third policy output learns the search policy of the
+opponent's reply, the next position of the game (`azjax.replay`), and the loss adds
+w * (-pi_next . log p_opp), averaged over the positions that have a reply: KataGo's auxiliary
+opponent policy target (Wu 2019 section 4.1, w = 0.15 there), a regulariser that makes the trunk
+represent what the opponent will do; the searches never read that output either.
 Under playout cap randomisation (`partial_policy`) the policy terms are averaged over the positions
 that have a policy target (the fast searches are recorded with an all-zero pi).
 
@@ -49,6 +54,7 @@ class Losses(NamedTuple):
     l2: jax.Array
     ownership: jax.Array  # the weighted ownership term; 0 without it
     soft_policy: jax.Array  # the weighted soft policy term; 0 without it
+    opponent_policy: jax.Array  # the weighted opponent policy term; 0 without it
 
 
 LR_SCHEDULES = ("constant", "cosine", "warmup_cosine")  # `lr_fraction`'s
@@ -127,6 +133,7 @@ def make_train_step(
     ownership_weight: float = 0.0,
     soft_policy_weight: float = 0.0,
     soft_policy_temperature: float = 4.0,
+    opponent_policy_weight: float = 0.0,
 ):
     """train_step(state, batch, lr_scale=1.0) -> (state, Losses); pure, meant for jax.jit.
     The optimizer's updates are multiplied by `lr_scale` (a float32 scalar: the learning
@@ -137,15 +144,20 @@ def make_train_step(
     all-zero one): the policy loss is the mean over the positions that have one. With
     `ownership_weight` > 0 (a network with `ownership_head`, batches with `ownership`) the loss
     adds the weighted ownership term, and with `soft_policy_weight` > 0 (a network with
-    `soft_policy_head`) the weighted soft policy term at `soft_policy_temperature` (module doc)."""
+    `soft_policy_head`) the weighted soft policy term at `soft_policy_temperature`, and with
+    `opponent_policy_weight` > 0 (a network with `opponent_policy_head`, batches with
+    `opponent_policy`) the weighted opponent policy term (module doc)."""
     owned = ownership_weight > 0
     softened = soft_policy_weight > 0
+    replied = opponent_policy_weight > 0
     if owned and not net.ownership_head:
         raise ValueError("ownership_weight > 0 needs a network with ownership_head")
     if softened and not net.soft_policy_head:
         raise ValueError("soft_policy_weight > 0 needs a network with soft_policy_head")
     if softened and soft_policy_temperature < 1:
         raise ValueError(f"soft_policy_temperature must be >= 1, got {soft_policy_temperature}")
+    if replied and not net.opponent_policy_head:
+        raise ValueError("opponent_policy_weight > 0 needs a network with opponent_policy_head")
 
     def loss_fn(params, batch_stats, batch: Batch):
         outputs, updates = net.apply(
@@ -154,10 +166,11 @@ def make_train_step(
             train=True,
             with_ownership=owned,
             with_soft_policy=softened,
+            with_opponent_policy=replied,
             mutable=["batch_stats"],
         )
         logits, value, *extra = outputs
-        ownership_loss = soft_loss = jnp.float32(0.0)
+        ownership_loss = soft_loss = opponent_loss = jnp.float32(0.0)
         if owned:
             ownership_loss = ownership_weight * jnp.mean((batch.ownership - extra.pop(0)) ** 2)
         # a position without a policy target (all zero) adds nothing; average over the rest
@@ -169,11 +182,18 @@ def make_train_step(
             soft = soft_policy_target(batch.policy, soft_policy_temperature)
             soft_ce = optax.softmax_cross_entropy(extra.pop(0), soft)
             soft_loss = soft_policy_weight * jnp.mean(soft_ce) * policy_scale
+        if replied:  # averaged over the positions with a reply that has a policy target
+            has_reply = jnp.sum(batch.opponent_policy, axis=-1) > 0
+            reply_ce = optax.softmax_cross_entropy(extra.pop(0), batch.opponent_policy)
+            replies = jnp.maximum(jnp.sum(has_reply), 1)
+            opponent_loss = opponent_policy_weight * jnp.sum(reply_ce * has_reply) / replies
         value_loss = jnp.mean((batch.value - value) ** 2)
         policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy)) * policy_scale
         l2 = weight_decay * sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
-        total = value_loss + policy_loss + l2 + ownership_loss + soft_loss
-        losses = Losses(total, value_loss, policy_loss, l2, ownership_loss, soft_loss)
+        total = value_loss + policy_loss + l2 + ownership_loss + soft_loss + opponent_loss
+        losses = Losses(
+            total, value_loss, policy_loss, l2, ownership_loss, soft_loss, opponent_loss
+        )
         return total, (losses, updates["batch_stats"])
 
     def train_step(state: TrainState, batch: Batch, lr_scale=1.0):
@@ -184,6 +204,8 @@ def make_train_step(
         chex.assert_type([batch.policy, batch.value], float)
         if owned:
             chex.assert_shape(batch.ownership, (n, batch.obs.shape[1] * batch.obs.shape[2]))
+        if replied:
+            chex.assert_shape(batch.opponent_policy, (n, net.num_actions))
         params = state.variables["params"]
         grads, (losses, batch_stats) = jax.grad(loss_fn, has_aux=True)(
             params, state.variables["batch_stats"], batch

@@ -135,8 +135,7 @@ def same_network(source: Config, config: Config, source_vars: Any, fresh: Any) -
 
 
 def _without_aux_heads(variables: Any) -> dict:
-    """The variables without the ownership and soft policy heads' modules
-    (`azjax.network.AUX_HEADS`)."""
+    """The variables without the auxiliary heads' modules (`azjax.network.AUX_HEADS`)."""
     return {c: {k: v for k, v in m.items() if k not in AUX_HEADS} for c, m in variables.items()}
 
 

@@ -224,6 +224,15 @@ class Game:
         del state
         return x
 
+    @property
+    def opponent_frames(self) -> np.ndarray:
+        """int32[2, A]: row p maps a policy in the frame of p's opponent to p's frame, as a
+        gather (``x[opponent_frames[p]]``): ``actions_to_policy(s, policy_to_actions(t, x))``
+        for a state ``s`` with p to move and a state ``t`` with the opponent to move. The
+        identity by default; Hex's is the board transpose for both. The learner's opponent
+        policy target (``--opponent_policy_weight``) reads it."""
+        return np.tile(np.arange(self.num_actions, dtype=np.int32), (2, 1))
+
     def ownership(self, state: GameState, player: Array) -> Array:
         """float32[H, W]: who holds each cell of ``state``'s board, seen by ``player`` in that
         player's network frame (as ``observe`` shows it when ``player`` is to move): +1 a stone

@@ -143,14 +143,21 @@ def check_random_playout(game: Game, *, batch: int = 32, seed: int = 1) -> None:
 
 
 def check_policy_frame(game: Game) -> None:
-    """`policy_to_actions` is a permutation that `actions_to_policy` inverts, for player 1."""
-    state = game.init()
-    state = game.step(state, jnp.flatnonzero(game.legal_mask(state))[0])  # player 1 to move
+    """`policy_to_actions` is a permutation that `actions_to_policy` inverts, for player 1, and
+    `opponent_frames` maps a policy in one player's frame to the other's."""
+    first = game.init()
+    state = game.step(first, jnp.flatnonzero(game.legal_mask(first))[0])  # player 1 to move
     x = jnp.arange(game.num_actions, dtype=jnp.float32)
     back = np.asarray(game.actions_to_policy(state, game.policy_to_actions(state, x)))
     _expect((back == np.asarray(x)).all(), "actions_to_policy does not undo policy_to_actions")
     mapped = sorted(np.asarray(game.policy_to_actions(state, x)).tolist())
     _expect(mapped == list(range(game.num_actions)), "policy_to_actions is not a permutation")
+    frames = np.asarray(game.opponent_frames)
+    _expect(frames.shape == (2, game.num_actions), f"opponent_frames has shape {frames.shape}")
+    for mover, opponent in ((first, state), (state, first)):
+        want = np.asarray(game.actions_to_policy(mover, game.policy_to_actions(opponent, x)))
+        got = np.asarray(x)[frames[int(game.current_player(mover))]]
+        _expect((got == want).all(), "opponent_frames does not map the opponent's frame")
 
 
 def check_move_names(game: Game) -> None:

@@ -192,12 +192,21 @@ class Hex(Game):
     def observe(self, state: HexState):
         return stone_planes(*self._stones(state, state.player), state.player)
 
+    def _transposed(self) -> np.ndarray:
+        """int32[A]: the board transpose as a gather of actions (the swap entry stays last)."""
+        transposed = np.arange(self.num_actions, dtype=np.int32)
+        transposed[: self.num_cells] = _tables(self.size).transpose
+        return transposed
+
     def _frame_permutation(self, state: HexState):
         """int32[A]: the identity for black, the board transpose for white (an involution)."""
         identity = np.arange(self.num_actions, dtype=np.int32)
-        transposed = identity.copy()
-        transposed[: self.num_cells] = _tables(self.size).transpose
-        return jnp.asarray(np.stack([identity, transposed]))[state.player]
+        return jnp.asarray(np.stack([identity, self._transposed()]))[state.player]
+
+    @property
+    def opponent_frames(self) -> np.ndarray:
+        """Each player's frame is the other's transposed (`Game.opponent_frames`)."""
+        return np.stack([self._transposed()] * 2)
 
     def ownership(self, state: HexState, player):
         """float32[size, size]: +1 `player`'s stones, -1 the opponent's, 0 empty, in `player`'s

@@ -65,8 +65,10 @@ def test_sharded_selfplay_plays_what_one_device_plays_with_the_device_keys(found
 
 
 def test_sharded_sampling_draws_the_one_device_sample(found):
+    assert found["ready"] > 0  # positions to draw: the samples compared are not all zero
     assert found["sample_equal"] and found["sample_spec"] == ["data"]
     assert found["surprise_sample_equal"]  # weighted by policy surprise too
+    assert found["opponent_sample_equal"]  # and with opponent policy targets
 
 
 def test_sharded_training_matches_one_device(found):
@@ -224,9 +226,13 @@ def _checks(tmp: str) -> dict:
     out["trajectory_spec"] = spec_of(s_traj.obs)
     out["states_spec"] = spec_of(jax.tree_util.tree_leaves(s_states)[0])[:1]
 
-    # A buffer with settled positions, once on one device and once split along B.
+    # A buffer with settled positions, once on one device and once split along B. A chunk of
+    # T = 4 moves ends no game of Tic-Tac-Toe: the last move is marked as an end, so that there
+    # are positions to draw.
+    one_traj = one_traj._replace(done=one_traj.done.at[-1].set(True))
     buffer = replay.add(replay.init(6, B, game.observation_shape, game.num_actions), one_traj)
     buffer = replay.add(buffer, one_traj)
+    out["ready"] = int(replay.num_ready(buffer))
     split = jax.device_put(buffer, parallel.shardings(mesh, replay.partition_specs("data")))
     sample_sharded = jax.jit(
         jax.shard_map(
@@ -256,6 +262,23 @@ def _checks(tmp: str) -> dict:
     )(jax.device_put(weighted, parallel.shardings(mesh, replay.partition_specs("data"))), key)
     want = jax.jit(draw)(weighted, key)
     out["surprise_sample_equal"] = all(np.array_equal(x, y) for x, y in zip(got, want))
+    # ... and with opponent policy targets, read from the next row of each column
+    replied = replay.init(6, B, game.observation_shape, game.num_actions, opponent=True)
+    replied = replay.add(replay.add(replied, one_traj), one_traj)
+    frames = game.opponent_frames
+    draw = functools.partial(replay.sample, batch_size=16, opponent_frames=frames)
+    got = jax.jit(
+        jax.shard_map(
+            lambda b, k: draw(b, k, axis_name="data"),
+            mesh=mesh,
+            in_specs=(replay.partition_specs("data"), jax.P()),
+            out_specs=jax.P("data"),
+        )
+    )(jax.device_put(replied, parallel.shardings(mesh, replay.partition_specs("data"))), key)
+    want = jax.jit(draw)(replied, key)
+    out["opponent_sample_equal"] = all(np.array_equal(x, y) for x, y in zip(got, want)) and bool(
+        np.sum(want.opponent_policy) > 0
+    )
 
     # Training: one step on the same batch, then a whole sampled iteration, both ways.
     opt = make_optimizer(config)

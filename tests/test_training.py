@@ -376,8 +376,8 @@ def test_the_learner_takes_one_step_per_call_on_the_cpu():
 def test_training_waits_for_min_replay(tmp_path):
     """Nothing is learned until the buffer holds min_replay positions with known outcomes (with
     augmentation, random openings, the mixed value target, the ownership target, the score
-    utility, the soft policy target and policy surprise weighting on, so their paths run end to
-    end too)."""
+    utility, the soft policy target, policy surprise weighting and the opponent policy target on,
+    so their paths run end to end too)."""
     workdir = str(tmp_path / "wait")
     flags = [f for f in TOY if not f.startswith("--eval_interval")]
     # 16 games x 9 plies = 144 positions a chunk at most: 200 needs two iterations
@@ -397,6 +397,7 @@ def test_training_waits_for_min_replay(tmp_path):
                 "--score_utility=0.3",
                 "--soft_policy_weight=2",
                 "--policy_surprise=0.5",
+                "--opponent_policy_weight=0.15",
             ]
         )
         == 0
@@ -407,6 +408,7 @@ def test_training_waits_for_min_replay(tmp_path):
     assert trained == [r >= 200 for r in ready] and not trained[0] and trained[-1], (ready, trained)
     assert all(r["loss/ownership"] > 0 for r in rows if "loss/total" in r)
     assert all(r["loss/soft_policy"] > 0 for r in rows if "loss/total" in r)
+    assert all(r["loss/opponent_policy"] > 0 for r in rows if "loss/total" in r)
 
 
 def test_a_new_run_without_a_workdir_never_lands_on_an_old_one(tmp_path, monkeypatch, capsys):
