@@ -234,51 +234,34 @@ def _checks(tmp: str) -> dict:
     buffer = replay.add(buffer, one_traj)
     out["ready"] = int(replay.num_ready(buffer))
     split = jax.device_put(buffer, parallel.shardings(mesh, replay.partition_specs("data")))
-    sample_sharded = jax.jit(
-        jax.shard_map(
-            lambda b, k: replay.sample(b, k, 16, axis_name="data"),
+
+    def drawn_both_ways(buf, **options):
+        """(16 positions drawn from `buf` split along B, the same drawn on one device)."""
+        draw = functools.partial(replay.sample, batch_size=16, **options)
+        sharded = jax.shard_map(
+            lambda b, k: draw(b, k, axis_name="data"),
             mesh=mesh,
             in_specs=(replay.partition_specs("data"), jax.P()),
             out_specs=jax.P("data"),
         )
-    )
-    got = sample_sharded(split, key)
-    want = jax.jit(replay.sample, static_argnums=2)(buffer, key, 16)
-    out["sample_equal"] = all(np.array_equal(x, y) for x, y in zip(got, want))
+        buf_split = jax.device_put(buf, parallel.shardings(mesh, replay.partition_specs("data")))
+        return jax.jit(sharded)(buf_split, key), jax.jit(draw)(buf, key)
+
+    same = lambda got, want: all(np.array_equal(x, y) for x, y in zip(got, want))  # noqa: E731
+    got, drawn = drawn_both_ways(buffer)
+    out["sample_equal"] = same(got, drawn)
     out["sample_spec"] = spec_of(got.obs)[:1]
     # ... and weighted by policy surprise (whole numbers: the devices' sums are exact)
     surprises = jnp.asarray(np.arange(T * B).reshape(T, B) % 4, jnp.float32)
     weighted_traj = one_traj._replace(surprise=surprises)
     weighted = replay.init(6, B, game.observation_shape, game.num_actions, surprise=True)
     weighted = replay.add(replay.add(weighted, weighted_traj), weighted_traj)
-    draw = functools.partial(replay.sample, batch_size=16, surprise_fraction=0.5)
-    got = jax.jit(
-        jax.shard_map(
-            lambda b, k: draw(b, k, axis_name="data"),
-            mesh=mesh,
-            in_specs=(replay.partition_specs("data"), jax.P()),
-            out_specs=jax.P("data"),
-        )
-    )(jax.device_put(weighted, parallel.shardings(mesh, replay.partition_specs("data"))), key)
-    want = jax.jit(draw)(weighted, key)
-    out["surprise_sample_equal"] = all(np.array_equal(x, y) for x, y in zip(got, want))
+    out["surprise_sample_equal"] = same(*drawn_both_ways(weighted, surprise_fraction=0.5))
     # ... and with opponent policy targets, read from the next row of each column
     replied = replay.init(6, B, game.observation_shape, game.num_actions, opponent=True)
     replied = replay.add(replay.add(replied, one_traj), one_traj)
-    frames = game.opponent_frames
-    draw = functools.partial(replay.sample, batch_size=16, opponent_frames=frames)
-    got = jax.jit(
-        jax.shard_map(
-            lambda b, k: draw(b, k, axis_name="data"),
-            mesh=mesh,
-            in_specs=(replay.partition_specs("data"), jax.P()),
-            out_specs=jax.P("data"),
-        )
-    )(jax.device_put(replied, parallel.shardings(mesh, replay.partition_specs("data"))), key)
-    want = jax.jit(draw)(replied, key)
-    out["opponent_sample_equal"] = all(np.array_equal(x, y) for x, y in zip(got, want)) and bool(
-        np.sum(want.opponent_policy) > 0
-    )
+    got, want = drawn_both_ways(replied, opponent_frames=game.opponent_frames)
+    out["opponent_sample_equal"] = same(got, want) and bool(np.sum(want.opponent_policy) > 0)
 
     # Training: one step on the same batch, then a whole sampled iteration, both ways.
     opt = make_optimizer(config)
@@ -286,8 +269,8 @@ def _checks(tmp: str) -> dict:
     step = make_train_step(net, opt, config.weight_decay)
     rep = parallel.replicated(mesh)
     batch_sh = parallel.sharding(mesh, jax.P("data"))
-    s_state, s_loss = jax.jit(step, in_shardings=(rep, batch_sh))(state, want)
-    u_state, u_loss = jax.jit(step)(state, want)
+    s_state, s_loss = jax.jit(step, in_shardings=(rep, batch_sh))(state, drawn)
+    u_state, u_loss = jax.jit(step)(state, drawn)
     out["train_step_max_diff"] = max(max_diff(s_state, u_state), max_diff(s_loss, u_loss))
     out["params_replicated"] = all(
         x.sharding.is_fully_replicated for x in jax.tree_util.tree_leaves(s_state)
