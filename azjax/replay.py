@@ -51,9 +51,9 @@ Opponent policy targets (`init(..., opponent=True)`, KataGo's auxiliary target, 
 where the opponent moves, mapped into the position's own network frame (`Game.opponent_frames`);
 `sample` with `opponent_frames` reads it from the next row of the same column. The buffer keeps
 only which positions ended their game (`last`), so that the first position of the slot's next
-game is not taken for a reply. A position without one (its game's last, one followed by the same
-player's move, or the newest row) gets an all-zero target, as a fast search's policy is. bool;
-`None` in a buffer made without it.
+game is not taken for a reply. A position without one (its game's last, or one followed by the
+same player's move) gets an all-zero target, as a fast search's policy is. bool; `None` in a
+buffer made without it.
 
 Over several devices the buffer is split along B (`partition_specs`): each device holds the
 columns of its own games, and `add` needs no communication. `sample` with an `axis_name` draws
@@ -387,10 +387,11 @@ def sample(
 
     opponent_policy = None
     if opponent_frames is not None:
-        nxt = (row + 1) % rows  # the next position of the game, if the game went on
-        follows = (buffer.row_step[nxt] == buffer.row_step[row] + 1) & ~buffer.last[row, col]
+        # A ready position's game has ended, so unless the position was its last, the next row
+        # holds the game's next position: written one step later, and not yet overwritten.
+        nxt = (row + 1) % rows
         mover = buffer.player[row, col].astype(jnp.int32)
-        follows &= buffer.player[nxt, col].astype(jnp.int32) != mover
+        follows = ~buffer.last[row, col] & (buffer.player[nxt, col].astype(jnp.int32) != mover)
         frames = jnp.asarray(opponent_frames, jnp.int32)[mover]  # [N, A]
         reply = jnp.take_along_axis(buffer.policy[nxt, col], frames, axis=1)
         opponent_policy = take_picked(jnp.where(follows[:, None], reply, 0.0))
