@@ -97,6 +97,9 @@ class PlayStats(NamedTuple):
     ready: jax.Array  # int32[], positions in the buffer with a known outcome
     distinct: jax.Array  # int32[len(VARIETY_PLIES)], distinct positions at each ply in the chunk
     reached: jax.Array  # int32[len(VARIETY_PLIES)], positions at each ply in the chunk
+    # float32[]: the mean policy surprise of the replay's positions with a known outcome, in a
+    # run with policy surprise weighting (`replay.mean_surprise`); None in one without
+    surprise: jax.Array | None = None
 
 
 def observation_hashes(obs: jax.Array, batch_dims: int = 1) -> jax.Array:
@@ -144,6 +147,7 @@ def play_stats(summary: PlaySummary, buffer: replay.Buffer) -> PlayStats:
         jnp.sum(summary.finished, dtype=jnp.int32),
         replay.num_ready(buffer),
         *variety(summary.ply, summary.hashes),
+        surprise=None if buffer.surprise is None else replay.mean_surprise(buffer),
     )
 
 
@@ -987,6 +991,9 @@ def _play_values(played: PlayStats, positions: int, seconds: float, devices: int
     for k, distinct, reached in zip(VARIETY_PLIES, played.distinct, played.reached):
         values[f"selfplay/distinct_ply{k}"] = int(distinct)
         values[f"selfplay/positions_ply{k}"] = int(reached)
+    surprise = getattr(played, "surprise", None)  # ExIt's statistics have none
+    if surprise is not None:
+        values["replay/policy_surprise"] = float(surprise)
     return values
 
 

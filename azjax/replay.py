@@ -405,17 +405,22 @@ def sample(
     )
 
 
+def mean_surprise(buffer: Buffer, axis_name: str | None = None) -> jax.Array:
+    """float32[]: the mean policy surprise of the positions with a known outcome (of all
+    devices' with `axis_name`); 0 when there are none. A buffer made with `surprise=True`."""
+    surprise = jnp.where(buffer.ready, buffer.surprise, 0.0)  # a stale entry's counts nothing
+    total, count = jnp.sum(surprise), num_ready(buffer)
+    if axis_name is not None:
+        total, count = jax.lax.psum((total, count), axis_name)
+    return total / jnp.maximum(count, 1).astype(jnp.float32)
+
+
 def _surprise_tickets(buffer: Buffer, fraction: float, axis_name: str | None) -> jax.Array:
     """int32[R, B]: each position's tickets under surprise weighting, SURPRISE_TICKETS times
     (1 - f) + f * s / mean(s) rounded, the mean over the ready positions of all devices (every
     position one weight's tickets where no ready position has any surprise)."""
-    ready = buffer.ready
-    surprise = jnp.where(ready, buffer.surprise, 0.0)  # a stale entry's weighs nothing anyway
-    total = jnp.sum(surprise)
-    count = num_ready(buffer)
-    if axis_name is not None:
-        total, count = jax.lax.psum((total, count), axis_name)
-    mean = total / jnp.maximum(count, 1).astype(jnp.float32)
+    surprise = jnp.where(buffer.ready, buffer.surprise, 0.0)  # a stale entry's weighs nothing
+    mean = mean_surprise(buffer, axis_name)
     ratio = jnp.where(mean > 0, surprise / jnp.where(mean > 0, mean, 1.0), 1.0)
     weight = (1.0 - fraction) + fraction * ratio
     return jnp.round(SURPRISE_TICKETS * weight).astype(jnp.int32)

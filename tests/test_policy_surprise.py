@@ -58,6 +58,13 @@ def test_sampling_follows_the_surprise_weights(fraction):
     assert got[4] == 0
 
 
+def test_the_replays_mean_surprise_counts_the_ready_positions_only():
+    ready = np.array([True, True, True, True, False])
+    buf = _buffer(np.array([0.0, 1.0, 3.0, 0.0, 9.0]), ready)
+    assert float(replay.mean_surprise(buf)) == pytest.approx(1.0)
+    assert float(replay.mean_surprise(buf.replace(ready=jnp.zeros_like(buf.ready)))) == 0.0
+
+
 def test_sampling_is_uniform_without_surprise_or_weighting():
     ready = np.array([True, True, False, True])
     flat = _buffer(np.zeros(4), ready)  # no ready position has any surprise: uniform

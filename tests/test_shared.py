@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import games
-from azjax import gating, load_config, shared, training
+from azjax import gating, load_config, loop, shared, training
 from azjax.arena import MatchResult
 from azjax.checkpoint import RunState, load_checkpoint
 from azjax.commands import train
@@ -277,3 +277,17 @@ def test_tools_that_do_not_read_a_shared_run_refuse_it_in_one_line(shared_run, t
         run_curve(workdir, str(tmp_path), games=2)
     with pytest.raises(ValueError, match="the source is a shared run"):
         resolve(load_config("tictactoe", {**TOY, "games": "", "init_from": workdir}))
+
+
+def test_the_games_play_statistics_combine():
+    def stats(games, ready, surprise=None):
+        return loop.PlayStats(
+            jnp.int32(games), jnp.int32(ready), jnp.array([4, 1]), jnp.array([4, 2]), surprise
+        )
+
+    both = shared._combine([stats(3, 10, jnp.float32(0.2)), stats(5, 7, jnp.float32(0.4))])
+    assert (int(both.games), int(both.ready)) == (8, 7)  # the learner waits for the least
+    np.testing.assert_array_equal(both.distinct, [8, 2])
+    np.testing.assert_array_equal(both.reached, [8, 4])
+    assert float(both.surprise) == pytest.approx(0.3)  # the games' mean policy surprise
+    assert shared._combine([stats(3, 10), stats(5, 7)]).surprise is None

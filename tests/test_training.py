@@ -409,6 +409,8 @@ def test_training_waits_for_min_replay(tmp_path):
     assert all(r["loss/ownership"] > 0 for r in rows if "loss/total" in r)
     assert all(r["loss/soft_policy"] > 0 for r in rows if "loss/total" in r)
     assert all(r["loss/opponent_policy"] > 0 for r in rows if "loss/total" in r)
+    # the replay's mean policy surprise is logged once positions are settled
+    assert all(r["replay/policy_surprise"] > 0 for r in rows if r["replay_ready"] > 0)
 
 
 def test_a_new_run_without_a_workdir_never_lands_on_an_old_one(tmp_path, monkeypatch, capsys):
