@@ -264,6 +264,7 @@ class ExItStats(NamedTuple):
     positions: jax.Array  # int32[], expert-labelled positions added
     evaluations: jax.Array  # float32[], network evaluations (apprentice + expert)
     rounds: jax.Array  # int32[], rounds played
+    surprise: None = None  # the loop's PlayStats field: an ExIt run keeps no policy surprises
 
     def metrics(self) -> dict[str, float]:
         """The ExIt metrics the loop logs beside its own."""

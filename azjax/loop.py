@@ -991,9 +991,8 @@ def _play_values(played: PlayStats, positions: int, seconds: float, devices: int
     for k, distinct, reached in zip(VARIETY_PLIES, played.distinct, played.reached):
         values[f"selfplay/distinct_ply{k}"] = int(distinct)
         values[f"selfplay/positions_ply{k}"] = int(reached)
-    surprise = getattr(played, "surprise", None)  # ExIt's statistics have none
-    if surprise is not None:
-        values["replay/policy_surprise"] = float(surprise)
+    if played.surprise is not None:
+        values["replay/policy_surprise"] = float(played.surprise)
     return values
 
 
