@@ -2,7 +2,7 @@
 parse their values and turn them into config overrides and game options, shared by train.py,
 evaluate.py, play.py and the experiments.
 
-    parser = argparse.ArgumentParser()
+    parser = Parser()                                  # argparse's, with one-line errors
     config_flags = add_config_flags(parser, defaults=config.game_defaults("hex"))
     option_flags = add_game_flags(parser, "hex")       # --size, --swap; None: every game's options
     args = parser.parse_args(argv)
@@ -10,13 +10,16 @@ evaluate.py, play.py and the experiments.
 
 A flag holds its text (None when not given) until `config_overrides` / `game_options` convert it
 with `parse_value`, which raises a ValueError naming the flag and what it accepts. Boolean flags
-work bare (`--swap` means true) or with a value (`--swap=false`).
+work bare (`--swap` means true) or with a value (`--swap=false`). `Parser`'s errors are one
+line, and an unknown flag names the nearest known one (`--batch_gmaes`: did you mean
+--batch_games?) or, for another game's option, what this game takes.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -25,6 +28,48 @@ import games
 from azjax.config import FIELDS
 
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+_UNKNOWN_IN = "_parser_of_unknown_flags"  # set on the namespace by the parser that met them
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line, `PROG: error: MESSAGE`, exit code 2, without
+    the usage block (`PROG --help` shows it). Unknown flags are named with the nearest known flag
+    of the parser that met them (a subcommand's own), or with `hints[flag]`: why the flag is not
+    one here (`game_option_hints`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.hints: dict[str, str] = {}
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not hasattr(namespace, _UNKNOWN_IN):  # the innermost parser: a subcommand
+            setattr(namespace, _UNKNOWN_IN, self)
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = getattr(namespace, _UNKNOWN_IN, self)
+            hint = parser.unknown_hint(extras) if isinstance(parser, Parser) else ""
+            self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return namespace
+
+    def unknown_hint(self, extras: list[str]) -> str:
+        """' (...)': what the first unknown flag in `extras` may have meant."""
+        flag = next((e.partition("=")[0] for e in extras if e.startswith("--")), None)
+        if flag in self.hints:
+            return f" ({self.hints[flag]})"
+        known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        near = difflib.get_close_matches(flag, known, n=2, cutoff=0.75) if flag else []
+        if near:
+            return f" (did you mean {' or '.join(near)}?)"
+        return f" ({self.prog} --help lists the flags)"
+
+    def error(self, message: str):
+        if message.startswith("the following arguments are required"):
+            message += f" ({self.prog} --help)"
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def parse_value(
@@ -131,6 +176,20 @@ def config_overrides(args: argparse.Namespace, names: Iterable[str]) -> dict[str
 
 
 # ---- game options --------------------------------------------------------------------------------
+def game_option_hints(game: str) -> dict[str, str]:
+    """{--option: why it is no flag for `game`} for the options only other games take, for
+    `Parser.hints`: `--size` with connect_four names its options, rows, cols and connect."""
+    mine = games.option_names(game)
+    others = {o for name in games.names() for o in games.option_names(name)} - set(mine)
+    return {f"--{o}": not_an_option(o, game) for o in sorted(others)}
+
+
+def not_an_option(name: str, game: str | None) -> str:
+    """`--name is not an option of GAME; its options: ...`."""
+    options = ", ".join(option_fields(game)) or "none"
+    return f"--{name} is not an option of {game}; its options: {options}"
+
+
 def option_fields(game: str | None) -> dict[str, dataclasses.Field]:
     """The options of `game` (its dataclass fields), or with None every option of every game."""
     fields: dict[str, dataclasses.Field] = {}
@@ -173,8 +232,6 @@ def game_options(
         if text is None:
             continue
         if name not in fields:
-            raise ValueError(
-                f"--{name} is not an option of {game}; its options: {', '.join(fields) or 'none'}"
-            )
+            raise ValueError(not_an_option(name, game))
         out[name] = parse_value(name, text, type(fields[name].default))
     return out

@@ -18,7 +18,7 @@ import time
 import jax
 
 from azjax import config as cfg
-from azjax import loop, parallel
+from azjax import flags, loop, parallel
 from azjax.arena import make_match, make_search_agent
 from azjax.network import make_apply, make_network
 from azjax.search import SearchSpec
@@ -75,9 +75,7 @@ def iteration_seconds(config: cfg.Config, repeats: int) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--game", default="hex")
     parser.add_argument("--size", type=int, default=RECIPE["size"])
     parser.add_argument("--eval_games", type=int, default=RECIPE["eval_games"])

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 
 import games
+from azjax import flags
 
 # our name -> (our options, pgx env id); hex and othello at pgx's fixed sizes.
 GAMES: dict[str, tuple[dict, str]] = {
@@ -138,9 +139,7 @@ def markdown_table(rows: list[Row]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.games", description=__doc__.split("\n")[0]
-    )
+    parser = flags.Parser(prog="python -m benchmarks.games", description=__doc__.split("\n")[0])
     parser.add_argument("--games", nargs="+", choices=list(GAMES), default=list(GAMES))
     # underscores as every other command spells its flags; the dashed spellings still work
     parser.add_argument(

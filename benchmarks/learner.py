@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from azjax import config as cfg
-from azjax import loop, network, parallel, replay, training
+from azjax import flags, loop, network, parallel, replay, training
 from configs.cpu import CPU_SCALE, cpu_recipe
 
 RECIPE = dict(CPU_SCALE, size=6)  # configs/cpu.py's recipe on 6x6 Hex
@@ -128,9 +128,7 @@ def loop_learner(config: cfg.Config, devices: int, repeats: int) -> tuple[float,
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--game", default="hex")
     parser.add_argument("--size", type=int, default=RECIPE["size"])
     parser.add_argument("--train_steps", type=int, default=RECIPE["train_steps"])

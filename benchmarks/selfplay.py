@@ -58,7 +58,7 @@ import mctx
 
 import games
 import games.base
-from azjax import parallel, tree_search, xla_flags
+from azjax import flags, parallel, tree_search, xla_flags
 from azjax.config import Config
 from azjax.config import load as load_config
 from azjax.network import PolicyValueNet, make_apply
@@ -531,7 +531,7 @@ QUICK = dict(batch=64, simulations=8, blocks=3, filters=64, steps=4, repeats=2)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = flags.Parser(
         prog="python -m benchmarks.selfplay",
         description="Self-play positions per second: azjax vs the pgx + mctx AlphaZero recipe.",
     )

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import games
-from azjax import pretrained
+from azjax import flags, pretrained
 from azjax.config import load as load_config
 from azjax.network import PolicyValueNet, make_apply, make_network
 from azjax.search import SearchSpec, make_search
@@ -139,7 +139,7 @@ def table(figures: dict[str, Depths]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = flags.Parser(
         prog="python -m benchmarks.tree_depth",
         description="How deep the Gumbel and PUCT self-play searches' walks go in a batch.",
     )

@@ -71,9 +71,7 @@ def _ints(flag: str, text: str, low: int) -> list[int]:
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", default=None, help="play this run's latest network; no training")
     parser.add_argument("--workdir", default="runs/exp_connect_four", help="training run folder")
     parser.add_argument(

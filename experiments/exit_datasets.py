@@ -32,6 +32,7 @@ import jax
 import numpy as np
 
 import azjax
+from azjax import flags
 from azjax.checkpoint import load_checkpoint, steps
 from azjax.eval.agent import network_apply, random_agent
 from azjax.eval.stats import elo
@@ -74,9 +75,7 @@ SCALES = {
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="accelerator scale")
     for name, value in SCALES[False].items():
         parser.add_argument(

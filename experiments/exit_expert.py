@@ -22,6 +22,7 @@ import time
 
 import jax
 
+from azjax import flags
 from azjax.checkpoint import load_checkpoint
 from azjax.eval.agent import network_apply
 from azjax.exit import ExpertSpec
@@ -30,9 +31,7 @@ from experiments.exit_common import expert_agent, opening_match
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", required=True, help="an ExIt run folder")
     parser.add_argument("--step", type=int, default=None, help="checkpoint (default latest)")
     parser.add_argument(

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import azjax
-from azjax import training
+from azjax import flags, training
 from azjax.exit import ExpertSpec, make_round
 from azjax.network import init_variables, make_apply, make_network
 from azjax.replay import Batch
@@ -62,9 +62,7 @@ SCALES = {  # CPU scale / the paper's (9x9 Hex, 100,000 positions, 10,000 simula
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="the paper's scale")
     for name in SCALES[False]:
         parser.add_argument(

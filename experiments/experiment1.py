@@ -189,9 +189,7 @@ def plot(rows: list[dict], title: str, mcts_label: str, path: str) -> None:
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--game", default="hex")
     parser.add_argument("--workdir", default=None, help="default runs/exp1_<game>[_full]")
     parser.add_argument("--out", default=None, help="default <workdir>/results")

@@ -31,6 +31,7 @@ import time
 import jax
 import numpy as np
 
+from azjax import flags
 from azjax.eval import format_tournament, parse_agent, plot_heatmap, round_robin
 from azjax.eval.records import pyplot
 from azjax.eval.stats import score_ci
@@ -96,9 +97,7 @@ def plot_scores(rounds: list[dict], probs: list[float], path: str, title: str) -
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_flags(parser, "experiment2")
     parser.add_argument("--probs", default="0,0.2,0.4,0.6,0.8,1", help="rollout probabilities")
     parser.add_argument(

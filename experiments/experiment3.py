@@ -32,6 +32,7 @@ import time
 
 import jax
 
+from azjax import flags
 from azjax.eval import format_match, outcome_record, parse_agent, play_games
 from experiments.common import add_run_flags, check_run_flags, open_run, write_results
 
@@ -66,9 +67,7 @@ def table_row(name: str, record: dict) -> str:
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_flags(parser, "experiment3")
     parser.add_argument(
         "--configs", default=",".join(CONFIGS), help=f"comma-separated, of {', '.join(CONFIGS)}"

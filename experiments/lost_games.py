@@ -27,7 +27,6 @@ on a 2-core CPU, and the solver's table stays warm along a game.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -36,6 +35,7 @@ from collections import Counter
 from typing import NamedTuple
 
 import games
+from azjax import flags
 from azjax.eval import openings as openings_lib
 from azjax.eval.agent import batch_functions
 from experiments.solved_positions import KINDS, Solver, compile_solver, positions_of
@@ -155,7 +155,7 @@ def report(summary: dict, from_ply: int) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("match", help="a match.json written by `evaluate.py match`")
     p.add_argument("--from_ply", type=int, default=8, help="the first ply judged (default 8)")
     p.add_argument("--out", default=None, help="default: lost_games.json beside the match")

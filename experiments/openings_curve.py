@@ -21,7 +21,7 @@ import time
 import jax
 import numpy as np
 
-from azjax import checkpoint
+from azjax import checkpoint, flags
 from azjax.eval import openings as op
 from azjax.eval.curve import training_games
 from azjax.eval.match import play_games
@@ -31,9 +31,7 @@ from experiments.common import Log, wilson
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", required=True, help="the run folder")
     parser.add_argument("--opponent", required=True, help="an agent spec (evaluate.py's)")
     parser.add_argument("--sims", type=int, default=50, help="the checkpoints' simulations")

@@ -356,10 +356,10 @@ def format_table(table: list[dict], summaries: dict) -> str:
 
 
 def parse(argv: list[str]):
-    pre = argparse.ArgumentParser(add_help=False)
+    pre = flags.Parser(add_help=False)
     pre.add_argument("--game", default="hex")
     game = pre.parse_known_args(argv)[0].game
-    p = argparse.ArgumentParser(
+    p = flags.Parser(
         prog="python -m experiments.recipes",
         description="Recipes trained side by side for the same wall time, then rated together.",
     )

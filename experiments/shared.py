@@ -87,9 +87,7 @@ def table(out: str, name: str, args, log) -> dict:
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--games", default="connect_four,othello:size=6", help="the shared run's games"
     )

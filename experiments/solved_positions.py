@@ -23,7 +23,6 @@ are themselves checked against OpenSpiel, tests/test_othello.py and tests/test_c
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import shutil
@@ -37,7 +36,7 @@ import jax
 import numpy as np
 
 import games
-from azjax import solved
+from azjax import flags, solved
 from azjax.eval.agent import batch_functions
 from azjax.eval.match import play_games
 from azjax.eval.openings import both_colours, random_sequences
@@ -213,7 +212,7 @@ def positions_of(game, moves: list[int], solver: Solver, fns) -> list[tuple[int,
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--game", default="othello", choices=sorted(KINDS))
     p.add_argument("--size", type=int, default=6, help="Othello's board (default 6)")
     p.add_argument("--rows", type=int, default=6, help="Connect Four's rows (default 6)")

@@ -1,14 +1,12 @@
 """azjax/flags.py: flags from Config fields and game options, their values and their errors."""
 
-import argparse
-
 import pytest
 
 from azjax import flags
 
 
 def parser_with(game, **kwargs):
-    parser = argparse.ArgumentParser()
+    parser = flags.Parser(prog="prog")
     config_flags = flags.add_config_flags(parser, **kwargs)
     option_flags = flags.add_game_flags(parser, game)
     return parser, config_flags, option_flags
@@ -65,6 +63,55 @@ def test_a_game_has_its_own_options_and_no_game_has_every_option():
     assert "option of hex, othello" in parser.format_help()  # --size, both games' option
     with pytest.raises(SystemExit):  # a game's parser has its own options only
         parser_with("othello")[0].parse_args(["--swap"])
+
+
+def error_of(parser, argv, capsys) -> str:
+    """The error `parser` prints for `argv`, after checking that it is one line and exit code 2."""
+    with pytest.raises(SystemExit) as exit:
+        parser.parse_args(argv)
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"{parser.prog}: error: "), err
+    return err.strip()
+
+
+def test_an_unknown_flag_is_one_line_naming_the_nearest_flags(capsys):
+    parser, _, _ = parser_with("hex")
+    err = error_of(parser, ["--batch_gmaes=4"], capsys)
+    assert err.endswith("unrecognized arguments: --batch_gmaes=4 (did you mean --batch_games?)")
+    err = error_of(parser, ["--size=5", "--bogus", "x"], capsys)
+    assert err.endswith("unrecognized arguments: --bogus x (prog --help lists the flags)")
+    err = error_of(parser, ["--num_simulations"], capsys)  # argparse's own errors: one line too
+    assert "--num_simulations: expected one argument" in err
+
+
+def test_another_games_option_names_this_games_options(capsys):
+    hints = flags.game_option_hints("connect_four")
+    assert (
+        hints["--size"]
+        == "--size is not an option of connect_four; its options: rows, cols, connect"
+    )
+    assert "--rows" not in hints and set(flags.game_option_hints("hex")) >= {"--rows", "--cols"}
+    assert flags.game_option_hints("tictactoe")["--swap"].endswith("tictactoe; its options: none")
+    parser, _, _ = parser_with("connect_four")
+    parser.hints.update(hints)
+    err = error_of(parser, ["--size=6"], capsys)
+    assert err.endswith(
+        "--size=6 (--size is not an option of connect_four; its options: rows, cols, connect)"
+    )
+
+
+def test_a_subcommands_unknown_flag_is_matched_against_its_own_flags(capsys):
+    parser = flags.Parser(prog="prog")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("match").add_argument("--games")
+    commands.add_parser("ladder").add_argument("--rungs")
+    err = error_of(parser, ["match", "--gmaes=3"], capsys)
+    assert err.endswith("(did you mean --games?)")
+    err = error_of(parser, ["ladder", "--gmaes=3"], capsys)  # --games is match's, not ladder's
+    assert err.endswith("--gmaes=3 (prog ladder --help lists the flags)")
+    err = error_of(parser, [], capsys)
+    assert err.endswith("required: command (prog --help)")
 
 
 def test_config_flags_can_be_chosen_or_skipped():

@@ -96,13 +96,13 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     """The parser, and the names of its game option flags (every option of every game);
     `prog`: the name in its usage (default: as run)."""
     prog = prog or prog_name("evaluate.py")
-    parser = argparse.ArgumentParser(
+    parser = flags.Parser(
         prog=prog,
         description=describe(__doc__, prog),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
+    common = flags.Parser(add_help=False)
     common.add_argument(
         "--seed",
         type=seed,

@@ -49,7 +49,7 @@ def build_parser(
     """The parser, and the names of its game option flags (those of `game`); `prog`: the name
     in its usage (default: as run)."""
     prog = prog or prog_name("play.py")
-    parser = argparse.ArgumentParser(
+    parser = flags.Parser(
         prog=prog,
         description=describe(__doc__, prog),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -95,6 +95,7 @@ def build_parser(
         option_flags = flags.add_game_flags(
             parser.add_argument_group(f"{game} options"), game, defaults=defaults
         )
+        parser.hints.update(flags.game_option_hints(game))
     return parser, option_flags
 
 
@@ -105,7 +106,7 @@ def parse(argv: list[str]) -> tuple[games.Game, argparse.Namespace]:
     """
     from azjax.eval.player import HUMAN_COLOURS
 
-    pre = argparse.ArgumentParser(add_help=False)
+    pre = flags.Parser(add_help=False)
     pre.add_argument("--game", default=None)
     pre.add_argument("--agent", default=DEFAULT_AGENT)
     pre.add_argument("--agents", default=None)

@@ -50,7 +50,7 @@ def build_parser(
     defaults = cfg.game_defaults(game)
     if config_name:  # what cfg.load makes of it: the game's defaults, then the config's
         defaults = {**defaults, **cfg.named_defaults(config_name, game)[1]}
-    parser = argparse.ArgumentParser(
+    parser = flags.Parser(
         prog=prog,
         description=describe(__doc__, prog),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -127,13 +127,14 @@ def build_parser(
     option_flags = flags.add_game_flags(
         parser.add_argument_group(f"{game} options"), game, defaults=defaults
     )
+    parser.hints.update(flags.game_option_hints(game))  # --size on connect_four: say why
     return parser, config_flags, option_flags
 
 
 def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     """The run's Config and the parsed flags. With --resume the saved config is the base: the
     workdir's config.json, else (deleted) the one saved in the checkpoint."""
-    pre = argparse.ArgumentParser(add_help=False)
+    pre = flags.Parser(add_help=False)
     pre.add_argument("--game", default=None)
     pre.add_argument("--games", default=None)
     pre.add_argument("--config", default=None)
