@@ -28,32 +28,33 @@ import games
 from azjax.config import FIELDS
 
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
-_UNKNOWN_IN = "_parser_of_unknown_flags"  # set on the namespace by the parser that met them
 
 
 class Parser(argparse.ArgumentParser):
     """argparse's parser whose errors are one line, `PROG: error: MESSAGE`, exit code 2, without
-    the usage block (`PROG --help` shows it). Unknown flags are named with the nearest known flag
-    of the parser that met them (a subcommand's own), or with `hints[flag]`: why the flag is not
-    one here (`game_option_hints`)."""
+    the usage block (`PROG --help` shows it). An unknown flag is named with the nearest known flags
+    of the (sub)command given, or with `hints[flag]`: why it is no flag here (`game_option_hints`).
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.hints: dict[str, str] = {}
 
-    def parse_known_args(self, args=None, namespace=None):
-        namespace, extras = super().parse_known_args(args, namespace)
-        if extras and not hasattr(namespace, _UNKNOWN_IN):  # the innermost parser: a subcommand
-            setattr(namespace, _UNKNOWN_IN, self)
-        return namespace, extras
-
     def parse_args(self, args=None, namespace=None):
         namespace, extras = self.parse_known_args(args, namespace)
         if extras:
-            parser = getattr(namespace, _UNKNOWN_IN, self)
-            hint = parser.unknown_hint(extras) if isinstance(parser, Parser) else ""
+            hint = self.chosen(namespace).unknown_hint(extras)
             self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
         return namespace
+
+    def chosen(self, namespace: argparse.Namespace) -> Parser:
+        """The innermost parser that `namespace`'s subcommand chose (self without one)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                sub = action.choices.get(getattr(namespace, action.dest, None))
+                if isinstance(sub, Parser):
+                    return sub.chosen(namespace)
+        return self
 
     def unknown_hint(self, extras: list[str]) -> str:
         """' (...)': what the first unknown flag in `extras` may have meant."""
