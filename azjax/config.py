@@ -71,6 +71,15 @@ class Config:
         low=0.0,
         high=2.0,
     )
+    forced_playouts: float = _field(
+        0.0,
+        "PUCT self-play: KataGo's forced playouts and policy target pruning, k > 0: a root move "
+        "the search has tried gets at least sqrt(k * noised prior * root visits) visits, and the "
+        "visits so forced are taken out of the policy target and the move's draw (KataGo: 2; 0: "
+        "off)",
+        low=0.0,
+        high=16.0,
+    )
     dirichlet_alpha: float = _field(0.33, "Dirichlet noise alpha at the self-play root", low=1e-6)
     dirichlet_fraction: float = _field(
         0.25, "weight of the Dirichlet noise at the self-play root", low=0.0, high=1.0
@@ -304,9 +313,9 @@ class Config:
         "alphazero",
         "alphazero: search self-play (selfplay.py); exit: the "
         "apprentice network plays, an expert search labels one position per "
-        "game (exit.py; its self-play ignores search, c_puct, fpu_reduction, dirichlet_*, "
-        "sample_moves, selfplay_steps, opening_plies, branch_prob, replay_games; the in-loop "
-        "evaluation's searches use search, c_puct and fpu_reduction)",
+        "game (exit.py; its self-play ignores search, c_puct, fpu_reduction, forced_playouts, "
+        "dirichlet_*, sample_moves, selfplay_steps, opening_plies, branch_prob, replay_games; the "
+        "in-loop evaluation's searches use search, c_puct and fpu_reduction)",
         choices=("alphazero", "exit"),
     )
     policy_target: str = _field(
@@ -604,6 +613,11 @@ def validate(config: Config) -> Config:
         raise ValueError(
             f"fpu_reduction ({config.fpu_reduction}) needs search=puct and puct_values=raw, got "
             f"search={config.search}, puct_values={config.puct_values}"
+        )
+    if config.forced_playouts and config.search != "puct":
+        raise ValueError(
+            f"forced_playouts ({config.forced_playouts}) needs search=puct, got "
+            f"search={config.search} (Gumbel's root has its own sequential halving)"
         )
     if config.score_utility and config.evaluator != "network":
         raise ValueError("score_utility needs evaluator=network (the ownership head)")

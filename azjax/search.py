@@ -76,6 +76,7 @@ class SearchSpec:
     c_puct: float = 1.25
     puct_values: str = "minmax"  # "minmax" (mctx's) | "raw" (Q in [-1, 1], not stretched)
     fpu_reduction: float = 0.0  # "raw": unvisited children valued lower (`raw_values`)
+    forced_playouts: float = 0.0  # k: KataGo's forced playouts and policy target pruning, explore
     c_uct: float = 1.4  # "uct": exploration constant for values in [-1, 1] (OpenSpiel's scale)
     explore: bool = False  # root noise: Dirichlet over legal moves (puct) or Gumbel; self-play only
     dirichlet_alpha: float = 0.33
@@ -367,6 +368,7 @@ def make_search(
                 c_puct=spec.c_puct,
                 values=spec.puct_values,
                 fpu_reduction=spec.fpu_reduction,
+                forced_playouts=spec.forced_playouts if spec.explore else 0.0,
                 dirichlet_fraction=spec.dirichlet_fraction if spec.explore else 0.0,
                 dirichlet_alpha=spec.dirichlet_alpha,
             )
@@ -493,6 +495,7 @@ def _puct_policy(
     dirichlet_alpha: float,
     values: str = "minmax",
     fpu_reduction: float = 0.0,
+    forced_playouts: float = 0.0,
 ) -> mctx.PolicyOutput:
     """`mctx.muzero_policy` (temperature 1), but for its root noise and its tie-breaks.
 
@@ -511,6 +514,13 @@ def _puct_policy(
 
     `values`: the value term of the selection (`_puct_select`): "minmax", mctx's, or "raw"
     (`raw_values`; `fpu_reduction` > 0 only with "raw").
+
+    `forced_playouts` k > 0 (KataGo's forced playouts and policy target pruning, Wu 2019, section
+    3.1; self-play only): a root child that has had any simulations but fewer than
+    sqrt(k P(c) N) of the root's N, P the noised prior, takes the next one (`_puct_select`), so
+    the moves the noise favours are looked at; the visits that forcing added are then taken back
+    out of the policy (`pruned_visits`), which is what the move is drawn from and what the network
+    learns.
     """
     k_act, k_noise, k_search = jax.random.split(key, 3)
     probs = jax.nn.softmax(root.prior_logits)  # [B, A]
@@ -531,21 +541,25 @@ def _puct_policy(
         raise ValueError(f"puct_values must be one of {', '.join(PUCT_VALUES)}, got {values!r}")
     if fpu_reduction and values != "raw":
         raise ValueError(f"fpu_reduction ({fpu_reduction}) needs puct_values=raw, got {values!r}")
-    select = functools.partial(
-        _puct_select, pb_c_init=c_puct, values=values, fpu_reduction=fpu_reduction
-    )
+    if forced_playouts < 0:
+        raise ValueError(f"forced_playouts must be >= 0, got {forced_playouts}")
+    terms = dict(pb_c_init=c_puct, values=values, fpu_reduction=fpu_reduction)
+    select = functools.partial(_puct_select, **terms)
     tree = tree_search.search(
         params,
         k_search,
         root=root.replace(prior_logits=jax.nn.softmax(prior)),
         recurrent_fn=expand_with_probs,
-        root_action_selection_fn=functools.partial(select, depth=0),
+        root_action_selection_fn=functools.partial(select, depth=0, forced=forced_playouts),
         interior_action_selection_fn=select,
         num_simulations=num_simulations,
         invalid_actions=invalid_actions,
         level_keys="hash",
     )
     weights = tree.summary().visit_probs  # [B, A]
+    if forced_playouts:
+        kept = jax.vmap(functools.partial(pruned_visits, forced=forced_playouts, **terms))(tree)
+        weights = kept / jnp.sum(kept, axis=-1, keepdims=True)
     logits = jnp.log(jnp.maximum(weights, tiny))
     action = jax.random.categorical(k_act, logits - jnp.max(logits, axis=-1, keepdims=True))
     return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=tree)
@@ -577,36 +591,86 @@ def raw_values(tree: mctx.Tree, node_index, fpu_reduction: float = 0.0) -> jax.A
     return jnp.where(visited, tree.qvalues(node_index), unvisited)
 
 
-def _puct_select(
-    key,
+def _puct_scores(
     tree: mctx.Tree,
     node_index,
-    depth,
     *,
     pb_c_init: float,
     pb_c_base: float = 19652.0,
     values: str = "minmax",
     fpu_reduction: float = 0.0,
 ):
-    """`mctx.muzero_action_selection` for one node of one tree, its tie-break from `tie_break`;
-    the tree holds prior probabilities, not logits (`_puct_policy`). `values`: "minmax", mctx's
-    value term, or "raw" (`raw_values`, with its `fpu_reduction`)."""
-    visit_counts = tree.children_visits[node_index]  # [A]
+    """(value_score[A], exploration[A]): the node's children's PUCT terms, the exploration term
+    being sqrt(N) pb_c P(c) / (n(c) + 1) with its numerator sqrt(N) pb_c P(c)."""
     node_visit = tree.node_visits[node_index]
     pb_c = pb_c_init + jnp.log((node_visit + pb_c_base + 1.0) / pb_c_base)
-    prior_probs = tree.children_prior_logits[node_index]  # [A], probabilities (see above)
-    policy_score = jnp.sqrt(node_visit) * pb_c * prior_probs / (visit_counts + 1)
+    prior_probs = tree.children_prior_logits[node_index]  # [A], probabilities (`_puct_policy`)
     if values == "raw":
         value_score = raw_values(tree, node_index, fpu_reduction)
     else:
         value_score = mctx.qtransform_by_parent_and_siblings(tree, node_index)
+    return value_score, jnp.sqrt(node_visit) * pb_c * prior_probs
+
+
+def forced_visits(prior, visits, forced: float):
+    """float[A]: KataGo's forced playouts at the root, sqrt(k P(c) N) with N the visits of the
+    root's children so far (`forced` = k); a child is forced while it has had some but fewer."""
+    return jnp.sqrt(forced * prior * jnp.sum(visits))
+
+
+def _puct_select(
+    key,
+    tree: mctx.Tree,
+    node_index,
+    depth,
+    *,
+    forced: float = 0.0,
+    **terms,
+):
+    """`mctx.muzero_action_selection` for one node of one tree, its tie-break from `tie_break`;
+    the tree holds prior probabilities, not logits (`_puct_policy`). `terms`: `_puct_scores`'s
+    (`values`: "minmax", mctx's value term, or "raw", `raw_values` with its `fpu_reduction`).
+    `forced` k > 0 (the root only): a child with forced playouts left (`forced_visits`) goes
+    first, the most urgent of them by PUCT if there are several."""
+    visit_counts = tree.children_visits[node_index]  # [A]
+    value_score, explore = _puct_scores(tree, node_index, **terms)
+    policy_score = explore / (visit_counts + 1)
     # Exact ties are decided by how the 1e-7 tie-break rounds against scores near 0.1 (a few
     # float32 spacings): the barrier keeps that sum's rounding mctx's whatever XLA fuses around it
     # (at optimisation level 0 it did not without; tests/test_search.py's exact ties).
     value_score, policy_score = jax.lax.optimization_barrier((value_score, policy_score))
     to_argmax = value_score + policy_score + 1e-7 * tie_break(key, tree.num_actions)
+    if forced:  # a Python 0 leaves the selection as it was, to the bit
+        prior = tree.children_prior_logits[node_index]
+        owed = (visit_counts > 0) & (visit_counts < forced_visits(prior, visit_counts, forced))
+        to_argmax = jnp.where(owed, to_argmax + _FORCED, to_argmax)
     invalid = tree.root_invalid_actions * (depth == 0)  # masked at the root only, as mctx does
     return jnp.argmax(jnp.where(invalid, -jnp.inf, to_argmax)).astype(jnp.int32)
+
+
+_FORCED = 1e6  # above any PUCT score: values are at most 1, the exploration term sqrt(N) pb_c
+
+
+def pruned_visits(tree: mctx.Tree, *, forced: float, **terms) -> jax.Array:
+    """float[A]: one tree's root visits less the forced playouts (KataGo's policy target pruning).
+
+    c*, the most visited child, keeps its visits. Every other child c gives back up to
+    `forced_visits` of them, as many as leave its PUCT score below c*'s (both with their final
+    values and visits); a child left with one visit or fewer is dropped. `terms`: the search's
+    (`_puct_scores`: c_puct, the value term).
+    """
+    visits = tree.children_visits[0].astype(jnp.float32)  # [A]
+    prior = tree.children_prior_logits[0]
+    value_score, explore = _puct_scores(tree, 0, **terms)
+    best = jnp.argmax(visits)
+    best_score = value_score[best] + explore[best] / (visits[best] + 1)
+    # Visits n keep value + explore / (n + 1) below best_score while n > explore / gap - 1 (the
+    # visits are real numbers here, as KataGo's); none are given back where the gap is not positive.
+    gap = best_score - value_score
+    fewest = jnp.where(gap > 0, explore / jnp.maximum(gap, 1e-12) - 1, visits)
+    kept = jnp.clip(jnp.maximum(visits - forced_visits(prior, visits, forced), fewest), 0, visits)
+    kept = jnp.where(kept > 1, kept, 0.0)
+    return jnp.where(jnp.arange(visits.shape[0]) == best, visits, kept)
 
 
 def select_action(key, spec: SearchSpec, output: mctx.PolicyOutput, sample: jax.Array) -> jax.Array:

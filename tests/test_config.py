@@ -84,6 +84,8 @@ def test_a_config_is_frozen():
             "fpu_reduction (0.2) needs search=puct and puct_values=raw, got search=puct, "
             "puct_values=minmax",
         ),
+        ({"forced_playouts": 20}, "forced_playouts must be <= 16.0"),
+        ({"forced_playouts": 2, "search": "gumbel"}, "forced_playouts (2) needs search=puct, got"),
     ],
 )
 def test_bad_values_are_named(overrides, message):

@@ -639,3 +639,79 @@ def test_a_budget_runs_any_count_up_to_the_spec_in_one_program(lowerings):
         assert np.asarray(by_chunk.search_tree.summary().visit_counts).sum() == 3 * sims
     with pytest.raises(ValueError, match="a Budget is the variables of a UCT search"):
         make_search(GAME, SearchSpec.pure_mcts(8))(Budget(np.int32(4)), key, states)
+
+
+def pruned_by_hand(visits, prior, value, explore, k):
+    """KataGo's policy target pruning as the paper words it, by a fine scan: from each child but
+    the most visited, take back up to sqrt(k P N) visits while its PUCT score stays below the
+    best's; drop what is left with a visit or none."""
+    best = int(np.argmax(visits))
+    best_score = value[best] + explore[best] / (visits[best] + 1)
+    forced = np.sqrt(k * prior * visits.sum())
+    kept = visits.astype(np.float64).copy()
+    for c in np.flatnonzero(visits):
+        if c != best:
+            take = np.linspace(0.0, min(forced[c], visits[c]), 20001)
+            below = value[c] + explore[c] / (visits[c] - take + 1) < best_score
+            kept[c] = visits[c] - take[below].max(initial=0.0)
+    return np.where((kept > 1) | (np.arange(len(visits)) == best), kept, 0.0)
+
+
+def test_forced_playouts_force_the_noised_root_moves_and_are_pruned_from_the_policy():
+    # KataGo's forced playouts (k = 2): while a root child has had some visits but fewer than
+    # sqrt(k P N), the root selects it; the policy then gives back the forced visits that leave a
+    # child below the best one's PUCT score, and drops children left with a visit or none.
+    from azjax.search import _puct_scores, _puct_select
+
+    apply, variables = linear_net(HEX, seed=5)
+    states = spread(HEX, 32, 6, seed=6)
+    key = jax.random.PRNGKey(7)
+    out = {}
+    for k in (0.0, 2.0):
+        spec = SearchSpec(
+            search="puct", num_simulations=32, puct_values="raw", explore=True, forced_playouts=k
+        )
+        out[k] = jax.jit(make_search(HEX, spec, apply))(variables, key, states)
+    tree = out[2.0].search_tree
+    terms = dict(pb_c_init=1.25, values="raw", fpu_reduction=0.0)
+    value, explore = jax.vmap(lambda t: _puct_scores(t, 0, **terms))(tree)
+    visits = np.asarray(tree.children_visits[:, 0])
+    prior = np.asarray(tree.children_prior_logits[:, 0])
+    value, explore = np.asarray(value, np.float64), np.asarray(explore, np.float64)
+    weights = np.asarray(out[2.0].action_weights)
+    legal = np.asarray(jax.vmap(HEX.legal_mask)(states))
+    for b in range(len(visits)):
+        want = pruned_by_hand(visits[b], prior[b], value[b], explore[b], 2.0)
+        np.testing.assert_allclose(weights[b], want / want.sum(), rtol=1e-3, atol=1e-4)
+    assert np.all(weights[~legal] == 0) and np.allclose(weights.sum(-1), 1)
+    assert np.array_equal(weights.argmax(-1), visits.argmax(-1))
+    pruned = (weights > 0).sum(-1) < (visits > 0).sum(-1)
+    assert pruned.mean() > 0.5, pruned.mean()  # most roots had visits to give back
+
+    # The root's selection: an owed child first; with none owed, PUCT as without forcing.
+    def picks(forced):
+        return np.asarray(
+            jax.vmap(lambda t: _puct_select(key, t, 0, 0, forced=forced, **terms))(tree)
+        )
+
+    owed = (visits > 0) & (visits < np.sqrt(2.0 * prior * visits.sum(-1, keepdims=True)))
+    forced, plain = picks(2.0), picks(0.0)
+    for b in range(len(visits)):
+        assert owed[b, forced[b]] if owed[b].any() else forced[b] == plain[b]
+    assert owed.any(-1).mean() > 0.2  # the check above saw owed children
+
+    # Without forcing, more tried root moves end more than a visit short of sqrt(k P N) (4 of the
+    # batch's against none).
+    def short(tree):
+        n, p = np.asarray(tree.children_visits[:, 0]), np.asarray(tree.children_prior_logits[:, 0])
+        return ((n > 0) & (n + 1 < np.sqrt(2.0 * p * n.sum(-1, keepdims=True)))).sum()
+
+    assert short(tree) < short(out[0.0].search_tree), (short(tree), short(out[0.0].search_tree))
+    # Off (k = 0) or not exploring (evaluation), the search is PUCT's as it was.
+    quiet = SearchSpec(search="puct", num_simulations=32, puct_values="raw", forced_playouts=2.0)
+    chex.assert_trees_all_equal(
+        jax.jit(make_search(HEX, quiet, apply))(variables, key, states).action_weights,
+        jax.jit(make_search(HEX, dataclasses.replace(quiet, forced_playouts=0.0), apply))(
+            variables, key, states
+        ).action_weights,
+    )
