@@ -201,7 +201,7 @@ def spread(game, n, plies, seed):
         def body(s, k):
             legal = game.legal_mask(s)
             nxt = game.step(s, jax.random.categorical(k, jnp.where(legal, 0.0, -jnp.inf)))
-            return s, nxt
+            return nxt, s  # carry the next position, keep this one
 
         keys = jax.random.split(key, plies)
         _, path = jax.lax.scan(body, game.init(), keys)
@@ -700,7 +700,7 @@ def test_forced_playouts_force_the_noised_root_moves_and_are_pruned_from_the_pol
         assert owed[b, forced[b]] if owed[b].any() else forced[b] == plain[b]
     assert owed.any(-1).mean() > 0.2  # the check above saw owed children
 
-    # Without forcing, more tried root moves end more than a visit short of sqrt(k P N) (4 of the
+    # Without forcing, more tried root moves end more than a visit short of sqrt(k P N) (6 of the
     # batch's against none).
     def short(tree):
         n, p = np.asarray(tree.children_visits[:, 0]), np.asarray(tree.children_prior_logits[:, 0])
