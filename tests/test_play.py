@@ -81,3 +81,7 @@ def test_agents_flag_errors(capsys):
         assert play.main(["--game=tictactoe", *argv]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
+    # Without --game, the clash is named before the game is asked for (a ckpt: --agent brings one).
+    assert play.main(["--agent=ckpt:pretrained/tictactoe", "--agents=random,random"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be used with --agent" in err and len(err.strip().splitlines()) == 1

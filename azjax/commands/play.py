@@ -108,15 +108,18 @@ def parse(argv: list[str]) -> tuple[games.Game, argparse.Namespace]:
 
     pre = flags.Parser(add_help=False)
     pre.add_argument("--game", default=None)
-    pre.add_argument("--agent", default=DEFAULT_AGENT)
+    pre.add_argument("--agent", default=None)
     pre.add_argument("--agents", default=None)
     pre.add_argument("-h", "--help", action="store_true")
     known, _ = pre.parse_known_args(argv)
+    if known.agents is not None and known.agent is not None:  # before the game they may imply
+        raise ValueError("--agents (two agents, watched) cannot be used with --agent")
     name, base = known.game, {}
     if name is None and not known.help:
         from azjax.eval import checkpoint_config
 
-        specs = [known.agent] if known.agents is None else split_agents(known.agents)
+        agent = DEFAULT_AGENT if known.agent is None else known.agent
+        specs = [agent] if known.agents is None else split_agents(known.agents)
         configs = [c for c in map(checkpoint_config, specs) if c is not None]
         if not configs:
             raise ValueError("give --game=NAME (only a ckpt: agent brings its own game)")
