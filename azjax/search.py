@@ -76,7 +76,7 @@ class SearchSpec:
     c_puct: float = 1.25
     puct_values: str = "minmax"  # "minmax" (mctx's) | "raw" (Q in [-1, 1], not stretched)
     fpu_reduction: float = 0.0  # "raw": unvisited children valued lower (`raw_values`)
-    forced_playouts: float = 0.0  # k: KataGo's forced playouts and policy target pruning, explore
+    forced_playouts: float = 0.0  # k: KataGo's forced playouts and target pruning; with explore
     c_uct: float = 1.4  # "uct": exploration constant for values in [-1, 1] (OpenSpiel's scale)
     explore: bool = False  # root noise: Dirichlet over legal moves (puct) or Gumbel; self-play only
     dirichlet_alpha: float = 0.33
