@@ -618,6 +618,9 @@ def forced_visits(prior, visits, forced: float):
     return jnp.sqrt(forced * prior * jnp.sum(visits))
 
 
+_FORCED = 1e6  # above any PUCT score: values are at most 1, the exploration term sqrt(N) pb_c
+
+
 def _puct_select(
     key,
     tree: mctx.Tree,
@@ -646,9 +649,6 @@ def _puct_select(
         to_argmax = jnp.where(owed, to_argmax + _FORCED, to_argmax)
     invalid = tree.root_invalid_actions * (depth == 0)  # masked at the root only, as mctx does
     return jnp.argmax(jnp.where(invalid, -jnp.inf, to_argmax)).astype(jnp.int32)
-
-
-_FORCED = 1e6  # above any PUCT score: values are at most 1, the exploration term sqrt(N) pb_c
 
 
 def pruned_visits(tree: mctx.Tree, *, forced: float, **terms) -> jax.Array:

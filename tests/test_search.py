@@ -694,7 +694,11 @@ def test_forced_playouts_force_the_noised_root_moves_and_are_pruned_from_the_pol
             jax.vmap(lambda t: _puct_select(key, t, 0, 0, forced=forced, **terms))(tree)
         )
 
-    owed = (visits > 0) & (visits < np.sqrt(2.0 * prior * visits.sum(-1, keepdims=True)))
+    def lagging(tree, by):  # bool[B, A]: tried root moves more than `by` short of sqrt(k P N)
+        n, p = np.asarray(tree.children_visits[:, 0]), np.asarray(tree.children_prior_logits[:, 0])
+        return (n > 0) & (n + by < np.sqrt(2.0 * p * n.sum(-1, keepdims=True)))
+
+    owed = lagging(tree, 0)
     forced, plain = picks(2.0), picks(0.0)
     for b in range(len(visits)):
         assert owed[b, forced[b]] if owed[b].any() else forced[b] == plain[b]
@@ -702,11 +706,8 @@ def test_forced_playouts_force_the_noised_root_moves_and_are_pruned_from_the_pol
 
     # Without forcing, more tried root moves end more than a visit short of sqrt(k P N) (6 of the
     # batch's against none).
-    def short(tree):
-        n, p = np.asarray(tree.children_visits[:, 0]), np.asarray(tree.children_prior_logits[:, 0])
-        return ((n > 0) & (n + 1 < np.sqrt(2.0 * p * n.sum(-1, keepdims=True)))).sum()
-
-    assert short(tree) < short(out[0.0].search_tree), (short(tree), short(out[0.0].search_tree))
+    short = {k: lagging(o.search_tree, 1).sum() for k, o in out.items()}
+    assert short[2.0] < short[0.0], short
     # Off (k = 0) or not exploring (evaluation), the search is PUCT's as it was.
     quiet = SearchSpec(search="puct", num_simulations=32, puct_values="raw", forced_playouts=2.0)
     chex.assert_trees_all_equal(
