@@ -159,6 +159,7 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
     "argv, message",
     [
         (["match", "ckpt:{tmp}/missing", "random"], "no run folder"),
+        (["match", "random", "ckpt:{tmp}/missing", "--game=tictactoe"], "no run folder"),
         (["match", "alphabeta", "random", "--game=tictactoe"], "unknown agent 'alphabeta'"),
         (["match", "ckpt:{run}", "random", "--game=hex", "--size=3"], "is for tictactoe"),
         (["match", "random", "random"], "give --game=NAME"),
@@ -179,8 +180,9 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
 def test_bad_input_exits_with_code_2(argv, message, tiny_run, tmp_path, capsys):
     argv = [a.format(tmp=tmp_path, run=tiny_run) for a in argv] + [f"--out={tmp_path / 'o'}"]
     assert evaluate.main(argv) == 2
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert err.startswith("evaluate.py: error:") and message in err
+    assert out == ""  # the one line is all: no match header before it
     assert not os.path.exists(tmp_path / "o")  # nothing written
 
 

@@ -313,13 +313,14 @@ def evaluate(args, game, folder: str) -> None:
     from azjax import eval as ev
 
     if args.command == "match":
-        print(
-            f"{game.name}: {' vs '.join(args.agents)}, {args.games} games (or two per opening) "
-            "after compiling the agents' searches",
-            flush=True,
-        )
         record = ev.run_match(
-            game, args.agents, folder, games=args.games, seed=args.seed, openings=args.openings
+            game,
+            args.agents,
+            folder,
+            games=args.games,
+            seed=args.seed,
+            openings=args.openings,
+            log=lambda text: print(text, flush=True),
         )
         print(ev.format_match(record))
         print(f"wrote {os.path.join(folder, 'match.json')}")

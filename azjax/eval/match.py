@@ -310,7 +310,14 @@ def _keep_finished(folder: str, head: dict, specs: list[str], games: int) -> Cal
 
 
 def run_match(
-    game: Game, specs: list[str], folder: str, *, games: int, seed: int = 0, openings: str = "none"
+    game: Game,
+    specs: list[str],
+    folder: str,
+    *,
+    games: int,
+    seed: int = 0,
+    openings: str = "none",
+    log: Callable[[str], None] | None = None,
 ) -> dict:
     """The two agents `specs` name play `games` games; writes match.json (with every game's
     moves) and one record file per game (`folder`/games/game-0001.sgf or .txt,
@@ -320,6 +327,8 @@ def run_match(
     `openings` (`azjax.eval.openings`): "all" or "random:N[:PLIES]" play each opening once with
     each colour instead (`games` is then twice the number of openings); the record then holds
     every opening's two results and, where a perfect player is at hand, the won sides A won.
+    `log` (if given) gets one line once both agents are made, before their searches compile:
+    who plays how many games.
     """
     from azjax.eval import openings as op
 
@@ -332,6 +341,10 @@ def run_match(
         game=game.name, game_options=game.options, games=games, seed=seed, openings=openings
     )
     agents = [parse_agent(s, game, seed=seed) for s in specs]
+    if log is not None:  # after the specs are checked: a bad one is the only line printed
+        log(
+            f"{game.name}: {' vs '.join(specs)}, {games} games after compiling the agents' searches"
+        )
     try:
         outcome = play_games(
             game,
