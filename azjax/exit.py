@@ -265,6 +265,7 @@ class ExItStats(NamedTuple):
     evaluations: jax.Array  # float32[], network evaluations (apprentice + expert)
     rounds: jax.Array  # int32[], rounds played
     surprise: None = None  # the loop's PlayStats field: an ExIt run keeps no policy surprises
+    outcomes: None = None  # the loop's PlayStats field: ExIt's rounds are not counted by result
 
     def metrics(self) -> dict[str, float]:
         """The ExIt metrics the loop logs beside its own."""

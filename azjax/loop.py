@@ -100,6 +100,9 @@ class PlayStats(NamedTuple):
     # float32[]: the mean policy surprise of the replay's positions with a known outcome, in a
     # run with policy surprise weighting (`replay.mean_surprise`); None in one without
     surprise: jax.Array | None = None
+    # int32[3]: the games finished in the chunk won by the player who moved first (player 0),
+    # drawn, and won by the second; None where self-play does not count them (ExIt)
+    outcomes: jax.Array | None = None
 
 
 def observation_hashes(obs: jax.Array, batch_dims: int = 1) -> jax.Array:
@@ -125,11 +128,19 @@ class PlaySummary(NamedTuple):
     finished: jax.Array  # int32[B], games this column finished in the chunk
     ply: jax.Array  # int32[T, B], the ply of each position played
     hashes: jax.Array  # uint32[T, B], `observation_hashes` of each position played
+    outcomes: (
+        jax.Array
+    )  # int32[3, B], of the finished games: the first player's wins, draws, losses
 
 
 def summarise(traj) -> PlaySummary:
+    first = traj.returns[..., 0]  # [T, B], player 0's final return where done
+    ended = [traj.done & (first > 0), traj.done & (first == 0), traj.done & (first < 0)]
     return PlaySummary(
-        jnp.sum(traj.done, axis=0, dtype=jnp.int32), traj.ply, observation_hashes(traj.obs, 2)
+        jnp.sum(traj.done, axis=0, dtype=jnp.int32),
+        traj.ply,
+        observation_hashes(traj.obs, 2),
+        jnp.stack([jnp.sum(e, axis=0, dtype=jnp.int32) for e in ended]),
     )
 
 
@@ -148,6 +159,7 @@ def play_stats(summary: PlaySummary, buffer: replay.Buffer) -> PlayStats:
         replay.num_ready(buffer),
         *variety(summary.ply, summary.hashes),
         surprise=None if buffer.surprise is None else replay.mean_surprise(buffer),
+        outcomes=jnp.sum(summary.outcomes, axis=1, dtype=jnp.int32),
     )
 
 
@@ -244,7 +256,7 @@ def make_iteration(
     games_sh = parallel.sharding(mesh, P(parallel.AXIS))
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
     summary_sh = parallel.shardings(
-        mesh, PlaySummary(P(parallel.AXIS), P(None, parallel.AXIS), P(None, parallel.AXIS))
+        mesh, PlaySummary(P(parallel.AXIS), *[P(None, parallel.AXIS)] * 3)
     )
 
     selfplay = make_selfplay(
@@ -993,6 +1005,10 @@ def _play_values(played: PlayStats, positions: int, seconds: float, devices: int
         values[f"selfplay/positions_ply{k}"] = int(reached)
     if played.surprise is not None:
         values["replay/policy_surprise"] = float(played.surprise)
+    if played.outcomes is not None and int(played.games) > 0:
+        first_wins, draws, _ = (int(n) for n in played.outcomes)
+        values["selfplay/first_player_wins"] = first_wins / int(played.games)
+        values["selfplay/draws"] = draws / int(played.games)
     return values
 
 

@@ -235,14 +235,17 @@ def update_order(seed: int, iteration: int, num_games: int) -> list[int]:
 
 def _combine(stats: list[loop.PlayStats]) -> loop.PlayStats:
     """One iteration's PlayStats over the games: games and variety summed, `ready` the least
-    (the learner waits for every game's replay), the policy surprise the games' mean."""
+    (the learner waits for every game's replay), the policy surprise the games' mean, the
+    outcomes summed."""
     surprises = [s.surprise for s in stats if s.surprise is not None]
+    outcomes = [s.outcomes for s in stats if s.outcomes is not None]
     return loop.PlayStats(
         games=sum(s.games for s in stats),
         ready=jnp.min(jnp.stack([s.ready for s in stats])),
         distinct=sum(s.distinct for s in stats),
         reached=sum(s.reached for s in stats),
         surprise=jnp.mean(jnp.stack(surprises)) if surprises else None,
+        outcomes=sum(outcomes) if outcomes else None,
     )
 
 

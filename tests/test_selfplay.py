@@ -7,6 +7,7 @@ import pytest
 
 import games
 from azjax import loop
+from azjax.replay import Trajectory
 from azjax.search import SearchSpec, make_search
 from azjax.selfplay import (
     branched,
@@ -186,3 +187,26 @@ def test_each_move_is_told_to_the_host():
     jax.block_until_ready(play(None, jax.random.PRNGKey(0), init_states(TTT, 2)))
     jax.effects_barrier()
     assert sorted(int(t) for t in seen) == [0, 1, 2]
+
+
+def test_the_summary_counts_finished_games_by_result():
+    # 3 moves of 4 games: game 0 ends at move 0 won by the first player and at move 2 lost by
+    # it, game 1 ends drawn at move 1, game 2 ends won by the second player, game 3 goes on
+    done = np.array([[1, 0, 0, 0], [0, 1, 1, 0], [1, 0, 0, 0]], bool)
+    first = np.array([[1, 0, 0, 0], [0, 0, -1, 0], [-1, 0, 0, 0]], np.float32)
+    traj = Trajectory(
+        obs=jnp.zeros((3, 4, 1, 1, 1)),
+        policy=jnp.zeros((3, 4, 1)),
+        player=jnp.zeros((3, 4), jnp.int32),
+        done=jnp.asarray(done),
+        returns=jnp.stack([jnp.asarray(first), -jnp.asarray(first)], axis=-1),
+        ply=jnp.zeros((3, 4), jnp.int32),
+    )
+    summary = loop.summarise(traj)
+    np.testing.assert_array_equal(summary.finished, [2, 1, 1, 0])
+    np.testing.assert_array_equal(summary.outcomes, [[1, 0, 0, 0], [0, 1, 0, 0], [1, 0, 1, 0]])
+    stats = loop.PlayStats(
+        jnp.int32(4), jnp.int32(0), jnp.zeros(2), jnp.zeros(2), None, summary.outcomes.sum(1)
+    )
+    values = loop._play_values(stats, positions=12, seconds=1.0, devices=1)
+    assert values["selfplay/first_player_wins"] == 0.25 and values["selfplay/draws"] == 0.25

@@ -49,6 +49,9 @@ def test_a_run_writes_metrics_checkpoints_and_summary(run):
     rows = _metrics(run)
     assert [r["iteration"] for r in rows] == [1, 2]
     assert all(np.isfinite(r["loss/total"]) for r in rows)
+    for r in rows:  # shares of the iteration's finished games
+        first, draws = r["selfplay/first_player_wins"], r["selfplay/draws"]
+        assert 0 <= first <= 1 and 0 <= draws <= 1 and first + draws <= 1
     config = cfg.Config.from_json(open(os.path.join(run, "config.json")).read())
     assert all(r["train/learning_rate"] == pytest.approx(config.learning_rate) for r in rows)
     for name in ("mcts", "previous"):  # the score is what the W/D/L of its 4 games make
