@@ -56,6 +56,7 @@ STRUCTURAL = (
     "num_blocks",
     "num_filters",
     "value_hidden",
+    "value_head",
     "optimizer",
     "freeze_trunk",
     "games",

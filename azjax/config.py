@@ -44,6 +44,13 @@ class Config:
     num_blocks: int = _field(3, "residual blocks in the network", low=0, high=64)
     num_filters: int = _field(128, "convolution filters in every block", low=1, high=1024)
     value_hidden: int = _field(128, "hidden units of the value head", low=1, high=4096)
+    value_head: str = _field(
+        "tanh",
+        "the value head's output: tanh (one number, squared-error loss) or wdl (win, draw and "
+        "loss probabilities, cross-entropy loss on the value target split into them; Leela "
+        "Chess Zero's)",
+        choices=("tanh", "wdl"),
+    )
     dtype: str = _field(
         "float32", "compute dtype (parameters stay float32)", choices=("float32", "bfloat16")
     )

@@ -6,6 +6,9 @@
 - residual block: conv block, 3x3 convolution, batch norm, + input, ReLU;
 - policy head: 3x3 conv block, dense to one logit per action (the game's canonical frame);
 - value head: 1x1 conv block with one filter, dense hidden layer, ReLU, dense to 1, tanh;
+  with `value_head="wdl"` dense to 3 logits instead, the probabilities of a win, a draw and a
+  loss for the mover, and the value is P(win) - P(loss) (Leela Chess Zero's WDL head; the
+  learner reads the logits, `with_value_logits=True`, and the searches the value, as before);
 - ownership head (`ownership_head`, KataGo's auxiliary target; off by default): a 1x1
   convolution to one plane, tanh: who will hold each cell at the end of the game, +1 the mover,
   -1 the opponent. The learner reads it (`with_ownership=True`), and searches with a score
@@ -44,6 +47,7 @@ SOFT_POLICY_HEAD = "soft_policy"  # the soft policy head's
 OPPONENT_POLICY_HEAD = "opponent_policy"  # the opponent policy head's
 # the heads a run's options add or leave out
 AUX_HEADS = (OWNERSHIP_HEAD, SOFT_POLICY_HEAD, OPPONENT_POLICY_HEAD)
+VALUE_HEADS = ("tanh", "wdl")  # a value in [-1, 1] by tanh, or by win/draw/loss probabilities
 
 
 class ConvBlock(nn.Module):
@@ -82,7 +86,8 @@ class PolicyValueNet(nn.Module):
     float32[B, H * W] in [-1, 1], then with `with_soft_policy=True` (a network with
     `soft_policy_head`) the soft policy's logits, float32[B, num_actions], and then with
     `with_opponent_policy=True` (a network with `opponent_policy_head`) the opponent policy's
-    logits, float32[B, num_actions]."""
+    logits, float32[B, num_actions], and last with `with_value_logits=True` (a network with
+    `value_head="wdl"`) the value's win, draw and loss logits, float32[B, 3]."""
 
     num_actions: int
     num_blocks: int = 3
@@ -93,6 +98,7 @@ class PolicyValueNet(nn.Module):
     ownership_head: bool = False
     soft_policy_head: bool = False
     opponent_policy_head: bool = False
+    value_head: str = "tanh"  # VALUE_HEADS
 
     @nn.compact
     def __call__(
@@ -102,7 +108,12 @@ class PolicyValueNet(nn.Module):
         with_ownership: bool = False,
         with_soft_policy: bool = False,
         with_opponent_policy: bool = False,
+        with_value_logits: bool = False,
     ):
+        if self.value_head not in VALUE_HEADS:
+            raise ValueError(f"value_head must be one of {', '.join(VALUE_HEADS)}")
+        if with_value_logits and self.value_head != "wdl":
+            raise ValueError('with_value_logits=True needs a network with value_head="wdl"')
         if with_ownership and not self.ownership_head:
             raise ValueError("with_ownership=True needs a network with ownership_head")
         if with_soft_policy and not self.soft_policy_head:
@@ -122,7 +133,12 @@ class PolicyValueNet(nn.Module):
 
         v = ConvBlock(1, kernel=1, dtype=self.dtype)(x, train)
         v = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v.reshape(v.shape[0], -1)))
-        v = jnp.tanh(nn.Dense(1, dtype=self.dtype)(v))[:, 0]
+        if self.value_head == "wdl":  # win, draw, loss for the mover
+            wdl = nn.Dense(3, dtype=self.dtype)(v).astype(jnp.float32)
+            probs = jax.nn.softmax(wdl, axis=-1)
+            v = probs[:, 0] - probs[:, 2]
+        else:
+            v = jnp.tanh(nn.Dense(1, dtype=self.dtype)(v))[:, 0]
         out = [logits.astype(jnp.float32), v.astype(jnp.float32)]
         if self.ownership_head:  # the heads are made at init whatever is asked for
             o = nn.Conv(1, (1, 1), dtype=self.dtype, name=OWNERSHIP_HEAD)(x)
@@ -136,6 +152,8 @@ class PolicyValueNet(nn.Module):
             reply = nn.Dense(self.num_actions, dtype=self.dtype, name=OPPONENT_POLICY_HEAD)(p)
             if with_opponent_policy:
                 out.append(reply.astype(jnp.float32))
+        if with_value_logits:
+            out.append(wdl)
         return tuple(out)
 
 
@@ -151,6 +169,7 @@ def make_network(config, game) -> PolicyValueNet:
         ownership_head=config.ownership_weight > 0,
         soft_policy_head=config.soft_policy_weight > 0,
         opponent_policy_head=config.opponent_policy_weight > 0,
+        value_head=config.value_head,
     )
 
 

@@ -15,6 +15,12 @@ opponent's reply, the next position of the game (`azjax.replay`), and the loss a
 w * (-pi_next . log p_opp), averaged over the positions that have a reply: KataGo's auxiliary
 opponent policy target (Wu 2019 section 4.1, w = 0.15 there), a regulariser that makes the trunk
 represent what the opponent will do; the searches never read that output either.
+With a win/draw/loss value head (`value_head="wdl"`, Leela Chess Zero's) the value term is a
+cross-entropy instead: the target z in [-1, 1] is split into the distribution
+(max(z, 0), 1 - |z|, max(-z, 0)) over win, draw and loss (`wdl_target`: a game's outcome is one of
+the three, a mixed target such as `value_target_mix`'s keeps its expectation), and the loss is
+-sum of target . log softmax(the head's three logits); the value the searches read is
+P(win) - P(loss).
 Under playout cap randomisation (`partial_policy`) the policy terms are averaged over the positions
 that have a policy target (the fast searches are recorded with an all-zero pi).
 
@@ -124,6 +130,14 @@ def soft_policy_target(policy: jax.Array, temperature: float) -> jax.Array:
     return soft / jnp.maximum(jnp.sum(soft, axis=-1, keepdims=True), 1e-12)
 
 
+def wdl_target(value: jax.Array) -> jax.Array:
+    """float32[...] values in [-1, 1] -> float32[..., 3]: the win, draw and loss probabilities
+    (max(v, 0), 1 - |v|, max(-v, 0)), the distribution on the three outcomes with the most draw
+    whose expectation P(win) - P(loss) is v."""
+    v = jnp.clip(value, -1.0, 1.0)
+    return jnp.stack([jnp.maximum(v, 0.0), 1.0 - jnp.abs(v), jnp.maximum(-v, 0.0)], axis=-1)
+
+
 def make_train_step(
     net,
     optimizer,
@@ -146,8 +160,10 @@ def make_train_step(
     adds the weighted ownership term, and with `soft_policy_weight` > 0 (a network with
     `soft_policy_head`) the weighted soft policy term at `soft_policy_temperature`, and with
     `opponent_policy_weight` > 0 (a network with `opponent_policy_head`, batches with
-    `opponent_policy`) the weighted opponent policy term (module doc)."""
+    `opponent_policy`) the weighted opponent policy term; a network with `value_head="wdl"` learns
+    its value by cross-entropy (module doc)."""
     owned = ownership_weight > 0
+    wdl = net.value_head == "wdl"
     softened = soft_policy_weight > 0
     replied = opponent_policy_weight > 0
     if owned and not net.ownership_head:
@@ -167,6 +183,7 @@ def make_train_step(
             with_ownership=owned,
             with_soft_policy=softened,
             with_opponent_policy=replied,
+            with_value_logits=wdl,
             mutable=["batch_stats"],
         )
         logits, value, *extra = outputs
@@ -187,7 +204,11 @@ def make_train_step(
             reply_ce = optax.softmax_cross_entropy(extra.pop(0), batch.opponent_policy)
             replies = jnp.maximum(jnp.sum(has_reply), 1)
             opponent_loss = opponent_policy_weight * jnp.sum(reply_ce * has_reply) / replies
-        value_loss = jnp.mean((batch.value - value) ** 2)
+        if wdl:
+            value_ce = optax.softmax_cross_entropy(extra.pop(0), wdl_target(batch.value))
+            value_loss = jnp.mean(value_ce)
+        else:
+            value_loss = jnp.mean((batch.value - value) ** 2)
         policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy)) * policy_scale
         l2 = weight_decay * sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
         total = value_loss + policy_loss + l2 + ownership_loss + soft_loss + opponent_loss

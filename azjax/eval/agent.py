@@ -114,6 +114,7 @@ def network_apply(config: Config) -> Callable:
         config.value_hidden,
         config.dtype,
         config.ownership_weight > 0,
+        config.value_head,
     )
 
 
@@ -125,7 +126,13 @@ def _search_act(game: Game, spec: SearchSpec, apply: Callable | None, epsilon: f
 
 @functools.cache
 def _apply_for(
-    game: Game, num_blocks: int, num_filters: int, value_hidden: int, dtype: str, owned: bool
+    game: Game,
+    num_blocks: int,
+    num_filters: int,
+    value_hidden: int,
+    dtype: str,
+    owned: bool,
+    value_head: str,
 ):
     config = Config(
         num_blocks=num_blocks,
@@ -133,6 +140,7 @@ def _apply_for(
         value_hidden=value_hidden,
         dtype=dtype,
         ownership_weight=1.0 if owned else 0.0,  # the ownership head (the score utility reads it)
+        value_head=value_head,
     )
     return make_apply(make_network(config, game))
 
