@@ -128,9 +128,7 @@ class PlaySummary(NamedTuple):
     finished: jax.Array  # int32[B], games this column finished in the chunk
     ply: jax.Array  # int32[T, B], the ply of each position played
     hashes: jax.Array  # uint32[T, B], `observation_hashes` of each position played
-    outcomes: (
-        jax.Array
-    )  # int32[3, B], of the finished games: the first player's wins, draws, losses
+    outcomes: jax.Array  # int32[3, B]: finished games won by the first player, drawn, lost
 
 
 def summarise(traj) -> PlaySummary:
