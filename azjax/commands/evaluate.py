@@ -292,6 +292,11 @@ def check_args(args, folder: str) -> None:
     check_out(folder)
 
 
+def _say(text: str) -> None:
+    """A progress line, printed at once (the commands' `log`)."""
+    print(text, flush=True)
+
+
 def run(args, option_flags: list[str]) -> None:
     if args.command == "export":
         run_export(args)
@@ -320,7 +325,7 @@ def evaluate(args, game, folder: str) -> None:
             games=args.games,
             seed=args.seed,
             openings=args.openings,
-            log=lambda text: print(text, flush=True),
+            log=_say,
         )
         print(ev.format_match(record))
         print(f"wrote {os.path.join(folder, 'match.json')}")
@@ -332,7 +337,7 @@ def evaluate(args, game, folder: str) -> None:
             games=args.games,
             seed=args.seed,
             openings=args.openings,
-            log=lambda text: print(text, flush=True),
+            log=_say,
         )
         print(ev.format_tournament(record))
         print(f"wrote {os.path.join(folder, 'tournament.json')} and win_ratio.png")
@@ -343,7 +348,7 @@ def evaluate(args, game, folder: str) -> None:
             folder,
             seed=args.seed,
             path=args.positions,
-            log=lambda text: print(text, flush=True),
+            log=_say,
         )
         print(ev.format_errors(record))
         print(f"wrote {os.path.join(folder, 'errors.json')}")
@@ -362,7 +367,7 @@ def evaluate(args, game, folder: str) -> None:
             epsilon=args.epsilon,
             game=game,
             errors_only=args.errors_only,
-            log=lambda text: print(text, flush=True),
+            log=_say,
         )
         plots = [
             name
@@ -393,7 +398,7 @@ def run_ladder(args, game) -> None:
         span=args.span,
         key=jax.random.PRNGKey(args.seed),
         known=known,
-        log=lambda text: print(text, flush=True),
+        log=_say,
     )
     save_ladder(ladder, path)
     for s, e, d in zip(ladder.sims, ladder.elo, ladder.stderr):
@@ -421,7 +426,7 @@ def run_place(args, game, folder: str) -> None:
             rounds=args.rounds,
             games_per_rung=args.games,
             key=jax.random.PRNGKey(args.seed),
-            log=lambda text: print(text, flush=True),
+            log=_say,
         )
     finally:
         agent.close()
