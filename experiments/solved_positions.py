@@ -3,6 +3,8 @@ MCTS players, every legal move valued exactly by a solver.
 
     python -m experiments.solved_positions --game=othello --size=6   # -> azjax/solved/
     python -m experiments.solved_positions --game=connect_four --empties=14:20
+    python -m experiments.solved_positions --game=hex --size=5 --empties=8:18 \
+        --pairs=mcts:sims=64/mcts:sims=512,mcts:sims=256/mcts:sims=256
 
 Games: `--pairs` of pure MCTS players (`mcts:sims=N`, UCT with random rollouts, as the Elo
 ladder's rungs: no network, so the set favours no recipe; `--pair A B`, repeated, names any
@@ -13,7 +15,10 @@ choose (not a forced pass). The game's solver (experiments/othello_solver.c for 
 8x8, experiments/connect_four_solver.c for Connect Four of four in a row up to 7x7; each compiled
 with the system's C compiler: a win / draw / loss negamax with a transposition table) values every
 legal move; a position is kept when its moves do not all have the same value (the mover can throw
-a win or a draw away), once (repeats are dropped). The set stores each position as its moves from
+a win or a draw away), once (repeats are dropped). Hex up to 5x5 (no swap) and Tic-Tac-Toe are
+valued in Python by the package's perfect player instead (`azjax.eval.perfect`: the exact Hex
+solver, full-depth alpha-beta), each move by the value of the position after it; there
+`--empties` counts empty cells. The set stores each position as its moves from
 the initial position and each legal move's value for the mover (+1 win, 0 draw, -1 loss).
 
 Before solving, the solver's rules are checked against the game's module on every position of
@@ -31,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -45,6 +51,7 @@ from experiments.common import Log
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.path.join("runs", "solved_positions")  # the log of a set written into the package
+PERFECT = ("hex", "tictactoe")  # valued by PerfectSolver, in Python: no C solver
 PAIRS = "mcts:sims=100/mcts:sims=1000,mcts:sims=300/mcts:sims=3000,mcts:sims=1000/mcts:sims=1000"
 
 
@@ -211,10 +218,72 @@ def positions_of(game, moves: list[int], solver: Solver, fns) -> list[tuple[int,
     return out
 
 
+class PerfectSolver:
+    """Every legal move's exact value from the package's perfect player (`azjax.eval.perfect`):
+    for placement games whose states hold a `board` with 0 on empty cells (Hex up to 5x5 without
+    swap, Tic-Tac-Toe). ValueError for a game it cannot value."""
+
+    def __init__(self, game):
+        from azjax.eval.perfect import SUPPORTED, black_value_fn
+
+        self.game, self.black_value = game, black_value_fn(game)
+        if self.black_value is None or game.name not in PERFECT:
+            raise ValueError(f"no solver for {game.name} {game.options}; Python: {SUPPORTED}")
+        self._step, self._legal = jax.jit(game.step), jax.jit(game.legal_mask)
+
+    def legal(self, state) -> list[int]:
+        return [int(a) for a in np.flatnonzero(np.asarray(self._legal(state)))]
+
+    def positions(self, moves: list[int], lo: int, hi: int) -> list[tuple[int, bytes, Any]]:
+        """[(ply, key, state)] of the positions before each move of one game with LO..HI empty
+        cells and more than one move to choose; `key` tells repeated positions apart."""
+        state, out = self.game.init(), []
+        for ply, action in enumerate(moves):
+            board = np.asarray(state.board)
+            if lo <= int((board == 0).sum()) <= hi and len(self.legal(state)) > 1:
+                out.append((ply, board.tobytes(), state))
+            state = self._step(state, action)
+        return out
+
+    def solve(self, state) -> dict[int, int]:
+        """{action: value for the player to move} over the legal actions."""
+        sign = 1 if int(self.game.current_player(state)) == 0 else -1
+        return {a: sign * self.black_value(self._step(state, a)) for a in self.legal(state)}
+
+
+def draw_and_solve(all_moves, positions: Callable, solve: Callable, per_game: int, rng, log):
+    """(drawn, kept): `per_game` positions drawn at random from each game's candidates
+    (`positions(moves)` -> [(ply, key, payload)]), once each; of those, [(moves, values)] where
+    `solve(payload)` ({action: value}) does not give every move the same value."""
+    drawn, seen = [], set()
+    for moves in all_moves:
+        candidates = positions(moves)
+        for i in rng.permutation(len(candidates))[:per_game]:
+            ply, key, payload = candidates[i]
+            if key not in seen:
+                seen.add(key)
+                drawn.append((moves[:ply], payload))
+    log(f"{len(drawn)} positions drawn from {len(all_moves)} games; solving")
+    kept, t0 = [], time.time()
+    for i, (moves, payload) in enumerate(drawn):
+        values = solve(payload)
+        if len(set(values.values())) > 1:
+            kept.append((moves, values))
+        if (i + 1) % 100 == 0:
+            log(f"  {i + 1} solved, {len(kept)} kept, {time.time() - t0:.0f} s")
+    return len(drawn), kept
+
+
+def _options(args) -> dict:
+    if args.game in ("othello", "hex"):
+        return dict(size=args.size)
+    return dict(rows=args.rows, cols=args.cols) if args.game == "connect_four" else {}
+
+
 def main(argv=None) -> int:
     p = flags.Parser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--game", default="othello", choices=sorted(KINDS))
-    p.add_argument("--size", type=int, default=6, help="Othello's board (default 6)")
+    p.add_argument("--game", default="othello", choices=sorted({*KINDS, *PERFECT}))
+    p.add_argument("--size", type=int, default=6, help="Othello's or Hex's board (default 6)")
     p.add_argument("--rows", type=int, default=6, help="Connect Four's rows (default 6)")
     p.add_argument("--cols", type=int, default=7, help="Connect Four's columns (default 7)")
     p.add_argument("--pairs", default=PAIRS, help="A/B agent pairs, comma-separated")
@@ -234,11 +303,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="default: the package's set for the game")
     args = p.parse_args(argv)
     try:
-        options = (
-            dict(size=args.size) if args.game == "othello" else dict(rows=args.rows, cols=args.cols)
-        )
-        game = games.make(args.game, **options)
-        KINDS[game.name].check(game)
+        game = games.make(args.game, **_options(args))
+        if game.name in KINDS:
+            KINDS[game.name].check(game)
+            perfect = None
+        else:
+            perfect = PerfectSolver(game)
         lo, hi = (int(x) for x in args.empties.split(":"))
         if args.pair:
             pairs = [tuple(pair) for pair in args.pair]
@@ -259,37 +329,38 @@ def main(argv=None) -> int:
     log(f"{game.name} {game.options}: {args}")
     t_start = time.time()
     rng = np.random.default_rng(args.seed)
-    fns = batch_functions(game)
-    cells = int(np.prod(game.board_shape))
-    with tempfile.TemporaryDirectory() as tmp:
-        try:  # before the games: a missing compiler is found in a second, not after them
-            exe = compile_solver(tmp, game.name)
-        except (RuntimeError, OSError) as e:
-            print(f"solved_positions: the solver: {e}", file=sys.stderr)
-            return 2
+    if perfect is not None:
         all_moves = play(game, pairs, args.games, args.opening_plies, args.seed, log)
-        with Solver(exe, game) as solver:
-            drawn, seen = [], set()
-            for moves in all_moves:
-                candidates = [
-                    (ply, own, opp)
+        drawn, kept = draw_and_solve(
+            all_moves,
+            lambda moves: perfect.positions(moves, lo, hi),
+            perfect.solve,
+            args.per_game,
+            rng,
+            log,
+        )
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:  # before the games: a missing compiler is found in a second, not after them
+                exe = compile_solver(tmp, game.name)
+            except (RuntimeError, OSError) as e:
+                print(f"solved_positions: the solver: {e}", file=sys.stderr)
+                return 2
+            all_moves = play(game, pairs, args.games, args.opening_plies, args.seed, log)
+            fns = batch_functions(game)
+            cells = int(np.prod(game.board_shape))
+
+            def positions(moves):
+                return [
+                    (ply, (own, opp), (own, opp))
                     for ply, own, opp, forced in positions_of(game, moves, solver, fns)
                     if lo <= cells - bin(own | opp).count("1") <= hi and not forced
                 ]
-                for i in rng.permutation(len(candidates))[: args.per_game]:
-                    ply, own, opp = candidates[i]
-                    if (own, opp) not in seen:
-                        seen.add((own, opp))
-                        drawn.append((moves[:ply], own, opp))
-            log(f"{len(drawn)} positions drawn from {len(all_moves)} games; solving")
-            kept = []
-            t0 = time.time()
-            for i, (moves, own, opp) in enumerate(drawn):
-                values = solver.solve(own, opp)
-                if len(set(values.values())) > 1:
-                    kept.append((moves, values))
-                if (i + 1) % 100 == 0:
-                    log(f"  {i + 1} solved, {len(kept)} kept, {time.time() - t0:.0f} s")
+
+            with Solver(exe, game) as solver:
+                drawn, kept = draw_and_solve(
+                    all_moves, positions, lambda p: solver.solve(*p), args.per_game, rng, log
+                )
     table = solved.SolvedSet(
         game=game.name,
         game_options=game.rules,
@@ -299,7 +370,7 @@ def main(argv=None) -> int:
             command="python -m experiments.solved_positions " + " ".join(argv or sys.argv[1:]),
             players=[list(pair) for pair in pairs],
             games=len(all_moves),
-            drawn=len(drawn),
+            drawn=drawn,
             empties=[lo, hi],
             seconds=round(time.time() - t_start),
         ),
@@ -307,7 +378,7 @@ def main(argv=None) -> int:
     solved.save_set(table, out)
     best = table.values.max(axis=1)
     log(
-        f"{len(kept)} of {len(drawn)} positions kept (won {int((best == 1).sum())}, drawn "
+        f"{len(kept)} of {drawn} positions kept (won {int((best == 1).sum())}, drawn "
         f"{int((best == 0).sum())} for the mover); wrote {out}"
     )
     return 0

@@ -28,7 +28,12 @@ def shipped():
     return solved
 
 
-SHIPPED = {"othello-size6": OTHELLO6, "connect_four-cols7-connect4-rows6": CONNECT_FOUR}
+HEX5 = games.make("hex", size=5)
+SHIPPED = {
+    "othello-size6": OTHELLO6,
+    "connect_four-cols7-connect4-rows6": CONNECT_FOUR,
+    "hex-size5-swapfalse": HEX5,
+}
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
@@ -47,7 +52,8 @@ def test_each_shipped_set_replays_to_the_positions_it_values(name):
     worst = np.where(solved.values == sv.ILLEGAL, 2, solved.values).min(axis=1)
     assert (worst < solved.best).all() and (solved.best >= 0).all()
     assert len(set(solved.moves)) == len(solved)
-    empties = (np.asarray(jax.vmap(game.board)(states)) == 0).sum(axis=(1, 2))
+    boards = jax.vmap(game.board)(states) if hasattr(game, "board") else states.board  # Hex's
+    empties = (np.asarray(boards).reshape(len(solved), -1) == 0).sum(axis=1)
     lo, hi = solved.info["empties"]
     assert empties.min() >= lo and empties.max() <= hi
 
@@ -172,6 +178,60 @@ def test_building_a_set_checks_the_solver_against_the_game_and_keeps_decisions(
     assert "the solver" in capsys.readouterr().err
 
 
+PERFECT_GAMES = [(games.make("tictactoe"), 6), (games.make("hex", size=3), 5)]
+
+
+@pytest.mark.parametrize("game, empties", PERFECT_GAMES, ids=["tictactoe", "hex3"])
+def test_the_perfect_player_values_moves_as_a_plain_negamax_does(game, empties):
+    from experiments.solved_positions import PerfectSolver
+
+    solver = PerfectSolver(game)
+    step, legal_mask = jax.jit(game.step), jax.jit(game.legal_mask)
+    rng = np.random.default_rng(1)
+    checked = 0
+    while checked < 5:
+        moves, state = [], game.init()
+        while not state.terminal and int((np.asarray(state.board) == 0).sum()) > empties:
+            moves.append(int(rng.choice(np.flatnonzero(np.asarray(legal_mask(state))))))
+            state = step(state, moves[-1])
+        if bool(state.terminal):
+            continue
+        values = solver.solve(state)
+        assert sorted(values) == list(np.flatnonzero(np.asarray(legal_mask(state))))
+        for a, v in values.items():
+            assert v == -negamax(step(state, a), step, legal_mask), (moves, a, values)
+        ply, key, _ = solver.positions(moves + [0], empties, empties)[0]
+        assert ply == len(moves) and key == np.asarray(state.board).tobytes()
+        checked += 1
+
+
+@pytest.mark.parametrize(
+    "game, flags",
+    [
+        (games.make("tictactoe"), ["--game=tictactoe", "--empties=2:7"]),
+        (games.make("hex", size=4), ["--game=hex", "--size=4", "--empties=6:12"]),
+    ],
+    ids=["tictactoe", "hex4"],
+)
+def test_building_a_set_with_the_perfect_player_keeps_decisions(tmp_path, game, flags, capsys):
+    from experiments import solved_positions
+
+    out = str(tmp_path / "set.json")
+    argv = ["--pairs=random/random", "--games=8", "--per_game=3", f"--out={out}", *flags]
+    assert solved_positions.main(argv) == 0
+    built = sv.load_set(game, out)
+    assert built.info["games"] == 8 and built.info["drawn"] >= len(built) >= 1
+    worst = np.where(built.values == sv.ILLEGAL, 2, built.values).min(axis=1)
+    assert (worst < built.best).all()
+    states = sv.start_states(game, built)  # the stored moves replay to positions with a choice
+    assert (np.asarray(jax.vmap(game.legal_mask)(states)).sum(axis=1) > 1).all()
+    best_moves = built.values.argmax(axis=1)
+    assert sv.error_rate(built, best_moves).errors == 0
+    capsys.readouterr()
+    assert solved_positions.main(["--game=hex", "--size=6", f"--out={out}"]) == 2
+    assert "no solver for hex {'size': 6, 'swap': False}" in capsys.readouterr().err
+
+
 def test_evaluate_errors_measures_agents_position_by_position(tmp_path, shipped, capsys):
     from azjax.commands import evaluate
 
@@ -206,11 +266,11 @@ def test_evaluate_errors_measures_agents_position_by_position(tmp_path, shipped,
 def test_evaluate_errors_refuses_a_game_without_a_set(tmp_path, capsys):
     from azjax.commands import evaluate
 
-    code = evaluate.main(["errors", "random", "--game=hex", "--size=5", f"--out={tmp_path}/o"])
+    code = evaluate.main(["errors", "random", "--game=hex", "--size=4", f"--out={tmp_path}/o"])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no solved positions for hex {'size': 5, 'swap': False}" in err[0]
-    assert "connect_four-cols7-connect4-rows6, othello-size6" in err[0]
+    assert len(err) == 1 and "no solved positions for hex {'size': 4, 'swap': False}" in err[0]
+    assert "connect_four-cols7-connect4-rows6, hex-size5-swapfalse, othello-size6" in err[0]
 
 
 def test_the_loop_measures_the_error_rate_on_a_set(tmp_path, shipped, lowerings):
