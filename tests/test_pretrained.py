@@ -177,6 +177,7 @@ def test_init_from_a_shipped_network_starts_a_run(tmp_path, monkeypatch, capsys)
 @pytest.mark.parametrize(
     "name, flags",
     [
+        ("hex5", ["--game=hex", "--size=5"]),
         ("hex6", ["--game=hex", "--size=6"]),
         ("othello6", ["--game=othello", "--size=6"]),
         ("connect_four", ["--game=connect_four"]),
