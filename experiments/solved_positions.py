@@ -52,6 +52,7 @@ from experiments.common import Log
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.path.join("runs", "solved_positions")  # the log of a set written into the package
 PERFECT = ("hex", "tictactoe")  # valued by PerfectSolver, in Python: no C solver
+EMPTIES = {"othello": "16:20", "connect_four": "16:20", "hex": "6:20", "tictactoe": "2:8"}
 PAIRS = "mcts:sims=100/mcts:sims=1000,mcts:sims=300/mcts:sims=3000,mcts:sims=1000/mcts:sims=1000"
 
 
@@ -297,7 +298,13 @@ def main(argv=None) -> int:
     )
     p.add_argument("--games", type=int, default=240, help="games per pair (even)")
     p.add_argument("--opening_plies", type=int, default=4)
-    p.add_argument("--empties", default="16:20", help="LO:HI empty squares of a drawn position")
+    p.add_argument(
+        "--empties",
+        default=None,
+        help="LO:HI empty squares of a drawn position (default: "
+        + ", ".join(f"{g} {e}" for g, e in EMPTIES.items())
+        + ")",
+    )
     p.add_argument("--per_game", type=int, default=2, help="positions drawn from each game")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="default: the package's set for the game")
@@ -309,7 +316,11 @@ def main(argv=None) -> int:
             perfect = None
         else:
             perfect = PerfectSolver(game)
-        lo, hi = (int(x) for x in args.empties.split(":"))
+        args.empties = args.empties or EMPTIES[game.name]
+        try:
+            lo, hi = (int(x) for x in args.empties.split(":"))
+        except ValueError:
+            raise ValueError(f"--empties: LO:HI, two integers, got {args.empties}") from None
         if args.pair:
             pairs = [tuple(pair) for pair in args.pair]
         else:
@@ -318,8 +329,12 @@ def main(argv=None) -> int:
             raise ValueError("--pairs: A/B,A/B,... (or --pair A B, repeated); --games: even")
         for spec in dict.fromkeys(spec for pair in pairs for spec in pair):  # in order, once
             parse_agent(spec, game)  # a bad spec is one line here, not a traceback mid-run
-        if not 0 <= lo <= hi:
-            raise ValueError(f"--empties: LO:HI with 0 <= LO <= HI, got {args.empties}")
+        cells = int(np.prod(game.board_shape))
+        if not 0 <= lo <= hi or lo > cells:
+            raise ValueError(
+                f"--empties: LO:HI with 0 <= LO <= HI and LO at most the board's {cells} cells, "
+                f"got {args.empties}"
+            )
     except ValueError as e:
         print(f"solved_positions: {e}", file=sys.stderr)
         return 2
@@ -329,26 +344,33 @@ def main(argv=None) -> int:
     log(f"{game.name} {game.options}: {args}")
     t_start = time.time()
     rng = np.random.default_rng(args.seed)
-    if perfect is not None:
-        all_moves = play(game, pairs, args.games, args.opening_plies, args.seed, log)
-        drawn, kept = draw_and_solve(
-            all_moves,
-            lambda moves: perfect.positions(moves, lo, hi),
-            perfect.solve,
-            args.per_game,
-            rng,
-            log,
-        )
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            try:  # before the games: a missing compiler is found in a second, not after them
-                exe = compile_solver(tmp, game.name)
-            except (RuntimeError, OSError) as e:
-                print(f"solved_positions: the solver: {e}", file=sys.stderr)
-                return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        try:  # before the games: a missing compiler is found in a second, not after them
+            exe = None if perfect else compile_solver(tmp, game.name)
+        except (RuntimeError, OSError) as e:
+            print(f"solved_positions: the solver: {e}", file=sys.stderr)
+            return 2
+        try:
             all_moves = play(game, pairs, args.games, args.opening_plies, args.seed, log)
+        except ValueError as e:  # fewer distinct openings than --games asks for
+            print(
+                f"solved_positions: --games={args.games} needs {args.games // 2} distinct "
+                f"openings of --opening_plies={args.opening_plies}: {str(e).split(': ', 1)[-1]}; "
+                "lower --games or raise --opening_plies",
+                file=sys.stderr,
+            )
+            return 2
+        if perfect is not None:
+            drawn, kept = draw_and_solve(
+                all_moves,
+                lambda moves: perfect.positions(moves, lo, hi),
+                perfect.solve,
+                args.per_game,
+                rng,
+                log,
+            )
+        else:
             fns = batch_functions(game)
-            cells = int(np.prod(game.board_shape))
 
             def positions(moves):
                 return [

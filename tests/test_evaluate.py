@@ -138,7 +138,7 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
     from azjax import solved
 
     # A made-up Tic-Tac-Toe set (the plumbing, not the values): from the empty board every move
-    # draws but a1; after b2 every move draws but c3. The package has none for Tic-Tac-Toe.
+    # draws but a1; after b2 every move draws but c3, in place of the package's set.
     values = np.zeros((2, 9), np.int8)
     values[0, 0] = values[1, 8] = -1
     values[1, 4] = solved.ILLEGAL
@@ -177,7 +177,10 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
         (["curve", "{run}", "--errors_only"], "--errors_only: no solved positions for tictactoe"),
     ],
 )
-def test_bad_input_exits_with_code_2(argv, message, tiny_run, tmp_path, capsys):
+def test_bad_input_exits_with_code_2(argv, message, tiny_run, tmp_path, capsys, monkeypatch):
+    from azjax import solved
+
+    monkeypatch.setattr(solved, "SETS", str(tmp_path / "no-sets"))  # a package without sets
     argv = [a.format(tmp=tmp_path, run=tiny_run) for a in argv] + [f"--out={tmp_path / 'o'}"]
     assert evaluate.main(argv) == 2
     out, err = capsys.readouterr()

@@ -33,6 +33,7 @@ SHIPPED = {
     "othello-size6": OTHELLO6,
     "connect_four-cols7-connect4-rows6": CONNECT_FOUR,
     "hex-size5-swapfalse": HEX5,
+    "tictactoe": games.make("tictactoe"),
 }
 
 
@@ -41,7 +42,7 @@ def test_each_shipped_set_replays_to_the_positions_it_values(name):
     game = SHIPPED[name]
     assert sorted(sv.shipped()) == sorted(SHIPPED)
     solved = sv.load_set(game)
-    assert len(solved) >= 1000 and sv.set_path(game).endswith(name + ".json")
+    assert len(solved) >= 500 and sv.set_path(game).endswith(name + ".json")
     states = sv.start_states(game, solved)
     legal = np.asarray(jax.vmap(game.legal_mask)(states))
     terminal = np.asarray(jax.vmap(game.is_terminal)(states))
@@ -230,6 +231,14 @@ def test_building_a_set_with_the_perfect_player_keeps_decisions(tmp_path, game, 
     capsys.readouterr()
     assert solved_positions.main(["--game=hex", "--size=6", f"--out={out}"]) == 2
     assert "no solver for hex {'size': 6, 'swap': False}" in capsys.readouterr().err
+    for bad, says in [
+        (["--empties=a:b"], "--empties: LO:HI, two integers, got a:b"),
+        (["--empties=10:12"], "at most the board's 9 cells"),
+        (["--games=200", "--opening_plies=2"], "needs 100 distinct openings of --opening_plies=2"),
+    ]:
+        assert solved_positions.main(["--game=tictactoe", "--pairs=random/random", *bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and says in err, err
 
 
 def test_evaluate_errors_measures_agents_position_by_position(tmp_path, shipped, capsys):

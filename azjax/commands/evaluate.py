@@ -166,7 +166,7 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "--errors_only",
         action="store_true",
         help="no matches: each checkpoint's exact error rate on the game's solved positions "
-        "alone (seconds a checkpoint; 6x6 Othello, Connect Four, 5x5 Hex)",
+        "alone (seconds a checkpoint; 6x6 Othello, Connect Four, 5x5 Hex, Tic-Tac-Toe)",
     )
     curve.add_argument(
         "--epsilon",
