@@ -3,8 +3,9 @@ MCTS players, every legal move valued exactly by a solver.
 
     python -m experiments.solved_positions --game=othello --size=6   # -> azjax/solved/
     python -m experiments.solved_positions --game=connect_four --empties=14:20
-    python -m experiments.solved_positions --game=hex --size=5 --empties=8:18 \
-        --pairs=mcts:sims=64/mcts:sims=512,mcts:sims=256/mcts:sims=256
+    python -m experiments.solved_positions --game=hex --size=5 --opening_plies=2 \
+        --pairs=mcts:sims=64/mcts:sims=512,mcts:sims=1024/mcts:sims=1024
+    python -m experiments.solved_positions --game=tictactoe --games=120 --opening_plies=2
 
 Games: `--pairs` of pure MCTS players (`mcts:sims=N`, UCT with random rollouts, as the Elo
 ladder's rungs: no network, so the set favours no recipe; `--pair A B`, repeated, names any
@@ -175,22 +176,40 @@ class Solver:
         self.close()
 
 
-def play(game, pairs: list[tuple[str, str]], per_pair: int, opening_plies: int, seed: int, log):
-    """Every game's moves from the initial position: `per_pair` games of each pair from random
-    openings, each opening with both colours."""
-    key = jax.random.PRNGKey(seed)
+def _keys(seed: int, i: int):
+    """(openings key, games key) of the i-th pair."""
+    return jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), i))
+
+
+def draw_openings(game, n_pairs: int, per_pair: int, opening_plies: int, seed: int) -> list:
+    """Each pair's `per_pair // 2` distinct random openings; ValueError naming the flags where
+    the game has fewer."""
+    out = []
+    for i in range(n_pairs):
+        try:
+            out.append(random_sequences(game, per_pair // 2, opening_plies, _keys(seed, i)[0]))
+        except ValueError as e:
+            raise ValueError(
+                f"--games={per_pair} needs {per_pair // 2} distinct openings of "
+                f"--opening_plies={opening_plies}: {str(e).split(': ', 1)[-1]}; lower --games "
+                "or raise --opening_plies"
+            ) from None
+    return out
+
+
+def play(game, pairs: list[tuple[str, str]], openings: list, seed: int, log):
+    """Every game's moves from the initial position: each pair's games from its `openings`
+    (`draw_openings`), each opening with both colours."""
     all_moves = []
-    for i, (a, b) in enumerate(pairs):
-        k_open, k_play = jax.random.split(jax.random.fold_in(key, i))
-        openings = random_sequences(game, per_pair // 2, opening_plies, k_open)
+    for i, ((a, b), pair_openings) in enumerate(zip(pairs, openings)):
         t0 = time.time()
         outcome = play_games(
             game,
             parse_agent(a, game),
             parse_agent(b, game),
-            2 * len(openings),
-            k_play,
-            openings=both_colours(openings),
+            2 * len(pair_openings),
+            _keys(seed, i)[1],
+            openings=both_colours(pair_openings),
         )
         r = outcome.result
         log(f"{a} against {b}: {r.wins}-{r.draws}-{r.losses} in {time.time() - t0:.0f} s")
@@ -335,6 +354,7 @@ def main(argv=None) -> int:
                 f"--empties: LO:HI with 0 <= LO <= HI and LO at most the board's {cells} cells, "
                 f"got {args.empties}"
             )
+        openings = draw_openings(game, len(pairs), args.games, args.opening_plies, args.seed)
     except ValueError as e:
         print(f"solved_positions: {e}", file=sys.stderr)
         return 2
@@ -350,16 +370,7 @@ def main(argv=None) -> int:
         except (RuntimeError, OSError) as e:
             print(f"solved_positions: the solver: {e}", file=sys.stderr)
             return 2
-        try:
-            all_moves = play(game, pairs, args.games, args.opening_plies, args.seed, log)
-        except ValueError as e:  # fewer distinct openings than --games asks for
-            print(
-                f"solved_positions: --games={args.games} needs {args.games // 2} distinct "
-                f"openings of --opening_plies={args.opening_plies}: {str(e).split(': ', 1)[-1]}; "
-                "lower --games or raise --opening_plies",
-                file=sys.stderr,
-            )
-            return 2
+        all_moves = play(game, pairs, openings, args.seed, log)
         if perfect is not None:
             drawn, kept = draw_and_solve(
                 all_moves,
