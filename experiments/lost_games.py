@@ -5,7 +5,8 @@ solver, from a ply on.
     python -m experiments.lost_games runs/eval/match-<time>/match.json --from_ply=8
 
 The solver is experiments/solved_positions.py's (Othello up to 8x8, Connect Four of four in a row
-up to 7x7, C compiled with the system's compiler); it values every legal move of every position
+up to 7x7, C compiled with the system's compiler; Hex up to 5x5 without the swap rule and
+Tic-Tac-Toe through the package's perfect player); it values every legal move of every position
 from `--from_ply` on (+1 a win, 0 a draw, -1 a loss for the player to move). A move *throws value
 away* where it is worth less than the position's best move (a won position to a draw or a loss, a
 drawn one to a loss). Printed, and written to lost_games.json beside the match:
@@ -38,7 +39,14 @@ import games
 from azjax import flags
 from azjax.eval import openings as openings_lib
 from azjax.eval.agent import batch_functions
-from experiments.solved_positions import KINDS, Solver, compile_solver, positions_of
+from experiments.solved_positions import (
+    KINDS,
+    PERFECT,
+    PerfectSolver,
+    Solver,
+    compile_solver,
+    positions_of,
+)
 
 COLOURS = ("black", "white")  # the first and the second player, as match records name them
 VALUES = {1: "won", 0: "drawn", -1: "lost"}
@@ -54,25 +62,26 @@ class Move(NamedTuple):
     decision: bool  # some legal move is worth less than the best
 
 
-def judge_game(game, moves: list[int], from_ply: int, solver: Solver, fns) -> list[Move]:
-    """Every move of one game from `from_ply` on, valued by `solver` (its rules checked against
-    the game's at every ply, `positions_of`)."""
+def judge_moves(moves: list[int], valued) -> list[Move]:
+    """Every judged move of one game: `valued` yields (ply, {action: value for the mover}) of each
+    position from the first judged ply on (ValueError where the game's move is not legal there)."""
     judged = []
-    for ply, own, opp, _forced in positions_of(game, moves, solver, fns):
-        if ply < from_ply:
-            continue
-        values = solver.solve(own, opp)
+    for ply, values in valued:
+        if moves[ply] not in values:
+            raise ValueError(f"move {moves[ply]} at ply {ply} is not legal: {moves}")
         best = max(values.values())
-        judged.append(
-            Move(
-                ply,
-                COLOURS[ply % 2],
-                best,
-                values[moves[ply]],
-                min(values.values()) < best,
-            )
-        )
+        decision = min(values.values()) < best
+        judged.append(Move(ply, COLOURS[ply % 2], best, values[moves[ply]], decision))
     return judged
+
+
+def judge_game(game, moves: list[int], from_ply: int, solver: Solver, fns) -> list[Move]:
+    """Every move of one game from `from_ply` on, valued by the C `solver` (its rules checked
+    against the game's at every ply, `positions_of`)."""
+    positions = positions_of(game, moves, solver, fns)
+    return judge_moves(
+        moves, ((ply, solver.solve(own, opp)) for ply, own, opp, _ in positions if ply >= from_ply)
+    )
 
 
 def start_for(judged: list[Move], colour: str) -> int:
@@ -98,6 +107,21 @@ def check_game(judged: list[Move], result: str) -> None:
             f"the solver's values do not add up to the game's result ({result}): the record is "
             "not a game of these rules"
         )
+
+
+def judge_all(moves: list[list[int]], records: list[dict], resigned: list[bool], judge):
+    """`judge(moves)` of every game, each checked against its recorded result unless resigned
+    (ValueError naming the game where the values and the record disagree)."""
+    judged_games = []
+    for i, (game_moves, record) in enumerate(zip(moves, records)):
+        try:
+            judged = judge(game_moves)
+            if judged and not resigned[i]:
+                check_game(judged, record["result"])
+        except ValueError as e:
+            raise ValueError(f"game {i + 1}: {e}") from None
+        judged_games.append(judged)
+    return judged_games
 
 
 def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[str]) -> dict:
@@ -168,10 +192,13 @@ def main(argv=None) -> int:
             records = match["game_records"]
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
             raise ValueError(f"{args.match}: not a match.json of evaluate.py match ({e})") from None
-        if name not in KINDS:
-            raise ValueError(f"no solver for {name}: one of {', '.join(sorted(KINDS))}")
+        if name not in KINDS and name not in PERFECT:
+            solvers = ", ".join(sorted({*KINDS, *PERFECT}))
+            raise ValueError(f"no solver for {name}: one of {solvers}")
         game = games.make(name, **options)
-        KINDS[name].check(game)
+        perfect = PerfectSolver(game) if name in PERFECT else None  # ValueError: e.g. 6x6 Hex
+        if perfect is None:
+            KINDS[name].check(game)
         kind, _, plies = openings_lib.parse(match.get("openings", "none"))
         drawn = {"none": 0, "all": 1}.get(kind, plies)
         if args.from_ply < drawn:
@@ -187,24 +214,28 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"lost_games: {e}", file=sys.stderr)
         return 2
-    fns = batch_functions(game)
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            exe = compile_solver(tmp, name)
-        except (RuntimeError, OSError) as e:  # no compiler, or it failed
-            print(f"lost_games: the solver: {e}", file=sys.stderr)
-            return 2
-        with Solver(exe, game) as solver:
-            judged_games = []
-            for i, (game_moves, record) in enumerate(zip(moves, records)):
+    try:
+        if perfect is not None:
+            judged_games = judge_all(
+                moves, records, resigned, lambda m: judge_moves(m, perfect.along(m, args.from_ply))
+            )
+        else:
+            fns = batch_functions(game)
+            with tempfile.TemporaryDirectory() as tmp:
                 try:
-                    judged = judge_game(game, game_moves, args.from_ply, solver, fns)
-                    if judged and not resigned[i]:
-                        check_game(judged, record["result"])
-                except ValueError as e:
-                    print(f"lost_games: game {i + 1} of {args.match}: {e}", file=sys.stderr)
-                    return 2
-                judged_games.append(judged)
+                    exe = compile_solver(tmp, name)
+                except (RuntimeError, OSError) as e:  # no compiler, or it failed
+                    raise ValueError(f"the solver: {e}") from None
+                with Solver(exe, game) as solver:
+                    judged_games = judge_all(
+                        moves,
+                        records,
+                        resigned,
+                        lambda m: judge_game(game, m, args.from_ply, solver, fns),
+                    )
+    except ValueError as e:
+        print(f"lost_games: {e}", file=sys.stderr)
+        return 2
     summary = summarise(records, judged_games, agents)
     for line in report(summary, args.from_ply):
         print(line)

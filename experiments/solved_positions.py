@@ -265,6 +265,14 @@ class PerfectSolver:
             state = self._step(state, action)
         return out
 
+    def along(self, moves: list[int], from_ply: int):
+        """(ply, `solve`) of each position of one game before its moves from `from_ply` on."""
+        state = self.game.init()
+        for ply, action in enumerate(moves):
+            if ply >= from_ply:
+                yield ply, self.solve(state)
+            state = self._step(state, action)
+
     def solve(self, state) -> dict[int, int]:
         """{action: value for the player to move} over the legal actions."""
         sign = 1 if int(self.game.current_player(state)) == 0 else -1

@@ -382,8 +382,29 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
     wrong[i] = {**wrong[i], "moves": wrong[i]["moves"][:24] + ["resign"]}
     assert lost_games.main([dump(wrong), "--from_ply=20"]) == 0  # a resignation is not checked
     assert "opening plies" in refused({"openings": "random:3:4"}, "--from_ply=2")
-    assert "no solver for hex" in refused({"game": "hex", "game_options": {"size": 5}})
+    assert "no solver for hex" in refused({"game": "hex", "game_options": {"size": 6}})
     assert lost_games.main([str(tmp_path / "none.json")]) == 2
     monkeypatch.setenv("CC", str(tmp_path / "no-compiler"))
     assert lost_games.main([path, "--from_ply=20"]) == 2
     assert "the solver" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("game, options", [("tictactoe", []), ("hex", ["--size=4"])])
+def test_lost_games_values_a_match_by_the_perfect_player(game, options, tmp_path, capsys):
+    """Tic-Tac-Toe and small Hex, which have no C solver: every move from the first valued by
+    the package's perfect player, and each game's values add up to its result."""
+    from azjax.commands import evaluate
+    from experiments import lost_games
+
+    out = str(tmp_path / "match")
+    argv = ["match", "random", "perfect", f"--game={game}", *options, "--games=4", f"--out={out}"]
+    assert evaluate.main(argv) == 0
+    assert lost_games.main([f"{out}/match.json", "--from_ply=0"]) == 0
+    record = json.loads(open(f"{out}/lost_games.json").read())
+    summary = record["summary"]
+    perfect = next(s for name, s in summary.items() if name.startswith("perfect"))
+    rando = next(s for name, s in summary.items() if name.startswith("random"))
+    assert perfect["throws"] == 0 and perfect["decisions"] > 0  # it never throws value away
+    assert rando["moves"] > 0 and rando["throws"] <= rando["decisions"]
+    assert all(judged[0]["ply"] == 0 for judged in record["games"])
+    capsys.readouterr()
