@@ -62,6 +62,9 @@ CPU_SCALE = dict(
 # The score utility (`score_utility=0.2`, the ownership head's margin mixed into every search's
 # values) was not told apart at 20 minutes (two seeds, 0.110 against 0.106, 110-120 with 10 draws)
 # and its hour scored 0.66 against MCTS-10,000 (docs/strength.md, "The score utility").
+# On Connect Four the decayed rate, 90 steps an iteration and openings of 0..4 plies were each not
+# told apart from its recipe at 20 minutes (exact error rates 0.174, 0.165 and 0.158 against
+# 0.161 - 0.162; docs/strength.md, "The Othello recipe's additions on Connect Four").
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
