@@ -65,6 +65,8 @@ CPU_SCALE = dict(
 # On Connect Four the decayed rate, 90 steps an iteration and openings of 0..4 plies were each not
 # told apart from its recipe at 20 minutes (exact error rates 0.174, 0.165 and 0.158 against
 # 0.161 - 0.162; docs/strength.md, "The Othello recipe's additions on Connect Four").
+# Tic-Tac-Toe's self-play starts from random openings of 0..4 plies in its config
+# (configs/tictactoe.py), so here too.
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
