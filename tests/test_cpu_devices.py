@@ -80,7 +80,8 @@ def _train(workdir, *args):
 def test_training_splits_the_cpu_and_resumes_on_another_count(tmp_path):
     first = _train(tmp_path, "--iterations=1", "--cpu_devices=auto")
     auto = parallel.cpu_device_count(8, 16)  # the most usable CPUs that 8 and 16 games divide over
-    assert (first["devices"], first["iterations"], first["games"]) == (auto, 1, 8)
+    assert (first["devices"], first["iterations"]) == (auto, 1)
+    assert first["games"] >= 8  # each of the 8 finished; some began again from a short opening
     # the checkpoint restores onto another count of devices, and training goes on
     other = 1 if auto > 1 else 2
     second = _train(tmp_path, "--resume", "--iterations=2", f"--cpu_devices={other}")
