@@ -234,7 +234,7 @@ def main(argv=None) -> int:
                         lambda m: judge_game(game, m, args.from_ply, solver, fns),
                     )
     except ValueError as e:
-        print(f"lost_games: {e}", file=sys.stderr)
+        print(f"lost_games: {args.match}: {e}", file=sys.stderr)
         return 2
     summary = summarise(records, judged_games, agents)
     for line in report(summary, args.from_ply):
