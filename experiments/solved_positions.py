@@ -254,24 +254,26 @@ class PerfectSolver:
     def legal(self, state) -> list[int]:
         return [int(a) for a in np.flatnonzero(np.asarray(self._legal(state)))]
 
+    def states(self, moves: list[int]):
+        """(ply, state) of each position of one game before each of its moves."""
+        state = self.game.init()
+        for ply, action in enumerate(moves):
+            yield ply, state
+            state = self._step(state, action)
+
     def positions(self, moves: list[int], lo: int, hi: int) -> list[tuple[int, bytes, Any]]:
         """[(ply, key, state)] of the positions before each move of one game with LO..HI empty
         cells and more than one move to choose; `key` tells repeated positions apart."""
-        state, out = self.game.init(), []
-        for ply, action in enumerate(moves):
+        out = []
+        for ply, state in self.states(moves):
             board = np.asarray(state.board)
             if lo <= int((board == 0).sum()) <= hi and len(self.legal(state)) > 1:
                 out.append((ply, board.tobytes(), state))
-            state = self._step(state, action)
         return out
 
     def along(self, moves: list[int], from_ply: int):
         """(ply, `solve`) of each position of one game before its moves from `from_ply` on."""
-        state = self.game.init()
-        for ply, action in enumerate(moves):
-            if ply >= from_ply:
-                yield ply, self.solve(state)
-            state = self._step(state, action)
+        return ((ply, self.solve(state)) for ply, state in self.states(moves) if ply >= from_ply)
 
     def solve(self, state) -> dict[int, int]:
         """{action: value for the player to move} over the legal actions."""
