@@ -327,10 +327,11 @@ class Config:
     )
     policy_target: str = _field(
         "tpt",
-        "policy target (both algorithms): tpt (the search's "
-        "policy; ExIt: root visits n(s,a)/n(s)) or cat (one-hot of the "
-        "move chosen)",
-        choices=("tpt", "cat"),
+        "policy target: tpt (the search's policy; ExIt: root visits n(s,a)/n(s)), cat (one-hot "
+        "of the move chosen; both algorithms) or improved (alphazero with search=puct: Gumbel "
+        "MuZero's improved policy, softmax(prior logits + sigma(completed Q)), at the root of "
+        "each move's tree)",
+        choices=("tpt", "cat", "improved"),
     )
     value_target: str = _field(
         "rollout",
@@ -551,6 +552,15 @@ def validate(config: Config) -> Config:
         raise ValueError(
             f"fast_simulations must be in 1..{config.num_simulations - 1} (below num_simulations) "
             f"with full_search_prob={config.full_search_prob}, got {config.fast_simulations}"
+        )
+    if config.policy_target == "improved" and (
+        config.algorithm != "alphazero" or config.search != "puct" or config.full_search_prob < 1
+    ):
+        raise ValueError(
+            "policy_target=improved needs algorithm=alphazero, search=puct (Gumbel's own target "
+            "is it already) and full_search_prob=1 (each move's tree); got "
+            f"algorithm={config.algorithm}, search={config.search}, "
+            f"full_search_prob={config.full_search_prob}"
         )
     if config.net_symmetries > 1 and (config.games or config.algorithm != "alphazero"):
         raise ValueError(

@@ -47,8 +47,10 @@ from jax.sharding import PartitionSpec as P
 
 from azjax import replay
 from azjax.parallel import AXIS
-from azjax.search import SearchSpec, make_evaluator, make_search, select_action
+from azjax.search import SearchSpec, improved_policy, make_evaluator, make_search, select_action
 from games.base import Game, absorbing, sample_legal
+
+POLICY_TARGETS = ("tpt", "cat", "improved")  # `make_selfplay`'s; config.py's policy_target
 
 
 def init_states(game: Game, batch_games: int):
@@ -117,8 +119,11 @@ def make_selfplay(
 
     Restarted games begin after 0..`opening_plies` random moves, or with probability
     `branch_prob` one random move after another game's current position (module doc). The
-    recorded policy target is the search's policy (`policy_target="tpt"`), or a one-hot of the
-    move played ("cat", Anthony et al. 2017's chosen-action target).
+    recorded policy target is the search's policy (`policy_target="tpt"`), a one-hot of the
+    move played ("cat", Anthony et al. 2017's chosen-action target), or with PUCT the improved
+    policy of Gumbel MuZero (Danihelka et al. 2022) at its root ("improved",
+    `search.improved_policy`: the prior moved by the completed Q-values; the move is still
+    played by the visits).
 
     Playout cap randomisation (Wu 2019, KataGo, section 3.1) with `full_search_prob` < 1: each
     move (of the whole batch at once) is searched with `spec.num_simulations` with that
@@ -142,11 +147,20 @@ def make_selfplay(
         raise ValueError("surprise compares the search with the network's prior: it needs apply")
     search = make_search(game, spec, apply)
     prior = make_evaluator(game, "network", apply) if surprise else None
-    if policy_target not in ("tpt", "cat"):
-        raise ValueError(f"policy_target must be tpt or cat, got {policy_target!r}")
+    if policy_target not in POLICY_TARGETS:
+        raise ValueError(
+            f"policy_target must be one of {', '.join(POLICY_TARGETS)}, got {policy_target!r}"
+        )
+    if policy_target == "improved" and spec.search != "puct":
+        raise ValueError(
+            f"policy_target=improved is PUCT's (Gumbel's own target is it already), got "
+            f"search={spec.search}"
+        )
     if not 0.0 <= branch_prob <= 1.0:
         raise ValueError(f"branch_prob must be in [0, 1], got {branch_prob}")
     capped = full_search_prob < 1.0
+    if capped and policy_target == "improved":
+        raise ValueError("policy_target=improved needs each move's tree: full_search_prob=1")
     if capped and not 1 <= fast_simulations < spec.num_simulations:
         raise ValueError(
             f"fast_simulations must be in [1, num_simulations={spec.num_simulations}) with "
@@ -182,6 +196,8 @@ def make_selfplay(
     def target(out, action):
         if policy_target == "cat":
             return jax.nn.one_hot(action, game.num_actions, dtype=out.action_weights.dtype)
+        if policy_target == "improved":
+            return improved_policy(out.search_tree)
         return out.action_weights
 
     def surprise_of(variables, states, policy, full):

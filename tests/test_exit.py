@@ -179,7 +179,7 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
     "flag, message",
     [
         ("--algorithm=expert", "algorithm must be one of alphazero, exit"),
-        ("--policy_target=visits", "policy_target must be one of tpt, cat"),
+        ("--policy_target=visits", "policy_target must be one of tpt, cat, improved"),
         ("--value_target=net", "value_target must be one of rollout, search"),
         ("--dataset=grow", "dataset must be one of batch, online_buffer, online_grow"),
         ("--positions_per_game=0", "positions_per_game must be >= 1"),
@@ -201,7 +201,7 @@ def test_exit_flags_in_help():
     text = train.build_parser("hex")[0].format_help()
     for flag in (
         "--algorithm alphazero|exit",
-        "--policy_target tpt|cat",
+        "--policy_target tpt|cat|improved",
         "--value_target rollout|search",
         "--dataset batch|online_buffer|online_grow",
         "--positions_per_game",

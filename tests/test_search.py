@@ -14,7 +14,14 @@ from test_noise import dirichlet_failures
 
 import games
 from azjax import network, symmetry
-from azjax.search import SearchSpec, make_search, raw_values, select_action
+from azjax.search import (
+    SearchSpec,
+    improved_policy,
+    make_evaluator,
+    make_search,
+    raw_values,
+    select_action,
+)
 from azjax.selection import tie_break
 
 GAME = games.make("tictactoe")
@@ -716,3 +723,52 @@ def test_forced_playouts_force_the_noised_root_moves_and_are_pruned_from_the_pol
             variables, key, states
         ).action_weights,
     )
+
+
+def improved_by_hand(tree, logits):
+    """float[B, A]: Danihelka et al.'s (2022) improved policy at the roots, from their Appendix D
+    in numpy: softmax(logits + (50 + max n) * 0.1 * completed Q stretched to [0, 1])."""
+    t = jax.tree.map(np.asarray, tree)
+    logits = np.asarray(logits, np.float64)
+    n = t.children_visits[:, 0].astype(np.float64)  # [B, A]
+    q = t.children_rewards[:, 0] + t.children_discounts[:, 0] * t.children_values[:, 0]
+    prior = np.exp(logits - logits.max(-1, keepdims=True))
+    prior /= prior.sum(-1, keepdims=True)
+    seen = n > 0
+    weighted = (prior * q * seen).sum(-1) / (prior * seen).sum(-1)
+    mixed = (t.raw_values[:, 0] + n.sum(-1) * weighted) / (n.sum(-1) + 1)
+    completed = np.where(seen, q, mixed[:, None])
+    low, high = completed.min(-1, keepdims=True), completed.max(-1, keepdims=True)
+    sigma = (50 + n.max(-1, keepdims=True)) * 0.1 * (completed - low) / np.maximum(high - low, 1e-8)
+    z = np.where(t.root_invalid_actions, -np.inf, logits + sigma)
+    p = np.exp(z - z.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True)
+
+
+def test_the_improved_policy_moves_the_clean_prior_by_the_completed_q_values():
+    # PUCT's trees keep the network's root logits from before the noise; the improved policy is
+    # computed from them and the root's Q-values, as Gumbel MuZero's target is.
+    apply, variables = linear_net(HEX, seed=5)
+    states = spread(HEX, 16, 6, seed=6)
+    spec = SearchSpec(search="puct", num_simulations=24, puct_values="raw", explore=True)
+    key = jax.random.PRNGKey(7)
+    tree = jax.jit(make_search(HEX, spec, apply))(variables, key, states).search_tree
+    logits, _ = jax.jit(make_evaluator(HEX, "network", apply))(variables, states)
+    np.testing.assert_allclose(np.asarray(tree.extra_data), np.asarray(logits), rtol=1e-6)
+    noised = np.asarray(tree.children_prior_logits[:, 0])  # the root's probabilities, noised
+    assert np.abs(noised - np.asarray(jax.nn.softmax(logits))).max() > 0.01
+    got = np.asarray(jax.jit(improved_policy)(tree))
+    np.testing.assert_allclose(got, improved_by_hand(tree, logits), rtol=1e-4, atol=1e-6)
+    legal = np.asarray(jax.vmap(HEX.legal_mask)(states))
+    np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-5)
+    assert np.all(got[~legal] == 0.0)
+    # It moves mass towards the visited move with the best Q, away from the worst.
+    t = jax.tree.map(np.asarray, tree)
+    q = t.children_rewards[:, 0] + t.children_discounts[:, 0] * t.children_values[:, 0]
+    seen = t.children_visits[:, 0] > 0
+    prior = np.asarray(jax.nn.softmax(logits))
+    rows = np.flatnonzero(seen.sum(-1) >= 2)
+    best = np.where(seen, q, -np.inf).argmax(-1)[rows]
+    worst = np.where(seen, q, np.inf).argmin(-1)[rows]
+    assert np.all(got[rows, best] > prior[rows, best])
+    assert np.all(got[rows, worst] < prior[rows, worst])

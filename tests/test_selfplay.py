@@ -161,8 +161,40 @@ def test_chosen_action_targets_are_the_moves_played():
     new = (after - before).argmax(-1)
     live = ~traj.done[:-1]
     np.testing.assert_array_equal(played[live], new[live])
-    with pytest.raises(ValueError, match="policy_target must be tpt or cat"):
+    with pytest.raises(ValueError, match="policy_target must be one of tpt, cat, improved"):
         make_selfplay(TTT, spec, None, 5, 2, policy_target="best")
+
+
+def test_improved_policy_targets_are_recorded_while_the_visits_choose_the_moves():
+    from test_search import linear_net
+
+    apply, variables = linear_net(HEX, seed=3)
+    spec = SearchSpec(search="puct", num_simulations=8, puct_values="raw", explore=True)
+    key, states = jax.random.PRNGKey(4), init_states(HEX, 4)
+    trajs = {}
+    for target in ("tpt", "improved"):
+        play = jax.jit(make_selfplay(HEX, spec, apply, 6, 3, policy_target=target))
+        trajs[target] = jax.device_get(play(variables, key, states))[1]
+    visits, improved = trajs["tpt"], trajs["improved"]
+    np.testing.assert_array_equal(visits.obs, improved.obs)  # the same moves, the same keys
+    np.testing.assert_allclose(improved.policy.sum(-1), 1.0, rtol=1e-5)
+    legal = improved.obs.reshape(*improved.obs.shape[:2], -1, improved.obs.shape[-1])
+    empty = legal[..., :2].sum(-1) == 0  # Hex's stone planes: the empty cells are the legal moves
+    assert np.all(improved.policy[~empty] < 1e-6)
+    assert np.abs(improved.policy - visits.policy).max() > 0.05  # a target of its own
+    with pytest.raises(ValueError, match="policy_target=improved is PUCT's"):
+        make_selfplay(HEX, SearchSpec(search="gumbel"), apply, 5, 2, policy_target="improved")
+    with pytest.raises(ValueError, match="needs each move's tree"):
+        make_selfplay(
+            HEX,
+            spec,
+            apply,
+            5,
+            2,
+            policy_target="improved",
+            full_search_prob=0.5,
+            fast_simulations=2,
+        )
 
 
 def test_playout_cap_randomisation_keeps_policy_targets_of_full_searches_only():
