@@ -86,6 +86,15 @@ def test_a_config_is_frozen():
         ),
         ({"forced_playouts": 20}, "forced_playouts must be <= 16.0"),
         ({"forced_playouts": 2, "search": "gumbel"}, "forced_playouts (2) needs search=puct, got"),
+        (
+            {"policy_target": "improved", "search": "gumbel"},
+            "policy_target=improved needs algorithm=alphazero, search=puct",
+        ),
+        (
+            {"policy_target": "improved", "full_search_prob": 0.5, "fast_simulations": 8},
+            "full_search_prob=1 (each move's tree); got algorithm=alphazero, search=puct, "
+            "full_search_prob=0.5",
+        ),
     ],
 )
 def test_bad_values_are_named(overrides, message):
@@ -189,3 +198,21 @@ def test_the_cpu_recipe_applies_to_any_game():
     c4, _ = train.parse(["--game=connect_four", "--config=cpu"])
     assert c4.augment and c4.train_steps == 30 and c4.ownership_weight == 0  # as measured
     assert (c4.search, c4.puct_values) == ("puct", "raw")  # docs/strength.md, as measured
+
+
+@pytest.mark.parametrize(
+    "field, module, constant",
+    [
+        ("value_head", "azjax.network", "VALUE_HEADS"),
+        ("puct_values", "azjax.search", "PUCT_VALUES"),
+        ("lr_schedule", "azjax.training", "LR_SCHEDULES"),
+        ("policy_target", "azjax.selfplay", "POLICY_TARGETS"),
+    ],
+)
+def test_literal_choices_are_the_implementations(field, module, constant):
+    """config.py stays free of flax and mctx, so it spells these choices out: they must be what
+    the module that implements them accepts, or a flag would pass the check and fail later."""
+    import importlib
+
+    meta = {f.name: f.metadata for f in dataclasses.fields(cfg.Config)}
+    assert tuple(meta[field]["choices"]) == getattr(importlib.import_module(module), constant)
