@@ -259,6 +259,11 @@ def linear_net(game, seed):
     return apply, variables
 
 
+def root_q(t):
+    """float[B, A]: the root children's Q-values of numpy trees `t`, for the root's mover."""
+    return t.children_rewards[:, 0] + t.children_discounts[:, 0] * t.children_values[:, 0]
+
+
 @pytest.mark.parametrize("game", [GAME, HEX], ids=["tictactoe", "hex5"])
 @pytest.mark.parametrize("kind", ["gumbel", "puct"])
 def test_search_equals_the_plain_mctx_search(game, kind):
@@ -370,7 +375,7 @@ def test_raw_puct_values_are_q_unstretched_and_spread_the_root_visits():
     tree = outs["raw"].search_tree
     got = np.asarray(jax.vmap(raw_values, in_axes=(0, None))(tree, 0))  # the roots' rows [B, A]
     t = jax.tree.map(np.asarray, tree)
-    q = t.children_rewards[:, 0] + t.children_discounts[:, 0] * t.children_values[:, 0]
+    q = root_q(t)
     want = np.where(t.children_visits[:, 0] > 0, q, t.node_values[:, :1])
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     assert np.all(np.abs(got) <= 1.0 + 1e-6)
@@ -401,7 +406,7 @@ def test_first_play_urgency_values_the_unvisited_below_the_parent_and_deepens_th
         trees[r] = jax.jit(make_search(HEX, spec, apply))(variables, key, states).search_tree
     t = jax.tree.map(np.asarray, trees[0.5])
     got = np.asarray(jax.vmap(raw_values, in_axes=(0, None, None))(trees[0.5], 0, 0.5))
-    q = t.children_rewards[:, 0] + t.children_discounts[:, 0] * t.children_values[:, 0]
+    q = root_q(t)
     visited = t.children_visits[:, 0] > 0
     seen = np.where(visited, t.children_prior_logits[:, 0], 0.0).sum(1, keepdims=True)
     want = np.where(visited, q, t.node_values[:, :1] - 0.5 * np.sqrt(seen))
@@ -731,7 +736,7 @@ def improved_by_hand(tree, logits):
     t = jax.tree.map(np.asarray, tree)
     logits = np.asarray(logits, np.float64)
     n = t.children_visits[:, 0].astype(np.float64)  # [B, A]
-    q = t.children_rewards[:, 0] + t.children_discounts[:, 0] * t.children_values[:, 0]
+    q = root_q(t)
     prior = np.exp(logits - logits.max(-1, keepdims=True))
     prior /= prior.sum(-1, keepdims=True)
     seen = n > 0
@@ -764,7 +769,7 @@ def test_the_improved_policy_moves_the_clean_prior_by_the_completed_q_values():
     assert np.all(got[~legal] == 0.0)
     # It moves mass towards the visited move with the best Q, away from the worst.
     t = jax.tree.map(np.asarray, tree)
-    q = t.children_rewards[:, 0] + t.children_discounts[:, 0] * t.children_values[:, 0]
+    q = root_q(t)
     seen = t.children_visits[:, 0] > 0
     prior = np.asarray(jax.nn.softmax(logits))
     rows = np.flatnonzero(seen.sum(-1) >= 2)

@@ -178,8 +178,8 @@ def test_improved_policy_targets_are_recorded_while_the_visits_choose_the_moves(
     visits, improved = trajs["tpt"], trajs["improved"]
     np.testing.assert_array_equal(visits.obs, improved.obs)  # the same moves, the same keys
     np.testing.assert_allclose(improved.policy.sum(-1), 1.0, rtol=1e-5)
-    legal = improved.obs.reshape(*improved.obs.shape[:2], -1, improved.obs.shape[-1])
-    empty = legal[..., :2].sum(-1) == 0  # Hex's stone planes: the empty cells are the legal moves
+    cells = improved.obs.reshape(*improved.obs.shape[:2], -1, improved.obs.shape[-1])
+    empty = cells[..., :2].sum(-1) == 0  # Hex's stone planes: the empty cells are the legal moves
     assert np.all(improved.policy[~empty] < 1e-6)
     assert np.abs(improved.policy - visits.policy).max() > 0.05  # a target of its own
     with pytest.raises(ValueError, match="policy_target=improved is PUCT's"):
