@@ -5,7 +5,7 @@ solver, from a ply on.
     python -m experiments.lost_games runs/eval/match-<time>/match.json --from_ply=8
 
 The solver is experiments/solved_positions.py's (Othello up to 8x8, Connect Four of four in a row
-up to 7x7, C compiled with the system's compiler; Hex up to 5x5 without the swap rule and
+up to 7x7, C compiled with the system's compiler; Hex up to 6x6 without the swap rule and
 Tic-Tac-Toe through the package's perfect player); it values every legal move of every position
 from `--from_ply` on (+1 a win, 0 a draw, -1 a loss for the player to move). A move *throws value
 away* where it is worth less than the position's best move (a won position to a draw or a loss, a
@@ -23,7 +23,9 @@ legal moves and discs are the game's at every ply (ValueError where not); a resi
 moves are judged, its result is not checked. Moves before
 `--from_ply` are not judged, and it must be at least the match's opening plies (those moves were
 drawn, not chosen). On 6x6 Othello a position with 24 empty squares (ply 8) takes up to about 10 s
-on a 2-core CPU, and the solver's table stays warm along a game.
+on a 2-core CPU, and the solver's table stays warm along a game. The Hex solver is in Python: on
+6x6 a position with 28 empty cells (ply 8) takes seconds, some half a minute; judge from ply 10
+or later there.
 """
 
 from __future__ import annotations
@@ -196,7 +198,7 @@ def main(argv=None) -> int:
             solvers = ", ".join(sorted({*KINDS, *PERFECT}))
             raise ValueError(f"no solver for {name}: one of {solvers}")
         game = games.make(name, **options)
-        perfect = PerfectSolver(game) if name in PERFECT else None  # ValueError: e.g. 6x6 Hex
+        perfect = PerfectSolver(game) if name in PERFECT else None  # ValueError: e.g. 7x7 Hex
         if perfect is None:
             KINDS[name].check(game)
         kind, _, plies = openings_lib.parse(match.get("openings", "none"))

@@ -16,7 +16,8 @@ choose (not a forced pass). The game's solver (experiments/othello_solver.c for 
 8x8, experiments/connect_four_solver.c for Connect Four of four in a row up to 7x7; each compiled
 with the system's C compiler: a win / draw / loss negamax with a transposition table) values every
 legal move; a position is kept when its moves do not all have the same value (the mover can throw
-a win or a draw away), once (repeats are dropped). Hex up to 5x5 (no swap) and Tic-Tac-Toe are
+a win or a draw away), once (repeats are dropped). Hex up to 6x6 (no swap; on 6x6 keep
+`--empties` at most about 26, azjax/eval/hex_solver.py) and Tic-Tac-Toe are
 valued in Python by the package's perfect player instead (`azjax.eval.perfect`: the exact Hex
 solver, full-depth alpha-beta), each move by the value of the position after it; there
 `--empties` counts empty cells. The set stores each position as its moves from
@@ -240,15 +241,17 @@ def positions_of(game, moves: list[int], solver: Solver, fns) -> list[tuple[int,
 
 class PerfectSolver:
     """Every legal move's exact value from the package's perfect player (`azjax.eval.perfect`):
-    for placement games whose states hold a `board` with 0 on empty cells (Hex up to 5x5 without
+    for placement games whose states hold a `board` with 0 on empty cells (Hex up to 6x6 without
     swap, Tic-Tac-Toe). ValueError for a game it cannot value."""
 
     def __init__(self, game):
-        from azjax.eval.perfect import SUPPORTED, black_value_fn
+        from azjax.eval.perfect import POSITIONS_SUPPORTED, black_value_fn
 
-        self.game, self.black_value = game, black_value_fn(game)
+        self.game, self.black_value = game, black_value_fn(game, positions=True)
         if self.black_value is None or game.name not in PERFECT:
-            raise ValueError(f"no solver for {game.name} {game.options}; Python: {SUPPORTED}")
+            raise ValueError(
+                f"no solver for {game.name} {game.options}; Python: {POSITIONS_SUPPORTED}"
+            )
         self._step, self._legal = jax.jit(game.step), jax.jit(game.legal_mask)
 
     def legal(self, state) -> list[int]:

@@ -4,11 +4,11 @@ The reference is a plain negamax written here from `games.hex`'s own neighbour a
 every move of every position is searched, with no pruning, no carriers and no virtual
 connections. It is memoised only so that the same position is not searched twice; the memo
 changes no value. The solver must agree with it on the value and on the exact set of winning
-moves of every reachable 3x3 position, of 300 random 4x4 positions with 8 to 13 stones and of 60
-random 5x5 positions with 17 to 21 stones. Earlier positions, too slow for it here, are checked
-against their children instead. (Offline, the same search without the memo's tuple keys also
-agreed on 300 random 4x4 positions of 4 to 7 stones, 150 random 5x5 positions of 13 to 16 stones
-and all sixteen 4x4 openings.)
+moves of every reachable 3x3 position, of 300 random 4x4 positions with 8 to 13 stones, of 60
+random 5x5 positions with 17 to 21 stones and of 30 random 6x6 positions with 26 to 28 stones.
+Earlier positions, too slow for it here, are checked against their children instead. (Offline,
+the same search without the memo's tuple keys also agreed on 300 random 4x4 positions of 4 to 7
+stones, 150 random 5x5 positions of 13 to 16 stones and all sixteen 4x4 openings.)
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 
 import games
 from azjax.eval.hex_solver import (
+    MAX_SIZE,
     HexSolver,
     board_of,
     for_game,
@@ -150,7 +151,9 @@ def test_every_3x3_position_matches_the_plain_search():
         assert solver.winning_moves(_arr(board)) == _plain_winning_moves(board, 3), board
 
 
-@pytest.mark.parametrize("size, count, min_stones, max_stones", [(4, 300, 8, 13), (5, 60, 17, 21)])
+@pytest.mark.parametrize(
+    "size, count, min_stones, max_stones", [(4, 300, 8, 13), (5, 60, 17, 21), (6, 30, 26, 28)]
+)
 def test_random_positions_match_the_plain_search(size, count, min_stones, max_stones):
     solver = HexSolver(size)
     positions = _random_positions(size, count, min_stones, max_stones, seed=size)
@@ -174,6 +177,20 @@ def test_early_4x4_positions_are_consistent_with_their_children():
                 expected.append(cell)
         assert solver.winning_moves(_arr(board)) == expected, board
         assert solver.value(_arr(board)) == (1 if expected else -1), board
+
+
+def test_the_shipped_6x6_set_is_what_a_fresh_solver_finds():
+    # The set was built with one solver whose table grew over 3,500 positions: its quickest
+    # positions, each solved again from an empty table, give the same winning moves.
+    from azjax import solved as sv
+
+    game = games.make("hex", size=6)
+    shipped = sv.load_set(game)
+    boards = np.asarray(sv.start_states(game, shipped).board)
+    few = np.argsort((boards == 0).sum(axis=1), kind="stable")[:8]
+    for i in few:
+        winning = np.flatnonzero(shipped.values[i] == 1).tolist()
+        assert HexSolver(6).winning_moves(boards[i]) == winning, shipped.moves[i]
 
 
 # ---- facts of small Hex ------------------------------------------------------------------------
@@ -320,20 +337,23 @@ def test_it_plays_games_hex_states():
 # ---- refusals ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("size", [1, 6, 11])
+@pytest.mark.parametrize("size", [1, 7, 11])
 def test_unsupported_sizes_are_refused(size):
-    with pytest.raises(ValueError, match=r"2\.\.5"):
+    with pytest.raises(ValueError, match=r"2\.\.6"):
         HexSolver(size)
 
 
 def test_for_game_refuses_swap_and_large_boards():
     with pytest.raises(ValueError, match="swap"):
         for_game(games.make("hex", size=4, swap=True))
-    with pytest.raises(ValueError, match=r"2\.\.5"):
-        for_game(games.make("hex", size=7))
+    with pytest.raises(ValueError, match=r"2\.\.5"):  # the perfect player's whole games: 5x5
+        for_game(games.make("hex", size=6))
+    with pytest.raises(ValueError, match=r"2\.\.6"):
+        for_game(games.make("hex", size=7), max_size=MAX_SIZE)
     with pytest.raises(ValueError, match="hex game"):
         for_game(games.make("tictactoe"))
     assert for_game(games.make("hex", size=5)).size == 5
+    assert for_game(games.make("hex", size=6), max_size=MAX_SIZE).size == 6
 
 
 def test_malformed_boards_are_refused():

@@ -33,6 +33,7 @@ SHIPPED = {
     "othello-size6": OTHELLO6,
     "connect_four-cols7-connect4-rows6": CONNECT_FOUR,
     "hex-size5-swapfalse": HEX5,
+    "hex-size6-swapfalse": games.make("hex", size=6),
     "tictactoe": games.make("tictactoe"),
 }
 
@@ -229,8 +230,8 @@ def test_building_a_set_with_the_perfect_player_keeps_decisions(tmp_path, game, 
     best_moves = built.values.argmax(axis=1)
     assert sv.error_rate(built, best_moves).errors == 0
     capsys.readouterr()
-    assert solved_positions.main(["--game=hex", "--size=6", f"--out={out}"]) == 2
-    assert "no solver for hex {'size': 6, 'swap': False}" in capsys.readouterr().err
+    assert solved_positions.main(["--game=hex", "--size=7", f"--out={out}"]) == 2
+    assert "no solver for hex {'size': 7, 'swap': False}" in capsys.readouterr().err
     for bad, says in [
         (["--empties=a:b"], "--empties: LO:HI, two integers, got a:b"),
         (["--empties=10:12"], "at most the board's 9 cells"),
@@ -279,7 +280,7 @@ def test_evaluate_errors_refuses_a_game_without_a_set(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no solved positions for hex {'size': 4, 'swap': False}" in err[0]
-    assert "connect_four-cols7-connect4-rows6, hex-size5-swapfalse, othello-size6" in err[0]
+    assert "connect_four-cols7-connect4-rows6, hex-size5-swapfalse, hex-size6-swapfalse" in err[0]
 
 
 def test_the_loop_measures_the_error_rate_on_a_set(tmp_path, shipped, lowerings):
@@ -382,7 +383,7 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
     wrong[i] = {**wrong[i], "moves": wrong[i]["moves"][:24] + ["resign"]}
     assert lost_games.main([dump(wrong), "--from_ply=20"]) == 0  # a resignation is not checked
     assert "opening plies" in refused({"openings": "random:3:4"}, "--from_ply=2")
-    assert "no solver for hex" in refused({"game": "hex", "game_options": {"size": 6}})
+    assert "no solver for hex" in refused({"game": "hex", "game_options": {"size": 7}})
     assert lost_games.main([str(tmp_path / "none.json")]) == 2
     monkeypatch.setenv("CC", str(tmp_path / "no-compiler"))
     assert lost_games.main([path, "--from_ply=20"]) == 2

@@ -31,8 +31,12 @@ in 0.4 ms (black's centre stone has a ziggurat to each edge, disjoint) and all 2
 in 11 to 21 s, depending on how busy other work kept the two cores (251,356 positions stored,
 about 110 bytes each: 27 MB). The time goes into positions lost for the player to move, where
 every move in the must-play region needs its own refutation. With the table warm, a game from
-any opening against a random opponent then took 0.05 to 8 s. Sizes above 5 are refused: they
-were not made fast.
+any opening against a random opponent then took 0.05 to 8 s. On 6x6 the search takes positions
+well into a game, not the empty board: middle-game positions of MCTS-1024 self-play with 20 to 26
+empty cells took 0.01 - 0.65 s on average (fewer empty cells, less; 28 - 30 empty cells 3 - 12 s,
+some half a minute), which is what the 6x6 set of solved positions needs (`azjax.solved`). So
+`HexSolver` takes sizes up to 6, while `for_game`, the perfect player's solver, which must answer
+from any position of a whole game, stops at 5. Larger boards are refused: they were not made fast.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ from typing import Any
 import numpy as np
 
 MIN_SIZE = 2
-MAX_SIZE = 5
+MAX_SIZE = 6  # the solver, for positions well into a game on 6x6 (the module's docstring)
+PERFECT_MAX_SIZE = 5  # `for_game`: every position of a game, the empty board included
 
 # The ziggurat (template IIIa) joining a stone on row 2 to the top edge: its eight empty cells as
 # (row, col) offsets from the stone; its mirror image is the other orientation.
@@ -444,14 +449,17 @@ def board_of(state: Any) -> np.ndarray:
 from_state = board_of  # the same helper under the name the evaluation protocol uses
 
 
-def for_game(game) -> HexSolver:
-    """A solver for a `games.make("hex", size=N)` game; ValueError for swap or unsupported sizes."""
+def for_game(game, *, max_size: int = PERFECT_MAX_SIZE) -> HexSolver:
+    """A solver for a `games.make("hex", size=N)` game; ValueError for swap or sizes above
+    `max_size` (by default the perfect player's 5: a game's every position, the empty board
+    included; `MAX_SIZE` for positions well into a game)."""
     if getattr(game, "name", None) != "hex":
         raise ValueError(f"hex solver: needs a hex game, got {getattr(game, 'name', game)!r}")
     if game.swap:
         raise ValueError("hex solver: the swap rule is not supported; use swap=False")
-    if not MIN_SIZE <= game.size <= MAX_SIZE:
-        raise ValueError(f"hex solver: size must be {MIN_SIZE}..{MAX_SIZE}, got {game.size}")
+    if not MIN_SIZE <= game.size <= min(max_size, MAX_SIZE):
+        limit = min(max_size, MAX_SIZE)
+        raise ValueError(f"hex solver: size must be {MIN_SIZE}..{limit}, got {game.size}")
     return HexSolver(game.size)
 
 

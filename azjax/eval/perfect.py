@@ -14,15 +14,19 @@ from azjax.eval.minimax import FULL_DEPTH_LIMIT, Minimax
 from games.base import Game
 
 SUPPORTED = "Hex up to 5x5 without swap, or a game of at most 16 plies (Tic-Tac-Toe)"
+POSITIONS_SUPPORTED = (  # black_value_fn(positions=True)
+    "Hex up to 6x6 without swap (6x6 positions well into a game), or a game of at most 16 plies"
+)
 
 
-def _hex_solver(game: Game):
+def _hex_solver(game: Game, positions: bool = False):
     if game.name != "hex":
         return None
     from azjax.eval import hex_solver
 
+    limit = hex_solver.MAX_SIZE if positions else hex_solver.PERFECT_MAX_SIZE
     try:
-        return hex_solver.for_game(game)
+        return hex_solver.for_game(game, max_size=limit)
     except ValueError:
         return None
 
@@ -33,10 +37,11 @@ def _minimax(game: Game, seed: int = 0) -> Minimax | None:
     return Minimax(game, depth=game.max_game_length, seed=seed)
 
 
-def black_value_fn(game: Game) -> Callable | None:
+def black_value_fn(game: Game, *, positions: bool = False) -> Callable | None:
     """value(state) -> +1 / 0 / -1, the outcome for black (player 0) with perfect play from the
-    unbatched `state`; None where no perfect player is at hand."""
-    solver = _hex_solver(game)
+    unbatched `state`; None where no perfect player is at hand. `positions=True` values positions
+    well into a game, where the Hex solver also takes 6x6 (solved sets; not the empty board)."""
+    solver = _hex_solver(game, positions)
     if solver is not None:
         from azjax.eval.hex_solver import board_of
 
