@@ -457,8 +457,8 @@ def for_game(game, *, max_size: int = PERFECT_MAX_SIZE) -> HexSolver:
         raise ValueError(f"hex solver: needs a hex game, got {getattr(game, 'name', game)!r}")
     if game.swap:
         raise ValueError("hex solver: the swap rule is not supported; use swap=False")
-    if not MIN_SIZE <= game.size <= min(max_size, MAX_SIZE):
-        limit = min(max_size, MAX_SIZE)
+    limit = min(max_size, MAX_SIZE)
+    if not MIN_SIZE <= game.size <= limit:
         raise ValueError(f"hex solver: size must be {MIN_SIZE}..{limit}, got {game.size}")
     return HexSolver(game.size)
 
