@@ -34,9 +34,12 @@ class Parser(argparse.ArgumentParser):
     """argparse's parser whose errors are one line, `PROG: error: MESSAGE`, exit code 2, without
     the usage block (`PROG --help` shows it). An unknown flag is named with the nearest known flags
     of the (sub)command given, or with `hints[flag]`: why it is no flag here (`game_option_hints`).
+    Flags are taken whole: argparse's prefix matching would read `--batch=8` as `--batch_games`
+    and `--lr=0.1` as whichever flag alone starts so, silently; here they are unknown flags.
     """
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self.hints: dict[str, str] = {}
 

@@ -85,6 +85,16 @@ def test_an_unknown_flag_is_one_line_naming_the_nearest_flags(capsys):
     assert "--num_simulations: expected one argument" in err
 
 
+def test_a_flags_prefix_is_an_unknown_flag_not_the_flag_it_starts(capsys):
+    parser, _, _ = parser_with("hex")
+    err = error_of(parser, ["--batch=8"], capsys)  # argparse alone reads it as --batch_games
+    assert "unrecognized arguments: --batch=8" in err
+    err = error_of(parser, ["--lr=0.1"], capsys)  # ... and this as --lr_schedule
+    assert "unrecognized arguments: --lr=0.1" in err
+    commands = flags.Parser(prog="prog").add_subparsers(dest="command")
+    assert commands.add_parser("match").allow_abbrev is False
+
+
 def test_another_games_option_names_this_games_options(capsys):
     hints = flags.game_option_hints("connect_four")
     assert (
