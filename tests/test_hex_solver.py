@@ -164,6 +164,20 @@ def test_random_positions_match_the_plain_search(size, count, min_stones, max_st
         assert solver.winning_moves(_arr(board)) == _plain_winning_moves(board, size), board
 
 
+def test_a_bounded_table_drops_positions_and_keeps_the_answers():
+    # 4x4 openings store about 600 positions; a bound of 64 drops most of them again and again.
+    bounded, unbounded = HexSolver(4, max_positions=64), HexSolver(4)
+    positions = _random_positions(4, 60, 3, 9, seed=11)
+    for board in positions:
+        assert bounded.winning_moves(_arr(board)) == unbounded.winning_moves(_arr(board)), board
+        assert bounded.table_size <= 64
+    assert unbounded.table_size > 64
+    assert bounded.opening_values() == solve_all_openings(4)
+    for bad, error in [(1, ValueError), (2.5, TypeError), (True, TypeError)]:
+        with pytest.raises(error, match="max_positions"):
+            HexSolver(4, max_positions=bad)
+
+
 def test_early_4x4_positions_are_consistent_with_their_children():
     # Too early for the plain search to be quick: check the negamax relation itself instead, a
     # position is won exactly when some move joins at once or leaves the opponent lost.

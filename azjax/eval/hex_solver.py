@@ -49,6 +49,9 @@ import numpy as np
 
 MIN_SIZE = 2
 MAX_SIZE = 6  # the solver, for positions well into a game on 6x6 (the module's docstring)
+# The transposition table's bound: about 120 bytes a position, so 1 GB. Building 6x6's set of
+# solved positions stored over 3 GB unbounded; a bound costs re-solving what was dropped.
+MAX_POSITIONS = 1 << 23
 PERFECT_MAX_SIZE = 5  # `for_game`: every position of a game, the empty board included
 
 # The ziggurat (template IIIa) joining a stone on row 2 to the top edge: its eight empty cells as
@@ -267,19 +270,28 @@ class HexSolver:
     """Exact values and perfect moves for Hex on a `size` x `size` board without the swap rule.
 
     One instance keeps its transposition table, so positions met again (all of a game's, once its
-    first position is solved) are answered from it.
+    first position is solved) are answered from it. The table holds at most `max_positions`
+    positions, those met least recently dropped first (two generations, `_store`).
     """
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, *, max_positions: int = MAX_POSITIONS):
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
             raise TypeError(f"hex solver: size must be an integer, got {size!r}")
         if not MIN_SIZE <= size <= MAX_SIZE:
             raise ValueError(f"hex solver: size must be {MIN_SIZE}..{MAX_SIZE}, got {size}")
+        if isinstance(max_positions, bool) or not isinstance(max_positions, int):
+            raise TypeError(f"hex solver: max_positions must be an integer, got {max_positions!r}")
+        if max_positions < 2:
+            raise ValueError(f"hex solver: max_positions must be >= 2, got {max_positions}")
         self.size = int(size)
         self._geo = _geometry(self.size)
         self._cells = self.size * self.size
-        # canonical (mover << 64 | opponent) -> carrier << 7 | (best cell + 1) << 1 | mover wins
+        # canonical (mover << 64 | opponent) -> carrier << 7 | (best cell + 1) << 1 | mover wins.
+        # Two generations bound the memory: when the newer holds half of `max_positions`, it
+        # becomes the older and the oldest is dropped; an older entry met again moves up.
+        self._half = max_positions // 2
         self._table: dict[int, int] = {}
+        self._older: dict[int, int] = {}
 
     # ---- public API --------------------------------------------------------------------------
     def value(self, board) -> int:
@@ -328,8 +340,8 @@ class HexSolver:
 
     @property
     def table_size(self) -> int:
-        """How many positions the transposition table holds."""
-        return len(self._table)
+        """How many positions the transposition table holds (at most `max_positions`)."""
+        return len(self._table) + len(self._older)
 
     # ---- internals ---------------------------------------------------------------------------
     def _position(self, board) -> tuple[int, int, int]:
@@ -383,20 +395,31 @@ class HexSolver:
         key = (me << 64) | opp
         rotated_key = (self._rotate(me) << 64) | self._rotate(opp)
         flip = rotated_key < key
-        entry = self._table.get(rotated_key if flip else key)
+        canonical = rotated_key if flip else key
+        entry = self._table.get(canonical)
+        if entry is None:
+            entry = self._older.get(canonical)
+            if entry is not None:
+                self._store(canonical, entry)
         if entry is None:
             result = self._expand(me, opp, colour)
             wins, carrier, best = result
             if flip:
                 carrier, best = self._rotate(carrier), self._rotate(best)
             best_index = best.bit_length()  # cell + 1, 0 for none
-            self._table[rotated_key if flip else key] = (carrier << 7) | (best_index << 1) | wins
+            self._store(canonical, (carrier << 7) | (best_index << 1) | wins)
             return result
         wins, best_index, carrier = entry & 1, (entry >> 1) & 63, entry >> 7
         best = 1 << (best_index - 1) if best_index else 0
         if flip:
             carrier, best = self._rotate(carrier), self._rotate(best)
         return bool(wins), carrier, best
+
+    def _store(self, key: int, entry: int) -> None:
+        """Keep `entry` in the newer generation, turning it into the older one when full."""
+        if len(self._table) >= self._half:
+            self._older, self._table = self._table, {}
+        self._table[key] = entry
 
     def _expand(self, me: int, opp: int, colour: int) -> tuple[bool, int, int]:
         """`_search` of a position missing from the table."""
