@@ -21,24 +21,25 @@ CPU_SCALE = dict(
     weight_decay=0.0001,
 )
 
-# Hex at CPU scale starts games from random openings of 0..4 plies: without them self-play learns
+# Hex at CPU scale starts games from random openings of 0..2 plies: without them self-play learns
 # one line (docs/experiments.md, "Every opening"; Othello's 0..6 scored level with 0..2 against
-# OpenSpiel's MCTS-10,000 at 30 minutes, 100 and 102 of 120 moving second); 0..4 rather than 0..2
-# since session 62: at 20 minutes on 6x6 its runs erred in 0.005 and 0.006 of 6x6 Hex's solved
-# positions against 0.010 and 0.009 (two seeds, z -3.0 and -1.5; level head to head, 32-28 and
-# 30-30), as on 5x5 (0.0064 and 0.0070 against 0.0104 and 0.0120 at 4 minutes; docs/strength.md,
-# "6x6 Hex's set"). The learning rate decayed to 0 was not told apart there (0.012 against
-# 0.011, 30-30), so Hex keeps a constant rate. Hex trains on a random
-# symmetry (180 degrees) of each sampled position: +120 Elo at 6 minutes, two seeds
-# (docs/strength.md, "Recipes side by side"). On 6x6 Othello the 8 symmetries gained +64 Elo at 6
-# minutes (two seeds) and random openings nothing measurable there (for an hour they did: below), so
-# Othello augments. An Othello iteration adds about as many positions as 30 steps of 256 samples
-# draw: 90 steps gained +76 Elo at 10 minutes (two seeds) for 17% fewer games; on Hex they were not
-# told apart. The ownership target (weight 1.5, KataGo's) gained about +60 Elo at 10 minutes on
-# Othello (two seeds, 137-95 against the recipe without it) and about +130 at 6 minutes on Hex
-# (163-77; docs/strength.md, "The ownership target"); on Connect Four, not told apart at 6 minutes
-# (126-108). Connect Four's mirror gained +172 Elo at 15 minutes (two seeds, 111-38 with 11 draws
-# against the recipe without it) and took its exact error rate from 0.243 to 0.200
+# OpenSpiel's MCTS-10,000 at 30 minutes, 100 and 102 of 120 moving second). Session 62 moved to 0..4
+# (at 20 minutes on 6x6 its runs erred in 0.005 and 0.006 of 6x6 Hex's solved positions against
+# 0.010 and 0.009, two seeds; level head to head); session 63 moved back: over the hour, the
+# target's length, the two erred alike (0.003 and 0.004) and the 0..4 hour won 209 of 240 against
+# MCTSBot-10,000, under the target, where the 0..2 hour beside it won 217 and session 40's and 41's
+# 229 and 224 (docs/strength.md, "The Hex hour from 0..4-ply openings"). The learning rate decayed
+# to 0 was not told apart (0.012 against 0.011 at 20 minutes, 30-30), so Hex keeps a constant rate.
+# Hex trains on a random symmetry (180 degrees) of each sampled position: +120 Elo at 6 minutes, two
+# seeds (docs/strength.md, "Recipes side by side"). On 6x6 Othello the 8 symmetries gained +64 Elo
+# at 6 minutes (two seeds) and random openings nothing measurable there (for an hour they did:
+# below), so Othello augments. An Othello iteration adds about as many positions as 30 steps of 256
+# samples draw: 90 steps gained +76 Elo at 10 minutes (two seeds) for 17% fewer games; on Hex they
+# were not told apart. The ownership target (weight 1.5, KataGo's) gained about +60 Elo at 10
+# minutes on Othello (two seeds, 137-95 against the recipe without it) and about +130 at 6 minutes
+# on Hex (163-77; docs/strength.md, "The ownership target"); on Connect Four, not told apart at 6
+# minutes (126-108). Connect Four's mirror gained +172 Elo at 15 minutes (two seeds, 111-38 with 11
+# draws against the recipe without it) and took its exact error rate from 0.243 to 0.200
 # (docs/strength.md, "Connect Four's mirror"). Othello searches with PUCT, its config's raw values
 # (configs/othello.py): at 15 minutes (two seeds) exact error rates 0.117 and 0.110 against Gumbel's
 # 0.145 and 0.136, 66-51 with 3 draws head to head, and its hour 0.107, the lowest of any Othello
@@ -53,27 +54,26 @@ CPU_SCALE = dict(
 # (docs/strength.md, "The Othello hour from random openings"). Since session 49 Othello also sees
 # the mobility planes (`mobility=true`), decays its rate to 0 over the run (`lr_schedule=cosine`)
 # and restarts half its finished games one random move after another game's position
-# (`branch_prob=0.5`, Go-Exploit's start states): its two hours (seeds 0 and 1) erred in 0.068
-# and 0.071 of the solved positions where the recipe's hours before erred in 0.101 and 0.103
-# (z = 4.8 - 5.3), beat them W97 D5 L58 and W88 D8 L64 head to head (the seed-1 hour against the
-# seed-0 one W81 D5 L74) and placed +1526 and +1340 on the ladder against the old hour's +1255;
-# against MCTS-10,000, the target's measure, they scored 0.80 and 0.775 against 0.79 - 0.825,
-# not told apart there (docs/strength.md, "The Othello recipe changed"). Each alone: the decayed
-# rate erred in 0.083 and 0.089 (two seeds), the mobility planes in 0.084, the branches were not
-# told apart at 20 minutes (two seeds, 0.104 against 0.106, 115-107 with 18 draws);
-# TD(lambda) value targets (`value_lambda` 0.9, 0.95) were not told apart from the outcome at 20
-# minutes (docs/strength.md, "The cosine schedule with a second seed", "The mobility planes",
-# "Branched restarts", "TD(λ) value targets").
-# The score utility (`score_utility=0.2`, the ownership head's margin mixed into every search's
-# values) was not told apart at 20 minutes (two seeds, 0.110 against 0.106, 110-120 with 10 draws)
-# and its hour scored 0.66 against MCTS-10,000 (docs/strength.md, "The score utility").
-# On Connect Four the decayed rate, 90 steps an iteration and openings of 0..4 plies were each not
-# told apart from its recipe at 20 minutes (exact error rates 0.174, 0.165 and 0.158 against
-# 0.161 - 0.162; docs/strength.md, "The Othello recipe's additions on Connect Four").
-# Tic-Tac-Toe's self-play starts from random openings of 0..4 plies in its config
-# (configs/tictactoe.py), so here too.
+# (`branch_prob=0.5`, Go-Exploit's start states): its two hours (seeds 0 and 1) erred in 0.068 and
+# 0.071 of the solved positions where the recipe's hours before erred in 0.101 and 0.103 (z = 4.8 -
+# 5.3), beat them W97 D5 L58 and W88 D8 L64 head to head (the seed-1 hour against the seed-0 one W81
+# D5 L74) and placed +1526 and +1340 on the ladder against the old hour's +1255; against
+# MCTS-10,000, the target's measure, they scored 0.80 and 0.775 against 0.79 - 0.825, not told apart
+# there (docs/strength.md, "The Othello recipe changed"). Each alone: the decayed rate erred in
+# 0.083 and 0.089 (two seeds), the mobility planes in 0.084, the branches were not told apart at 20
+# minutes (two seeds, 0.104 against 0.106, 115-107 with 18 draws); TD(lambda) value targets
+# (`value_lambda` 0.9, 0.95) were not told apart from the outcome at 20 minutes (docs/strength.md,
+# "The cosine schedule with a second seed", "The mobility planes", "Branched restarts", "TD(λ) value
+# targets"). The score utility (`score_utility=0.2`, the ownership head's margin mixed into every
+# search's values) was not told apart at 20 minutes (two seeds, 0.110 against 0.106, 110-120 with 10
+# draws) and its hour scored 0.66 against MCTS-10,000 (docs/strength.md, "The score utility"). On
+# Connect Four the decayed rate, 90 steps an iteration and openings of 0..4 plies were each not told
+# apart from its recipe at 20 minutes (exact error rates 0.174, 0.165 and 0.158 against 0.161 -
+# 0.162; docs/strength.md, "The Othello recipe's additions on Connect Four"). Tic-Tac-Toe's
+# self-play starts from random openings of 0..4 plies in its config (configs/tictactoe.py), so here
+# too.
 CPU_SCALE_BY_GAME = {
-    "hex": dict(opening_plies=4, augment=True, ownership_weight=1.5),
+    "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
         search="puct",
         augment=True,

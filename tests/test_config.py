@@ -181,7 +181,7 @@ def test_the_cpu_recipe_applies_to_any_game():
     assert (run.search, run.num_filters, run.opening_plies) == (
         recipe["search"],
         recipe["num_filters"],
-        4,  # 0..4 plies since session 62: fewer errors on 5x5's and 6x6's solved positions
+        2,  # 0..2 plies: the hours that met the Hex target (0..4's did not, session 63)
     )
     assert run.augment and run.train_steps == 30  # measured on 6x6 Hex (docs/strength.md)
     othello, _ = train.parse(["--game=othello", "--config=cpu"])
