@@ -49,10 +49,11 @@ import numpy as np
 
 MIN_SIZE = 2
 MAX_SIZE = 6  # the solver, for positions well into a game on 6x6 (the module's docstring)
-# The transposition table's bound: about 120 bytes a position, so 1 GB. Building 6x6's set of
-# solved positions stored over 3 GB unbounded; a bound costs re-solving what was dropped.
-MAX_POSITIONS = 1 << 23
 PERFECT_MAX_SIZE = 5  # `for_game`: every position of a game, the empty board included
+# The transposition table's bound: at the 110 bytes a position measured on 5x5 (the module's
+# docstring), about 0.9 GB. Building 6x6's set of solved positions stored over 3 GB unbounded; a
+# bound costs re-solving what was dropped.
+MAX_POSITIONS = 1 << 23
 
 # The ziggurat (template IIIa) joining a stone on row 2 to the top edge: its eight empty cells as
 # (row, col) offsets from the stone; its mirror image is the other orientation.
@@ -397,10 +398,8 @@ class HexSolver:
         flip = rotated_key < key
         canonical = rotated_key if flip else key
         entry = self._table.get(canonical)
-        if entry is None:
-            entry = self._older.get(canonical)
-            if entry is not None:
-                self._store(canonical, entry)
+        if entry is None and (entry := self._older.get(canonical)) is not None:
+            self._store(canonical, entry)  # met again: it moves up to the newer generation
         if entry is None:
             result = self._expand(me, opp, colour)
             wins, carrier, best = result
