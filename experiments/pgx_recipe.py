@@ -1,0 +1,291 @@
+"""pgx's AlphaZero example trained for a wall-clock budget, and judged on azjax's solved positions:
+strength per hour against the project's own recipe, on the same machine.
+
+    python -m experiments.pgx_recipe train --game=connect_four --minutes=20 --out=runs/pgx-c4
+    python -m experiments.pgx_recipe errors runs/pgx-c4 --sims=50
+    python evaluate.py errors ckpt:runs/c4,sims=50 --game=connect_four     # azjax's run beside it
+
+The recipe is the one `benchmarks/selfplay.py` times (pgx's `examples/alphazero/train.py`, its
+Haiku network swapped for azjax's ResNet): Gumbel MuZero search (`mctx.gumbel_muzero_policy`,
+Gumbel scale 1, completed Q-values) over pgx's environment, each iteration `--batch` games from
+the start for `--steps` moves (finished games restart; a game cut off gets no value target), the
+value target the game's outcome, the policy target the search's improved policy, every sample used
+once in minibatches of `--train_batch`, Adam at `--lr`. The example's sizes are a GPU's (1,024
+games, 4,096 samples a step, 6 x 128 network); the defaults here are the CPU recipe's
+(configs/cpu.py: 128 games, 32 simulations, 2 x 32 network) with the example's learning rate,
+and 256 samples a step so that an iteration takes about as many steps as the CPU recipe's.
+
+`errors` plays the trained network with the same search at `--sims` simulations (no Gumbel
+noise: the deterministic choice) in each of the game's shipped solved positions (`azjax.solved`,
+replayed through pgx's environment, its legal moves checked against azjax's) and prints the share
+of them where its move throws a win or a draw away, as `evaluate.py errors` does for azjax agents.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+import time
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+import optax
+
+import games
+from azjax import flags
+from azjax import solved as sv
+from azjax.eval.errors import require_set
+from azjax.network import PolicyValueNet
+from benchmarks.selfplay import RecipeOutput, make_recipe_selfplay
+
+PGX_NAMES = {"connect_four": "connect_four", "tictactoe": "tic_tac_toe"}  # azjax -> pgx
+
+
+class Sample(NamedTuple):
+    """The example's training sample, [N] after flattening moves and games."""
+
+    obs: jax.Array  # [N, H, W, C], pgx's observation
+    policy: jax.Array  # float32[N, A], the search's improved policy
+    value: jax.Array  # float32[N], the outcome for the mover
+    mask: jax.Array  # bool[N], the game ended within the iteration (else no value target)
+
+
+def samples_of(data: RecipeOutput) -> Sample:
+    """The example's `compute_loss_input`: outcomes summed back from each game's end, [T, B]."""
+
+    def back(carry, step):
+        reward, discount = step
+        value = reward + discount * carry
+        return value, value
+
+    _, value = jax.lax.scan(
+        back, jnp.zeros_like(data.reward[0]), (data.reward, data.discount), reverse=True
+    )
+    ended = jnp.cumsum(data.terminated[::-1], axis=0)[::-1] >= 1
+
+    def flat(x):
+        return x.reshape((-1, *x.shape[2:]))
+
+    return Sample(flat(data.obs), flat(data.action_weights), flat(value), flat(ended))
+
+
+def minibatches(samples: Sample, key, size: int) -> Sample:
+    """The samples shuffled into [K, size, ...], K = N // size (the rest left out), as the example
+    does: every sample used at most once."""
+    count = samples.value.shape[0] // size * size
+    order = jax.random.permutation(key, samples.value.shape[0])[:count]
+    return jax.tree.map(lambda x: x[order].reshape((-1, size, *x.shape[1:])), samples)
+
+
+def make_network(num_actions: int, blocks: int, filters: int) -> PolicyValueNet:
+    return PolicyValueNet(
+        num_actions=num_actions, num_blocks=blocks, num_filters=filters, value_hidden=filters
+    )
+
+
+def make_train_step(net: PolicyValueNet, optimizer):
+    """step(variables, opt_state, Sample[M]) -> (variables, opt_state, (policy, value) losses)."""
+
+    def loss_fn(params, batch_stats, batch: Sample):
+        (logits, value), updates = net.apply(
+            {"params": params, "batch_stats": batch_stats},
+            batch.obs,
+            train=True,
+            mutable=["batch_stats"],
+        )
+        policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy))
+        value_loss = jnp.mean(optax.l2_loss(value, batch.value) * batch.mask)
+        return policy_loss + value_loss, (updates["batch_stats"], policy_loss, value_loss)
+
+    @jax.jit
+    def step(variables, opt_state, batch: Sample):
+        grads, (batch_stats, policy_loss, value_loss) = jax.grad(loss_fn, has_aux=True)(
+            variables["params"], variables["batch_stats"], batch
+        )
+        updates, opt_state = optimizer.update(grads, opt_state)
+        params = optax.apply_updates(variables["params"], updates)
+        return {"params": params, "batch_stats": batch_stats}, opt_state, (policy_loss, value_loss)
+
+    return step
+
+
+def train(args) -> dict:
+    """The example's loop for `args.minutes`; writes variables.pkl and run.json into args.out."""
+    import pgx
+
+    env = pgx.make(PGX_NAMES[args.game])
+    net = make_network(env.num_actions, args.blocks, args.filters)
+
+    def apply(variables, obs):
+        return net.apply(variables, obs, train=False)
+
+    selfplay = jax.jit(make_recipe_selfplay(env, apply, args.sims, args.steps))
+    init = jax.jit(jax.vmap(env.init))
+    optimizer = optax.adam(args.lr)
+    step = make_train_step(net, optimizer)
+    key = jax.random.PRNGKey(args.seed)
+    key, k_init = jax.random.split(key)
+    obs = init(jax.random.split(k_init, 2)).observation
+    variables = net.init(k_init, obs.astype(jnp.float32))
+    opt_state = optimizer.init(variables["params"])
+    start, iteration, positions, losses = time.time(), 0, 0, (0.0, 0.0)
+    while time.time() - start < 60 * args.minutes:
+        key, k_init, k_play, k_shuffle = jax.random.split(key, 4)
+        states = init(jax.random.split(k_init, args.batch))
+        _, data = selfplay(variables, k_play, states)
+        samples = samples_of(data)
+        batches = minibatches(samples, k_shuffle, args.train_batch)
+        for i in range(batches.value.shape[0]):
+            batch = jax.tree.map(lambda x, i=i: x[i], batches)
+            variables, opt_state, losses = step(variables, opt_state, batch)
+        iteration += 1
+        positions += int(samples.value.shape[0])
+        if not np.isfinite(float(losses[0]) + float(losses[1])):
+            raise FloatingPointError(f"the loss is not finite at iteration {iteration}")
+    record = {
+        "game": args.game,
+        "minutes": args.minutes,
+        "seconds": round(time.time() - start, 1),
+        "iterations": iteration,
+        "positions": positions,
+        "policy_loss": float(losses[0]),
+        "value_loss": float(losses[1]),
+        **{k: getattr(args, k) for k in ("batch", "sims", "steps", "train_batch", "lr")},
+        **{k: getattr(args, k) for k in ("blocks", "filters", "seed")},
+    }
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "variables.pkl"), "wb") as f:
+        pickle.dump(jax.device_get(variables), f)
+    with open(os.path.join(args.out, "run.json"), "w") as f:
+        json.dump(record, f, indent=1)
+    return record
+
+
+def pgx_states(env, solved: sv.SolvedSet):
+    """The set's positions replayed through pgx's environment, a batch of P states."""
+    length = max(len(m) for m in solved.moves)
+    actions = np.zeros((len(solved), length), np.int32)
+    for row, moves in zip(actions, solved.moves):
+        row[: len(moves)] = moves
+    plies = np.array([len(m) for m in solved.moves], np.int32)
+
+    def one(actions, plies):
+        def body(i, state):
+            moved = env.step(state, actions[i])
+            return jax.tree.map(lambda old, new: jnp.where(i < plies, new, old), state, moved)
+
+        return jax.lax.fori_loop(0, length, body, env.init(jax.random.PRNGKey(0)))
+
+    return jax.jit(jax.vmap(one))(jnp.asarray(actions), jnp.asarray(plies))
+
+
+def choose(env, net, variables, states, sims: int) -> np.ndarray:
+    """int[P]: the recipe's search's move at each state (no Gumbel noise)."""
+
+    def apply(obs):
+        return net.apply(variables, obs, train=False)
+
+    def recurrent_fn(params, key, action, state):
+        del params, key
+        mover = state.current_player
+        state = jax.vmap(env.step)(state, action)
+        logits, value = apply(state.observation)
+        logits = jnp.where(state.legal_action_mask, logits, jnp.finfo(logits.dtype).min)
+        reward = state.rewards[jnp.arange(state.rewards.shape[0]), mover]
+        value = jnp.where(state.terminated, 0.0, value)
+        discount = jnp.where(state.terminated, 0.0, -jnp.ones_like(value))
+        out = mctx.RecurrentFnOutput(
+            reward=reward, discount=discount, prior_logits=logits, value=value
+        )
+        return out, state
+
+    @jax.jit
+    def search(states):
+        logits, value = apply(states.observation)
+        out = mctx.gumbel_muzero_policy(
+            params=(),
+            rng_key=jax.random.PRNGKey(0),
+            root=mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states),
+            recurrent_fn=recurrent_fn,
+            num_simulations=sims,
+            invalid_actions=~states.legal_action_mask,
+            qtransform=mctx.qtransform_completed_by_mix_value,
+            gumbel_scale=0.0,
+        )
+        return out.action
+
+    return np.asarray(search(states))
+
+
+def errors(args) -> sv.ErrorRate:
+    """The trained network's exact error rate on the game's shipped solved positions."""
+    import pgx
+
+    with open(os.path.join(args.run, "run.json")) as f:
+        record = json.load(f)
+    with open(os.path.join(args.run, "variables.pkl"), "rb") as f:
+        variables = pickle.load(f)
+    env = pgx.make(PGX_NAMES[record["game"]])
+    net = make_network(env.num_actions, record["blocks"], record["filters"])
+    game = games.make(record["game"])
+    solved = require_set(game)
+    states = pgx_states(env, solved)
+    ours = jax.jit(jax.vmap(game.legal_mask))(sv.start_states(game, solved))
+    if not np.array_equal(np.asarray(states.legal_action_mask), np.asarray(ours)):
+        raise ValueError("pgx's legal moves differ from azjax's at the set's positions")
+    return sv.error_rate(solved, choose(env, net, variables, states, args.sims))
+
+
+def main(argv=None) -> int:
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="train the recipe for --minutes")
+    t.add_argument("--game", choices=sorted(PGX_NAMES), default="connect_four")
+    t.add_argument("--minutes", type=float, default=20.0, help="wall-clock budget (20)")
+    t.add_argument("--out", required=True, help="folder for variables.pkl and run.json")
+    t.add_argument("--batch", type=int, default=128, help="self-play games an iteration (128)")
+    t.add_argument("--sims", type=int, default=32, help="simulations a move (32)")
+    t.add_argument("--steps", type=int, default=64, help="moves an iteration (64)")
+    t.add_argument("--train_batch", type=int, default=256, help="samples a step (256)")
+    t.add_argument("--lr", type=float, default=0.001, help="Adam's learning rate (0.001)")
+    t.add_argument("--blocks", type=int, default=2, help="residual blocks (2)")
+    t.add_argument("--filters", type=int, default=32, help="filters (32)")
+    t.add_argument("--seed", type=int, default=0)
+    e = sub.add_parser("errors", help="the trained network's exact error rate")
+    e.add_argument("run", help="a folder written by train")
+    e.add_argument("--sims", type=int, default=50, help="simulations a move (50)")
+    args = p.parse_args(argv)
+    if args.command == "train":
+        small = [
+            n
+            for n in ("batch", "sims", "steps", "train_batch", "blocks", "filters")
+            if getattr(args, n) < 1
+        ]
+        if small or not args.minutes > 0 or not args.lr > 0:
+            p.error(f"--{(small or ['minutes or --lr'])[0]} must be positive")
+        if args.batch * args.steps < args.train_batch:
+            p.error("--train_batch must be at most --batch x --steps (the samples an iteration)")
+        record = train(args)
+        print(json.dumps(record))
+        return 0
+    if args.sims < 1:
+        p.error("--sims must be positive")
+    try:
+        rate = errors(args)
+    except (OSError, KeyError, ValueError, pickle.UnpicklingError) as err:
+        print(f"pgx_recipe: {args.run}: {err}", file=sys.stderr)
+        return 2
+    print(
+        f"{args.run} at {args.sims} simulations: {rate.errors} errors of {rate.positions} "
+        f"solved positions, {rate.rate:.4f} ± {rate.ci95:.4f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
