@@ -23,12 +23,13 @@ of them where its move throws a win or a draw away, as `evaluate.py errors` does
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
 import sys
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -166,22 +167,17 @@ def train(args) -> dict:
     return record
 
 
-def pgx_states(env, solved: sv.SolvedSet):
-    """The set's positions replayed through pgx's environment, a batch of P states."""
-    length = max(len(m) for m in solved.moves)
-    actions = np.zeros((len(solved), length), np.int32)
-    for row, moves in zip(actions, solved.moves):
-        row[: len(moves)] = moves
-    plies = np.array([len(m) for m in solved.moves], np.int32)
+@dataclasses.dataclass(frozen=True)
+class Replayed:
+    """pgx's environment as `azjax.solved.start_states` replays a position: init() and step()."""
 
-    def one(actions, plies):
-        def body(i, state):
-            moved = env.step(state, actions[i])
-            return jax.tree.map(lambda old, new: jnp.where(i < plies, new, old), state, moved)
+    env: Any
 
-        return jax.lax.fori_loop(0, length, body, env.init(jax.random.PRNGKey(0)))
+    def init(self):
+        return self.env.init(jax.random.PRNGKey(0))  # the games here draw nothing
 
-    return jax.jit(jax.vmap(one))(jnp.asarray(actions), jnp.asarray(plies))
+    def step(self, state, action):
+        return self.env.step(state, action)
 
 
 def choose(env, net, variables, states, sims: int) -> np.ndarray:
@@ -234,7 +230,7 @@ def errors(args) -> sv.ErrorRate:
     net = make_network(env.num_actions, record["blocks"], record["filters"])
     game = games.make(record["game"])
     solved = require_set(game)
-    states = pgx_states(env, solved)
+    states = sv.start_states(Replayed(env), solved)  # pgx's states
     ours = jax.jit(jax.vmap(game.legal_mask))(sv.start_states(game, solved))
     if not np.array_equal(np.asarray(states.legal_action_mask), np.asarray(ours)):
         raise ValueError("pgx's legal moves differ from azjax's at the set's positions")
