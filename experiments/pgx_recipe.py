@@ -3,6 +3,7 @@ strength per hour against the project's own recipe, on the same machine.
 
     python -m experiments.pgx_recipe train --game=connect_four --minutes=20 --out=runs/pgx-c4
     python -m experiments.pgx_recipe errors runs/pgx-c4 --sims=50
+    python -m experiments.pgx_recipe match runs/pgx-c4 ckpt:runs/c4,sims=50 --openings=random:50:4
     python evaluate.py errors ckpt:runs/c4,sims=50 --game=connect_four     # azjax's run beside it
 
 The recipe is the one `benchmarks/selfplay.py` times (pgx's `examples/alphazero/train.py`, its
@@ -19,6 +20,12 @@ and 256 samples a step so that an iteration takes about as many steps as the CPU
 noise: the deterministic choice) in each of the game's shipped solved positions (`azjax.solved`,
 replayed through pgx's environment, its legal moves checked against azjax's) and prints the share
 of them where its move throws a win or a draw away, as `evaluate.py errors` does for azjax agents.
+
+`match` plays the trained network against any agent of `evaluate.py` (`azjax.eval.specs`) in
+azjax's game: the network reads the first two planes of azjax's observation, which are pgx's
+(the mover's stones, the opponent's; checked at the solved positions), and searches with azjax's
+Gumbel search at `--sims` (the recipe's algorithm, mctx's `gumbel_muzero_policy`, no noise).
+Each opening is played with both colours; the result is A's (the pgx network's) score.
 """
 
 from __future__ import annotations
@@ -40,8 +47,13 @@ import optax
 import games
 from azjax import flags
 from azjax import solved as sv
+from azjax.eval import openings as openings_lib
+from azjax.eval.agent import SearchSetup, search_agent
 from azjax.eval.errors import require_set
+from azjax.eval.match import play_games
+from azjax.eval.specs import parse_agent
 from azjax.network import PolicyValueNet
+from azjax.search import SearchSpec
 from benchmarks.selfplay import RecipeOutput, make_recipe_selfplay
 
 PGX_NAMES = {"connect_four": "connect_four", "tictactoe": "tic_tac_toe"}  # azjax -> pgx
@@ -218,14 +230,61 @@ def choose(env, net, variables, states, sims: int) -> np.ndarray:
     return np.asarray(search(states))
 
 
+def load_run(folder: str):
+    """(run.json's record, the network's variables) of a folder `train` wrote."""
+    with open(os.path.join(folder, "run.json")) as f:
+        record = json.load(f)
+    with open(os.path.join(folder, "variables.pkl"), "rb") as f:
+        return record, pickle.load(f)
+
+
+def pgx_agent(folder: str, game, sims: int):
+    """The trained network as an azjax search agent over `game` (Gumbel at `sims`); ValueError
+    where azjax's observation does not begin with pgx's planes at the game's solved positions."""
+    import pgx
+
+    record, variables = load_run(folder)
+    env = pgx.make(PGX_NAMES[record["game"]])
+    net = make_network(env.num_actions, record["blocks"], record["filters"])
+    solved = require_set(game)
+    theirs = sv.start_states(Replayed(env), solved).observation
+    ours = jax.vmap(game.observe)(sv.start_states(game, solved))
+    if not np.array_equal(np.asarray(ours[..., :2]), np.asarray(theirs, ours.dtype)):
+        raise ValueError("azjax's observation does not begin with pgx's planes")
+
+    def apply(variables, obs, with_ownership: bool = False):
+        del with_ownership
+        return net.apply(variables, obs[..., :2], train=False)
+
+    setup = SearchSetup(game, SearchSpec(search="gumbel", num_simulations=sims), apply)
+    return search_agent(f"pgx:{folder},sims={sims}", setup, variables)
+
+
+def match(args) -> dict:
+    """The trained network (A) against `args.opponent` from `args.openings`, both colours each."""
+    record, _ = load_run(args.run)
+    game = games.make(record["game"])
+    a = pgx_agent(args.run, game, args.sims)
+    b = parse_agent(args.opponent, game, seed=args.seed)
+    k_open, k_play = jax.random.split(jax.random.PRNGKey(args.seed))
+    moves = openings_lib.openings(game, args.openings, k_open)
+    starts = openings_lib.both_colours(moves)
+    outcome = play_games(game, a, b, len(starts), k_play, openings=starts)
+    returns = np.asarray(outcome.returns)
+    return dict(
+        games=len(returns),
+        wins=int((returns > 0).sum()),
+        draws=int((returns == 0).sum()),
+        losses=int((returns < 0).sum()),
+        score=float((returns + 1).mean() / 2),
+    )
+
+
 def errors(args) -> sv.ErrorRate:
     """The trained network's exact error rate on the game's shipped solved positions."""
     import pgx
 
-    with open(os.path.join(args.run, "run.json")) as f:
-        record = json.load(f)
-    with open(os.path.join(args.run, "variables.pkl"), "rb") as f:
-        variables = pickle.load(f)
+    record, variables = load_run(args.run)
     env = pgx.make(PGX_NAMES[record["game"]])
     net = make_network(env.num_actions, record["blocks"], record["filters"])
     game = games.make(record["game"])
@@ -255,6 +314,12 @@ def main(argv=None) -> int:
     e = sub.add_parser("errors", help="the trained network's exact error rate")
     e.add_argument("run", help="a folder written by train")
     e.add_argument("--sims", type=int, default=50, help="simulations a move (50)")
+    m = sub.add_parser("match", help="the trained network against an evaluate.py agent")
+    m.add_argument("run", help="a folder written by train")
+    m.add_argument("opponent", help="an agent of evaluate.py, e.g. ckpt:runs/c4,sims=50")
+    m.add_argument("--sims", type=int, default=50, help="the network's simulations a move (50)")
+    m.add_argument("--openings", default="random:50:4", help="random:N[:PLIES] or all")
+    m.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.command == "train":
         small = [
@@ -271,6 +336,20 @@ def main(argv=None) -> int:
         return 0
     if args.sims < 1:
         p.error("--sims must be positive")
+    if args.command == "match":
+        try:
+            if args.openings == "none":
+                raise ValueError("--openings: give random:N[:PLIES] or all (each played twice)")
+            result = match(args)
+        except (OSError, KeyError, ValueError, pickle.UnpicklingError) as err:
+            print(f"pgx_recipe: {args.run}: {err}", file=sys.stderr)
+            return 2
+        print(
+            f"{args.run} at {args.sims} simulations against {args.opponent}: "
+            f"W{result['wins']} D{result['draws']} L{result['losses']} of {result['games']}, "
+            f"score {result['score']:.3f}"
+        )
+        return 0
     try:
         rate = errors(args)
     except (OSError, KeyError, ValueError, pickle.UnpicklingError) as err:

@@ -38,6 +38,10 @@ def test_train_then_errors_on_tictactoes_solved_positions(tmp_path, capsys):
     assert pgx_recipe.main(["errors", out, "--sims=4"]) == 0
     line = capsys.readouterr().out.strip()
     assert "of 573 solved positions" in line  # the legal moves agreed with azjax's at all of them
+    # the network against azjax's random player through azjax's search: each opening twice
+    assert pgx_recipe.main(["match", out, "random", "--sims=4", "--openings=random:3:2"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "against random:" in line and "of 6, score" in line
 
 
 @pytest.mark.parametrize(
@@ -46,6 +50,8 @@ def test_train_then_errors_on_tictactoes_solved_positions(tmp_path, capsys):
         (["errors", "no/such/run"], "No such file"),
         (["train", "--out=x", "--batch=2", "--steps=3", "--train_batch=16"], "--train_batch"),
         (["train", "--out=x", "--sims=0"], "--sims must be positive"),
+        (["match", "no/such/run", "random"], "No such file"),
+        (["match", "no/such/run", "random", "--openings=none"], "--openings"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(argv, message, capsys):
