@@ -16,16 +16,14 @@ games, 4,096 samples a step, 6 x 128 network); the defaults here are the CPU rec
 (configs/cpu.py: 128 games, 32 simulations, 2 x 32 network) with the example's learning rate,
 and 256 samples a step so that an iteration takes about as many steps as the CPU recipe's.
 
-`errors` plays the trained network with the same search at `--sims` simulations (no Gumbel
-noise: the deterministic choice) in each of the game's shipped solved positions (`azjax.solved`,
-replayed through pgx's environment, its legal moves checked against azjax's) and prints the share
-of them where its move throws a win or a draw away, as `evaluate.py errors` does for azjax agents.
-
-`match` plays the trained network against any agent of `evaluate.py` (`azjax.eval.specs`) in
-azjax's game: the network reads the first two planes of azjax's observation, which are pgx's
-(the mover's stones, the opponent's; checked at the solved positions), and searches with azjax's
-Gumbel search at `--sims` (the recipe's algorithm, mctx's `gumbel_muzero_policy`, no noise).
-Each opening is played with both colours; the result is A's (the pgx network's) score.
+`errors` and `match` play the trained network in azjax's game, through azjax's Gumbel search at
+`--sims` simulations (the recipe's algorithm, mctx's `gumbel_muzero_policy`, without noise): the
+network reads the first two planes of azjax's observation, which are pgx's (the mover's stones,
+the opponent's), as are the legal moves (both checked at every solved position, each replayed
+through pgx's environment). `errors` prints the share of the game's shipped solved positions
+(`azjax.solved`) where its move throws a win or a draw away, as `evaluate.py errors` does for
+azjax's agents; `match` plays it against any agent of `evaluate.py` (`azjax.eval.specs`), each
+opening with both colours, and prints A's (the pgx network's) score.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import mctx
 import numpy as np
 import optax
 
@@ -49,7 +46,7 @@ from azjax import flags
 from azjax import solved as sv
 from azjax.eval import openings as openings_lib
 from azjax.eval.agent import SearchSetup, search_agent
-from azjax.eval.errors import require_set
+from azjax.eval.errors import choose_moves, require_set
 from azjax.eval.match import play_games
 from azjax.eval.specs import parse_agent
 from azjax.network import PolicyValueNet
@@ -192,44 +189,6 @@ class Replayed:
         return self.env.step(state, action)
 
 
-def choose(env, net, variables, states, sims: int) -> np.ndarray:
-    """int[P]: the recipe's search's move at each state (no Gumbel noise)."""
-
-    def apply(obs):
-        return net.apply(variables, obs, train=False)
-
-    def recurrent_fn(params, key, action, state):
-        del params, key
-        mover = state.current_player
-        state = jax.vmap(env.step)(state, action)
-        logits, value = apply(state.observation)
-        logits = jnp.where(state.legal_action_mask, logits, jnp.finfo(logits.dtype).min)
-        reward = state.rewards[jnp.arange(state.rewards.shape[0]), mover]
-        value = jnp.where(state.terminated, 0.0, value)
-        discount = jnp.where(state.terminated, 0.0, -jnp.ones_like(value))
-        out = mctx.RecurrentFnOutput(
-            reward=reward, discount=discount, prior_logits=logits, value=value
-        )
-        return out, state
-
-    @jax.jit
-    def search(states):
-        logits, value = apply(states.observation)
-        out = mctx.gumbel_muzero_policy(
-            params=(),
-            rng_key=jax.random.PRNGKey(0),
-            root=mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states),
-            recurrent_fn=recurrent_fn,
-            num_simulations=sims,
-            invalid_actions=~states.legal_action_mask,
-            qtransform=mctx.qtransform_completed_by_mix_value,
-            gumbel_scale=0.0,
-        )
-        return out.action
-
-    return np.asarray(search(states))
-
-
 def load_run(folder: str):
     """(run.json's record, the network's variables) of a folder `train` wrote."""
     with open(os.path.join(folder, "run.json")) as f:
@@ -247,9 +206,13 @@ def pgx_agent(folder: str, game, sims: int):
     env = pgx.make(PGX_NAMES[record["game"]])
     net = make_network(env.num_actions, record["blocks"], record["filters"])
     solved = require_set(game)
-    theirs = sv.start_states(Replayed(env), solved).observation
-    ours = jax.vmap(game.observe)(sv.start_states(game, solved))
-    if not np.array_equal(np.asarray(ours[..., :2]), np.asarray(theirs, ours.dtype)):
+    theirs = sv.start_states(Replayed(env), solved)
+    ours = sv.start_states(game, solved)
+    legal = jax.vmap(game.legal_mask)(ours)
+    if not np.array_equal(np.asarray(theirs.legal_action_mask), np.asarray(legal)):
+        raise ValueError("pgx's legal moves differ from azjax's at the set's positions")
+    obs = jax.vmap(game.observe)(ours)
+    if not np.array_equal(np.asarray(obs[..., :2]), np.asarray(theirs.observation, obs.dtype)):
         raise ValueError("azjax's observation does not begin with pgx's planes")
 
     def apply(variables, obs, with_ownership: bool = False):
@@ -282,18 +245,12 @@ def match(args) -> dict:
 
 def errors(args) -> sv.ErrorRate:
     """The trained network's exact error rate on the game's shipped solved positions."""
-    import pgx
-
-    record, variables = load_run(args.run)
-    env = pgx.make(PGX_NAMES[record["game"]])
-    net = make_network(env.num_actions, record["blocks"], record["filters"])
+    record, _ = load_run(args.run)
     game = games.make(record["game"])
+    agent = pgx_agent(args.run, game, args.sims)
     solved = require_set(game)
-    states = sv.start_states(Replayed(env), solved)  # pgx's states
-    ours = jax.jit(jax.vmap(game.legal_mask))(sv.start_states(game, solved))
-    if not np.array_equal(np.asarray(states.legal_action_mask), np.asarray(ours)):
-        raise ValueError("pgx's legal moves differ from azjax's at the set's positions")
-    return sv.error_rate(solved, choose(env, net, variables, states, args.sims))
+    states = sv.start_states(game, solved)
+    return sv.error_rate(solved, choose_moves(game, agent, solved, states, jax.random.PRNGKey(0)))
 
 
 def main(argv=None) -> int:
