@@ -293,29 +293,25 @@ def main(argv=None) -> int:
         return 0
     if args.sims < 1:
         p.error("--sims must be positive")
-    if args.command == "match":
-        try:
+    try:
+        if args.command == "match":
             if args.openings == "none":
                 raise ValueError("--openings: give random:N[:PLIES] or all (each played twice)")
-            result = match(args)
-        except (OSError, KeyError, ValueError, pickle.UnpicklingError) as err:
-            print(f"pgx_recipe: {args.run}: {err}", file=sys.stderr)
-            return 2
-        print(
-            f"{args.run} at {args.sims} simulations against {args.opponent}: "
-            f"W{result['wins']} D{result['draws']} L{result['losses']} of {result['games']}, "
-            f"score {result['score']:.3f}"
-        )
-        return 0
-    try:
-        rate = errors(args)
+            r = match(args)
+            line = (
+                f" against {args.opponent}: W{r['wins']} D{r['draws']} L{r['losses']} "
+                f"of {r['games']}, score {r['score']:.3f}"
+            )
+        else:
+            rate = errors(args)
+            line = (
+                f": {rate.errors} errors of {rate.positions} solved positions, "
+                f"{rate.rate:.4f} ± {rate.ci95:.4f}"
+            )
     except (OSError, KeyError, ValueError, pickle.UnpicklingError) as err:
         print(f"pgx_recipe: {args.run}: {err}", file=sys.stderr)
         return 2
-    print(
-        f"{args.run} at {args.sims} simulations: {rate.errors} errors of {rate.positions} "
-        f"solved positions, {rate.rate:.4f} ± {rate.ci95:.4f}"
-    )
+    print(f"{args.run} at {args.sims} simulations{line}")
     return 0
 
 
