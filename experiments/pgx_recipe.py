@@ -197,12 +197,23 @@ def load_run(folder: str):
         return record, pickle.load(f)
 
 
-def pgx_agent(folder: str, game, sims: int):
-    """The trained network as an azjax search agent over `game` (Gumbel at `sims`); ValueError
-    where azjax's observation does not begin with pgx's planes at the game's solved positions."""
+class Loaded(NamedTuple):
+    """A trained run, ready to play in azjax's game."""
+
+    game: Any  # azjax's game of the run
+    solved: sv.SolvedSet  # the game's shipped solved positions
+    states: Any  # those positions as azjax's states, a batch of P
+    agent: Any  # the network as an azjax search agent
+
+
+def pgx_agent(folder: str, sims: int) -> Loaded:
+    """The network `train` wrote into `folder` as an azjax search agent (Gumbel at `sims`) over
+    its game; ValueError where pgx's legal moves or planes differ from azjax's (the first two of
+    its observation) at the game's solved positions."""
     import pgx
 
     record, variables = load_run(folder)
+    game = games.make(record["game"])
     env = pgx.make(PGX_NAMES[record["game"]])
     net = make_network(env.num_actions, record["blocks"], record["filters"])
     solved = require_set(game)
@@ -220,19 +231,18 @@ def pgx_agent(folder: str, game, sims: int):
         return net.apply(variables, obs[..., :2], train=False)
 
     setup = SearchSetup(game, SearchSpec(search="gumbel", num_simulations=sims), apply)
-    return search_agent(f"pgx:{folder},sims={sims}", setup, variables)
+    agent = search_agent(f"pgx:{folder},sims={sims}", setup, variables)
+    return Loaded(game, solved, ours, agent)
 
 
 def match(args) -> dict:
     """The trained network (A) against `args.opponent` from `args.openings`, both colours each."""
-    record, _ = load_run(args.run)
-    game = games.make(record["game"])
-    a = pgx_agent(args.run, game, args.sims)
-    b = parse_agent(args.opponent, game, seed=args.seed)
+    run = pgx_agent(args.run, args.sims)
+    b = parse_agent(args.opponent, run.game, seed=args.seed)
     k_open, k_play = jax.random.split(jax.random.PRNGKey(args.seed))
-    moves = openings_lib.openings(game, args.openings, k_open)
+    moves = openings_lib.openings(run.game, args.openings, k_open)
     starts = openings_lib.both_colours(moves)
-    outcome = play_games(game, a, b, len(starts), k_play, openings=starts)
+    outcome = play_games(run.game, run.agent, b, len(starts), k_play, openings=starts)
     returns = np.asarray(outcome.returns)
     return dict(
         games=len(returns),
@@ -245,12 +255,9 @@ def match(args) -> dict:
 
 def errors(args) -> sv.ErrorRate:
     """The trained network's exact error rate on the game's shipped solved positions."""
-    record, _ = load_run(args.run)
-    game = games.make(record["game"])
-    agent = pgx_agent(args.run, game, args.sims)
-    solved = require_set(game)
-    states = sv.start_states(game, solved)
-    return sv.error_rate(solved, choose_moves(game, agent, solved, states, jax.random.PRNGKey(0)))
+    run = pgx_agent(args.run, args.sims)
+    key = jax.random.PRNGKey(0)
+    return sv.error_rate(run.solved, choose_moves(run.game, run.agent, run.solved, run.states, key))
 
 
 def main(argv=None) -> int:
