@@ -34,6 +34,7 @@ import os
 import pickle
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -53,7 +54,83 @@ from azjax.network import PolicyValueNet
 from azjax.search import SearchSpec
 from benchmarks.selfplay import RecipeOutput, make_recipe_selfplay
 
-PGX_NAMES = {"connect_four": "connect_four", "tictactoe": "tic_tac_toe"}  # azjax -> pgx
+PGX_NAMES = {"connect_four": "connect_four", "hex": "hex", "tictactoe": "tic_tac_toe"}  # azjax->pgx
+SIZED = ("hex",)  # the games `--size` applies to (pgx's Connect Four and Tic-Tac-Toe are fixed)
+
+
+@dataclasses.dataclass(frozen=True)
+class Pairing:
+    """An azjax game and the pgx environment the example trains on, with the maps between them.
+
+    `to_pgx(obs[..., H, W, C]) -> obs[..., H, W, C']`: azjax's observation as pgx's (checked equal
+    at every solved position by `pgx_agent`); `to_azjax(logits[..., A'], obs) -> logits[..., A]`:
+    the network's logits over pgx's actions as logits in azjax's policy frame.
+    """
+
+    game: Any  # azjax's game
+    env: Any  # pgx's environment: init, step, num_actions
+    to_pgx: Callable
+    to_azjax: Callable
+
+
+def sized_hex(size: int):
+    """pgx's Hex on a size x size board, without its swap move (azjax's Hex is without it).
+
+    pgx 2.6's `Hex(size=...)` keeps its 11 x 11 starting board and legal mask whatever the size
+    (it fails at any other); the subclass starts from the size's, the rules otherwise pgx's."""
+    from pgx._src.games.hex import GameState
+    from pgx.hex import Hex
+
+    def no_swap(state):
+        return state.replace(legal_action_mask=state.legal_action_mask.at[-1].set(False))
+
+    class SizedHex(Hex):
+        def _init(self, key):
+            state = super()._init(key)
+            cells = jnp.zeros(size * size, jnp.int32)
+            return no_swap(
+                state.replace(
+                    legal_action_mask=jnp.ones(size * size + 1, jnp.bool_),
+                    _x=GameState(board=cells),
+                )
+            )
+
+        def _step(self, state, action, key):
+            return no_swap(super()._step(state, action, key))
+
+    return SizedHex(size=size)
+
+
+def hex_to_pgx(obs):
+    """azjax's Hex planes [..., n, n, 3] (own, opponent's, mover-is-black; transposed for white) as
+    pgx's [..., n, n, 4] (own, opponent's, mover-is-white, swap-is-legal; never transposed)."""
+    white = obs[..., :1, :1, 2:3] == 0
+    stones = jnp.where(white, jnp.swapaxes(obs[..., :2], -3, -2), obs[..., :2])
+    one_stone = jnp.sum(stones, axis=(-3, -2, -1), keepdims=True) == 1
+    planes = [white, one_stone]
+    return jnp.concatenate([stones, *(jnp.broadcast_to(x, obs[..., :1].shape) for x in planes)], -1)
+
+
+def hex_to_azjax(logits, obs):
+    """pgx's Hex logits [..., n * n + 1] as azjax's [..., n * n]: the swap dropped, transposed for
+    white (azjax's frame)."""
+    n = obs.shape[-2]
+    cells = logits[..., : n * n].reshape((*logits.shape[:-1], n, n))
+    white = obs[..., :1, :1, 2] == 0
+    cells = jnp.where(white, jnp.swapaxes(cells, -2, -1), cells)
+    return cells.reshape((*logits.shape[:-1], n * n))
+
+
+def pairing(name: str, size: int | None = None) -> Pairing:
+    """The pairing of azjax's game `name` (at `size` where it has one) with pgx's environment."""
+    import pgx
+
+    if name not in SIZED and size is not None:
+        raise ValueError(f"--size: only {', '.join(SIZED)} has a size here, not {name}")
+    game = games.make(name, **({} if size is None else {"size": size}))
+    if name == "hex":
+        return Pairing(game, sized_hex(game.size), hex_to_pgx, hex_to_azjax)
+    return Pairing(game, pgx.make(PGX_NAMES[name]), lambda obs: obs[..., :2], lambda x, obs: x)
 
 
 class Sample(NamedTuple):
@@ -126,9 +203,7 @@ def make_train_step(net: PolicyValueNet, optimizer):
 
 def train(args) -> dict:
     """The example's loop for `args.minutes`; writes variables.pkl and run.json into args.out."""
-    import pgx
-
-    env = pgx.make(PGX_NAMES[args.game])
+    env = pairing(args.game, args.size).env
     net = make_network(env.num_actions, args.blocks, args.filters)
 
     def apply(variables, obs):
@@ -159,6 +234,7 @@ def train(args) -> dict:
             raise FloatingPointError(f"the loss is not finite at iteration {iteration}")
     record = {
         "game": args.game,
+        **({} if args.size is None else {"size": args.size}),
         "minutes": args.minutes,
         "seconds": round(time.time() - start, 1),
         "iterations": iteration,
@@ -208,27 +284,30 @@ class Loaded(NamedTuple):
 
 def pgx_agent(folder: str, sims: int) -> Loaded:
     """The network `train` wrote into `folder` as an azjax search agent (Gumbel at `sims`) over
-    its game; ValueError where pgx's legal moves or planes differ from azjax's (the first two of
-    its observation) at the game's solved positions."""
-    import pgx
-
+    its game; ValueError where pgx's legal moves or planes differ from azjax's (through the
+    pairing's map) at the game's solved positions."""
     record, variables = load_run(folder)
-    game = games.make(record["game"])
-    env = pgx.make(PGX_NAMES[record["game"]])
-    net = make_network(env.num_actions, record["blocks"], record["filters"])
+    pair = pairing(record["game"], record.get("size"))
+    game = pair.game
+    net = make_network(pair.env.num_actions, record["blocks"], record["filters"])
     solved = require_set(game)
-    theirs = sv.start_states(Replayed(env), solved)
+    theirs = sv.start_states(Replayed(pair.env), solved)
     ours = sv.start_states(game, solved)
-    legal = jax.vmap(game.legal_mask)(ours)
-    if not np.array_equal(np.asarray(theirs.legal_action_mask), np.asarray(legal)):
+    legal = np.asarray(jax.vmap(game.legal_mask)(ours))
+    pgx_legal = np.asarray(theirs.legal_action_mask)
+    if (
+        not np.array_equal(pgx_legal[:, : legal.shape[1]], legal)
+        or pgx_legal[:, legal.shape[1] :].any()
+    ):
         raise ValueError("pgx's legal moves differ from azjax's at the set's positions")
     obs = jax.vmap(game.observe)(ours)
-    if not np.array_equal(np.asarray(obs[..., :2]), np.asarray(theirs.observation, obs.dtype)):
-        raise ValueError("azjax's observation does not begin with pgx's planes")
+    if not np.array_equal(np.asarray(pair.to_pgx(obs)), np.asarray(theirs.observation, obs.dtype)):
+        raise ValueError("azjax's observation, mapped, differs from pgx's planes")
 
     def apply(variables, obs, with_ownership: bool = False):
         del with_ownership
-        return net.apply(variables, obs[..., :2], train=False)
+        logits, value = net.apply(variables, pair.to_pgx(obs), train=False)
+        return pair.to_azjax(logits, obs), value
 
     setup = SearchSetup(game, SearchSpec(search="gumbel", num_simulations=sims), apply)
     agent = search_agent(f"pgx:{folder},sims={sims}", setup, variables)
@@ -265,6 +344,7 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train the recipe for --minutes")
     t.add_argument("--game", choices=sorted(PGX_NAMES), default="connect_four")
+    t.add_argument("--size", type=int, help="the board's size (hex only; azjax's default 11)")
     t.add_argument("--minutes", type=float, default=20.0, help="wall-clock budget (20)")
     t.add_argument("--out", required=True, help="folder for variables.pkl and run.json")
     t.add_argument("--batch", type=int, default=128, help="self-play games an iteration (128)")
@@ -295,6 +375,10 @@ def main(argv=None) -> int:
             p.error(f"--{(small or ['minutes or --lr'])[0]} must be positive")
         if args.batch * args.steps < args.train_batch:
             p.error("--train_batch must be at most --batch x --steps (the samples an iteration)")
+        try:
+            pairing(args.game, args.size)
+        except ValueError as err:
+            p.error(str(err))
         record = train(args)
         print(json.dumps(record))
         return 0

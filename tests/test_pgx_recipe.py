@@ -2,6 +2,7 @@
 
 import json
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -44,12 +45,66 @@ def test_train_then_errors_on_tictactoes_solved_positions(tmp_path, capsys):
     assert "against random:" in line and "of 6, score" in line
 
 
+def test_pgx_hex_at_five_plays_azjax_hex_rules_observations_and_frame():
+    pair = pgx_recipe.pairing("hex", 5)
+    game, env = pair.game, pair.env
+    assert env.num_actions == 26  # 25 cells and pgx's swap, never legal here
+
+    def play(key):
+        """A random game through both: (mapped planes and legal moves agreed at every move, the
+        ends agreed, azjax's returns, pgx's rewards by player)."""
+
+        def body(carry, k):
+            ours, theirs, done = carry
+            legal = game.legal_mask(ours)
+            seen = (pair.to_pgx(game.observe(ours)) == theirs.observation).all()
+            seen &= (legal == theirs.legal_action_mask[:-1]).all() & ~theirs.legal_action_mask[-1]
+            action = jax.random.categorical(k, jnp.where(legal, 0.0, -jnp.inf))
+            ours2, theirs2 = game.step(ours, action), env.step(theirs, action)
+            ended = game.is_terminal(ours2) == theirs2.terminated
+            keep = jax.tree.map(
+                lambda x, y: jnp.where(done, x, y), (ours, theirs), (ours2, theirs2)
+            )
+            return (*keep, done | theirs2.terminated), (seen | done, ended | done)
+
+        start = (game.init(), env.init(jax.random.PRNGKey(0)), jnp.bool_(False))
+        (ours, theirs, _), (seen, ended) = jax.lax.scan(body, start, jax.random.split(key, 26))
+        return seen.all(), ended.all(), game.returns(ours), theirs.rewards[theirs._player_order]
+
+    seen, ended, returns, rewards = jax.jit(jax.vmap(play))(jax.random.split(jax.random.key(1), 8))
+    assert np.asarray(seen).all() and np.asarray(ended).all()
+    np.testing.assert_array_equal(returns, rewards)  # pgx's rewards by colour are azjax's
+    assert set(np.asarray(returns)[:, 0].tolist()) == {-1.0, 1.0}  # both colours won some
+
+    # white's frame: pgx's logits (absolute cells) become azjax's policy frame, the swap dropped
+    white = game.step(game.init(), 7)
+    obs = game.observe(white)
+    logits = jnp.zeros(26).at[12 + 1].set(1.0).at[25].set(5.0)
+    frame = pgx_recipe.hex_to_azjax(logits, obs)
+    assert frame.shape == (25,)
+    np.testing.assert_array_equal(game.policy_to_actions(white, frame), jnp.zeros(25).at[13].set(1))
+
+
+def test_train_then_errors_on_5x5_hexs_solved_positions(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    small = ["--batch=8", "--sims=4", "--steps=10", "--train_batch=16", "--blocks=1"]
+    argv = ["train", "--game=hex", "--size=5", "--minutes=0.001", f"--out={out}", *small]
+    assert pgx_recipe.main([*argv, "--filters=8"]) == 0
+    assert json.loads(open(f"{out}/run.json").read())["size"] == 5
+    capsys.readouterr()
+    assert pgx_recipe.main(["errors", out, "--sims=4"]) == 0
+    # pgx's planes and legal moves, mapped, agreed with azjax's at every position of the set
+    assert "of 1807 solved positions" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
         (["errors", "no/such/run"], "No such file"),
         (["train", "--out=x", "--batch=2", "--steps=3", "--train_batch=16"], "--train_batch"),
         (["train", "--out=x", "--sims=0"], "--sims must be positive"),
+        (["train", "--out=x", "--size=6"], "only hex has a size"),
+        (["train", "--out=x", "--game=hex", "--size=1"], "size must be an integer in 2..19"),
         (["match", "no/such/run", "random"], "No such file"),
         (["match", "no/such/run", "random", "--openings=none"], "--openings"),
     ],
