@@ -5,6 +5,7 @@ strength per hour against the project's own recipe, on the same machine.
     python -m experiments.pgx_recipe errors runs/pgx-c4 --sims=50
     python -m experiments.pgx_recipe match runs/pgx-c4 ckpt:runs/c4,sims=50 --openings=random:50:4
     python evaluate.py errors ckpt:runs/c4,sims=50 --game=connect_four     # azjax's run beside it
+    python -m experiments.pgx_recipe train --game=hex --size=6 --minutes=20 --out=runs/pgx-hex6
 
 The recipe is the one `benchmarks/selfplay.py` times (pgx's `examples/alphazero/train.py`, its
 Haiku network swapped for azjax's ResNet): Gumbel MuZero search (`mctx.gumbel_muzero_policy`,
@@ -16,11 +17,17 @@ games, 4,096 samples a step, 6 x 128 network); the defaults here are the CPU rec
 (configs/cpu.py: 128 games, 32 simulations, 2 x 32 network) with the example's learning rate,
 and 256 samples a step so that an iteration takes about as many steps as the CPU recipe's.
 
+Games: Connect Four and Tic-Tac-Toe as pgx has them, and Hex at any `--size` without the swap move
+(pgx's Hex has one, legal at the second ply; azjax's Hex and its solved sets are without it, so it
+is masked here; `sized_hex` also gives pgx 2.6's Hex the size's starting board, which it lacks).
+
 `errors` and `match` play the trained network in azjax's game, through azjax's Gumbel search at
 `--sims` simulations (the recipe's algorithm, mctx's `gumbel_muzero_policy`, without noise): the
-network reads the first two planes of azjax's observation, which are pgx's (the mover's stones,
-the opponent's), as are the legal moves (both checked at every solved position, each replayed
-through pgx's environment). `errors` prints the share of the game's shipped solved positions
+network reads azjax's observation mapped to pgx's planes (`Pairing.to_pgx`: the first two planes
+for Connect Four and Tic-Tac-Toe; for Hex also untransposed for white, azjax's frame, with pgx's
+colour and swap planes), its logits mapped back (`Pairing.to_azjax`), and the planes and legal
+moves are checked equal to pgx's at every solved position, each replayed through pgx's
+environment. `errors` prints the share of the game's shipped solved positions
 (`azjax.solved`) where its move throws a win or a draw away, as `evaluate.py errors` does for
 azjax's agents; `match` plays it against any agent of `evaluate.py` (`azjax.eval.specs`), each
 opening with both colours, and prints A's (the pgx network's) score.
@@ -201,9 +208,9 @@ def make_train_step(net: PolicyValueNet, optimizer):
     return step
 
 
-def train(args) -> dict:
-    """The example's loop for `args.minutes`; writes variables.pkl and run.json into args.out."""
-    env = pairing(args.game, args.size).env
+def train(args, env) -> dict:
+    """The example's loop for `args.minutes` over pgx's `env`; writes variables.pkl and run.json
+    into args.out."""
     net = make_network(env.num_actions, args.blocks, args.filters)
 
     def apply(variables, obs):
@@ -376,10 +383,10 @@ def main(argv=None) -> int:
         if args.batch * args.steps < args.train_batch:
             p.error("--train_batch must be at most --batch x --steps (the samples an iteration)")
         try:
-            pairing(args.game, args.size)
+            env = pairing(args.game, args.size).env
         except ValueError as err:
             p.error(str(err))
-        record = train(args)
+        record = train(args, env)
         print(json.dumps(record))
         return 0
     if args.sims < 1:
