@@ -142,11 +142,17 @@ def save_set(solved: SolvedSet, path: str, game=None) -> None:
 
 def start_states(game, solved: SolvedSet):
     """The set's P positions as a batch of states (each replayed from the initial position)."""
-    length = max((len(m) for m in solved.moves), default=0)
-    actions = np.zeros((len(solved), max(length, 1)), np.int32)
-    for row, moves in zip(actions, solved.moves):
+    return replay(game, solved.moves)
+
+
+def replay(game, lines: Sequence[Sequence[int]]):
+    """The positions after each line of moves from the initial position, a batch of P states
+    (lines of any lengths)."""
+    length = max((len(m) for m in lines), default=0)
+    actions = np.zeros((len(lines), max(length, 1)), np.int32)
+    for row, moves in zip(actions, lines):
         row[: len(moves)] = moves
-    plies = np.array([len(m) for m in solved.moves], np.int32)
+    plies = np.array([len(m) for m in lines], np.int32)
     return _replay(game, length)(jnp.asarray(actions), jnp.asarray(plies))
 
 

@@ -6,6 +6,8 @@ strength per hour against the project's own recipe, on the same machine.
     python -m experiments.pgx_recipe match runs/pgx-c4 ckpt:runs/c4,sims=50 --openings=random:50:4
     python evaluate.py errors ckpt:runs/c4,sims=50 --game=connect_four     # azjax's run beside it
     python -m experiments.pgx_recipe train --game=hex --size=6 --minutes=20 --out=runs/pgx-hex6
+    python -m experiments.pgx_recipe train --game=othello --minutes=20 --out=runs/pgx-othello8
+    python -m experiments.pgx_recipe place runs/pgx-othello8 --rounds=4 --games=16  # on the ladder
 
 The recipe is the one `benchmarks/selfplay.py` times (pgx's `examples/alphazero/train.py`, its
 Haiku network swapped for azjax's ResNet): Gumbel MuZero search (`mctx.gumbel_muzero_policy`,
@@ -17,9 +19,11 @@ games, 4,096 samples a step, 6 x 128 network); the defaults here are the CPU rec
 (configs/cpu.py: 128 games, 32 simulations, 2 x 32 network) with the example's learning rate,
 and 256 samples a step so that an iteration takes about as many steps as the CPU recipe's.
 
-Games: Connect Four and Tic-Tac-Toe as pgx has them, and Hex at any `--size` without the swap move
-(pgx's Hex has one, legal at the second ply; azjax's Hex and its solved sets are without it, so it
-is masked here; `sized_hex` also gives pgx 2.6's Hex the size's starting board, which it lacks).
+Games: Connect Four, Tic-Tac-Toe and 8 x 8 Othello as pgx has them, and Hex at any `--size` without
+the swap move (pgx's Hex has one, legal at the second ply; azjax's Hex and its solved sets are
+without it, so it is masked here; `sized_hex` also gives pgx 2.6's Hex the size's starting board,
+which it lacks). pgx's Othello is 8 x 8 only and ends on a second pass where azjax's ends after
+the move that leaves neither side a move: the same positions and winners, two forced passes more.
 
 `errors` and `match` play the trained network in azjax's game, through azjax's Gumbel search at
 `--sims` simulations (the recipe's algorithm, mctx's `gumbel_muzero_policy`, without noise): the
@@ -27,10 +31,12 @@ network reads azjax's observation mapped to pgx's planes (`Pairing.to_pgx`: the 
 for Connect Four and Tic-Tac-Toe; for Hex also untransposed for white, azjax's frame, with pgx's
 colour and swap planes), its logits mapped back (`Pairing.to_azjax`), and the planes and legal
 moves are checked equal to pgx's at every solved position, each replayed through pgx's
-environment. `errors` prints the share of the game's shipped solved positions
+environment (where the game has no solved set, as 8 x 8 Othello, at positions of random games:
+`check_lines`). `errors` prints the share of the game's shipped solved positions
 (`azjax.solved`) where its move throws a win or a draw away, as `evaluate.py errors` does for
 azjax's agents; `match` plays it against any agent of `evaluate.py` (`azjax.eval.specs`), each
-opening with both colours, and prints A's (the pgx network's) score.
+opening with both colours, and prints A's (the pgx network's) score; `place` rates it on the
+game's ladder of pure MCTS (`azjax/ladders`) as `evaluate.py place` rates azjax's agents.
 """
 
 from __future__ import annotations
@@ -54,15 +60,22 @@ from azjax import flags
 from azjax import solved as sv
 from azjax.eval import openings as openings_lib
 from azjax.eval.agent import SearchSetup, search_agent
-from azjax.eval.errors import choose_moves, require_set
+from azjax.eval.errors import choose_moves
+from azjax.eval.ladder import place_agent, require_ladder
 from azjax.eval.match import play_games
 from azjax.eval.specs import parse_agent
+from azjax.ladder import Placement, off_scale
 from azjax.network import PolicyValueNet
 from azjax.search import SearchSpec
 from benchmarks.selfplay import RecipeOutput, make_recipe_selfplay
 
-PGX_NAMES = {"connect_four": "connect_four", "hex": "hex", "tictactoe": "tic_tac_toe"}  # azjax->pgx
-SIZED = ("hex",)  # the games `--size` applies to (pgx's Connect Four and Tic-Tac-Toe are fixed)
+PGX_NAMES = {  # azjax's name -> pgx's
+    "connect_four": "connect_four",
+    "hex": "hex",
+    "othello": "othello",
+    "tictactoe": "tic_tac_toe",
+}
+SIZED = ("hex",)  # the games `--size` applies to (pgx's others have one size; Othello 8 x 8)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +147,8 @@ def pairing(name: str, size: int | None = None) -> Pairing:
 
     if name not in SIZED and size is not None:
         raise ValueError(f"--size: only {', '.join(SIZED)} has a size here, not {name}")
-    game = games.make(name, **({} if size is None else {"size": size}))
+    fixed = {"size": 8} if name == "othello" else {}  # pgx's Othello is 8 x 8 only
+    game = games.make(name, **(fixed if size is None else {"size": size}))
     if name == "hex":
         return Pairing(game, sized_hex(game.size), hex_to_pgx, hex_to_azjax)
     return Pairing(game, pgx.make(PGX_NAMES[name]), lambda obs: obs[..., :2], lambda x, obs: x)
@@ -221,9 +235,9 @@ def train(args, env) -> dict:
     optimizer = optax.adam(args.lr)
     step = make_train_step(net, optimizer)
     key = jax.random.PRNGKey(args.seed)
-    key, k_init = jax.random.split(key)
-    obs = init(jax.random.split(k_init, 2)).observation
-    variables = net.init(k_init, obs.astype(jnp.float32))
+    key, k_env, k_net = jax.random.split(key, 3)
+    obs = init(jax.random.split(k_env, 2)).observation
+    variables = net.init(k_net, obs.astype(jnp.float32))
     opt_state = optimizer.init(variables["params"])
     start, iteration, positions, losses = time.time(), 0, 0, (0.0, 0.0)
     while time.time() - start < 60 * args.minutes:
@@ -284,29 +298,44 @@ class Loaded(NamedTuple):
     """A trained run, ready to play in azjax's game."""
 
     game: Any  # azjax's game of the run
-    solved: sv.SolvedSet  # the game's shipped solved positions
-    states: Any  # those positions as azjax's states, a batch of P
+    solved: sv.SolvedSet | None  # the game's shipped solved positions; None where it has none
+    states: Any  # the positions checked (the set's where there is one), azjax's states, a batch
     agent: Any  # the network as an azjax search agent
+
+
+def check_lines(game, key) -> list[tuple[int, ...]]:
+    """Lines of random legal moves, four of each length 0, 4, 8, ... below half the game's
+    longest, none of them finished: where pgx's planes and legal moves are checked against
+    azjax's in a game without a solved set."""
+    lengths = range(0, game.max_game_length // 2, 4)
+    return [
+        line
+        for i, plies in enumerate(lengths)
+        for line in openings_lib.random_sequences(
+            game, 4, plies, jax.random.fold_in(key, i), distinct=False
+        )
+    ]
 
 
 def pgx_agent(folder: str, sims: int) -> Loaded:
     """The network `train` wrote into `folder` as an azjax search agent (Gumbel at `sims`) over
     its game; ValueError where pgx's legal moves or planes differ from azjax's (through the
-    pairing's map) at the game's solved positions."""
+    pairing's map) at the game's solved positions (at `check_lines`' where it has none)."""
     record, variables = load_run(folder)
     pair = pairing(record["game"], record.get("size"))
     game = pair.game
     net = make_network(pair.env.num_actions, record["blocks"], record["filters"])
-    solved = require_set(game)
-    theirs = sv.start_states(Replayed(pair.env), solved)
-    ours = sv.start_states(game, solved)
+    solved = sv.load_set(game)
+    lines = check_lines(game, jax.random.PRNGKey(0)) if solved is None else solved.moves
+    theirs = sv.replay(Replayed(pair.env), lines)
+    ours = sv.replay(game, lines)
     legal = np.asarray(jax.vmap(game.legal_mask)(ours))
     pgx_legal = np.asarray(theirs.legal_action_mask)
     if (
         not np.array_equal(pgx_legal[:, : legal.shape[1]], legal)
         or pgx_legal[:, legal.shape[1] :].any()
     ):
-        raise ValueError("pgx's legal moves differ from azjax's at the set's positions")
+        raise ValueError("pgx's legal moves differ from azjax's at the positions checked")
     obs = jax.vmap(game.observe)(ours)
     if not np.array_equal(np.asarray(pair.to_pgx(obs)), np.asarray(theirs.observation, obs.dtype)):
         raise ValueError("azjax's observation, mapped, differs from pgx's planes")
@@ -342,8 +371,30 @@ def match(args) -> dict:
 def errors(args) -> sv.ErrorRate:
     """The trained network's exact error rate on the game's shipped solved positions."""
     run = pgx_agent(args.run, args.sims)
+    if run.solved is None:
+        have = ", ".join(sorted(sv.shipped()))
+        raise ValueError(
+            f"no solved positions for {run.game.name} {run.game.options} ({have} have)"
+        )
     key = jax.random.PRNGKey(0)
     return sv.error_rate(run.solved, choose_moves(run.game, run.agent, run.solved, run.states, key))
+
+
+def place(args) -> Placement:
+    """The trained network's Elo on its game's ladder of pure MCTS (`evaluate.py place`'s)."""
+    run = pgx_agent(args.run, args.sims)
+    ladder = require_ladder(run.game)
+    if args.rounds < 1 or args.games < 1:
+        raise ValueError(f"--rounds and --games must be >= 1, got {args.rounds}, {args.games}")
+    return place_agent(
+        run.game,
+        run.agent,
+        ladder,
+        rounds=args.rounds,
+        games_per_rung=args.games,
+        key=jax.random.PRNGKey(args.seed),
+        log=lambda text: print(text, flush=True),
+    )
 
 
 def main(argv=None) -> int:
@@ -371,6 +422,12 @@ def main(argv=None) -> int:
     m.add_argument("--sims", type=int, default=50, help="the network's simulations a move (50)")
     m.add_argument("--openings", default="random:50:4", help="random:N[:PLIES] or all")
     m.add_argument("--seed", type=int, default=0)
+    r = sub.add_parser("place", help="the trained network's Elo on the game's ladder")
+    r.add_argument("run", help="a folder written by train")
+    r.add_argument("--sims", type=int, default=50, help="the network's simulations a move (50)")
+    r.add_argument("--rounds", type=int, default=4, help="rounds (4)")
+    r.add_argument("--games", type=int, default=16, help="games per rung and round (16)")
+    r.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.command == "train":
         small = [
@@ -400,6 +457,13 @@ def main(argv=None) -> int:
                 f" against {args.opponent}: W{r['wins']} D{r['draws']} L{r['losses']} "
                 f"of {r['games']}, score {r['score']:.3f}"
             )
+        elif args.command == "place":
+            at = place(args)
+            bound = {
+                1: " (won every game at the top rung: a lower bound)",
+                -1: " (lost every game at the bottom rung: an upper bound)",
+            }.get(off_scale(at), "")
+            line = f": Elo {at.elo:+.0f} ± {at.ci95:.0f} ({at.games} games){bound}"
         else:
             rate = errors(args)
             line = (

@@ -85,6 +85,43 @@ def test_pgx_hex_at_five_plays_azjax_hex_rules_observations_and_frame():
     np.testing.assert_array_equal(game.policy_to_actions(white, frame), jnp.zeros(25).at[13].set(1))
 
 
+def test_pgx_othello_plays_azjax_othello_to_the_same_ends_and_planes():
+    pair = pgx_recipe.pairing("othello")
+    game, env = pair.game, pair.env
+    assert game.size == 8 and env.num_actions == game.num_actions == 65
+
+    def play(key):
+        """A random game through both, pgx passing after azjax's end until its own: (planes and
+        legal moves agreed while azjax's game went on, pgx never ended first, azjax's returns,
+        pgx's rewards by player, pgx's end)."""
+
+        def body(carry, k):
+            ours, theirs = carry
+            over = game.is_terminal(ours)
+            legal = game.legal_mask(ours)
+            seen = (pair.to_pgx(game.observe(ours)) == theirs.observation).all()
+            seen &= (legal == theirs.legal_action_mask).all()
+            action = jax.random.categorical(k, jnp.where(legal, 0.0, -jnp.inf))
+            moved = env.step(theirs, jnp.where(over, game.pass_action, action))
+            theirs2 = jax.tree.map(lambda x, y: jnp.where(theirs.terminated, x, y), theirs, moved)
+            early = theirs2.terminated & ~game.is_terminal(game.step(ours, action)) & ~over
+            return (game.step(ours, action), theirs2), (seen | over, ~early)
+
+        start = (game.init(), env.init(jax.random.PRNGKey(0)))
+        black = start[1].current_player  # pgx draws which player id moves first
+        steps = jax.random.split(key, game.max_game_length + 3)
+        (ours, theirs), (seen, in_step) = jax.lax.scan(body, start, steps)
+        rewards = theirs.rewards[jnp.stack([black, 1 - black])]
+        return seen.all(), in_step.all(), game.returns(ours), rewards, theirs.terminated
+
+    seen, in_step, returns, rewards, ended = jax.jit(jax.vmap(play))(
+        jax.random.split(jax.random.key(2), 16)
+    )
+    assert np.asarray(seen).all() and np.asarray(in_step).all() and np.asarray(ended).all()
+    np.testing.assert_array_equal(returns, rewards)  # pgx's rewards by colour are azjax's
+    assert set(np.asarray(returns)[:, 0].tolist()) >= {-1.0, 1.0}  # both colours won some
+
+
 def test_train_then_errors_on_5x5_hexs_solved_positions(tmp_path, capsys):
     out = str(tmp_path / "run")
     small = ["--batch=8", "--sims=4", "--steps=10", "--train_batch=16", "--blocks=1"]
@@ -95,6 +132,21 @@ def test_train_then_errors_on_5x5_hexs_solved_positions(tmp_path, capsys):
     assert pgx_recipe.main(["errors", out, "--sims=4"]) == 0
     # pgx's planes and legal moves, mapped, agreed with azjax's at every position of the set
     assert "of 1807 solved positions" in capsys.readouterr().out
+
+
+def test_train_then_place_8x8_othello_on_its_ladder(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    small = ["--batch=8", "--sims=4", "--steps=10", "--train_batch=16", "--blocks=1"]
+    argv = ["train", "--game=othello", "--minutes=0.001", f"--out={out}", *small, "--filters=8"]
+    assert pgx_recipe.main(argv) == 0
+    capsys.readouterr()
+    # planes and legal moves agreed at random games' positions (no solved set at 8 x 8)
+    assert pgx_recipe.main(["place", out, "--sims=4", "--rounds=1", "--games=2"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("vs rung 16 sims (+0): ") and "Elo" in lines[-1]
+    assert "(4 games)" in lines[-1]
+    assert pgx_recipe.main(["errors", out]) == 2
+    assert "no solved positions for othello" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
