@@ -382,10 +382,10 @@ def errors(args) -> sv.ErrorRate:
 
 def place(args) -> Placement:
     """The trained network's Elo on its game's ladder of pure MCTS (`evaluate.py place`'s)."""
-    run = pgx_agent(args.run, args.sims)
-    ladder = require_ladder(run.game)
     if args.rounds < 1 or args.games < 1:
         raise ValueError(f"--rounds and --games must be >= 1, got {args.rounds}, {args.games}")
+    run = pgx_agent(args.run, args.sims)
+    ladder = require_ladder(run.game)
     return place_agent(
         run.game,
         run.agent,

@@ -104,8 +104,9 @@ def test_pgx_othello_plays_azjax_othello_to_the_same_ends_and_planes():
             action = jax.random.categorical(k, jnp.where(legal, 0.0, -jnp.inf))
             moved = env.step(theirs, jnp.where(over, game.pass_action, action))
             theirs2 = jax.tree.map(lambda x, y: jnp.where(theirs.terminated, x, y), theirs, moved)
-            early = theirs2.terminated & ~game.is_terminal(game.step(ours, action)) & ~over
-            return (game.step(ours, action), theirs2), (seen | over, ~early)
+            ours2 = game.step(ours, action)
+            early = theirs2.terminated & ~game.is_terminal(ours2) & ~over
+            return (ours2, theirs2), (seen | over, ~early)
 
         start = (game.init(), env.init(jax.random.PRNGKey(0)))
         black = start[1].current_player  # pgx draws which player id moves first
@@ -159,6 +160,7 @@ def test_train_then_place_8x8_othello_on_its_ladder(tmp_path, capsys):
         (["train", "--out=x", "--game=hex", "--size=1"], "size must be an integer in 2..19"),
         (["match", "no/such/run", "random"], "No such file"),
         (["match", "no/such/run", "random", "--openings=none"], "--openings"),
+        (["place", "no/such/run", "--rounds=0"], "--rounds and --games must be >= 1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(argv, message, capsys):
