@@ -369,13 +369,14 @@ def match(args) -> dict:
 
 
 def errors(args) -> sv.ErrorRate:
-    """The trained network's exact error rate on the game's shipped solved positions."""
-    run = pgx_agent(args.run, args.sims)
-    if run.solved is None:
+    """The trained network's exact error rate on the game's shipped solved positions; ValueError
+    before the network is loaded and checked where its game has none."""
+    record, _ = load_run(args.run)
+    game = pairing(record["game"], record.get("size")).game
+    if sv.load_set(game) is None:
         have = ", ".join(sorted(sv.shipped()))
-        raise ValueError(
-            f"no solved positions for {run.game.name} {run.game.options} ({have} have)"
-        )
+        raise ValueError(f"no solved positions for {game.name} {game.options} ({have} have)")
+    run = pgx_agent(args.run, args.sims)
     key = jax.random.PRNGKey(0)
     return sv.error_rate(run.solved, choose_moves(run.game, run.agent, run.solved, run.states, key))
 
