@@ -286,12 +286,16 @@ class Replayed:
         return self.env.step(state, action)
 
 
+def load_record(folder: str) -> dict:
+    """run.json's record of a folder `train` wrote."""
+    with open(os.path.join(folder, "run.json")) as f:
+        return json.load(f)
+
+
 def load_run(folder: str):
     """(run.json's record, the network's variables) of a folder `train` wrote."""
-    with open(os.path.join(folder, "run.json")) as f:
-        record = json.load(f)
     with open(os.path.join(folder, "variables.pkl"), "rb") as f:
-        return record, pickle.load(f)
+        return load_record(folder), pickle.load(f)
 
 
 class Loaded(NamedTuple):
@@ -371,7 +375,7 @@ def match(args) -> dict:
 def errors(args) -> sv.ErrorRate:
     """The trained network's exact error rate on the game's shipped solved positions; ValueError
     before the network is loaded and checked where its game has none."""
-    record, _ = load_run(args.run)
+    record = load_record(args.run)
     game = pairing(record["game"], record.get("size")).game
     if sv.load_set(game) is None:
         have = ", ".join(sorted(sv.shipped()))
