@@ -16,10 +16,10 @@ Agents are specs (azjax/eval/specs.py): `ckpt:PATH[@STEP|@latest][,sims=..,searc
 rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]`, `mcts[:sims=..,search=..]`
 (pure MCTS with random rollouts: UCT with c_uct = 1.4 as OpenSpiel's bot by default;
 `mcts:search=puct` is seed 000's PUCT baseline), `spiel[:sims=..]`, `random`, `minimax[:depth=D]`,
-`perfect`, `human`, `gtp:"COMMAND"`. The game comes from --game (with --size, --swap,
---rows, --cols, --connect) or else from the first ckpt agent's checkpoint; a checkpoint of
-another game or size is refused. Colours alternate: the first agent moves first in the
-even-numbered games.
+`reversi[:depth=D]` (8x8 Othello's alpha-beta engine), `perfect`, `human`, `gtp:"COMMAND"`. The
+game comes from --game (with --size, --swap, --rows, --cols, --connect) or else from the first
+ckpt agent's checkpoint; a checkpoint of another game or size is refused. Colours alternate: the
+first agent moves first in the even-numbered games.
 
 - match: wins / draws / losses of the first agent with 95% confidence intervals (normal
   approximation, seed 000 Appendix A), overall and split by who moved first; simulations,
@@ -64,8 +64,8 @@ another game, an --out that cannot be written), one line each (`--debug` shows t
 a GTP engine that fails. Ctrl-C or SIGTERM stops at once (130 or 143) and keeps what is finished,
 marked `"complete": false`: curve.json the checkpoints played, tournament.json the matches,
 match.json the games (a match of two batched agents ends all its games in one compiled call, so
-only a Python-loop match, against minimax, perfect, gtp, spiel, human or a `seconds` budget, has
-finished games before its end).
+only a Python-loop match, against minimax, perfect, gtp, spiel, reversi, human or a `seconds`
+budget, has finished games before its end).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ In the terminal, type a move by its name (Hex and Othello `d3`, Othello `pass`, 
 Connect Four `4`), or `undo` (takes back your last move and the agent's reply), `moves` (lists the
 legal moves), `resign`, `help`, `quit`. Agents are the specs of azjax/eval/specs.py:
 `ckpt:WORKDIR[@STEP][,..]` (a trained network with search), `mcts[:sims=N]` (pure MCTS with random
-rollouts), `random`, `minimax[:depth=D]`, `gtp:"COMMAND"` (another GTP engine), `human`.
+rollouts), `random`, `minimax[:depth=D]`, `reversi[:depth=D]` (8x8 Othello's alpha-beta engine),
+`gtp:"COMMAND"` (another GTP engine), `human`.
 
 `--agents=A,B` plays two agents against each other with the board printed after every move, A
 black in the first game, then asks "rematch? [y/N]" (colours swapped); `--games=N` plays N games
@@ -63,7 +64,7 @@ def build_parser(
         "--agent",
         default=None,
         help="an agent spec (azjax/eval/specs.py): ckpt:WORKDIR[@STEP][,sims=N,"
-        '...], mcts[:sims=N], random, minimax[:depth=D], gtp:"COMMAND", '
+        '...], mcts[:sims=N], random, minimax[:depth=D], reversi[:depth=D], gtp:"COMMAND", '
         f"human (default: {DEFAULT_AGENT})",
     )
     parser.add_argument(

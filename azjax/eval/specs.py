@@ -32,6 +32,10 @@ Specs (options are comma-separated `name=value`):
                                      0, or seed 001's Connect-N open lines of 2 or 3 stones.
     spiel[:sims=N,c=C,seed=S]        OpenSpiel's C++ MCTS bot (UCT, one random rollout a leaf;
                                      sims 1000, c 1.4): an engine this project did not write.
+    reversi[:depth=D,eval=E]         rust-reversi's alpha-beta engine (8x8 Othello only; depth 6,
+                                     eval matrix | piece | mobility: weighted squares, disc
+                                     difference, legal moves): a searcher that is not MCTS and
+                                     that this project did not write; see `azjax.eval.reversi`.
     perfect[:seed=S]                 a perfect player: the exact Hex solver (up to 5x5, no swap)
                                      or whole-game minimax (Tic-Tac-Toe); see `perfect`.
     human                            asks for moves on stdin.
@@ -55,6 +59,7 @@ from azjax.eval.agent import Agent, SearchSetup, network_apply, random_agent, se
 from azjax.eval.gtp import GTPClient, make_gtp_agent
 from azjax.eval.minimax import FULL_DEPTH_LIMIT, HEURISTICS, Minimax
 from azjax.eval.player import Player, make_human_agent
+from azjax.eval.reversi import EVALUATORS
 from azjax.search import PUCT_VALUES, SearchSpec
 from azjax.shared import check_game, view
 from azjax.symmetry import check_count
@@ -81,6 +86,7 @@ _OPTIONS: dict[str, tuple] = {
     "seed": (int, 0, SPEC_SEEDS - 1, "random seed of the tie-breaking"),
     "c": (float, 0.0, 100.0, "UCT exploration constant"),
     "heuristic": (tuple(HEURISTICS), None, None, "minimax's value at the depth limit"),
+    "eval": (EVALUATORS, None, None, "reversi's evaluation at the depth limit"),
     "game": (str, None, None, "the game of a shared run to play"),
 }
 
@@ -96,6 +102,7 @@ KINDS = {
     "seconds=..] (search=uct by default; search=puct is seed 000's baseline)",
     "random": "random",
     "minimax": f"minimax[:depth=D,seed=S,heuristic={'|'.join(HEURISTICS)}]",
+    "reversi": f"reversi[:depth=D,eval={'|'.join(EVALUATORS)}] (8x8 Othello's alpha-beta engine)",
     "perfect": "perfect[:seed=S] (exact: Hex up to 5x5, Tic-Tac-Toe)",
     "spiel": "spiel[:sims=..,c=..,seed=..] (OpenSpiel's C++ MCTS bot, random rollouts)",
     "human": "human",
@@ -128,6 +135,7 @@ def parse_agent(text: str, game: Game, *, seed: int = 0) -> Agent:
         "mcts": _mcts,
         "random": _random,
         "minimax": _minimax,
+        "reversi": _reversi,
         "perfect": _perfect,
         "spiel": _spiel,
         "human": _human,
@@ -308,6 +316,18 @@ def _minimax(game: Game, rest: str, name: str, *, seed: int) -> Agent:
         heuristic=opts.get("heuristic", "none"),
     )
     return Agent(name=name, batched=False, choose=search.choose)
+
+
+REVERSI_DEPTH = 6  # the reversi: agent's default depth (about 12 ms a move on one core)
+
+
+def _reversi(game: Game, rest: str, name: str) -> Agent:
+    from azjax.eval.reversi import reversi_agent
+
+    opts = parse_options("reversi", rest, ("depth", "eval"))
+    return reversi_agent(
+        game, name, depth=opts.get("depth", REVERSI_DEPTH), evaluator=opts.get("eval", "matrix")
+    )
 
 
 def _perfect(game: Game, rest: str, name: str, *, seed: int) -> Agent:
