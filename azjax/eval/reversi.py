@@ -43,7 +43,7 @@ WIN_SCORE = 1 << 20  # a won game in the tree: above any evaluation (|matrix| <=
 _MARKS = np.array(list("-XO"))  # empty, black (player 0), white (player 1): the engine's letters
 
 
-def check_game(game: Game) -> None:
+def check_board(game: Game) -> None:
     """ValueError unless `game` is 8x8 Othello, the only board the engine plays."""
     if game.name != "othello" or game.options.get("size") != 8:
         raise ValueError(
@@ -63,7 +63,7 @@ def engine_board(game: Game, state, rust_reversi):
 
 def reversi_agent(game: Game, name: str, *, depth: int, evaluator: str = "matrix") -> Agent:
     """An agent playing rust-reversi's alpha-beta search to `depth` plies with `evaluator`."""
-    check_game(game)
+    check_board(game)
     if evaluator not in EVALUATORS:
         raise ValueError(
             f"reversi: unknown eval {evaluator!r}; evaluators: {', '.join(EVALUATORS)}"
