@@ -14,8 +14,8 @@ import numpy as np
 
 
 def random_games(game, num_games: int, seed: int) -> dict[str, np.ndarray]:
-    """Record `num_games` uniformly random games: per ply the mask, mover, action and terminal
-    flag."""
+    """Record `num_games` uniformly random games: per ply the state, mask, mover, action and
+    terminal flag."""
     steps = game.max_game_length + 1
 
     @jax.jit
@@ -27,6 +27,7 @@ def random_games(game, num_games: int, seed: int) -> dict[str, np.ndarray]:
             act = jax.random.categorical(k, jnp.where(legal, 0.0, -jnp.inf)).astype(jnp.int32)
             act = jnp.where(legal.any(-1), act, 0)
             rec = dict(
+                state=s,
                 legal=legal,
                 player=jax.vmap(game.current_player)(s),
                 terminal=jax.vmap(game.is_terminal)(s),

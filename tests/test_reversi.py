@@ -6,9 +6,9 @@ weighted-squares best computed here from our boards, and it beats random play.
 """
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
+from spiel_reference import random_games
 
 import games
 from azjax.eval.match import play_games
@@ -23,37 +23,25 @@ WEIGHTS = np.array(SQUARE_WEIGHTS)
 
 @pytest.fixture(scope="module")
 def random_positions():
-    """States along 12 uniformly random 8x8 games: a pytree with leading axes [ply, game]."""
-
-    @jax.jit
-    def play(key):
-        states = jax.vmap(lambda _: OTHELLO.init())(jnp.arange(12))
-
-        def body(s, k):
-            legal = jax.vmap(OTHELLO.legal_mask)(s)
-            action = jax.random.categorical(k, jnp.where(legal, 0.0, -jnp.inf), axis=-1)
-            action = jnp.where(legal.any(-1), action, 0).astype(jnp.int32)
-            return jax.vmap(OTHELLO.step)(s, action), s
-
-        return jax.lax.scan(body, states, jax.random.split(key, OTHELLO.max_game_length))[1]
-
-    return jax.device_get(play(jax.random.PRNGKey(0)))
+    """12 uniformly random 8x8 games (`spiel_reference.random_games`: per ply the states and
+    legal masks, leading axes [ply, game])."""
+    return random_games(OTHELLO, 12, seed=0)
 
 
-def positions(states):
-    """The non-terminal states of `random_positions`, one at a time."""
-    plies, num_games = states.terminal.shape
+def positions(traj):
+    """(state, legal mask) at each unfinished ply of the games, one at a time."""
+    plies, num_games = traj["terminal"].shape
     for t in range(plies):
         for g in range(num_games):
-            if not states.terminal[t, g]:
-                yield jax.tree_util.tree_map(lambda x, t=t, g=g: x[t, g], states)
+            if not traj["terminal"][t, g]:
+                state = jax.tree_util.tree_map(lambda x, t=t, g=g: x[t, g], traj["state"])
+                yield state, traj["legal"][t, g]
 
 
 def test_the_engine_sees_our_legal_moves_and_passes(random_positions):
     passes = 0
-    for state in positions(random_positions):
+    for state, legal in positions(random_positions):
         board = engine_board(OTHELLO, state, rust_reversi)
-        legal = np.asarray(OTHELLO.legal_mask(state))
         assert board.get_legal_moves_tf() == list(legal[:64])
         assert board.is_pass() == bool(legal[64])
         assert not board.is_game_over()
@@ -65,8 +53,8 @@ def test_one_ply_takes_the_best_weighted_squares(random_positions):
     agent = parse_agent("reversi:depth=1", OTHELLO)
     step = jax.jit(OTHELLO.step)
     checked = 0
-    for state in positions(random_positions):
-        legal = np.flatnonzero(np.asarray(OTHELLO.legal_mask(state)))
+    for state, mask in positions(random_positions):
+        legal = np.flatnonzero(mask)
         if len(legal) < 2:
             continue
         mover = int(state.player) + 1  # 1 black, 2 white in `board`
