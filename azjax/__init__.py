@@ -11,7 +11,14 @@ learning curves, GTP) is the `azjax.eval` package, which the core never imports.
 """
 
 from azjax.arena import MatchResult, make_match, make_random_agent, make_search_agent
-from azjax.checkpoint import Checkpointer, CheckpointError, RunState, load_checkpoint, read_config
+from azjax.checkpoint import (
+    Checkpointer,
+    CheckpointError,
+    RunState,
+    best_checkpoint,
+    load_checkpoint,
+    read_config,
+)
 from azjax.config import Config
 from azjax.config import load as load_config
 from azjax.loop import train_and_evaluate
@@ -23,6 +30,7 @@ __all__ = [
     "Checkpointer",
     "CheckpointError",
     "Config",
+    "best_checkpoint",
     "load_checkpoint",
     "MatchResult",
     "PolicyValueNet",

@@ -10,7 +10,7 @@ An orbax CheckpointManager, one pytree per save, no pickle. Training (`azjax.loo
 the experiments and the notebooks all load runs through this module:
 
     config, variables, step = load_checkpoint("runs/hex6")          # the latest checkpoint
-    path, step = parse_location("runs/hex6@40")                     # PATH[@STEP|@latest]
+    path, step = parse_location("runs/hex6@40")                     # PATH[@STEP|@latest|@best]
     config, variables, step = load_checkpoint("pretrained/hex6")     # a shipped network
 
 Where a run is named, a network exported by `azjax.pretrained.export` (a folder with
@@ -31,12 +31,13 @@ import errno
 import fcntl
 import json
 import logging
+import math
 import os
 import shutil
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +47,8 @@ from flax import struct
 from azjax import pretrained
 from azjax.config import Config
 from azjax.gating import init_gate
+from azjax.metrics import FILE as METRICS_FILE
+from azjax.metrics import read_rows
 from azjax.network import init_variables, make_network
 from azjax.training import TrainState, init_train_state, make_optimizer
 
@@ -442,16 +445,20 @@ def check_resumable(saved: Config, config: Config) -> None:
 
 # ---- runs named on the command line --------------------------------------------------------------
 def parse_location(text: str) -> tuple[str, int | None]:
-    """'PATH[@STEP|@latest]' (or PATH/checkpoints/STEP) -> (run folder, step or None: latest)."""
+    """'PATH[@STEP|@latest|@best]' (or PATH/checkpoints/STEP) -> (run folder, step or None:
+    latest). `@best` is read from the run: the step `best_checkpoint` names."""
     path, at, step_text = text.rpartition("@") if "@" in text else (text, "", "")
     path = path.strip()
     if not path:
-        raise ValueError("give a run folder: PATH[@STEP|@latest]")
+        raise ValueError("give a run folder: PATH[@STEP|@latest|@best]")
     step = None
+    if at and step_text == "best":
+        return path, best_checkpoint(path).step
     if at and step_text != "latest":
         if not step_text.isdigit():
             raise ValueError(
-                f"{text!r}: the step after @ must be a number or 'latest', got {step_text!r}"
+                f"{text!r}: the step after @ must be a number, 'latest' or 'best', "
+                f"got {step_text!r}"
             )
         step = int(step_text)
     head, tail = os.path.split(os.path.normpath(path))
@@ -460,6 +467,47 @@ def parse_location(text: str) -> tuple[str, int | None]:
             raise ValueError(f"{path!r} is checkpoint {tail}, not @{step}")
         path, step = os.path.dirname(head), int(tail)
     return path, step
+
+
+class Best(NamedTuple):
+    """The checkpoint `@best` names: its step and the in-loop measure it scored best on."""
+
+    step: int
+    metric: str  # one of BEST_BY
+    value: float
+
+
+# What `@best` ranks a run's saved checkpoints by: the first of these its in-loop evaluations
+# logged at a saved step (the score against --eval_opponent, an engine the user chose; else the
+# ladder Elo). Higher is better; a tie goes to the later step.
+BEST_BY = ("eval/opponent_score", "eval/elo")
+
+
+def best_checkpoint(path: str) -> Best:
+    """The saved checkpoint of run `path` whose in-loop evaluation scored highest (`BEST_BY`),
+    from the run's metrics.jsonl; a CheckpointError where no saved step was evaluated."""
+    check_run_folder(path)
+    folder = resolve_run(path)
+    if pretrained.is_exported(folder):
+        raise CheckpointError(
+            f"{path!r} is an exported network (one step, no evaluations): drop the @best"
+        )
+    saved = set(steps(path))
+    rows = [r for r in read_rows(os.path.join(folder, METRICS_FILE)) if r["iteration"] in saved]
+    for metric in BEST_BY:
+        scored = [
+            (float(r[metric]), r["iteration"])
+            for r in rows
+            if isinstance(r.get(metric), (int, float)) and math.isfinite(r[metric])
+        ]
+        if scored:
+            value, step = max(scored)
+            return Best(step=step, metric=metric, value=value)
+    raise CheckpointError(
+        f"{path}@best: none of its saved checkpoints {sorted(saved)} has an in-loop evaluation "
+        f"({' or '.join(BEST_BY)} in metrics.jsonl at its iteration); train with an "
+        "--eval_interval that divides --checkpoint_interval, or name a step: @STEP"
+    )
 
 
 def resolve_run(path: str) -> str:

@@ -389,7 +389,7 @@ class Config:
     # ---- transfer (seed 004; azjax/transfer.py) ---------------------------------------------
     init_from: str = _field(
         "",
-        "start a new run from another run's network, PATH[@STEP] (default: its latest "
+        "start a new run from another run's network, PATH[@STEP|@best] (default: its latest "
         "checkpoint): all of it for the same game and board, else the trunk only, with the "
         "heads initialised afresh; the run's config records the resolved PATH@STEP",
     )

@@ -73,6 +73,7 @@ from azjax.checkpoint import (
     CheckpointError,
     RunState,
     WorkdirLock,
+    best_checkpoint,
     check_resumable,
     check_workdir,
     init_run,
@@ -966,10 +967,20 @@ def _train(
     summary["run_seconds"] = round(time.time() - t_run, 1)  # every session's
     _close(checkpointer, metrics)
     if primary:
+        summary["best"] = _best(workdir)
         _write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=2))
     if stop.signum is not None:
         raise Interrupted(stop.signum, f"checkpoint {it} saved; continue with --resume")
     return summary
+
+
+def _best(workdir: str) -> dict | None:
+    """The summary's `best`: the saved checkpoint its in-loop evaluations scored highest
+    (`checkpoint.best_checkpoint`: step, metric, value), None where none was evaluated."""
+    try:
+        return best_checkpoint(workdir)._asdict()
+    except CheckpointError:
+        return None
 
 
 def evaluation_affordable(

@@ -87,6 +87,12 @@ def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
     timed = train.closing_message(summary, "runs/t", prog="train.py")
     assert "(0.1 min this session, 10.1 in all; stopped by time_budget)" in timed
     assert "--resume --time_budget=M" in timed and "--iterations=N" not in timed
+    assert "@best" not in timed  # no evaluation named a best checkpoint
+    summary.update(best=dict(step=2, metric="eval/elo", value=612.4))
+    assert "@best" not in train.closing_message(summary, "runs/t")  # the best is the last
+    summary.update(best=dict(step=1, metric="eval/opponent_score", value=0.8531))
+    line = "its best checkpoint by the in-loop eval/opponent_score (0.853) is 1, not the last"
+    assert f"{line}: ckpt:runs/t@best names it" in train.closing_message(summary, "runs/t")
 
 
 def test_the_core_never_imports_the_commands():

@@ -1,6 +1,9 @@
 """Agent specs (azjax/eval/specs.py): what they build, their errors, and checkpoint agents."""
 
 import dataclasses
+import json
+import os
+import shutil
 
 import jax
 import numpy as np
@@ -8,7 +11,7 @@ import pytest
 
 import azjax
 import games
-from azjax.checkpoint import CheckpointError, load_checkpoint
+from azjax.checkpoint import CheckpointError, best_checkpoint, load_checkpoint, parse_location
 from azjax.eval import specs
 from azjax.eval.match import play_games
 from azjax.eval.specs import parse_agent
@@ -73,7 +76,7 @@ def test_the_commands_seed_reaches_agents_without_their_own():
         ("human:x=1", "human: unknown option 'x'"),
         ("gtp:", "gtp: give the engine's command line"),
         ("ckpt:", "ckpt: give a run folder"),
-        ("ckpt:runs/x@first", "the step after @ must be a number or 'latest', got 'first'"),
+        ("ckpt:runs/x@first", "after @ must be a number, 'latest' or 'best', got 'first'"),
     ],
 )
 def test_bad_specs_say_what_is_accepted(text, message):
@@ -106,6 +109,37 @@ def test_checkpoint_locations():
     assert parse("runs/hex6/checkpoints/40") == ("runs/hex6", 40)
     with pytest.raises(ValueError, match="is checkpoint 40, not @30"):
         parse("runs/hex6/checkpoints/40@30")
+
+
+def test_best_names_the_checkpoint_its_evaluations_scored_highest(tiny_run, tmp_path):
+    """`@best`: among the saved checkpoints, the one whose in-loop evaluation scored highest,
+    by the score against --eval_opponent where the run logged one, else by the ladder Elo."""
+    run = str(tmp_path / "run")
+    shutil.copytree(tiny_run, run)  # checkpoints 1 and 2, no evaluations
+    path = os.path.join(run, "metrics.jsonl")
+    rows = [json.loads(line) for line in open(path)]
+
+    def log(*evals):
+        with open(path, "w") as f:
+            for row, extra in zip(rows + [{"iteration": 3}], evals):
+                f.write(json.dumps({**row, **extra}) + "\n")
+
+    with pytest.raises(CheckpointError, match=r"none of its saved checkpoints \[1, 2\] has an in"):
+        parse_location(f"{run}@best")
+    log({"eval/elo": 300.0}, {"eval/elo": 200.0}, {"eval/elo": 900.0})  # 3 is not saved
+    assert best_checkpoint(run) == (1, "eval/elo", 300.0)
+    assert parse_location(f"{run}@best") == (run, 1)
+    agent = parse_agent(f"ckpt:{run}@best,sims=2", TTT)
+    first = load_checkpoint(run, 1)[1]
+    same = jax.tree_util.tree_map(np.array_equal, agent.variables, first)
+    assert all(jax.tree_util.tree_leaves(same))
+    # the opponent's score outranks the Elo; a tie goes to the later step; NaN never wins
+    log({"eval/elo": 300.0, "eval/opponent_score": 0.5}, {"eval/opponent_score": 0.5})
+    assert best_checkpoint(run) == (2, "eval/opponent_score", 0.5)
+    log({"eval/opponent_score": 0.25}, {"eval/opponent_score": float("nan")})
+    assert best_checkpoint(run).step == 1
+    with pytest.raises(CheckpointError, match="an exported network .* drop the @best"):
+        parse_location("pretrained/tictactoe@best")
 
 
 def test_the_game_comes_from_the_flags_or_the_first_checkpoint(tiny_run):

@@ -61,6 +61,7 @@ def test_a_run_writes_metrics_checkpoints_and_summary(run):
     assert Checkpointer(run).steps() == [2]
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["iterations"] == 2 and summary["games"] > 0
+    assert summary["best"] is None  # no ladder and no --eval_opponent: nothing ranks them
     assert os.listdir(os.path.join(run, "tb"))
     assert cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).num_filters == 4
 

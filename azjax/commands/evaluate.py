@@ -12,7 +12,7 @@
     python evaluate.py export runs/hex6@40 --name=hex6 --card elo=1450      # ship a network
     python evaluate.py match ckpt:pretrained/hex6 mcts:sims=100             # a shipped network
 
-Agents are specs (azjax/eval/specs.py): `ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel,
+Agents are specs (azjax/eval/specs.py): `ckpt:PATH[@STEP|@latest|@best][,sims=..,search=puct|gumbel,
 rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]`, `mcts[:sims=..,search=..]`
 (pure MCTS with random rollouts: UCT with c_uct = 1.4 as OpenSpiel's bot by default;
 `mcts:search=puct` is seed 000's PUCT baseline), `spiel[:sims=..]`, `random`, `minimax[:depth=D]`,
@@ -210,7 +210,11 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     export = commands.add_parser(
         "export", help="a run's network as a small folder (azjax/pretrained), e.g. to ship"
     )
-    export.add_argument("run", metavar="RUN[@STEP]", help="a run folder (default: latest step)")
+    export.add_argument(
+        "run",
+        metavar="RUN[@STEP]",
+        help="a run folder (default: latest step; @best: its best-evaluated)",
+    )
     export.add_argument("--name", required=True, help="the network's name (pretrained/NAME)")
     export.add_argument(
         "--to", default=None, help="the folder to export into (default: the package's store)"

@@ -331,6 +331,13 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
             f"last iteration: loss {last['loss/total']:.3f} (value {last['loss/value']:.3f}, "
             f"policy {last['loss/policy']:.3f})"
         )
+    best = summary.get("best")
+    if best and best["step"] != summary["iterations"]:
+        value = f"{best['value']:+.0f}" if best["metric"] == "eval/elo" else f"{best['value']:.3f}"
+        lines.append(
+            f"its best checkpoint by the in-loop {best['metric']} ({value}) is {best['step']}, "
+            f"not the last: ckpt:{workdir}@best names it"
+        )
     lines.append(f"saved in {workdir}: checkpoints/, metrics.jsonl, config.json, summary.json")
     lines.append("next:")
     play, evaluate, train = (

@@ -6,8 +6,11 @@ experiments.
 
 Specs (options are comma-separated `name=value`):
 
-    ckpt:PATH[@STEP|@latest][,opts]  a trained network with search; PATH is a run folder (or its
-                                     checkpoints/<STEP> folder), a network exported by
+    ckpt:PATH[@STEP|@latest|@best][,opts]  a trained network with search; PATH is a run folder
+                                     (or its checkpoints/<STEP> folder; @best: the saved step
+                                     its in-loop evaluation scored highest, against
+                                     --eval_opponent where it had one, else on the ladder,
+                                     `checkpoint.best_checkpoint`), a network exported by
                                      `evaluate.py export`, or pretrained/NAME (a network the
                                      package ships, azjax/pretrained). Options: sims, search (puct |
                                      gumbel), c_puct, values (PUCT's: minmax | raw, the config's
@@ -93,7 +96,7 @@ _OPTIONS: dict[str, tuple] = {
 SEEDED_KINDS = ("minimax", "perfect", "spiel")  # Python agents with their own random numbers
 
 KINDS = {
-    "ckpt": "ckpt:PATH[@STEP|@latest][,sims=..,search=puct|gumbel|uct,c_puct=..,"
+    "ckpt": "ckpt:PATH[@STEP|@latest|@best][,sims=..,search=puct|gumbel|uct,c_puct=..,"
     "values=minmax|raw,fpu=..,c_uct=..,"
     "considered=..,rollout=none|random|policy,p_r=..,lambda=..,sym=..,score=..,eps=..,seconds=..,"
     "game=NAME]",
@@ -371,7 +374,8 @@ def _gtp(game: Game, rest: str, name: str) -> Agent:
 
 # ---- checkpoints ---------------------------------------------------------------------------------
 def parse_checkpoint_location(text: str) -> tuple[str, int | None]:
-    """'PATH[@STEP|@latest]' -> (run folder, step or None), as `checkpoint.parse_location`."""
+    """'PATH[@STEP|@latest|@best]' -> (run folder, step or None), as
+    `checkpoint.parse_location`."""
     try:
         return parse_location(text)
     except ValueError as e:
