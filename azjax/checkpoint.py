@@ -483,16 +483,18 @@ class Best(NamedTuple):
 BEST_BY = ("eval/opponent_score", "eval/elo")
 
 
-def best_checkpoint(path: str) -> Best:
+def best_checkpoint(path: str, *, saved: list[int] | None = None) -> Best:
     """The saved checkpoint of run `path` whose in-loop evaluation scored highest (`BEST_BY`),
-    from the run's metrics.jsonl; a CheckpointError where no saved step was evaluated."""
+    from the run's metrics.jsonl; a CheckpointError where no saved step was evaluated. `saved`:
+    the run's checkpoint steps where the caller knows them (the training loop, whose processes
+    must not open an orbax manager one alone), else read with `steps`."""
     check_run_folder(path)
     folder = resolve_run(path)
     if pretrained.is_exported(folder):
         raise CheckpointError(
             f"{path!r} is an exported network (one step, no evaluations): drop the @best"
         )
-    saved = set(steps(path))
+    saved = set(steps(path) if saved is None else saved)
     rows = [r for r in read_rows(os.path.join(folder, METRICS_FILE)) if r["iteration"] in saved]
     for metric in BEST_BY:
         scored = [

@@ -978,7 +978,7 @@ def _best(workdir: str) -> dict | None:
     """The summary's `best`: the saved checkpoint its in-loop evaluations scored highest
     (`checkpoint.best_checkpoint`: step, metric, value), None where none was evaluated."""
     try:
-        return best_checkpoint(workdir)._asdict()
+        return best_checkpoint(workdir, saved=_steps_on_disk(workdir))._asdict()
     except CheckpointError:
         return None
 
