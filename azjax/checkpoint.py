@@ -452,9 +452,7 @@ def parse_location(text: str) -> tuple[str, int | None]:
     if not path:
         raise ValueError("give a run folder: PATH[@STEP|@latest|@best]")
     step = None
-    if at and step_text == "best":
-        return path, best_checkpoint(path).step
-    if at and step_text != "latest":
+    if at and step_text not in ("latest", "best"):
         if not step_text.isdigit():
             raise ValueError(
                 f"{text!r}: the step after @ must be a number, 'latest' or 'best', "
@@ -463,9 +461,11 @@ def parse_location(text: str) -> tuple[str, int | None]:
         step = int(step_text)
     head, tail = os.path.split(os.path.normpath(path))
     if tail.isdigit() and os.path.basename(head) == "checkpoints":
-        if step is not None and step != int(tail):
-            raise ValueError(f"{path!r} is checkpoint {tail}, not @{step}")
+        if (step is not None and step != int(tail)) or step_text == "best":
+            raise ValueError(f"{path!r} is checkpoint {tail}, not @{step_text}")
         path, step = os.path.dirname(head), int(tail)
+    if at and step_text == "best":
+        step = best_checkpoint(path).step
     return path, step
 
 

@@ -109,6 +109,8 @@ def test_checkpoint_locations():
     assert parse("runs/hex6/checkpoints/40") == ("runs/hex6", 40)
     with pytest.raises(ValueError, match="is checkpoint 40, not @30"):
         parse("runs/hex6/checkpoints/40@30")
+    with pytest.raises(ValueError, match="is checkpoint 40, not @best"):
+        parse("runs/hex6/checkpoints/40@best")
 
 
 def test_best_names_the_checkpoint_its_evaluations_scored_highest(tiny_run, tmp_path):

@@ -212,7 +212,7 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     )
     export.add_argument(
         "run",
-        metavar="RUN[@STEP]",
+        metavar="RUN[@STEP|@best]",
         help="a run folder (default: latest step; @best: its best-evaluated)",
     )
     export.add_argument("--name", required=True, help="the network's name (pretrained/NAME)")
