@@ -483,18 +483,17 @@ class Best(NamedTuple):
 BEST_BY = ("eval/opponent_score", "eval/elo")
 
 
-def best_checkpoint(path: str, *, saved: list[int] | None = None) -> Best:
+def best_checkpoint(path: str) -> Best:
     """The saved checkpoint of run `path` whose in-loop evaluation scored highest (`BEST_BY`),
-    from the run's metrics.jsonl; a CheckpointError where no saved step was evaluated. `saved`:
-    the run's checkpoint steps where the caller knows them (the training loop, whose processes
-    must not open an orbax manager one alone), else read with `steps`."""
+    from the run's metrics.jsonl; a CheckpointError where no saved step was evaluated. Reads no
+    orbax manager (`steps_on_disk`), so one process of a distributed run may call it alone."""
     check_run_folder(path)
     folder = resolve_run(path)
     if pretrained.is_exported(folder):
         raise CheckpointError(
             f"{path!r} is an exported network (one step, no evaluations): drop the @best"
         )
-    saved = set(steps(path) if saved is None else saved)
+    saved = set(steps_on_disk(folder))
     rows = [r for r in read_rows(os.path.join(folder, METRICS_FILE)) if r["iteration"] in saved]
     for metric in BEST_BY:
         scored = [
@@ -545,6 +544,14 @@ def _exported_step(path: str, folder: str, step: int | None) -> int:
             f"{path!r} is a network exported from step {have} only, not @{step}; drop the @{step}"
         )
     return have
+
+
+def steps_on_disk(workdir: str) -> list[int]:
+    """The finished checkpoints of run folder `workdir`, ascending, from the folder's names
+    (orbax's temporary folders left out; no manager opened)."""
+    folder = os.path.join(workdir, "checkpoints")
+    names = os.listdir(folder) if os.path.isdir(folder) else []
+    return sorted(int(n) for n in names if n.isdigit())
 
 
 def steps(workdir: str) -> list[int]:

@@ -78,6 +78,7 @@ from azjax.checkpoint import (
     check_workdir,
     init_run,
     read_config,
+    steps_on_disk,
 )
 from azjax.config import Config
 from azjax.interrupt import Interrupted, StopSignals
@@ -947,7 +948,7 @@ def _train(
         _abandon(bar, checkpointer, metrics)
         if e.message:
             raise
-        saved = _steps_on_disk(workdir)
+        saved = steps_on_disk(workdir)
         kept = (
             f"checkpoint {saved[-1]} (the last saved) is intact; continue with --resume"
             if saved
@@ -978,7 +979,7 @@ def _best(workdir: str) -> dict | None:
     """The summary's `best`: the saved checkpoint its in-loop evaluations scored highest
     (`checkpoint.best_checkpoint`: step, metric, value), None where none was evaluated."""
     try:
-        return best_checkpoint(workdir, saved=_steps_on_disk(workdir))._asdict()
+        return best_checkpoint(workdir)._asdict()
     except CheckpointError:
         return None
 
@@ -1036,13 +1037,6 @@ def _abandon(bar: Progress | None, checkpointer: Checkpointer, metrics: Metrics 
     with contextlib.suppress(Exception):
         _finish_saves(checkpointer, metrics)
     _close(checkpointer, metrics)
-
-
-def _steps_on_disk(workdir: str) -> list[int]:
-    """The finished checkpoints of `workdir`, ascending (orbax's temporary folders left out)."""
-    folder = os.path.join(workdir, "checkpoints")
-    names = os.listdir(folder) if os.path.isdir(folder) else []
-    return sorted(int(n) for n in names if n.isdigit())
 
 
 def _close(checkpointer: Checkpointer, metrics: Metrics | None) -> None:
