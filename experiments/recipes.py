@@ -28,14 +28,14 @@ Elo is the mean of its seeds' networks; its interval, 1.96 x the standard deviat
 sqrt(seeds) together with the networks' own rating error. Where two recipes differ by less than
 that, this experiment does not tell them apart.
 
-Where the package has solved positions for the game (`azjax.solved`: 6x6 Othello, Connect Four, 5x5
-Hex, Tic-Tac-Toe), every run's last `--error_checkpoints` checkpoints (default 6) are also measured
-by the exact error rate, the share of the set's positions where the network's move throws a win or a
-draw away, and each recipe is compared with the first position by position (the mean difference of
-the per-position error shares, over the recipe's runs and checkpoints, and its z over the
-positions). It separates recipes that a round robin of hundreds of games does not (docs/strength.md,
-sessions 22 - 23), though its z counts the positions, not the seeds: read it beside each seed's
-rate.
+Where the package has solved positions for the game (`azjax.solved`: 6x6 and 8x8 Othello, Connect
+Four, 5x5 and 6x6 Hex, Tic-Tac-Toe), every run's last `--error_checkpoints` checkpoints (default 6)
+are also measured by the exact error rate, the share of the set's positions where the network's move
+throws a win or a draw away, and each recipe is compared with the first position by position (the
+mean difference of the per-position error shares, over the recipe's runs and checkpoints, and its z
+over the positions). It separates recipes that a round robin of hundreds of games does not
+(docs/strength.md, sessions 22 - 23), though its z counts the positions, not the seeds: read it
+beside each seed's rate.
 
 Writes <out>/results.json (the recipes, each run's training summary, the tournament, the table),
 <out>/tournament/ (tournament.json, win_ratio.png) and <out>/log.txt; prints the table.

@@ -7,6 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import games
+from azjax import solved as sv
 from benchmarks.selfplay import RecipeOutput
 from experiments import pgx_recipe
 
@@ -135,19 +137,21 @@ def test_train_then_errors_on_5x5_hexs_solved_positions(tmp_path, capsys):
     assert "of 1807 solved positions" in capsys.readouterr().out
 
 
-def test_train_then_place_8x8_othello_on_its_ladder(tmp_path, capsys):
+def test_train_then_place_and_judge_8x8_othello(tmp_path, capsys):
     out = str(tmp_path / "run")
     small = ["--batch=8", "--sims=4", "--steps=10", "--train_batch=16", "--blocks=1"]
     argv = ["train", "--game=othello", "--minutes=0.001", f"--out={out}", *small, "--filters=8"]
     assert pgx_recipe.main(argv) == 0
     capsys.readouterr()
-    # planes and legal moves agreed at random games' positions (no solved set at 8 x 8)
+    # planes and legal moves agreed at every position of 8 x 8's solved set
     assert pgx_recipe.main(["place", out, "--sims=4", "--rounds=1", "--games=2"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("vs rung 16 sims (+0): ") and "Elo" in lines[-1]
     assert "(4 games)" in lines[-1]
-    assert pgx_recipe.main(["errors", out]) == 2
-    assert "no solved positions for othello" in capsys.readouterr().err
+    assert pgx_recipe.main(["errors", out, "--sims=4"]) == 0
+    assert f"of {len(sv.load_set(games.make('othello', size=8)))} solved positions" in (
+        capsys.readouterr().out
+    )
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ def shipped():
 HEX5 = games.make("hex", size=5)
 SHIPPED = {
     "othello-size6": OTHELLO6,
+    "othello-size8": games.make("othello", size=8),
     "connect_four-cols7-connect4-rows6": CONNECT_FOUR,
     "hex-size5-swapfalse": HEX5,
     "hex-size6-swapfalse": games.make("hex", size=6),

@@ -77,7 +77,7 @@ import sys
 import time
 
 import games
-from azjax import flags
+from azjax import flags, solved
 from azjax.commands import describe, split_cpu
 from azjax.commands import prog as prog_name
 
@@ -166,7 +166,7 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "--errors_only",
         action="store_true",
         help="no matches: each checkpoint's exact error rate on the game's solved positions "
-        "alone (seconds a checkpoint; 6x6 Othello, Connect Four, 5x5 Hex, Tic-Tac-Toe)",
+        "alone (seconds a checkpoint; the package's sets: " + ", ".join(solved.shipped()) + ")",
     )
     curve.add_argument(
         "--epsilon",
