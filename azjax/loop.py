@@ -663,11 +663,22 @@ def last_ratings(config: Config, metrics: Metrics | None) -> dict[str, float]:
     return {name: float(v) for name, v in zip(names, last) if np.isfinite(v)}
 
 
-def _earlier_seconds(metrics: Metrics | None) -> float:
+def _earlier_seconds(metrics: Metrics | None, workdir: str, iteration: int) -> float:
     """The seconds a resumed run trained before this session, up to the checkpoint it resumes
-    (`metrics.run_seconds` of its last row); 0 for a new run. The same on every process."""
+    (`metrics.run_seconds` of its last row, or the run_seconds of summary.json where the session
+    that wrote it ended at that checkpoint: the row is written before the iteration's checkpoint
+    and evaluation, so a session stopped by its time budget can end past the budget with a last
+    row under it); 0 for a new run. The same on every process."""
     rows = metrics.rows if metrics is not None else []
     seconds = run_seconds(rows)[-1] if rows else 0.0
+    if rows:
+        try:
+            with open(os.path.join(workdir, "summary.json")) as f:
+                summary = json.load(f)
+            if summary.get("iterations") == iteration:
+                seconds = max(seconds, float(summary.get("run_seconds", 0.0)))
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass  # no summary (a killed session) or an unreadable one: the rows' clock
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 
@@ -818,7 +829,7 @@ def _train(
         health = Health(run.train.variables, _reference_loss(metrics))
         # the run's clock: its earlier sessions' time counts, so that a resumed run keeps its
         # time budget and its rate schedule where the checkpoint left them
-        t_run = t_start - _earlier_seconds(metrics)
+        t_run = t_start - _earlier_seconds(metrics, workdir, it)
         if resume and primary:
             _announce_clock(config, it, t_start - t_run)
         evaluate = None
