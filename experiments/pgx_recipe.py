@@ -31,7 +31,7 @@ network reads azjax's observation mapped to pgx's planes (`Pairing.to_pgx`: the 
 for Connect Four and Tic-Tac-Toe; for Hex also untransposed for white, azjax's frame, with pgx's
 colour and swap planes), its logits mapped back (`Pairing.to_azjax`), and the planes and legal
 moves are checked equal to pgx's at every solved position, each replayed through pgx's
-environment (where the game has no solved set, as 8 x 8 Othello, at positions of random games:
+environment (where the game has no solved set, as Hex above 6 x 6, at positions of random games:
 `check_lines`). `errors` prints the share of the game's shipped solved positions
 (`azjax.solved`) where its move throws a win or a draw away, as `evaluate.py errors` does for
 azjax's agents; `match` plays it against any agent of `evaluate.py` (`azjax.eval.specs`), each
