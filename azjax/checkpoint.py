@@ -60,6 +60,7 @@ STRUCTURAL = (
     "num_filters",
     "value_hidden",
     "value_head",
+    "global_pool",
     "optimizer",
     "freeze_trunk",
     "games",

@@ -51,6 +51,12 @@ class Config:
         "Chess Zero's)",
         choices=("tanh", "wdl"),
     )
+    global_pool: bool = _field(
+        False,
+        "KataGo's global pooling: each residual block adds a bias from its channels' means and "
+        "maxima over the board, and the value head reads its channels' means and maxima instead "
+        "of one flattened plane",
+    )
     dtype: str = _field(
         "float32", "compute dtype (parameters stay float32)", choices=("float32", "bfloat16")
     )

@@ -9,6 +9,13 @@
   with `value_head="wdl"` dense to 3 logits instead, the probabilities of a win, a draw and a
   loss for the mover, and the value is P(win) - P(loss) (Leela Chess Zero's WDL head; the
   learner reads the logits, `with_value_logits=True`, and the searches the value, as before);
+- with `global_pool` (KataGo's global pooling, Wu 2019; off by default): each
+  residual block's first convolution makes `pool_channels` more channels, whose mean and
+  maximum over the board (after batch norm and ReLU) a dense layer turns into a bias added to
+  every one of the block's channels before its first batch norm (the global pooling bias
+  structure), and the value head's 1x1 conv block has `num_filters` filters whose mean and
+  maximum over the board feed its dense hidden layer (KataGo's value head: its parameters do
+  not depend on the board's size);
 - ownership head (`ownership_head`, KataGo's auxiliary target; off by default): a 1x1
   convolution to one plane, tanh: who will hold each cell at the end of the game, +1 the mover,
   -1 the opponent. The learner reads it (`with_ownership=True`), and searches with a score
@@ -22,10 +29,11 @@
   towards the search policy of the opponent's reply (`azjax.training`); only the learner reads it
   (`with_opponent_policy=True`).
 
-The trunk (conv block and residual blocks) is convolutions only, so its parameters fit any board
-size; the heads' dense layers are sized by the board and the actions. `is_trunk` names the trunk's
-modules, for transfer between games (`azjax.transfer`). With `freeze_trunk` the trunk runs in
-inference mode even when training (its batch statistics are used, not updated) and no gradient
+The trunk (conv block and residual blocks) is convolutions only (and, with `global_pool`, dense
+layers over pooled channels), so its parameters fit any board size; the heads' dense layers are
+sized by the board and the actions (the pooled value head's by neither). `is_trunk` names the
+trunk's modules, for transfer between games (`azjax.transfer`). With `freeze_trunk` the trunk runs
+in inference mode even when training (its batch statistics are used, not updated) and no gradient
 flows into it: only the heads learn (seed 004's second transfer setting).
 
 Parameters and batch statistics are one pytree ("variables") passed into pure functions.
@@ -68,13 +76,45 @@ class ConvBlock(nn.Module):
         return nn.relu(x)
 
 
+def pool_channels(filters: int) -> int:
+    """The channels a block with global pooling pools: a quarter of its filters (KataGo pools 32 -
+    64 of 128 - 256), at least one."""
+    return max(1, filters // 4)
+
+
+def global_pool(x):
+    """x[B, H, W, C] -> [B, 2C]: each channel's mean and maximum over the board.
+
+    The maximum is read at its argmax, so its gradient goes to that one cell without the division
+    by the count of cells equal to it that a max reduction's gradient makes: with that, the
+    training loss of a run came out NaN under the tests' XLA:CPU flags (no optimisation)."""
+    flat = x.reshape(x.shape[0], -1, x.shape[-1])  # [B, H * W, C]
+    at = jax.nn.one_hot(jnp.argmax(flat, axis=1), flat.shape[1], axis=1, dtype=x.dtype)
+    return jnp.concatenate([flat.mean(axis=1), (flat * at).sum(axis=1)], axis=-1)
+
+
 class ResidualBlock(nn.Module):
     filters: int
     dtype: Any = jnp.float32
+    pooled: bool = False  # KataGo's global pooling bias structure in the first convolution
 
     @nn.compact
     def __call__(self, x, train: bool):
-        y = ConvBlock(self.filters, dtype=self.dtype)(x, train)
+        if self.pooled:
+            extra = pool_channels(self.filters)
+            y = nn.Conv(
+                self.filters + extra, (3, 3), padding="SAME", use_bias=False, dtype=self.dtype
+            )(x)
+            y, g = y[..., : self.filters], y[..., self.filters :]
+            g = nn.relu(
+                nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(g)
+            )
+            bias = nn.Dense(self.filters, dtype=self.dtype)(global_pool(g))
+            y = y + bias[:, None, None, :]
+            y = nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(y)
+            y = nn.relu(y)
+        else:
+            y = ConvBlock(self.filters, dtype=self.dtype)(x, train)
         y = nn.Conv(self.filters, (3, 3), padding="SAME", use_bias=False, dtype=self.dtype)(y)
         y = nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(y)
         return nn.relu(x + y)
@@ -99,6 +139,7 @@ class PolicyValueNet(nn.Module):
     soft_policy_head: bool = False
     opponent_policy_head: bool = False
     value_head: str = "tanh"  # VALUE_HEADS
+    global_pool: bool = False  # KataGo's global pooling in the blocks and the value head
 
     @nn.compact
     def __call__(
@@ -123,7 +164,9 @@ class PolicyValueNet(nn.Module):
         trunk_train = train and not self.freeze_trunk
         x = ConvBlock(self.num_filters, dtype=self.dtype)(obs.astype(self.dtype), trunk_train)
         for _ in range(self.num_blocks):
-            x = ResidualBlock(self.num_filters, dtype=self.dtype)(x, trunk_train)
+            x = ResidualBlock(self.num_filters, dtype=self.dtype, pooled=self.global_pool)(
+                x, trunk_train
+            )
         if self.freeze_trunk:
             x = jax.lax.stop_gradient(x)
 
@@ -131,8 +174,11 @@ class PolicyValueNet(nn.Module):
         p = p.reshape(p.shape[0], -1)
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(p)
 
-        v = ConvBlock(1, kernel=1, dtype=self.dtype)(x, train)
-        v = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v.reshape(v.shape[0], -1)))
+        if self.global_pool:  # KataGo's value head: channels pooled over the board
+            v = global_pool(ConvBlock(self.num_filters, kernel=1, dtype=self.dtype)(x, train))
+        else:
+            v = ConvBlock(1, kernel=1, dtype=self.dtype)(x, train).reshape(x.shape[0], -1)
+        v = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v))
         if self.value_head == "wdl":  # win, draw, loss for the mover
             wdl = nn.Dense(3, dtype=self.dtype)(v).astype(jnp.float32)
             probs = jax.nn.softmax(wdl, axis=-1)
@@ -170,6 +216,7 @@ def make_network(config, game) -> PolicyValueNet:
         soft_policy_head=config.soft_policy_weight > 0,
         opponent_policy_head=config.opponent_policy_weight > 0,
         value_head=config.value_head,
+        global_pool=config.global_pool,
     )
 
 

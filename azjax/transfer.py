@@ -7,16 +7,15 @@
 The same game on the same board with the same network: every parameter and batch statistic is
 loaded; where only the ownership head differs (`--ownership_weight` on in one run and off in the
 other), everything else is loaded and a new head starts fresh (a source's head is left out).
-Another game or board (or another value_hidden): the trunk (the input block and the
-residual blocks, `azjax.network.is_trunk`; convolutions only, so any board size fits) is loaded
-and the policy and value heads keep their fresh initialisation, as seed 004 re-initialised its
-output layers over Connect Four's feature extractor. The trunk's widths (num_blocks,
-num_filters) must equal the source's, and so must the number of input planes (the games'
-observation_shape[-1]): seed 004 transferred its whole feature extractor, input convolution
-included, between games with the same planes, and so does this module; a source with other
-planes is refused rather than given a new input convolution. The optimizer state, iteration and
-random key are the new run's own. With `freeze_trunk` the training step keeps the loaded trunk
-(azjax/training.py).
+Another game or board (or another value_hidden): the trunk (the input block and the residual blocks,
+`azjax.network.is_trunk`; convolutions and pooled biases only, so any board size fits) is loaded and
+the policy and value heads keep their fresh initialisation, as seed 004 re-initialised its output
+layers over Connect Four's feature extractor. The trunk's widths (num_blocks, num_filters) and its
+global pooling (global_pool) must equal the source's, and so must the number of input planes (the
+games' observation_shape[-1]): seed 004 transferred its whole feature extractor, input convolution
+included, between games with the same planes, and so does this module; a source with other planes is
+refused rather than given a new input convolution. The optimizer state, iteration and random key are
+the new run's own. With `freeze_trunk` the training step keeps the loaded trunk (azjax/training.py).
 
 Errors (an unknown run folder, no checkpoint, an unreadable one, other widths or planes) are
 CheckpointErrors (ValueErrors) of one line starting "--init_from".
@@ -101,6 +100,13 @@ def check_compatible(source: Config, config: Config) -> None:
             config,
             f"the trunk widths must match the source run: it has {have}, this run {want} "
             f"(set {flags})",
+        )
+    if source.global_pool != config.global_pool:
+        raise _error(
+            config,
+            f"the source's blocks {'pool' if source.global_pool else 'do not pool'} over the "
+            f"board and this run's {'do' if config.global_pool else 'do not'} "
+            f"(set --global_pool={str(source.global_pool).lower()})",
         )
     planes = source.make_game().observation_shape[-1], config.make_game().observation_shape[-1]
     if planes[0] != planes[1]:

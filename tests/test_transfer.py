@@ -226,6 +226,12 @@ def test_bad_sources_are_one_line(tiny_run, tmp_path, capsys, monkeypatch):
         "trunk widths must match",
         "it has num_blocks=1, num_filters=4, this run num_blocks=1, num_filters=8",
     )
+    _fails(
+        capsys,
+        [*run, f"--init_from={tiny_run}", "--global_pool=true"],
+        "the source's blocks do not pool over the board and this run's do",
+        "(set --global_pool=false)",
+    )
     _fails(capsys, [*run, f"--init_from={tiny_run}", "--resume"], "--init_from starts a new run")
     _fails(capsys, [*run, "--freeze_trunk"], "nothing to transfer")
 

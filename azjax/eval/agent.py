@@ -115,6 +115,7 @@ def network_apply(config: Config) -> Callable:
         config.dtype,
         config.ownership_weight > 0,
         config.value_head,
+        config.global_pool,
     )
 
 
@@ -133,6 +134,7 @@ def _apply_for(
     dtype: str,
     owned: bool,
     value_head: str,
+    pooled: bool,
 ):
     config = Config(
         num_blocks=num_blocks,
@@ -141,6 +143,7 @@ def _apply_for(
         dtype=dtype,
         ownership_weight=1.0 if owned else 0.0,  # the ownership head (the score utility reads it)
         value_head=value_head,
+        global_pool=pooled,
     )
     return make_apply(make_network(config, game))
 
