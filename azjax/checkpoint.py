@@ -446,27 +446,30 @@ def check_resumable(saved: Config, config: Config) -> None:
 
 # ---- runs named on the command line --------------------------------------------------------------
 def parse_location(text: str) -> tuple[str, int | None]:
-    """'PATH[@STEP|@latest|@best]' (or PATH/checkpoints/STEP) -> (run folder, step or None:
-    latest). `@best` is read from the run: the step `best_checkpoint` names."""
+    """'PATH[@STEP|@latest|@best[:MEASURE]]' (or PATH/checkpoints/STEP) -> (run folder, step or
+    None: latest). `@best` is read from the run: the step `best_checkpoint` names, by the run's
+    `best_by` or by MEASURE (auto, opponent, elo, error_rate)."""
     path, at, step_text = text.rpartition("@") if "@" in text else (text, "", "")
     path = path.strip()
     if not path:
-        raise ValueError("give a run folder: PATH[@STEP|@latest|@best]")
+        raise ValueError("give a run folder: PATH[@STEP|@latest|@best[:MEASURE]]")
+    best, _, measure = step_text.partition(":")
+    best = bool(at) and best == "best"
     step = None
-    if at and step_text not in ("latest", "best"):
+    if at and step_text != "latest" and not best:
         if not step_text.isdigit():
             raise ValueError(
-                f"{text!r}: the step after @ must be a number, 'latest' or 'best', "
+                f"{text!r}: the step after @ must be a number, 'latest', 'best' or 'best:MEASURE', "
                 f"got {step_text!r}"
             )
         step = int(step_text)
     head, tail = os.path.split(os.path.normpath(path))
     if tail.isdigit() and os.path.basename(head) == "checkpoints":
-        if (step is not None and step != int(tail)) or step_text == "best":
+        if (step is not None and step != int(tail)) or best:
             raise ValueError(f"{path!r} is checkpoint {tail}, not @{step_text}")
         path, step = os.path.dirname(head), int(tail)
-    if at and step_text == "best":
-        step = best_checkpoint(path).step
+    if best:
+        step = best_checkpoint(path, measure or None).step
     return path, step
 
 
@@ -478,37 +481,52 @@ class Best(NamedTuple):
     value: float
 
 
-# What `@best` ranks a run's saved checkpoints by: the first of these its in-loop evaluations
+# What `@best` ranks a run's saved checkpoints by (the run's --best_by, or `@best:MEASURE`): each
+# measure's in-loop metric and whether higher is better; `auto` takes the first of BEST_AUTO
 # logged at a saved step (the score against --eval_opponent, an engine the user chose; else the
-# ladder Elo). Higher is better; a tie goes to the later step.
-BEST_BY = ("eval/opponent_score", "eval/elo")
+# ladder Elo). A tie goes to the later step.
+BEST_MEASURES = {
+    "opponent": ("eval/opponent_score", True),
+    "elo": ("eval/elo", True),
+    "error_rate": ("eval/error_rate", False),
+}
+BEST_AUTO = ("opponent", "elo")
 
 
-def best_checkpoint(path: str) -> Best:
-    """The saved checkpoint of run `path` whose in-loop evaluation scored highest (`BEST_BY`),
-    from the run's metrics.jsonl; a CheckpointError where no saved step was evaluated. Reads no
-    orbax manager (`steps_on_disk`), so one process of a distributed run may call it alone."""
+def best_checkpoint(path: str, by: str | None = None) -> Best:
+    """The saved checkpoint of run `path` whose in-loop evaluation scored best by measure `by`
+    (a key of BEST_MEASURES, or "auto"; None: the run's `best_by`), from the run's
+    metrics.jsonl; a CheckpointError where no saved step was evaluated so. Reads no orbax
+    manager (`steps_on_disk`), so one process of a distributed run may call it alone."""
     check_run_folder(path)
     folder = resolve_run(path)
     if pretrained.is_exported(folder):
         raise CheckpointError(
             f"{path!r} is an exported network (one step, no evaluations): drop the @best"
         )
+    if by is None:
+        config_file = os.path.join(folder, "config.json")  # the run's latest session's
+        by = read_config_file(config_file).best_by if os.path.exists(config_file) else "auto"
+    if by != "auto" and by not in BEST_MEASURES:
+        raise CheckpointError(
+            f"@best:{by}: the measure must be one of {', '.join(['auto', *BEST_MEASURES])}"
+        )
     saved = set(steps_on_disk(folder))
     rows = [r for r in read_rows(os.path.join(folder, METRICS_FILE)) if r["iteration"] in saved]
-    for metric in BEST_BY:
+    metrics = [BEST_MEASURES[m] for m in (BEST_AUTO if by == "auto" else (by,))]
+    for metric, higher in metrics:
         scored = [
-            (float(r[metric]), r["iteration"])
+            (float(r[metric]) if higher else -float(r[metric]), r["iteration"])
             for r in rows
             if isinstance(r.get(metric), (int, float)) and math.isfinite(r[metric])
         ]
         if scored:
             value, step = max(scored)
-            return Best(step=step, metric=metric, value=value)
+            return Best(step=step, metric=metric, value=value if higher else -value)
     raise CheckpointError(
         f"{path}@best: none of its saved checkpoints {sorted(saved)} has an in-loop evaluation "
-        f"({' or '.join(BEST_BY)} in metrics.jsonl at its iteration); train with an "
-        "--eval_interval that divides --checkpoint_interval, or name a step: @STEP"
+        f"({' or '.join(m for m, _ in metrics)} in metrics.jsonl at its iteration); train "
+        "with an --eval_interval that divides --checkpoint_interval, or name a step: @STEP"
     )
 
 

@@ -312,6 +312,13 @@ class Config:
     eval_opponent_games: int = _field(
         0, "games against eval_opponent per evaluation (even; 0: eval_games)", low=0
     )
+    best_by: str = _field(
+        "auto",
+        "what RUN@best ranks a run's saved checkpoints by: auto (the score against "
+        "eval_opponent where the run plays one, else the ladder Elo), opponent, elo, or "
+        "error_rate (the exact error rate on the game's solved positions, the lowest best)",
+        choices=("auto", "opponent", "elo", "error_rate"),
+    )
     checkpoint_interval: int = _field(10, "iterations between checkpoints", low=1)
     keep_checkpoints: int = _field(0, "checkpoints kept on disk (0: all)", low=0)
     iterations: int = _field(100, "stop after this many iterations", low=1)
@@ -533,6 +540,28 @@ def load(game: str, overrides: Mapping[str, Any] | None = None) -> Config:
     return validate(Config(**values, game_options=game_options))
 
 
+def _validate_best_by(config: Config) -> None:
+    """best_by names a measure the run's evaluations log."""
+    if config.best_by == "auto":
+        return
+    if not config.eval_interval:
+        raise ValueError(f"best_by={config.best_by} ranks evaluations: it needs eval_interval > 0")
+    if config.best_by == "opponent" and not config.eval_opponent:
+        raise ValueError("best_by=opponent needs an eval_opponent to score against")
+    if config.best_by == "elo" and not config.eval_ladder:
+        raise ValueError("best_by=elo needs eval_ladder=true")
+    if config.best_by == "error_rate":
+        from azjax import solved  # here, as symmetry below: it brings in JAX and mctx
+
+        if not config.eval_errors:
+            raise ValueError("best_by=error_rate needs eval_errors=true")
+        if not config.games and not os.path.exists(solved.set_path(config.make_game())):
+            raise ValueError(
+                "best_by=error_rate needs solved positions of the game; the package has sets "
+                f"for {', '.join(solved.shipped())}"
+            )
+
+
 def validate(config: Config) -> Config:
     """Check every field against its metadata, and the game options by building the game."""
     for name, f in FIELDS.items():
@@ -590,6 +619,7 @@ def validate(config: Config) -> Config:
             f"eval_opponent_games must be even so colours alternate, got "
             f"{config.eval_opponent_games}"
         )
+    _validate_best_by(config)
     if not config.gating < 1:
         raise ValueError(f"gating must be in [0, 1) (0: off; e.g. 0.55), got {config.gating!r}")
     if config.gating_games % 2:

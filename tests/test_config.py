@@ -95,12 +95,28 @@ def test_a_config_is_frozen():
             "full_search_prob=1 (each move's tree); got algorithm=alphazero, search=puct, "
             "full_search_prob=0.5",
         ),
+        ({"best_by": "first"}, "best_by must be one of auto, opponent, elo, error_rate"),
+        ({"best_by": "opponent"}, "best_by=opponent needs an eval_opponent to score against"),
+        ({"best_by": "elo", "eval_ladder": False}, "best_by=elo needs eval_ladder=true"),
+        ({"best_by": "elo", "eval_interval": 0}, "best_by=elo ranks evaluations: it needs eval"),
+        (
+            {"best_by": "error_rate", "size": 7},
+            "best_by=error_rate needs solved positions of the game; the package has sets for "
+            "connect_four-cols7-connect4-rows6, hex-size5-swapfalse,",
+        ),
+        ({"best_by": "error_rate", "size": 6, "eval_errors": False}, "needs eval_errors=true"),
     ],
 )
 def test_bad_values_are_named(overrides, message):
     with pytest.raises(ValueError) as e:
         cfg.load("hex", overrides)
     assert message in str(e.value)
+
+
+def test_best_by_takes_a_measure_the_run_logs():
+    assert cfg.load("hex", {"size": 6, "best_by": "error_rate"}).best_by == "error_rate"
+    assert cfg.load("hex", {"best_by": "opponent", "eval_opponent": "random"}).best_by
+    assert cfg.load("hex").best_by == "auto"
 
 
 def test_unknown_fields_in_json_are_refused():

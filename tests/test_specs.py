@@ -76,7 +76,10 @@ def test_the_commands_seed_reaches_agents_without_their_own():
         ("human:x=1", "human: unknown option 'x'"),
         ("gtp:", "gtp: give the engine's command line"),
         ("ckpt:", "ckpt: give a run folder"),
-        ("ckpt:runs/x@first", "after @ must be a number, 'latest' or 'best', got 'first'"),
+        (
+            "ckpt:runs/x@first",
+            "after @ must be a number, 'latest', 'best' or 'best:MEASURE', got 'first'",
+        ),
     ],
 )
 def test_bad_specs_say_what_is_accepted(text, message):
@@ -142,6 +145,42 @@ def test_best_names_the_checkpoint_its_evaluations_scored_highest(tiny_run, tmp_
     assert best_checkpoint(run).step == 1
     with pytest.raises(CheckpointError, match="an exported network .* drop the @best"):
         parse_location("pretrained/tictactoe@best")
+
+
+def test_best_ranks_by_the_measure_asked_for(tiny_run, tmp_path):
+    """`@best:MEASURE`, or the run's --best_by: the exact error rate ranks lowest first."""
+    run = str(tmp_path / "run")
+    shutil.copytree(tiny_run, run)
+    path = os.path.join(run, "metrics.jsonl")
+    rows = [json.loads(line) for line in open(path)]
+    evals = [
+        {"eval/elo": 300.0, "eval/error_rate": 0.2},
+        {"eval/elo": 200.0, "eval/error_rate": 0.1},
+    ]
+    with open(path, "w") as f:
+        for row, extra in zip(rows, evals):
+            f.write(json.dumps({**row, **extra}) + "\n")
+    assert best_checkpoint(run) == (1, "eval/elo", 300.0)  # auto: the ladder
+    assert best_checkpoint(run, "error_rate") == (2, "eval/error_rate", 0.1)
+    assert parse_location(f"{run}@best:error_rate") == (run, 2)
+    assert parse_location(f"{run}@best:elo") == (run, 1)
+    with pytest.raises(CheckpointError, match=r"none of its saved .* \(eval/opponent_score in"):
+        parse_location(f"{run}@best:opponent")
+    with pytest.raises(CheckpointError, match="@best:wins: the measure must be one of auto, opp"):
+        parse_location(f"{run}@best:wins")
+    # the run's own --best_by, from its config.json
+    config = os.path.join(run, "config.json")
+    saved = json.load(open(config))
+    with open(config, "w") as f:
+        json.dump({**saved, "best_by": "error_rate", "eval_interval": 1}, f)
+    assert parse_location(f"{run}@best") == (run, 2)
+    assert parse_location(f"{run}@best:auto") == (run, 1)
+    # a tie in the error rate goes to the later step
+    evals[0]["eval/error_rate"] = 0.1
+    with open(path, "w") as f:
+        for row, extra in zip(rows, evals):
+            f.write(json.dumps({**row, **extra}) + "\n")
+    assert best_checkpoint(run).step == 2
 
 
 def test_the_game_comes_from_the_flags_or_the_first_checkpoint(tiny_run):

@@ -219,7 +219,11 @@ def test_bad_sources_are_one_line(tiny_run, tmp_path, capsys, monkeypatch):
     os.makedirs(tmp_path / "empty")
     _fails(capsys, [*run, f"--init_from={tmp_path}/empty"], "--init_from", "no checkpoint in")
     _fails(capsys, [*run, f"--init_from={tiny_run}@7"], "no checkpoint 7", "have [1, 2]")
-    _fails(capsys, [*run, f"--init_from={tiny_run}@x"], "must be a number, 'latest' or 'best'")
+    _fails(
+        capsys,
+        [*run, f"--init_from={tiny_run}@x"],
+        "must be a number, 'latest', 'best' or 'best:MEASURE'",
+    )
     _fails(
         capsys,
         [*run, f"--init_from={tiny_run}", "--num_filters=8"],

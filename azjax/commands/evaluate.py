@@ -12,8 +12,9 @@
     python evaluate.py export runs/hex6@40 --name=hex6 --card elo=1450      # ship a network
     python evaluate.py match ckpt:pretrained/hex6 mcts:sims=100             # a shipped network
 
-Agents are specs (azjax/eval/specs.py): `ckpt:PATH[@STEP|@latest|@best][,sims=..,search=puct|gumbel,
-rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]`, `mcts[:sims=..,search=..]`
+Agents are specs (azjax/eval/specs.py): `ckpt:PATH[@STEP|@latest|@best[:M]][,sims=..,
+search=puct|gumbel,rollout=none|random|policy,p_r=..,lambda=..,eps=..,seconds=..]` (@best[:M]: the
+step its in-loop evaluation scored best, by the run's --best_by or by M), `mcts[:sims=..,search=..]`
 (pure MCTS with random rollouts: UCT with c_uct = 1.4 as OpenSpiel's bot by default;
 `mcts:search=puct` is seed 000's PUCT baseline), `spiel[:sims=..]`, `random`, `minimax[:depth=D]`,
 `reversi[:depth=D]` (8x8 Othello's alpha-beta engine), `perfect`, `human`, `gtp:"COMMAND"`. The
@@ -212,8 +213,9 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     )
     export.add_argument(
         "run",
-        metavar="RUN[@STEP|@best]",
-        help="a run folder (default: latest step; @best: its best-evaluated)",
+        metavar="RUN[@STEP|@best[:MEASURE]]",
+        help="a run folder (default: latest step; @best: its best-evaluated, by the run's "
+        "--best_by or by MEASURE: opponent, elo, error_rate or auto)",
     )
     export.add_argument("--name", required=True, help="the network's name (pretrained/NAME)")
     export.add_argument(

@@ -6,11 +6,12 @@ experiments.
 
 Specs (options are comma-separated `name=value`):
 
-    ckpt:PATH[@STEP|@latest|@best][,opts]  a trained network with search; PATH is a run folder
-                                     (or its checkpoints/<STEP> folder; @best: the saved step
-                                     its in-loop evaluation scored highest, against
-                                     --eval_opponent where it had one, else on the ladder,
-                                     `checkpoint.best_checkpoint`), a network exported by
+    ckpt:PATH[@STEP|@latest|@best[:M]][,opts]  a trained network with search; PATH is a run
+                                     folder (or its checkpoints/<STEP> folder; @best: the saved
+                                     step its in-loop evaluation scored best by the run's
+                                     --best_by or by M, opponent | elo | error_rate | auto:
+                                     against --eval_opponent where it had one, else on the
+                                     ladder; `checkpoint.best_checkpoint`), a network exported by
                                      `evaluate.py export`, or pretrained/NAME (a network the
                                      package ships, azjax/pretrained). Options: sims, search (puct |
                                      gumbel), c_puct, values (PUCT's: minmax | raw, the config's
@@ -96,7 +97,7 @@ _OPTIONS: dict[str, tuple] = {
 SEEDED_KINDS = ("minimax", "perfect", "spiel")  # Python agents with their own random numbers
 
 KINDS = {
-    "ckpt": "ckpt:PATH[@STEP|@latest|@best][,sims=..,search=puct|gumbel|uct,c_puct=..,"
+    "ckpt": "ckpt:PATH[@STEP|@latest|@best[:MEASURE]][,sims=..,search=puct|gumbel|uct,c_puct=..,"
     "values=minmax|raw,fpu=..,c_uct=..,"
     "considered=..,rollout=none|random|policy,p_r=..,lambda=..,sym=..,score=..,eps=..,seconds=..,"
     "game=NAME]",
@@ -374,7 +375,7 @@ def _gtp(game: Game, rest: str, name: str) -> Agent:
 
 # ---- checkpoints ---------------------------------------------------------------------------------
 def parse_checkpoint_location(text: str) -> tuple[str, int | None]:
-    """'PATH[@STEP|@latest|@best]' -> (run folder, step or None), as
+    """'PATH[@STEP|@latest|@best[:MEASURE]]' -> (run folder, step or None), as
     `checkpoint.parse_location`."""
     try:
         return parse_location(text)
