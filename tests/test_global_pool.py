@@ -8,11 +8,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from toy import train_resume_and_play
 
 import games
 from azjax import config as cfg
 from azjax import network
-from azjax.commands import evaluate, train
+from azjax.commands import train
 
 F = 8  # filters
 H = 6  # value hidden units
@@ -71,6 +72,17 @@ def test_the_value_head_does_not_depend_on_the_board_size(pooled5):
     assert value_shapes(plain_seven) != value_shapes(seven)
 
 
+def test_the_board_maximum_and_its_gradient():
+    flat = jnp.asarray([[[1.0, 0.0], [3.0, 0.0], [3.0, -1.0], [2.0, -2.0]]])  # [1, 4 cells, 2]
+    np.testing.assert_array_equal(network.board_max(flat), [[3.0, 0.0]])
+    grad = jax.grad(lambda f: (network.board_max(f) * jnp.asarray([2.0, 1.0])).sum())(flat)
+    # the two cells at the maximum share its gradient; every other cell gets none
+    np.testing.assert_allclose(grad[0], [[0, 0.5], [1, 0.5], [1, 0], [0, 0]])
+    x = jax.random.normal(jax.random.PRNGKey(3), (3, 5, 4))  # no ties: the reduction's gradient
+    ours = jax.grad(lambda f: network.board_max(f).sum())(x)
+    np.testing.assert_array_equal(ours, jax.grad(lambda f: f.max(axis=1).sum())(x))
+
+
 def _stone(game, row, col):
     """float32[1, H, W, C]: an empty board's planes with a 1 at (row, col) of the first plane."""
     return jnp.zeros((1, *game.observation_shape)).at[0, row, col, 0].set(1.0)
@@ -114,35 +126,11 @@ def test_the_pooled_value_does_not_see_where_a_pattern_lies(wide):
         assert np.allclose(here, there, atol=1e-6) == pooled
 
 
-TOY = [
-    "--game=tictactoe",
-    "--global_pool=true",
-    "--batch_games=8",
-    "--num_simulations=4",
-    "--num_blocks=1",
-    "--num_filters=4",
-    "--value_hidden=4",
-    "--train_steps=2",
-    "--train_batch_size=16",
-    "--eval_interval=0",
-    "--checkpoint_interval=1",
-    "--no_progress",
-]
-
-
 def test_a_run_trains_resumes_and_plays_with_global_pooling(tmp_path, capsys):
-    workdir = str(tmp_path / "run")
-    assert train.main([*TOY, f"--workdir={workdir}", "--iterations=1"]) == 0
-    assert train.main([f"--workdir={workdir}", "--resume", "--iterations=2", "--no_progress"]) == 0
-    with open(os.path.join(workdir, "metrics.jsonl")) as f:
-        rows = [json.loads(line) for line in f]
-    assert [r["iteration"] for r in rows] == [1, 2]
+    workdir, rows = train_resume_and_play(tmp_path, "--global_pool=true")
     assert all(np.isfinite(r["loss/value"]) for r in rows)
     with open(os.path.join(workdir, "config.json")) as f:
         assert json.load(f)["global_pool"] is True
-    # a checkpoint plays with the network it was trained with
-    argv = ["match", f"ckpt:{workdir},sims=2", "random", "--games=2", f"--out={tmp_path / 'm'}"]
-    assert evaluate.main(argv) == 0
     capsys.readouterr()
     # resuming without the pooling is refused in one line
     assert train.main([f"--workdir={workdir}", "--resume", "--global_pool=false"]) == 2
