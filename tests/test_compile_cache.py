@@ -8,6 +8,7 @@ import sys
 
 import jax
 import pytest
+from toy import TTT_RUN
 
 from azjax import compile_cache
 
@@ -58,17 +59,8 @@ def _toy_run(workdir, env):
         [
             sys.executable,
             "train.py",
-            "--game=tictactoe",
-            "--batch_games=8",
-            "--num_simulations=4",
-            "--num_blocks=1",
-            "--num_filters=4",
-            "--value_hidden=4",
-            "--train_steps=2",
-            "--train_batch_size=16",
+            *TTT_RUN,
             "--iterations=2",
-            "--eval_interval=0",
-            "--no_progress",
             f"--workdir={workdir}",
         ],
         cwd=ROOT,

@@ -13,6 +13,7 @@ import sys
 import jax
 import numpy as np
 import pytest
+from toy import TTT_RUN
 from xla_flags import with_host_devices
 
 import games
@@ -21,19 +22,7 @@ from azjax.commands import evaluate, train
 from azjax.solved import ILLEGAL, load_set
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TOY = [
-    "--game=tictactoe",
-    "--batch_games=8",
-    "--num_simulations=4",
-    "--num_blocks=1",
-    "--num_filters=4",
-    "--value_hidden=4",
-    "--train_steps=2",
-    "--train_batch_size=16",
-    "--eval_interval=0",
-    "--no_progress",
-    "--json",
-]
+TOY = [*TTT_RUN, "--json"]
 
 
 @pytest.mark.parametrize(

@@ -2,17 +2,16 @@
 network reads off it, what the learner fits, and a run that trains, resumes and plays with it."""
 
 import dataclasses
-import json
-import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from toy import train_resume_and_play
 
 from azjax import config as cfg
 from azjax import network, training
-from azjax.commands import evaluate, train
+from azjax.commands import train
 from azjax.replay import Batch
 
 
@@ -102,34 +101,9 @@ def test_a_tanh_network_has_no_value_logits():
     assert params["Dense_2"]["kernel"].shape == (4, 3)
 
 
-TOY = [
-    "--game=tictactoe",
-    "--value_head=wdl",
-    "--batch_games=8",
-    "--num_simulations=4",
-    "--num_blocks=1",
-    "--num_filters=4",
-    "--value_hidden=4",
-    "--train_steps=2",
-    "--train_batch_size=16",
-    "--eval_interval=0",
-    "--checkpoint_interval=1",
-    "--no_progress",
-]
-
-
 def test_a_run_trains_resumes_and_plays_with_the_wdl_head(tmp_path, capsys):
-    workdir = str(tmp_path / "run")
-    assert train.main([*TOY, f"--workdir={workdir}", "--iterations=1"]) == 0
-    assert train.main([f"--workdir={workdir}", "--resume", "--iterations=2", "--no_progress"]) == 0
-    with open(os.path.join(workdir, "metrics.jsonl")) as f:
-        rows = [json.loads(line) for line in f]
-    assert [r["iteration"] for r in rows] == [1, 2]
+    workdir, rows = train_resume_and_play(tmp_path, "--value_head=wdl")
     assert all(np.isfinite(r["loss/value"]) and r["loss/value"] > 0 for r in rows)
-    # a checkpoint plays with the head it was trained with
-    out = str(tmp_path / "m")
-    argv = ["match", f"ckpt:{workdir},sims=2", "random", "--games=2", f"--out={out}"]
-    assert evaluate.main(argv) == 0
     capsys.readouterr()
     # resuming with the other head is refused in one line
     assert train.main([f"--workdir={workdir}", "--resume", "--value_head=tanh"]) == 2
