@@ -248,6 +248,12 @@ class Config:
 
     # ---- evaluation, checkpoints, stopping ---------------------------------------------------
     eval_interval: int = _field(10, "iterations between evaluations (0: never)", low=0)
+    eval_final: bool = _field(
+        True,
+        "also evaluate a session's last iteration where it falls between intervals (a time "
+        "budget's or --iterations' end, once the run has passed its first interval), so that "
+        "the run's last checkpoint is measured and can be its @best",
+    )
     eval_games: int = _field(64, "games per evaluation match (even: colours alternate)", low=2)
     eval_epsilon: float = _field(
         0.05, "epsilon-greedy move choice against the previous network", low=0.0, high=1.0

@@ -21,7 +21,8 @@ the evaluation wing, `azjax.eval.TrainingOpponent`); its values join the iterati
 Evaluation is held to `eval_budget` of the session's wall time (`evaluation_affordable`): one that
 falls due when, with it (as long as the last), the evaluations would take more is put off to the
 next interval (`eval_postponed`), all but the exact error rate, which takes seconds and is
-measured at every interval.
+measured at every interval. A session that ends between intervals (its time budget or
+`iterations`, past the first interval) evaluates its last iteration too (`eval_final`).
 
 Gating (`--gating`, `azjax.gating`): self-play is played by the best network kept in the run
 state; every `gating_interval` iterations the learner's network plays it (`gating_games` games)
@@ -905,6 +906,8 @@ def _train(
                 values.update(gating.gate_values(run))
 
                 due = evaluate is not None and it % config.eval_interval == 0
+                if evaluate is not None and not due and config.eval_final:
+                    due = _session_ends(config, it, t_run, stop)
                 session_seconds = time.time() - t_loop
                 if due and not evaluation_affordable(
                     config, spent["eval"], session_seconds, spent["last"]
@@ -1096,6 +1099,14 @@ def _write_text(path: str, text: str) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+def _session_ends(config: Config, it: int, t_run: float, stop: StopSignals) -> bool:
+    """Whether iteration `it`, past the run's first evaluation interval, is the session's last by
+    --iterations or its time budget (`eval_final`); a signal's stop does not wait for one."""
+    if it < config.eval_interval:
+        return False
+    return it == config.iterations or _should_stop(config, t_run, stop) == "time_budget"
 
 
 def _should_stop(config: Config, t_run: float, stop: StopSignals) -> str:

@@ -4,14 +4,15 @@ the learner."""
 import json
 import os
 import shutil
+import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from azjax import checkpoint, loop, network, training
 from azjax import config as cfg
-from azjax import loop, network, training
 from azjax.checkpoint import Checkpointer
 from azjax.commands import train
 from azjax.replay import Batch
@@ -104,6 +105,7 @@ def test_a_resumed_run_keeps_its_clock(run, tmp_path, capsys):
     summary = json.load(open(os.path.join(workdir, "summary.json")))
     assert summary["stopped_by"] == "time_budget" and summary["run_seconds"] >= 60
     assert 3 <= len(rows) < 1000 and rows[2]["run_seconds"] > 55
+    assert "eval/error_rate" in rows[-1]  # the session's last iteration, odd or even (eval_final)
     peak = cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).learning_rate
     assert rows[2]["train/learning_rate"] < 0.02 * peak  # 55 s of 60: the schedule's tail
     # and with the budget spent, a resume says so and stops at once, also where the session's
@@ -165,6 +167,30 @@ def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
     assert loop.evaluation_affordable(config, 10.0, 190.0, expected=10.0)  # 20 of 200 s
     assert not loop.evaluation_affordable(config, 10.0, 180.0, expected=10.0)  # 20 of 190 s
     assert loop.evaluation_affordable(cfg.load("tictactoe", {"eval_budget": 0.0}), 99.0, 100.0)
+
+
+@pytest.mark.parametrize("final", [True, False])
+def test_a_sessions_last_iteration_is_evaluated(run, tmp_path, final):
+    """--eval_final (on by default): a session that ends between intervals evaluates its last
+    iteration too, so its last checkpoint is measured and can be the run's @best."""
+    workdir = str(tmp_path / "final")
+    shutil.copytree(run, workdir)
+    argv = [f"--workdir={workdir}", "--resume", "--iterations=3", "--eval_budget=0"]
+    assert train.main(argv + [f"--eval_final={str(final).lower()}", "--no_progress"]) == 0
+    rows = _metrics(workdir)
+    assert [r["iteration"] for r in rows] == [1, 2, 3]
+    assert "eval/mcts_score" in rows[1]  # the interval's
+    assert ("eval/mcts_score" in rows[2]) == final and ("eval/error_rate" in rows[2]) == final
+    best = checkpoint.best_checkpoint(workdir, by="error_rate")
+    assert best.step in ((2, 3) if final else (2,))
+    config = cfg.load("tictactoe", {"eval_interval": 4, "iterations": 6})
+    stop = loop.StopSignals()  # none received
+    assert not loop._session_ends(config, 3, time.time(), stop)  # before the first interval
+    assert loop._session_ends(config, 6, time.time(), stop)  # --iterations'
+    assert not loop._session_ends(config, 5, time.time(), stop)
+    budget = cfg.load("tictactoe", {"eval_interval": 4, "time_budget": 1.0})
+    assert loop._session_ends(budget, 5, time.time() - 61, stop)  # the time budget's
+    assert not loop._session_ends(budget, 5, time.time() - 59, stop)
 
 
 def test_the_exact_error_rate_is_measured_when_the_matches_are_put_off(run, tmp_path, monkeypatch):
