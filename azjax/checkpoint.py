@@ -484,13 +484,14 @@ class Best(NamedTuple):
 # What `@best` ranks a run's saved checkpoints by (the run's --best_by, or `@best:MEASURE`): each
 # measure's in-loop metric and whether higher is better; `auto` takes the first of BEST_AUTO
 # logged at a saved step (the score against --eval_opponent, an engine the user chose; else the
-# ladder Elo). A tie goes to the later step.
+# ladder Elo; else the exact error rate, all that an evaluation put off by --eval_budget logs).
+# A tie goes to the later step.
 BEST_MEASURES = {
     "opponent": ("eval/opponent_score", True),
     "elo": ("eval/elo", True),
     "error_rate": ("eval/error_rate", False),
 }
-BEST_AUTO = ("opponent", "elo")
+BEST_AUTO = ("opponent", "elo", "error_rate")
 
 
 def best_checkpoint(path: str, by: str | None = None) -> Best:

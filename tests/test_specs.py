@@ -181,6 +181,13 @@ def test_best_ranks_by_the_measure_asked_for(tiny_run, tmp_path):
         for row, extra in zip(rows, evals):
             f.write(json.dumps({**row, **extra}) + "\n")
     assert best_checkpoint(run).step == 2
+    # auto falls back on the error rate where no saved step has a score or an Elo (the matches
+    # of an evaluation put off by --eval_budget)
+    evals = [{"eval/error_rate": 0.3}, {"eval/error_rate": 0.2, "eval_postponed": 1}]
+    with open(path, "w") as f:
+        for row, extra in zip(rows, evals):
+            f.write(json.dumps({**row, **extra}) + "\n")
+    assert best_checkpoint(run, "auto") == (2, "eval/error_rate", 0.2)
 
 
 def test_the_game_comes_from_the_flags_or_the_first_checkpoint(tiny_run):
