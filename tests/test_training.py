@@ -62,7 +62,8 @@ def test_a_run_writes_metrics_checkpoints_and_summary(run):
     assert Checkpointer(run).steps() == [2]
     summary = json.load(open(os.path.join(run, "summary.json")))
     assert summary["iterations"] == 2 and summary["games"] > 0
-    assert summary["best"] is None  # no ladder and no --eval_opponent: nothing ranks them
+    best = summary["best"]  # no ladder and no --eval_opponent: the exact error rate ranks them
+    assert (best["step"], best["metric"]) == (2, "eval/error_rate") and 0 <= best["value"] <= 1
     assert os.listdir(os.path.join(run, "tb"))
     assert cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).num_filters == 4
 
