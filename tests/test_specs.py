@@ -125,9 +125,7 @@ def test_best_names_the_checkpoint_its_evaluations_scored_highest(tiny_run, tmp_
     rows = [json.loads(line) for line in open(path)]
 
     def log(*evals):
-        with open(path, "w") as f:
-            for row, extra in zip(rows + [{"iteration": 3}], evals):
-                f.write(json.dumps({**row, **extra}) + "\n")
+        _log_evaluations(path, rows + [{"iteration": 3}], evals)
 
     with pytest.raises(CheckpointError, match=r"none of its saved checkpoints \[1, 2\] has an in"):
         parse_location(f"{run}@best")
@@ -147,6 +145,13 @@ def test_best_names_the_checkpoint_its_evaluations_scored_highest(tiny_run, tmp_
         parse_location("pretrained/tictactoe@best")
 
 
+def _log_evaluations(path: str, rows: list[dict], evals) -> None:
+    """Rewrites metrics.jsonl at `path` as `rows`, each with its entry of `evals` added."""
+    with open(path, "w") as f:
+        for row, extra in zip(rows, evals):
+            f.write(json.dumps({**row, **extra}) + "\n")
+
+
 def test_best_ranks_by_the_measure_asked_for(tiny_run, tmp_path):
     """`@best:MEASURE`, or the run's --best_by: the exact error rate ranks lowest first."""
     run = str(tmp_path / "run")
@@ -157,9 +162,7 @@ def test_best_ranks_by_the_measure_asked_for(tiny_run, tmp_path):
         {"eval/elo": 300.0, "eval/error_rate": 0.2},
         {"eval/elo": 200.0, "eval/error_rate": 0.1},
     ]
-    with open(path, "w") as f:
-        for row, extra in zip(rows, evals):
-            f.write(json.dumps({**row, **extra}) + "\n")
+    _log_evaluations(path, rows, evals)
     assert best_checkpoint(run) == (1, "eval/elo", 300.0)  # auto: the ladder
     assert best_checkpoint(run, "error_rate") == (2, "eval/error_rate", 0.1)
     assert parse_location(f"{run}@best:error_rate") == (run, 2)
@@ -177,16 +180,12 @@ def test_best_ranks_by_the_measure_asked_for(tiny_run, tmp_path):
     assert parse_location(f"{run}@best:auto") == (run, 1)
     # a tie in the error rate goes to the later step
     evals[0]["eval/error_rate"] = 0.1
-    with open(path, "w") as f:
-        for row, extra in zip(rows, evals):
-            f.write(json.dumps({**row, **extra}) + "\n")
+    _log_evaluations(path, rows, evals)
     assert best_checkpoint(run).step == 2
     # auto falls back on the error rate where no saved step has a score or an Elo (the matches
     # of an evaluation put off by --eval_budget)
     evals = [{"eval/error_rate": 0.3}, {"eval/error_rate": 0.2, "eval_postponed": 1}]
-    with open(path, "w") as f:
-        for row, extra in zip(rows, evals):
-            f.write(json.dumps({**row, **extra}) + "\n")
+    _log_evaluations(path, rows, evals)
     assert best_checkpoint(run, "auto") == (2, "eval/error_rate", 0.2)
 
 
