@@ -12,8 +12,14 @@
    draw, a win). Each move `solve` reports is searched with the window (-1, +1), which gives its
    value exactly; inside, a node that has found a draw asks its other moves only whether they win
    (a null window), about twice as fast at 18 - 22 empty squares on 6x6 as exact values at every
-   node. The transposition table keeps bounds (the value lies in [lo, hi]). Moves are tried fastest
-   first (the fewest replies for the opponent).
+   node. The transposition table keeps bounds (the value lies in [lo, hi]) and the move that gave
+   them, tried first when the position comes back; the other moves fastest first (the fewest
+   replies for the opponent, a corner counting twice; a corner move, then a move into a quarter
+   of the board with an odd number of empty squares, breaking ties). At 6 empty squares or fewer
+   the search has no table and makes no move list: it tries each empty square (those in odd
+   quarters first: the parity heuristic) by the discs it would turn, and values the last one
+   without a move. Session 73's rewrite (the directions unrolled, the last empties, the table's
+   move) valued the same positions alike 3 - 3.6x faster (docs/strength.md).
 
    Commands, one a line on standard input, numbers in decimal:
        solve N P O      ->  "A:V A:V ..."  every legal action A (N*N: the pass) and its value V
@@ -47,53 +53,87 @@ static void setup(int n) {
     NOT_LAST = FULL & ~last;
 }
 
-/* x moved one square in direction d (0..7), nothing wrapping, nothing past the board. */
-static inline u64 shift(u64 x, int d) {
-    switch (d) {
-        case 0: return (x << 1) & NOT_FIRST;          /* east */
-        case 1: return (x >> 1) & NOT_LAST;           /* west */
-        case 2: return (x << N) & FULL;               /* south */
-        case 3: return x >> N;                        /* north */
-        case 4: return (x << (N + 1)) & NOT_FIRST;    /* south-east */
-        case 5: return (x << (N - 1)) & NOT_LAST & FULL; /* south-west */
-        case 6: return (x >> (N - 1)) & NOT_FIRST;    /* north-east */
-        default: return (x >> (N + 1)) & NOT_LAST;    /* north-west */
-    }
+static u64 QUADRANT[4]; /* the board's four quarters, for the parity of the empty squares */
+static u64 CORNERS;
+
+static void setup_regions(void) {
+    int h = N / 2;
+    for (int q = 0; q < 4; q++) QUADRANT[q] = 0;
+    for (int r = 0; r < N; r++)
+        for (int c = 0; c < N; c++) QUADRANT[(r >= h) * 2 + (c >= h)] |= 1ULL << (r * N + c);
+    CORNERS = 1ULL | (1ULL << (N - 1)) | (1ULL << (N * (N - 1))) | (1ULL << (N * N - 1));
 }
 
+/* x moved one square in each direction, nothing wrapping, nothing past the board. */
+static inline u64 sh_e(u64 x) { return (x << 1) & NOT_FIRST; }
+static inline u64 sh_w(u64 x) { return (x >> 1) & NOT_LAST; }
+static inline u64 sh_s(u64 x) { return (x << N) & FULL; }
+static inline u64 sh_n(u64 x) { return x >> N; }
+static inline u64 sh_se(u64 x) { return (x << (N + 1)) & NOT_FIRST & FULL; }
+static inline u64 sh_sw(u64 x) { return (x << (N - 1)) & NOT_LAST & FULL; }
+static inline u64 sh_ne(u64 x) { return (x >> (N - 1)) & NOT_FIRST; }
+static inline u64 sh_nw(u64 x) { return (x >> (N + 1)) & NOT_LAST; }
+
+/* the squares where P can place: a run of O's discs next to one of P's, each direction */
+#define MOVES_DIR(SH)                                          \
+    {                                                          \
+        u64 x = SH(P) & O;                                     \
+        for (int i = 0; i < N - 3; i++) x |= SH(x) & O;        \
+        moves |= SH(x) & empty;                                \
+    }
 static u64 moves_of(u64 P, u64 O) {
     u64 empty = FULL & ~(P | O), moves = 0;
-    for (int d = 0; d < 8; d++) {
-        u64 x = shift(P, d) & O;
-        for (int i = 0; i < N - 3; i++) x |= shift(x, d) & O;
-        moves |= shift(x, d) & empty;
-    }
+    MOVES_DIR(sh_e) MOVES_DIR(sh_w) MOVES_DIR(sh_s) MOVES_DIR(sh_n)
+    MOVES_DIR(sh_se) MOVES_DIR(sh_sw) MOVES_DIR(sh_ne) MOVES_DIR(sh_nw)
     return moves;
 }
 
+/* the discs P's disc on m turns over (none: m is not a placing move) */
+#define FLIPS_DIR(SH)                                          \
+    {                                                          \
+        u64 run = 0, t = SH(m);                                \
+        while (t & O) {                                        \
+            run |= t;                                          \
+            t = SH(t);                                         \
+        }                                                      \
+        if (t & P) flips |= run;                               \
+    }
 static u64 flips_of(u64 P, u64 O, u64 m) {
     u64 flips = 0;
-    for (int d = 0; d < 8; d++) {
-        u64 run = 0, t = shift(m, d);
-        while (t & O) {
-            run |= t;
-            t = shift(t, d);
-        }
-        if (t & P) flips |= run;
-    }
+    FLIPS_DIR(sh_e) FLIPS_DIR(sh_w) FLIPS_DIR(sh_s) FLIPS_DIR(sh_n)
+    FLIPS_DIR(sh_se) FLIPS_DIR(sh_sw) FLIPS_DIR(sh_ne) FLIPS_DIR(sh_nw)
     return flips;
 }
 
 static inline int popcount(u64 x) { return __builtin_popcountll(x); }
 
-/* ---- transposition table: bounds on the value; buckets of two, the one nearer the root kept ---- */
+/* the end's value for P: more discs wins (empty squares count for nobody) */
+static inline int final_value(u64 P, u64 O) {
+    int d = popcount(P) - popcount(O);
+    return (d > 0) - (d < 0);
+}
+
+/* the empty squares in quarters with an odd number of them: tried first near the end (the
+   parity heuristic: the last move in a region is worth having) */
+static inline u64 odd_regions(u64 empty) {
+    u64 odd = 0;
+    for (int q = 0; q < 4; q++)
+        if (popcount(empty & QUADRANT[q]) & 1) odd |= QUADRANT[q];
+    return odd;
+}
+
+/* ---- transposition table: bounds on the value and the best move; buckets of two, the one
+   nearer the root kept ---- */
 #define TT_BITS 21
 #define TT_MIN_EMPTIES 7 /* positions with fewer empties are not stored: cheaper to search */
-#define ORDER_MIN_EMPTIES 6 /* below this, moves are tried in square order */
+#ifndef LAST_EMPTIES       /* (-DLAST_EMPTIES=64: a plain alpha-beta without the table, for tests) */
+#define LAST_EMPTIES 6   /* at this many empties or fewer: no move generation, no table */
+#endif
 typedef struct {
     u64 p, o;
     int8_t lo, hi;  /* the value lies in [lo, hi], each -1, 0 or 1 (lo == hi: exact) */
     int8_t empties; /* 0: an empty slot */
+    int8_t move;    /* the move that gave the value or the cutoff; -1: none */
 } Entry;
 static Entry *table; /* 2 << TT_BITS entries: bucket i holds 2i and 2i + 1 */
 
@@ -110,7 +150,7 @@ static Entry *lookup(u64 p, u64 o) {
     return NULL;
 }
 
-static void store(u64 p, u64 o, int empties, int lo, int hi) {
+static void store(u64 p, u64 o, int empties, int lo, int hi, int move) {
     Entry *b = bucket(p, o), *slot;
     if (b[0].empties && b[0].p == p && b[0].o == o) slot = &b[0];
     else if (b[1].empties && b[1].p == p && b[1].o == o) slot = &b[1];
@@ -118,44 +158,55 @@ static void store(u64 p, u64 o, int empties, int lo, int hi) {
     if (slot->empties && slot->p == p && slot->o == o) { /* the same position: narrow its bounds */
         if (lo < slot->lo) lo = slot->lo;
         if (hi > slot->hi) hi = slot->hi;
+        if (move < 0) move = slot->move;
     }
     slot->p = p;
     slot->o = o;
     slot->lo = (int8_t)lo;
     slot->hi = (int8_t)hi;
     slot->empties = (int8_t)empties;
+    slot->move = (int8_t)move;
 }
 
 static void clear_table(void) { memset(table, 0, sizeof(Entry) * (2ULL << TT_BITS)); }
 
 static int search(u64 P, u64 O, int alpha, int beta);
 
-/* The value of a position whose mover has no placing move: the end, or the opponent's turn. */
-static int value_after_pass_or_end(u64 P, u64 O, int alpha, int beta) {
-    if (moves_of(O, P) == 0) {
-        int d = popcount(P) - popcount(O);
-        return (d > 0) - (d < 0);
-    }
-    return -search(O, P, -beta, -alpha);
-}
-
-/* Near the end: moves in square order, no table. */
-static int search_shallow(u64 P, u64 O, u64 moves, int alpha, int beta) {
-    int best = -1;
-    while (moves) {
-        u64 m = moves & (0 - moves), f = flips_of(P, O, m);
-        moves &= moves - 1;
-        nodes++;
-        u64 P2 = O & ~f, O2 = P | m | f, replies = moves_of(P2, O2);
-        int v = replies ? -search_shallow(P2, O2, replies, -beta, -alpha)
-                        : -value_after_pass_or_end(P2, O2, -beta, -alpha);
-        if (v > best) {
-            best = v;
-            if (best > alpha) alpha = best;
-            if (alpha >= beta) break;
+/* The last few empty squares (`empty`, at most LAST_EMPTIES): each empty square is tried as a
+   move by the discs it would turn (none: not a move), those in odd regions first; no table.
+   `passed`: the opponent has just passed, so no move here ends the game. */
+static int search_last(u64 P, u64 O, u64 empty, int alpha, int beta, int passed) {
+    nodes++;
+    int best = -2; /* no move yet */
+    u64 odd = odd_regions(empty);
+    u64 groups[2] = {empty & odd, empty & ~odd};
+    for (int g = 0; g < 2; g++) {
+        u64 rest = groups[g];
+        while (rest) {
+            u64 m = rest & (0 - rest);
+            rest &= rest - 1;
+            u64 f = flips_of(P, O, m);
+            if (!f) continue;
+            u64 P2 = O & ~f, O2 = P | m | f, e2 = empty & ~m;
+            int v = e2 ? -search_last(P2, O2, e2, -beta, -alpha, 0) : final_value(O2, P2);
+            if (v > best) {
+                best = v;
+                if (best > alpha) alpha = best;
+                if (alpha >= beta) return best;
+            }
         }
     }
+    if (best == -2) { /* no placing move: pass, or the end after the opponent's pass */
+        if (passed) return final_value(P, O);
+        return -search_last(O, P, empty, -beta, -alpha, 1);
+    }
     return best;
+}
+
+/* The value of a position whose mover has no placing move: the end, or the opponent's turn. */
+static int value_after_pass_or_end(u64 P, u64 O, int alpha, int beta) {
+    if (moves_of(O, P) == 0) return final_value(P, O);
+    return -search(O, P, -beta, -alpha);
 }
 
 /* Negamax alpha-beta over the values -1 / 0 / +1 (fail-soft): the exact value where it lies
@@ -163,17 +214,19 @@ static int search_shallow(u64 P, u64 O, u64 moves, int alpha, int beta) {
    at least beta). (-1, +1) gives every value exactly; inside it, a node that has found a draw asks
    its other moves only whether they win, a null window. */
 static int search(u64 P, u64 O, int alpha, int beta) {
+    u64 empty = FULL & ~(P | O);
+    int empties = popcount(empty);
+    if (empties <= LAST_EMPTIES) return search_last(P, O, empty, alpha, beta, 0);
     nodes++;
     u64 moves = moves_of(P, O);
     if (!moves) return value_after_pass_or_end(P, O, alpha, beta);
-    int empties = N * N - popcount(P | O);
-    if (empties < ORDER_MIN_EMPTIES) return search_shallow(P, O, moves, alpha, beta);
-    int lo = -1, hi = 1;
+    int lo = -1, hi = 1, hint = -1;
     if (empties >= TT_MIN_EMPTIES) {
         Entry *e = lookup(P, O);
         if (e) {
             lo = e->lo;
             hi = e->hi;
+            hint = e->move;
             if (lo >= beta || lo == hi) return lo;
             if (hi <= alpha) return hi;
             if (lo > alpha) alpha = lo;
@@ -182,10 +235,11 @@ static int search(u64 P, u64 O, int alpha, int beta) {
     }
     const int alpha0 = alpha;
 
-    /* the moves by the opponent's number of replies; a child whose known bound already
+    /* the table's move first, then the rest by the opponent's replies, fewest first (corners
+       count twice; a move into an odd region breaks ties); a child whose known bound already
        reaches beta ends the search at once (an enhanced transposition cutoff) */
     int order[64], keys[64], count = 0;
-    u64 rest = moves;
+    u64 odd = odd_regions(empty), rest = moves;
     while (rest) {
         int sq = __builtin_ctzll(rest);
         rest &= rest - 1;
@@ -194,11 +248,13 @@ static int search(u64 P, u64 O, int alpha, int beta) {
         if (empties - 1 >= TT_MIN_EMPTIES) {
             Entry *c = lookup(P2, O2);
             if (c && -c->hi >= beta) {
-                store(P, O, empties, -c->hi, hi);
+                store(P, O, empties, -c->hi, hi, sq);
                 return -c->hi;
             }
         }
-        int key = popcount(moves_of(P2, O2));
+        u64 replies = moves_of(P2, O2);
+        int key = sq == hint ? -1000 : 4 * (popcount(replies) + popcount(replies & CORNERS))
+                                          - 2 * !!(m & CORNERS) - !!(m & odd);
         int i = count++;
         while (i > 0 && keys[i - 1] > key) {
             keys[i] = keys[i - 1];
@@ -208,20 +264,21 @@ static int search(u64 P, u64 O, int alpha, int beta) {
         keys[i] = key;
         order[i] = sq;
     }
-    int best = -1;
+    int best = -1, best_move = order[0];
     for (int i = 0; i < count; i++) {
         u64 m = 1ULL << order[i], f = flips_of(P, O, m);
         int v = -search(O & ~f, P | m | f, -beta, -alpha);
         if (v > best) {
             best = v;
+            best_move = order[i];
             if (best > alpha) alpha = best;
             if (alpha >= beta) break;
         }
     }
     if (empties >= TT_MIN_EMPTIES) {
-        if (best <= alpha0) store(P, O, empties, lo, best);       /* failed low: an upper bound */
-        else if (best >= beta) store(P, O, empties, best, hi);    /* failed high: a lower bound */
-        else store(P, O, empties, best, best);                    /* exact */
+        if (best <= alpha0) store(P, O, empties, lo, best, -1);          /* failed low: upper */
+        else if (best >= beta) store(P, O, empties, best, hi, best_move); /* failed high: lower */
+        else store(P, O, empties, best, best, best_move);                 /* exact */
     }
     return best;
 }
@@ -244,6 +301,7 @@ int main(void) {
         }
         if (n != current) { /* another board: the table's squares mean something else */
             setup(n);
+            setup_regions();
             clear_table();
             current = n;
         }

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -120,15 +120,19 @@ KINDS = {
 }
 
 
-def compile_solver(folder: str, game_name: str = "othello") -> str:
-    """The game's solver executable, built into `folder` with the C compiler `cc` (or $CC);
-    RuntimeError naming what failed."""
+def compile_solver(folder: str, game_name: str = "othello", defines: Sequence[str] = ()) -> str:
+    """The game's solver executable, built into `folder` with the C compiler `cc` (or $CC),
+    with `defines` (e.g. "LAST_EMPTIES=64") as -D options; RuntimeError naming what failed."""
     source = os.path.join(HERE, KINDS[game_name].source)
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise RuntimeError("no C compiler found (cc, gcc or $CC): the solver is C")
-    exe = os.path.join(folder, os.path.splitext(os.path.basename(source))[0])
-    done = subprocess.run([compiler, "-O2", "-o", exe, source], capture_output=True, text=True)
+    name = "-".join([os.path.splitext(os.path.basename(source))[0], *defines]).replace("=", "")
+    exe = os.path.join(folder, name)
+    options = [f"-D{d}" for d in defines]
+    done = subprocess.run(
+        [compiler, "-O2", *options, "-o", exe, source], capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise RuntimeError(f"compiling {source} failed:\n{done.stderr}")
     return exe

@@ -150,6 +150,37 @@ def test_the_solver_values_moves_as_a_plain_negamax_over_the_game_does(tmp_path,
 
 
 @pytest.mark.skipif(not HAS_CC, reason="no C compiler for the solver")
+@pytest.mark.parametrize("size", [6, 8])
+def test_the_othello_solvers_table_search_values_moves_as_its_plain_alpha_beta(tmp_path, size):
+    """Above 6 empty squares the solver orders moves and keeps a table; built with
+    LAST_EMPTIES=64 it is a plain alpha-beta over the empty squares (the search the negamax test
+    checks at 6): both value every move of positions with 11 to 14 empty squares alike, 16 of
+    them with a drawing move (where the searches' null windows matter)."""
+    from experiments.solved_positions import KINDS, Solver, compile_solver
+
+    game = games.make("othello", size=size)
+    batch = jax.tree.map(lambda x: x[None], game.init())
+    start = tuple(int(x[0]) for x in KINDS["othello"].board(game, batch))
+    rng = np.random.default_rng(size)
+    plain_exe = compile_solver(str(tmp_path), "othello", ["LAST_EMPTIES=64"])
+    with Solver(compile_solver(str(tmp_path)), game) as table, Solver(plain_exe, game) as plain:
+        drawn = 0
+        while drawn < 16:
+            own, opp = start
+            target = int(rng.integers(11, 15))
+            while size * size - bin(own | opp).count("1") > target:
+                moves = table.legal(own, opp)
+                if moves == [game.pass_action] and table.legal(opp, own) == [game.pass_action]:
+                    break  # the game ended early: no position here
+                own, opp = table.step(own, opp, int(rng.choice(moves)))
+            else:
+                values = table.solve(own, opp)
+                assert values == plain.solve(own, opp)
+                assert sorted(values) == table.legal(own, opp)
+                drawn += 0 in values.values()
+
+
+@pytest.mark.skipif(not HAS_CC, reason="no C compiler for the solver")
 @pytest.mark.parametrize(
     "game, flags",
     [
