@@ -384,14 +384,23 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
     match = json.loads(open(path).read())
     long_enough = sum(len(r["moves"]) > 20 for r in match["game_records"])
     throws = 0
+    sooner = lost_games.ENDED_SOONER
     for s in record["summary"].values():
-        assert sum(row["games"] for row in s["by_value"].values()) == long_enough
+        rows = s["by_value"]
+        assert sum(row["games"] for k, row in rows.items() if sooner not in k) == long_enough
+        assert sum(row["games"] for row in rows.values()) == len(match["game_records"])
         assert s["throws"] <= s["decisions"] <= s["moves"]
         throws += s["throws"]
     assert throws > 0  # random players throw wins away
     for judged in record["games"]:
         assert all(m["chosen"] <= m["best"] and m["ply"] >= 20 for m in judged)
         assert [m["colour"] for m in judged] == [("black", "white")[m["ply"] % 2] for m in judged]
+    # a game over before the first judged ply (a wipeout) has a row of its own, per colour
+    short = {"moves": ["d3"], "result": "white", "a_played": "black"}
+    summary = lost_games.summarise([short], [[]], ["A", "B"])
+    assert summary["A"]["by_value"] == {f"black, {sooner}": {"games": 1, "lost": 1}}
+    assert summary["B"]["by_value"] == {f"white, {sooner}": {"games": 1, "won": 1}}
+    assert f"black, {sooner}" in "\n".join(lost_games.report(summary, 20))
     capsys.readouterr()
 
     def dump(records):
