@@ -19,7 +19,7 @@
    the search has no table and makes no move list: it tries each empty square (those in odd
    quarters first: the parity heuristic) by the discs it would turn, and values the last one
    without a move. Session 73's rewrite (the directions unrolled, the last empties, the table's
-   move) valued the same positions alike 3 - 3.6x faster (docs/strength.md).
+   move) valued the same positions alike 3 - 3.5x faster (docs/strength.md).
 
    Commands, one a line on standard input, numbers in decimal:
        solve N P O      ->  "A:V A:V ..."  every legal action A (N*N: the pass) and its value V
