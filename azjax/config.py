@@ -318,6 +318,13 @@ class Config:
     eval_opponent_games: int = _field(
         0, "games against eval_opponent per evaluation (even; 0: eval_games)", low=0
     )
+    eval_opponent_sims: int = _field(
+        0,
+        "the network's simulations a move against eval_opponent (0: num_simulations); an "
+        "engine that searches ahead wipes out 8x8 Othello networks that search 50 (200 see "
+        "most of it, docs/strength.md)",
+        low=0,
+    )
     best_by: str = _field(
         "auto",
         "what RUN@best ranks a run's saved checkpoints by: auto (the score against "

@@ -204,3 +204,17 @@ def test_the_runs_seed_reaches_an_opponent_without_its_own(monkeypatch):
         config = azjax.load_config("tictactoe", dict(eval_opponent="minimax:depth=1", seed=seed))
         opponent_module.TrainingOpponent(config).close()
     assert seeds == [0, 7]
+
+
+def test_the_network_searches_eval_opponent_sims_against_the_opponent():
+    """`eval_opponent_sims` sets the network's simulations in the opponent's match alone; 0 keeps
+    the run's `num_simulations`."""
+    import azjax
+    from azjax.eval.opponent import TrainingOpponent
+
+    for sims, expected in [(0, 5), (12, 12)]:
+        config = azjax.load_config(
+            "tictactoe", dict(eval_opponent="random", num_simulations=5, eval_opponent_sims=sims)
+        )
+        with TrainingOpponent(config) as opponent:
+            assert opponent.network.search.spec.num_simulations == expected
