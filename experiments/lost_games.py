@@ -141,15 +141,12 @@ def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[
             a_colour = record["a_played"]
             colour = a_colour if index == 0 else COLOURS[1 - COLOURS.index(a_colour)]
             end = outcome_for(record["result"], colour)
-            if not judged:  # over before the first judged ply
-                row = by_value.setdefault(f"{colour}, {ENDED_SOONER}", Counter())
-                row["games"] += 1
-                row[VALUES[end]] += 1
-                continue
-            start = start_for(judged, colour)
-            row = by_value.setdefault(f"{colour}, {VALUES[start]}", Counter())
+            start = VALUES[start_for(judged, colour)] if judged else ENDED_SOONER
+            row = by_value.setdefault(f"{colour}, {start}", Counter())
             row["games"] += 1
             row[VALUES[end]] += 1
+            if not judged:  # over before the first judged ply: no moves to count
+                continue
             own = [m for m in judged if m.colour == colour]
             moves += len(own)
             decisions += sum(m.decision for m in own)
