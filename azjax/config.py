@@ -137,6 +137,12 @@ class Config:
         low=0.0,
         high=1.0,
     )
+    decisive_moves: bool = _field(
+        False,
+        "every search (self-play and the in-loop evaluation) values a position whose mover has a "
+        "move that wins at once as won and searches only its winning moves (decisive moves; "
+        "plays each of the game's moves from the root and every new leaf)",
+    )
 
     # ---- self-play ---------------------------------------------------------------------------
     batch_games: int = _field(1024, "games played in lock-step", low=1)
@@ -615,6 +621,11 @@ def validate(config: Config) -> Config:
         raise ValueError(
             "net_symmetries needs algorithm=alphazero on one game (not Expert Iteration's expert "
             "or shared learning)"
+        )
+    if config.decisive_moves and config.algorithm != "alphazero":
+        raise ValueError(
+            "decisive_moves needs algorithm=alphazero (Expert Iteration's expert searches "
+            "without them)"
         )
     if config.net_symmetries > 1:
         from azjax.symmetry import check_count

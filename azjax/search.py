@@ -90,6 +90,7 @@ class SearchSpec:
     rollout_sample: bool = False
     net_symmetries: int = 1  # the network averaged over this many board symmetries (`averaged`)
     score_utility: float = 0.0  # w: utility (1 - w) value + w score (module doc; `scored`)
+    decisive_moves: bool = False  # a node whose mover can win at once is won (`decisive_wins`)
 
     @staticmethod
     def from_config(config, **overrides) -> SearchSpec:
@@ -160,6 +161,36 @@ def final_score(game: Game, states, player) -> jax.Array:
     of `game.ownership` over the cells (of a finished game, the score utility's final score)."""
     held = jax.vmap(game.ownership)(states, player)
     return jnp.mean(held.reshape(held.shape[0], -1), axis=-1)
+
+
+def decisive_wins(game: Game, states, score_utility: float = 0.0):
+    """(wins bool[B, A], value float32[B]): the legal moves of each state that end the game won
+    for its mover (decisive moves, Teytaud and Teytaud 2010), and the best such move's reward for
+    the mover (1, or with the score utility w (1 - w) + w times that final board's score; 0 where
+    there is none). Every move of every state is played: A game steps a state."""
+    actions = jnp.arange(game.num_actions, dtype=jnp.int32)
+    mover = jax.vmap(game.current_player)(states)  # [B]
+
+    def children(state, player):
+        nxt = jax.vmap(game.step, in_axes=(None, 0))(state, actions)  # A states
+        won = jax.vmap(game.is_terminal)(nxt) & (jax.vmap(game.returns)(nxt)[:, player] > 0)
+        if score_utility > 0:
+            score = final_score(game, nxt, jnp.full(actions.shape, player))
+            return won, (1.0 - score_utility) + score_utility * score
+        return won, jnp.ones(actions.shape, jnp.float32)
+
+    won, reward = jax.vmap(children)(states, mover)  # [B, A] each
+    wins = won & jax.vmap(game.legal_mask)(states)
+    return wins, jnp.max(jnp.where(wins, reward, 0.0), axis=-1)
+
+
+def with_decisive(game: Game, states, logits, value, score_utility: float = 0.0):
+    """(logits, value) of `states` where a decisive move exists: the prior on the winning moves
+    alone and the value the best one's reward (`decisive_wins`), a won node searched as one."""
+    wins, won_value = decisive_wins(game, states, score_utility)
+    any_win = jnp.any(wins, axis=-1)
+    logits = jnp.where(any_win[:, None], jnp.where(wins, 0.0, _NEG), logits)
+    return logits, jnp.where(any_win, won_value, value)
 
 
 def make_rollout(game: Game, spec: SearchSpec, apply: Callable | None) -> Callable:
@@ -254,14 +285,21 @@ class Model(NamedTuple):
 
 
 def make_model(
-    game: Game, spec, apply: Callable | None = None, *, score_utility: float = 0.0
+    game: Game,
+    spec,
+    apply: Callable | None = None,
+    *,
+    score_utility: float = 0.0,
+    decisive_moves: bool = False,
 ) -> Model:
     """The root and recurrent functions of a search whose leaves `spec` evaluates (its
     `evaluator`, `rollout_policy`, `rollout_prob`, `rollout_weight`, `rollout_sample`: a
     SearchSpec, or Expert Iteration's ExpertSpec); see the module doc. `score_utility` w > 0:
     `apply` answers utilities (`scored`), and a finished game's reward is (1 - w) r + w times its
-    final score."""
+    final score. `decisive_moves`: a state whose mover has a winning move is valued as won and
+    searched through its winning moves alone (`with_decisive`), the root's and every leaf's."""
     evaluate = make_evaluator(game, spec.evaluator, apply)
+
     rollout = None
     if spec.rollout_policy != "none" and spec.rollout_prob > 0:
         rollout = make_rollout_per_state(game, spec, apply)
@@ -277,9 +315,15 @@ def make_model(
         blended = (1.0 - spec.rollout_weight) * value + spec.rollout_weight * z
         return jnp.where(rolled, blended, value)
 
-    def root_fn(variables, key, states):
+    def evaluated(variables, key, states):  # (logits, value) of a root or a new leaf
         logits, value = evaluate(variables, states)
         value = leaf_value(variables, key, states, value)
+        if decisive_moves:
+            return with_decisive(game, states, logits, value, score_utility)
+        return logits, value
+
+    def root_fn(variables, key, states):
+        logits, value = evaluated(variables, key, states)
         return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
 
     def recurrent_fn(variables, key, action, states):
@@ -298,8 +342,7 @@ def make_model(
         # ends the line as a loss for the mover instead of reaching a state the rules never make.
         reward = jnp.where(was_legal, reward, -1.0)
         done = terminal | ~was_legal
-        logits, value = evaluate(variables, nxt)
-        value = leaf_value(variables, key, nxt, value)
+        logits, value = evaluated(variables, key, nxt)
         out = mctx.RecurrentFnOutput(
             reward=reward,
             discount=jnp.where(done, 0.0, -1.0),
@@ -346,7 +389,13 @@ def make_search(
         apply = scored(apply, spec.score_utility)
         if spec.net_symmetries > 1:
             apply = symmetry.averaged(apply, symmetry.symmetries(game), spec.net_symmetries)
-    root_fn, recurrent_fn = make_model(game, spec, apply, score_utility=spec.score_utility)
+    root_fn, recurrent_fn = make_model(
+        game,
+        spec,
+        apply,
+        score_utility=spec.score_utility,
+        decisive_moves=spec.decisive_moves,
+    )
 
     def search(variables, key, states):
         sims, capacity = spec.num_simulations, None

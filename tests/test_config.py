@@ -78,6 +78,7 @@ def test_a_config_is_frozen():
         ({"net_symmetries": 8}, "net_symmetries must be in 1..2 for hex (its board symmetries)"),
         ({"net_symmetries": 9}, "net_symmetries must be <= 8"),
         ({"net_symmetries": 2, "algorithm": "exit"}, "net_symmetries needs algorithm=alphazero"),
+        ({"decisive_moves": True, "algorithm": "exit"}, "decisive_moves needs algorithm=alphazero"),
         ({"fpu_reduction": 3.0}, "fpu_reduction must be <= 2.0"),
         (
             {"fpu_reduction": 0.2, "puct_values": "minmax"},

@@ -16,6 +16,7 @@ import games
 from azjax import network, symmetry
 from azjax.search import (
     SearchSpec,
+    decisive_wins,
     improved_policy,
     make_evaluator,
     make_search,
@@ -103,6 +104,64 @@ def test_pure_mcts_blocks_the_opponents_threat():
     assert np.argmax(visits) == block
     assert q[block] > max(q[others]) + 0.2
     assert max(q[others]) < -0.4
+
+
+def stacked(positions):
+    return jax.tree_util.tree_map(lambda *x: jnp.concatenate(x), *[batch(m, 1) for m in positions])
+
+
+def test_decisive_moves_are_the_moves_that_win_at_once():
+    wins, value = jax.jit(lambda s: decisive_wins(GAME, s))(
+        stacked([WIN_NOW, ONE_LEFT, MUST_BLOCK, ["a1", "b2", "c3", "a3", "c1", "a2"]])
+    )
+    expected = np.zeros((4, 9), bool)
+    expected[0, GAME.parse_action("c1")] = expected[1, GAME.parse_action("c3")] = True
+    expected[3, [GAME.parse_action("b1"), GAME.parse_action("c2")]] = True  # X has two
+    np.testing.assert_array_equal(wins, expected)
+    np.testing.assert_array_equal(value, [1.0, 1.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("name, size", [("othello", 4), ("connect_four", None)])
+def test_decisive_moves_agree_with_playing_each_move(name, size):
+    # random positions; each legal move played on its own and its result read
+    game = games.make(name, **({"size": size} if size else {}))
+    states, found = [], 0
+    rng = np.random.default_rng(0)
+    step = jax.jit(game.step)
+    for _ in range(30):
+        s = game.init()
+        while not bool(game.is_terminal(s)):
+            states.append(s)
+            s = step(s, int(rng.choice(np.flatnonzero(np.asarray(game.legal_mask(s))))))
+    together = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *states)
+    wins, value = jax.jit(lambda s: decisive_wins(game, s))(together)
+    for i, s in enumerate(states):
+        mover, legal = int(game.current_player(s)), np.asarray(game.legal_mask(s))
+        for a in range(game.num_actions):
+            nxt = step(s, a)
+            won = legal[a] and bool(game.is_terminal(nxt)) and game.returns(nxt)[mover] > 0
+            assert bool(wins[i, a]) == won
+        found += int(np.any(wins[i]))
+        assert value[i] == float(np.any(wins[i]))
+    assert found >= 5  # the positions hold decisive moves to find
+
+
+@pytest.mark.parametrize("kind", ["puct", "gumbel"])
+def test_decisive_moves_see_the_threat_a_value_of_0_does_not(kind):
+    # uniform priors and value 0: one visit of each of O's six moves shows which let X win at
+    # once; without decisive moves every move is worth 0 after them
+    spec = SearchSpec(search=kind, num_simulations=12, evaluator="uniform", decisive_moves=True)
+    out = jax.jit(make_search(GAME, spec))(None, jax.random.PRNGKey(3), batch(MUST_BLOCK, 8))
+    best = select_action(jax.random.PRNGKey(0), spec, out, jnp.zeros(8, bool))
+    np.testing.assert_array_equal(best, GAME.parse_action("a3"))
+    q = np.asarray(out.search_tree.qvalues(jnp.zeros(8, jnp.int32)))
+    visited = np.asarray(out.search_tree.summary().visit_counts) > 0
+    others = visited & (np.arange(9) != GAME.parse_action("a3"))
+    assert others.any() and np.all(q[others] == -1.0)
+    # a root with a winning move is won and searched through it alone
+    won = jax.jit(make_search(GAME, spec))(None, jax.random.PRNGKey(3), batch(WIN_NOW, 2))
+    np.testing.assert_array_equal(won.search_tree.raw_values[:, 0], 1.0)
+    np.testing.assert_array_equal(won.action, GAME.parse_action("c1"))
 
 
 def test_root_noise_only_when_exploring(net):

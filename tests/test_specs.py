@@ -71,6 +71,7 @@ def test_the_commands_seed_reaches_agents_without_their_own():
         ("mcts:search=puct,fpu=0.3", "fpu=0.3 needs search=puct and values=raw, got search=puct"),
         ("mcts:fpu=3", "fpu (PUCT's first-play urgency reduction (fpu_reduction; values=raw))"),
         ("mcts:sims=5,seconds=1", "give sims or seconds, not both"),
+        ("mcts:decisive=yes", "decisive (1: a position whose mover can win at once is searched"),
         ("random:sims=3", "random: unknown option 'sims'; options: none"),
         ("minimax:depth=-1", "depth (plies searched) must be in [1, 10000]"),
         ("human:x=1", "human: unknown option 'x'"),
@@ -228,6 +229,9 @@ def test_checkpoint_agent_takes_search_settings(tiny_run):
         specs._check_fpu("x", {"fpu": 0.2}, gumbel)
     assert parse_agent(f"ckpt:{tiny_run},sym=8", TTT).search.spec.net_symmetries == 8
     assert latest.search.spec.score_utility == 0  # the run's own (the default)
+    assert not latest.search.spec.decisive_moves  # the run's own (the default)
+    assert parse_agent(f"ckpt:{tiny_run},decisive=1", TTT).search.spec.decisive_moves
+    assert parse_agent("mcts:decisive=1", TTT).search.spec.decisive_moves
     othello6 = parse_agent("ckpt:pretrained/othello6,score=0.2", games.make("othello", size=6))
     assert othello6.search.spec.score_utility == 0.2  # a network with an ownership head
     changed = jax.tree_util.tree_map(

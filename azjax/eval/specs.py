@@ -84,6 +84,7 @@ _OPTIONS: dict[str, tuple] = {
     "lambda": (float, 0.0, 1.0, "weight of the rollout outcome in the leaf value"),
     "sym": (int, 1, 8, "the network averaged over this many board symmetries"),
     "score": (float, 0.0, 1.0, "score utility weight w: (1 - w) value + w score"),
+    "decisive": (int, 0, 1, "1: a position whose mover can win at once is searched as won"),
     "eps": (float, 0.0, 1.0, "probability of a random legal move instead of the best"),
     "seconds": (float, 1e-6, 3600.0, "seconds per move per game instead of sims"),
     "depth": (int, 1, 10_000, "plies searched"),
@@ -99,10 +100,10 @@ SEEDED_KINDS = ("minimax", "perfect", "spiel")  # Python agents with their own r
 KINDS = {
     "ckpt": "ckpt:PATH[@STEP|@latest|@best[:MEASURE]][,sims=..,search=puct|gumbel|uct,c_puct=..,"
     "values=minmax|raw,fpu=..,c_uct=..,"
-    "considered=..,rollout=none|random|policy,p_r=..,lambda=..,sym=..,score=..,eps=..,seconds=..,"
-    "game=NAME]",
+    "considered=..,decisive=0|1,rollout=none|random|policy,p_r=..,lambda=..,sym=..,score=..,"
+    "eps=..,seconds=..,game=NAME]",
     "mcts": "mcts[:sims=..,search=uct|puct|gumbel,c_uct=..,c_puct=..,values=minmax|raw,fpu=..,"
-    "considered=..,eps=..,"
+    "considered=..,decisive=0|1,eps=..,"
     "seconds=..] (search=uct by default; search=puct is seed 000's baseline)",
     "random": "random",
     "minimax": f"minimax[:depth=D,seed=S,heuristic={'|'.join(HEURISTICS)}]",
@@ -203,7 +204,10 @@ def _spec_overrides(opts: dict[str, Any]) -> dict[str, Any]:
         "sym": "net_symmetries",
         "score": "score_utility",
     }
-    return {names[k]: v for k, v in opts.items() if k in names}
+    out = {names[k]: v for k, v in opts.items() if k in names}
+    if "decisive" in opts:
+        out["decisive_moves"] = bool(opts["decisive"])
+    return out
 
 
 def _check_fpu(name: str, opts: dict[str, Any], spec: SearchSpec) -> SearchSpec:
@@ -233,6 +237,7 @@ _SEARCH_OPTIONS = (
     "fpu",
     "c_uct",
     "considered",
+    "decisive",
     "eps",
     "seconds",
 )
