@@ -331,6 +331,12 @@ class Config:
         "most of it, docs/strength.md)",
         low=0,
     )
+    eval_opponent_decisive: bool = _field(
+        False,
+        "the network searches with decisive moves (as decisive_moves) in the match against "
+        "eval_opponent, where self-play does not: an 8x8 Othello network is then rarely wiped out "
+        "one move ahead, and the score measures its play, not its wipeout rate (docs/strength.md)",
+    )
     best_by: str = _field(
         "auto",
         "what RUN@best ranks a run's saved checkpoints by: auto (the score against "

@@ -6,9 +6,10 @@
 
 At each in-loop evaluation (`azjax.loop`, every `eval_interval` iterations) the current network,
 searching as the loop's evaluation has it search against pure MCTS (the run's `SearchSpec`, no
-epsilon; with `eval_opponent_sims` simulations where that is not 0), plays `eval_opponent_games`
-games (0: `eval_games`) against the agent the spec names
-(`azjax.eval.specs`: gtp:"COMMAND", spiel:, mcts:, minimax:, ckpt:, ...), half with each colour
+epsilon; with `eval_opponent_sims` simulations where that is not 0, and decisive moves where
+`eval_opponent_decisive` is set), plays `eval_opponent_games` games (0: `eval_games`) against
+the agent the spec names (`azjax.eval.specs`: gtp:"COMMAND", spiel:, mcts:, minimax:, ckpt:,
+...), half with each colour
 (`play_games`); with `eval_opening_plies` = n, as the loop's own matches, each game pair starts
 from a position after n uniformly random plies, once with each colour (positions may repeat
 between pairs). The agents that draw their own random numbers (spiel:, minimax:, perfect:) take
@@ -60,8 +61,12 @@ class TrainingOpponent:
         self.game = game
         self.opponent: Agent | None = make_opponent(self.spec, game, seed=config.seed)
         apply = make_apply(make_network(config, game))  # as azjax.loop.evaluation_matches
-        sims = config.eval_opponent_sims or config.num_simulations
-        setup = SearchSetup(game, SearchSpec.from_config(config, num_simulations=sims), apply)
+        spec = SearchSpec.from_config(
+            config,
+            num_simulations=config.eval_opponent_sims or config.num_simulations,
+            decisive_moves=config.decisive_moves or config.eval_opponent_decisive,
+        )
+        setup = SearchSetup(game, spec, apply)
         self.network = search_agent("network", setup)
 
     def __call__(self, variables, key: jax.Array) -> dict[str, Any]:
