@@ -299,7 +299,6 @@ def make_model(
     final score. `decisive_moves`: a state whose mover has a winning move is valued as won and
     searched through its winning moves alone (`with_decisive`), the root's and every leaf's."""
     evaluate = make_evaluator(game, spec.evaluator, apply)
-
     rollout = None
     if spec.rollout_policy != "none" and spec.rollout_prob > 0:
         rollout = make_rollout_per_state(game, spec, apply)
