@@ -174,18 +174,32 @@ def test_init_from_a_shipped_network_starts_a_run(tmp_path, monkeypatch, capsys)
     assert saved.init_from == f"{folder}@{pretrained.step_of(folder)}"
 
 
+def test_the_shipped_8x8_network_plays_with_the_decisive_moves_it_trained_with():
+    """othello8 was trained with --decisive_moves (session 76): its agent searches with them
+    unless told decisive=0, and a run started from it takes the network alone."""
+    config, _ = pretrained.load("othello8")
+    game = config.make_game()
+    assert parse_agent("ckpt:pretrained/othello8", game).search.spec.decisive_moves
+    assert not parse_agent("ckpt:pretrained/othello8,decisive=0", game).search.spec.decisive_moves
+    flags = ["--game=othello", "--size=8", "--config=cpu", "--init_from=pretrained/othello8"]
+    started, _ = train.parse(flags)
+    assert not started.decisive_moves
+
+
 @pytest.mark.parametrize(
     "name, flags",
     [
         ("hex5", ["--game=hex", "--size=5"]),
         ("hex6", ["--game=hex", "--size=6"]),
         ("othello6", ["--game=othello", "--size=6"]),
+        ("othello8", ["--game=othello", "--size=8"]),
         ("connect_four", ["--game=connect_four"]),
     ],
 )
 def test_the_cpu_recipe_starts_from_the_networks_it_trained(name, flags):
     """`train.py --config=cpu --init_from=pretrained/NAME` needs no other flag for the networks
-    the CPU recipe trained: othello6 sees the mobility planes, as the recipe does (session 49)."""
+    the CPU recipe trained: othello6 and othello8 see the mobility planes, as the recipe does
+    (session 49)."""
     from azjax.transfer import check_compatible
 
     config, _ = train.parse([*flags, "--config=cpu", f"--init_from=pretrained/{name}"])
