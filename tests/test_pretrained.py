@@ -129,6 +129,26 @@ def test_the_package_ships_networks_and_they_stay_small():
 
 
 @pytest.mark.parametrize("name", pretrained.names())
+def test_a_cards_ladder_rating_is_on_its_games_shipped_table(name):
+    """A card's `elo` names the table of its own game and options, which the package ships; a
+    rating the card calls a lower bound (the network won every game against the top rung) lies
+    above that table's top rung, so a card goes stale when its table grows past it."""
+    import games
+    from azjax.ladder import load_ladder, table_path
+
+    card = pretrained.read_card(pretrained.package_folder(name))
+    rating = card.get("elo")
+    if not isinstance(rating, dict) or rating.get("ladder") is None:
+        return  # no table for the game when it was made (hex9: an H100 network, its own scale)
+    game = games.make(card["game"], **card["game_options"])
+    assert os.path.basename(table_path(game)) == rating["ladder"] + ".json"
+    ladder = load_ladder(game)
+    assert ladder is not None and rating["ci95"] > 0
+    if rating.get("lower_bound"):
+        assert rating["elo"] > ladder.elo[-1]
+
+
+@pytest.mark.parametrize("name", pretrained.names())
 def test_every_shipped_network_loads_and_beats_a_random_player(name, tmp_path, monkeypatch):
     """Through the spec a user types (from a folder without a local pretrained/)."""
     monkeypatch.chdir(tmp_path)
