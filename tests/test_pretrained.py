@@ -11,6 +11,7 @@ import jax
 import numpy as np
 import pytest
 
+import games
 from azjax import load_config, pretrained
 from azjax.checkpoint import (
     Checkpointer,
@@ -22,6 +23,7 @@ from azjax.checkpoint import (
 )
 from azjax.commands import evaluate, train
 from azjax.eval import parse_agent, play_games, random_agent
+from azjax.ladder import load_ladder, table_path
 from azjax.network import make_apply, make_network
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -133,9 +135,6 @@ def test_a_cards_ladder_rating_is_on_its_games_shipped_table(name):
     """A card's `elo` names the table of its own game and options, which the package ships; a
     rating the card calls a lower bound (the network won every game against the top rung) lies
     above that table's top rung, so a card goes stale when its table grows past it."""
-    import games
-    from azjax.ladder import load_ladder, table_path
-
     card = pretrained.read_card(pretrained.package_folder(name))
     rating = card.get("elo")
     if not isinstance(rating, dict) or rating.get("ladder") is None:
