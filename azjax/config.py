@@ -303,11 +303,12 @@ class Config:
         "azjax/ladders/ has a table for the game and options",
     )
     eval_ladder_max_sims: int = _field(
-        8192,
+        -1,
         "the in-loop placement plays the ladder's rungs of at most this many simulations "
         "(a game against 32768 of pure MCTS takes about a minute of a CPU core; evaluate.py "
-        "place plays every rung; 0: every rung here too)",
-        low=0,
+        "place plays every rung; 0: every rung here too; -1: the table's own cap where it "
+        "sets one, 2048 on 8x8 Othello, else 8192)",
+        low=-1,
     )
     eval_errors: bool = _field(
         True,

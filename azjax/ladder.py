@@ -34,6 +34,7 @@ import numpy as np
 from azjax.search import SearchSpec
 
 ANCHOR_SIMS = 16  # the rung rated 0
+LOOP_MAX_SIMS = 8192  # the training loop's rungs by default, where a table sets no cap of its own
 C_UCT = 1.4  # OpenSpiel's default
 TABLES = os.path.join(os.path.dirname(__file__), "ladders")
 ELO_PER_NAT = 400.0 / math.log(10.0)
@@ -56,6 +57,9 @@ class Ladder:
     stderr: tuple[float, ...]  # [R], standard errors of the round robin's (mean-anchored) fit
     games_per_pair: int
     info: dict[str, Any] = dataclasses.field(default_factory=dict)  # command, seconds, machine
+    # the rungs the training loop plays by default (`loop_cap`): a table whose top rungs cost a
+    # CPU run's evaluations several times more sets a lower cap (0: LOOP_MAX_SIMS)
+    loop_max_sims: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return dict(
@@ -67,6 +71,7 @@ class Ladder:
             ],
             games_per_pair=self.games_per_pair,
             info=dict(self.info),
+            **({"loop_max_sims": self.loop_max_sims} if self.loop_max_sims else {}),
         )
 
     def up_to(self, max_sims: int) -> Ladder:
@@ -88,7 +93,16 @@ class Ladder:
             stderr=tuple(float(r["stderr"]) for r in rungs),
             games_per_pair=int(data["games_per_pair"]),
             info=dict(data.get("info", {})),
+            loop_max_sims=int(data.get("loop_max_sims", 0)),
         )
+
+    def loop_cap(self, max_sims: int) -> int:
+        """The training loop's cap on rung simulations for `eval_ladder_max_sims` = `max_sims`:
+        -1 (auto) the table's `loop_max_sims`, or LOOP_MAX_SIMS where it sets none; else
+        `max_sims` itself (0: every rung)."""
+        if max_sims >= 0:
+            return max_sims
+        return self.loop_max_sims or LOOP_MAX_SIMS
 
 
 def table_name(game_name: str, options: dict[str, Any]) -> str:
@@ -290,7 +304,8 @@ def make_ladder_evaluation(
     devices where they divide (`azjax.arena.make_match`). The rungs up to `shared_capacity` play
     in one compiled match, their simulation count its argument. None where `config.eval_ladder`
     is off or the package has no table for the game and options (`path`: another table). Only
-    the rungs of at most `config.eval_ladder_max_sims` simulations play (`Ladder.up_to`).
+    the rungs of at most `config.eval_ladder_max_sims` simulations play (`Ladder.up_to`; -1, the
+    default: the table's `loop_max_sims`, else LOOP_MAX_SIMS, `Ladder.loop_cap`).
     `evaluate(variables, key, compile_only=True)` compiles the matches the next placement's first
     round plays, then the others by `compile_order` (nearest first: `azjax.ahead` drops what it
     has not reached by the evaluation), leaving out those already played, and returns {}."""
@@ -306,7 +321,7 @@ def make_ladder_evaluation(
     ladder = load_ladder(game, path)
     if ladder is None:
         return None
-    ladder = ladder.up_to(config.eval_ladder_max_sims)  # the dearer rungs: evaluate.py place
+    ladder = ladder.up_to(ladder.loop_cap(config.eval_ladder_max_sims))  # the rest: place
     n = ladder_games_per_rung(config.eval_games)
     agent = make_search_agent(
         game, SearchSpec.from_config(config), make_apply(make_network(config, game))

@@ -1,5 +1,6 @@
 """The Elo ladder: placement on synthetic results of known Elo, the table, the CLI end to end."""
 
+import dataclasses
 import json
 import math
 from types import SimpleNamespace
@@ -11,6 +12,7 @@ import pytest
 import games
 from azjax.ladder import (
     ANCHOR_SIMS,
+    LOOP_MAX_SIMS,
     Ladder,
     bracket,
     estimate,
@@ -100,6 +102,22 @@ def test_a_ladder_up_to_a_simulation_count():
     assert ladder.up_to(2).sims == (4,)  # below every rung: the lowest still plays
 
 
+def test_the_training_loops_cap_on_the_rungs():
+    """eval_ladder_max_sims = -1 (the default): the table's own cap, else 8192; a value >= 0 wins
+    over the table's (0: every rung). The shipped 8x8 Othello table stops the loop at 2048, whose
+    4096 and 8192 rungs made a CPU run's evaluations four times as dear (docs/strength.md)."""
+    from azjax import config as cfg
+
+    plain = Ladder("tictactoe", {}, (4, 8), (-100.0, 0.0), (1.0, 0.0), 2)
+    capped = dataclasses.replace(plain, loop_max_sims=4)
+    assert plain.loop_cap(-1) == LOOP_MAX_SIMS == 8192 and capped.loop_cap(-1) == 4
+    assert capped.loop_cap(8192) == 8192 and capped.loop_cap(0) == 0 and plain.loop_cap(16) == 16
+    assert cfg.load("othello", dict(size=8)).eval_ladder_max_sims == -1
+    othello8 = load_ladder(games.make("othello", size=8))
+    assert othello8.loop_cap(-1) == 2048 and max(othello8.sims) > 2048
+    assert load_ladder(games.make("othello", size=6)).loop_cap(-1) == LOOP_MAX_SIMS
+
+
 def test_table_round_trip_and_checks(tmp_path):
     game = games.make("hex", size=3)
     ladder = Ladder("hex", dict(game.options), (8, 16), (-90.0, 0.0), (30.0, 30.0), 10)
@@ -107,6 +125,9 @@ def test_table_round_trip_and_checks(tmp_path):
     save_ladder(ladder, path)
     assert path.endswith("hex-size3-swapfalse.json")
     assert load_ladder(game, path) == ladder
+    save_ladder(dataclasses.replace(ladder, loop_max_sims=8), path)
+    assert load_ladder(game, path).loop_max_sims == 8
+    save_ladder(ladder, path)
     assert load_ladder(game, str(tmp_path / "missing.json")) is None
     with pytest.raises(ValueError, match="is for hex"):
         load_ladder(games.make("hex", size=4), path)
@@ -186,13 +207,12 @@ def _rung_games(monkeypatch):
 def test_extend_keeps_the_tables_games_and_plays_only_the_new_pairs(
     ttt_table, tmp_path, monkeypatch
 ):
-    import shutil
 
     from azjax.commands import evaluate
 
     table = str(tmp_path / "ttt.json")
-    shutil.copy(ttt_table, table)
-    before = json.load(open(table))
+    before = json.load(open(ttt_table))
+    json.dump({**before, "loop_max_sims": 8}, open(table, "w"))  # the loop's cap, to be kept
     asked = _rung_games(monkeypatch)
     argv = [
         "ladder",
@@ -211,7 +231,7 @@ def test_extend_keeps_the_tables_games_and_plays_only_the_new_pairs(
     assert played[1:3, 1:3].tolist() == before["info"]["played"]
     assert played.sum() == 2 * 4 * 5 and after["rungs"][2]["elo"] == 0.0
     assert after["info"]["extended"]["sims"] == [8, 16]
-    assert after["info"]["extended"]["new_pairs"] == 4
+    assert after["info"]["extended"]["new_pairs"] == 4 and after["loop_max_sims"] == 8
     assert after["rungs"][3]["elo"] > after["rungs"][2]["elo"] > after["rungs"][0]["elo"]
     asked.clear()  # the same rungs again: nothing left to play, the same table
     assert evaluate.main(argv) == 0 and asked == []

@@ -142,6 +142,7 @@ def rate_rungs(
             played=played.tolist(),
             **({"extended": _extended(known, len(pending))} if known else {}),
         ),
+        loop_max_sims=known.loop_max_sims if known else 0,  # the training loop's, kept
     )
 
 
