@@ -212,7 +212,8 @@ def test_extend_keeps_the_tables_games_and_plays_only_the_new_pairs(
 
     table = str(tmp_path / "ttt.json")
     before = json.load(open(ttt_table))
-    json.dump({**before, "loop_max_sims": 8}, open(table, "w"))  # the loop's cap, to be kept
+    with open(table, "w") as f:  # the table with a training-loop cap, which --extend keeps
+        json.dump({**before, "loop_max_sims": 8}, f)
     asked = _rung_games(monkeypatch)
     argv = [
         "ladder",
