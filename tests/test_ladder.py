@@ -207,7 +207,6 @@ def _rung_games(monkeypatch):
 def test_extend_keeps_the_tables_games_and_plays_only_the_new_pairs(
     ttt_table, tmp_path, monkeypatch
 ):
-
     from azjax.commands import evaluate
 
     table = str(tmp_path / "ttt.json")
