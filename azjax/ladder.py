@@ -25,6 +25,7 @@ import dataclasses
 import json
 import math
 import os
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -257,6 +258,32 @@ def off_scale(p: Placement) -> int:
     return 0
 
 
+# A match against a rung costs more than its simulations' share at the top of a ladder (one core,
+# 16 games, session 78: Connect Four x2.3, 2.8, 3.3 a doubling from 1024 to 8192 simulations,
+# 8x8 Othello x2.0, 2.3, 2.6): a rung not yet played is costed as sims^RUNG_COST_EXPONENT.
+RUNG_COST_EXPONENT = 1.5
+
+
+def placement_seconds(sims, rung_elo, rating: float, seconds: dict[int, float]) -> float:
+    """What a loop placement (two rounds) starting at `rating` is expected to take: twice the
+    seconds of the first round's two rungs (`bracket`), the second round taken to play them
+    again. `seconds`: {rung index: seconds its last match took}; a rung not yet played is
+    costed from the played one nearest in simulations: where it has more, by their ratio to the
+    power RUNG_COST_EXPONENT; where it has fewer, as that one (a bound: the network's half does
+    not shrink). 0 where none was played."""
+    if not seconds:
+        return 0.0
+    sims = np.asarray(sims, np.float64)
+
+    def cost(i: int) -> float:
+        if i in seconds:
+            return seconds[i]
+        k = min(seconds, key=lambda j: (abs(math.log(sims[j] / sims[i])), -sims[j]))
+        return seconds[k] * max(1.0, sims[i] / sims[k]) ** RUNG_COST_EXPONENT
+
+    return 2.0 * sum(cost(i) for i in bracket(rung_elo, rating))
+
+
 def compile_order(rung_elo, rating: float) -> list[int]:
     """The rungs whose matches a placement starting at `rating` most likely plays, most likely
     first: the first round's two (`bracket`), then the others by their distance in rungs from
@@ -297,7 +324,8 @@ def make_ladder_evaluation(
     config, path: str | None = None, *, mesh=None, start: float = 0.0
 ) -> Callable | None:
     """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games",
-    "eval/elo_off_scale", "eval/elo_top"}: the network (the run's search, greedy) placed on the
+    "eval/elo_off_scale", "eval/elo_top", "eval/elo_seconds", "eval/elo_next_seconds"}: the
+    network (the run's search, greedy) placed on the
     game's ladder by `place`, two rounds of `ladder_games_per_rung(eval_games)` games against each
     of two rungs, starting at the previous evaluation's rating (the Python loop keeps it; `start`
     at the first: a resumed run's last logged rating, else 0), its games split over `mesh`'s
@@ -306,6 +334,10 @@ def make_ladder_evaluation(
     is off or the package has no table for the game and options (`path`: another table). Only
     the rungs of at most `config.eval_ladder_max_sims` simulations play (`Ladder.up_to`; -1, the
     default: the table's `loop_max_sims`, else LOOP_MAX_SIMS, `Ladder.loop_cap`).
+    "eval/elo_seconds" is what the placement took; "eval/elo_next_seconds" what the next one,
+    starting at this rating, is expected to take, by the seconds each rung's last match took
+    (`placement_seconds`): the loop's `eval_budget` weighs an evaluation by it, so that one
+    whose rungs are dearer than the last evaluation's is put off before it runs over.
     `evaluate(variables, key, compile_only=True)` compiles the matches the next placement's first
     round plays, then the others by `compile_order` (nearest first: `azjax.ahead` drops what it
     has not reached by the evaluation), leaving out those already played, and returns {}."""
@@ -330,6 +362,7 @@ def make_ladder_evaluation(
     matches: dict[int, Callable] = {}  # capacity -> jitted match, compiled when first needed
     last = [float(start)]  # the previous evaluation's rating
     played: set[int] = set()  # the capacities whose match has run (and so is compiled)
+    seconds: dict[int, float] = {}  # rung index -> seconds its last match took
 
     def capacity(i: int) -> int:  # the simulations of the trees rung i searches in
         return max(shared, ladder.sims[i])
@@ -351,13 +384,16 @@ def make_ladder_evaluation(
                     compile_for(program, variables, budget, jax.random.fold_in(key, 1))
             return {}
         calls = [0]
+        t_start = time.perf_counter()
 
         def play(i: int, games: int) -> float:
             calls[0] += 1
+            t0 = time.perf_counter()
             program, budget = match(i)
             out = program(variables, budget, jax.random.fold_in(key, calls[0]))
             played.add(capacity(i))  # compiled, in jit's cache
             r = MatchResult.from_returns(*parallel.fetch(out))
+            seconds[i] = time.perf_counter() - t0
             return r.wins + 0.5 * r.draws
 
         p = place(play, ladder.elo, rounds=2, games_per_rung=n, start=last[0])
@@ -368,6 +404,8 @@ def make_ladder_evaluation(
             "eval/elo_games": p.games,
             "eval/elo_off_scale": off_scale(p),  # +1: above the top rung, a lower bound
             "eval/elo_top": float(ladder.elo[-1]),
+            "eval/elo_seconds": time.perf_counter() - t_start,
+            "eval/elo_next_seconds": placement_seconds(ladder.sims, ladder.elo, p.elo, seconds),
         }
 
     return evaluate

@@ -19,7 +19,8 @@ positions for the game (`azjax.solved`, `eval_errors`), the network's exact erro
 an evaluation of its own (`extra_evaluation`: train.py plays `--eval_opponent`, any agent spec, with
 the evaluation wing, `azjax.eval.TrainingOpponent`); its values join the iteration's metrics.
 Evaluation is held to `eval_budget` of the session's wall time (`evaluation_affordable`): one that
-falls due when, with it (as long as the last), the evaluations would take more is put off to the
+falls due when, with it (as long as the last, its ladder placement as long as the rungs it will
+play took: `next_evaluation_seconds`), the evaluations would take more is put off to the
 next interval (`eval_postponed`), all but the exact error rate, which takes seconds and is
 measured at every interval. A session that ends between intervals (its time budget or
 `iterations`, past the first interval) evaluates its last iteration too (`eval_final`).
@@ -857,7 +858,7 @@ def _train(
         if moves is not None:
             moves.progress = bar
         session = dict(games=0, positions=0)
-        spent = dict(eval=0.0, last=0.0)  # seconds of in-loop evaluation this session, the last
+        spent = dict(eval=0.0, last=0.0)  # seconds of in-loop evaluation this session, the next's
         t_loop = time.time()
         last: dict[str, Any] = {}
         stop_reason = "iterations"
@@ -929,7 +930,7 @@ def _train(
                     previous = fns.copy(run.train.variables)
                     values["eval_seconds"] = time.time() - t_eval
                     spent["eval"] += values["eval_seconds"]
-                    spent["last"] = values["eval_seconds"]
+                    spent["last"] = next_evaluation_seconds(values)
                     compile_next_evaluation()  # the ladder's next rungs, if new
                 if it == first:  # not alongside them: both lower on Python's one lock
                     compile_next_evaluation()
@@ -998,11 +999,24 @@ def _best(workdir: str) -> dict | None:
         return None
 
 
+def next_evaluation_seconds(values: dict[str, Any]) -> float:
+    """What the next full evaluation is expected to take, from the last one's `values`: as long
+    as it (`eval_seconds`), its ladder placements' part (`eval/elo_seconds`, each game's in a
+    shared run) replaced by what the next placements' rungs are expected to take
+    (`eval/elo_next_seconds`, `azjax.ladder.placement_seconds`)."""
+    seconds = values["eval_seconds"]
+    for k, v in values.items():
+        if k.startswith("eval/") and k.endswith("/elo_next_seconds"):
+            seconds += v - values[k.replace("/elo_next_seconds", "/elo_seconds")]
+    return max(seconds, 0.0)
+
+
 def evaluation_affordable(
     config: Config, eval_seconds: float, session_seconds: float, expected: float = 0.0
 ) -> bool:
     """Whether an evaluation that falls due may run: with it, taking `expected` seconds (as
-    long as the last one), the evaluations of this session (`eval_seconds` so far) would take at
+    long as the last one, its ladder part as its next rungs: `next_evaluation_seconds`), the
+    evaluations of this session (`eval_seconds` so far) would take at
     most `config.eval_budget` of its time (`session_seconds` so far); always with eval_budget
     0. In a multi-host run process 0's clock decides for all, which must agree."""
     budget = config.eval_budget

@@ -382,6 +382,48 @@ def test_the_rungs_compiled_ahead_most_likely_first():
     assert compile_order(elo, 5000.0) == [5, 6, 4, 3, 2, 1, 0]  # beyond the top: the end rungs
 
 
+def test_a_placements_seconds_are_estimated_from_its_rungs():
+    from azjax.ladder import placement_seconds
+
+    sims = (256, 512, 1024, 2048, 4096)
+    elo = (600.0, 750.0, 860.0, 850.0, 990.0)  # not monotone, as 8x8 Othello's near its top
+    assert placement_seconds(sims, elo, 700.0, {}) == 0.0  # nothing played yet
+    # the rungs it will play, played: twice their last matches' seconds
+    assert placement_seconds(sims, elo, 700.0, {0: 3.0, 1: 5.0}) == 2 * (3.0 + 5.0)
+    # a rating that moved up: 2048 (the last rung at or below 900) and 4096, neither played;
+    # each costed from 1024, the nearest played, by the ratio of simulations to the power 1.5
+    assert placement_seconds(sims, elo, 900.0, {1: 5.0, 2: 9.0}) == pytest.approx(
+        2 * (2**1.5 * 9.0 + 4**1.5 * 9.0)
+    )
+    # a rung with fewer simulations than the nearest played costs as much as that one
+    assert placement_seconds(sims, elo, 650.0, {2: 9.0}) == 2 * (9.0 + 9.0)
+    # at an equal distance in simulations the dearer of the two played rungs decides
+    assert placement_seconds(sims, elo, 900.0, {2: 9.0, 4: 40.0}) == 2 * (40.0 + 40.0)
+
+
+def test_the_loop_expects_an_evaluation_to_cost_what_its_rungs_will(monkeypatch):
+    """--eval_budget weighs the next evaluation by its ladder placement's rungs: the last one's
+    placement seconds replaced by the next's estimate, every game's in a shared run."""
+    from azjax import config as cfg
+    from azjax import loop
+
+    assert loop.next_evaluation_seconds({"eval_seconds": 50.0}) == 50.0  # no ladder
+    values = {"eval_seconds": 50.0, "eval/elo_seconds": 40.0, "eval/elo_next_seconds": 400.0}
+    assert loop.next_evaluation_seconds(values) == 410.0
+    shared = {
+        "eval_seconds": 50.0,
+        "eval/hex/elo_seconds": 20.0,
+        "eval/hex/elo_next_seconds": 10.0,
+        "eval/othello/elo_seconds": 20.0,
+        "eval/othello/elo_next_seconds": 100.0,
+    }
+    assert loop.next_evaluation_seconds(shared) == 120.0
+    # 50 s of a 1,449-s session: as long as the last (50 s) it runs, as its rungs (410 s) not
+    config = cfg.load("tictactoe", {"eval_budget": 0.1})
+    assert loop.evaluation_affordable(config, 50.0, 1449.0, 50.0)
+    assert not loop.evaluation_affordable(config, 50.0, 1449.0, 410.0)
+
+
 def test_the_placements_small_rungs_share_one_program(tmp_path, lowerings, monkeypatch):
     from azjax import config as cfg
     from azjax import ladder as ladder_module
@@ -413,6 +455,8 @@ def test_the_placements_small_rungs_share_one_program(tmp_path, lowerings, monke
     with lowerings() as lowered:
         shared = evaluate(variables, jax.random.PRNGKey(0))
     assert lowered == []
+    timed = ("eval/elo_seconds", "eval/elo_next_seconds")  # the clock's, not the games'
+    assert all(shared.pop(k) >= 0.0 and alone.pop(k) >= 0.0 for k in timed)
     assert shared == alone and shared["eval/elo_games"] == 4 * 4  # the same games
 
 
