@@ -269,8 +269,7 @@ class Config:
         "largest share of the session's wall time the in-loop evaluation may take: an "
         "evaluation that falls due when, with it (taken to last as long as the last one, its "
         "ladder placement as long as the rungs it will play took), the evaluations would take "
-        "more is put off to the next interval (0: evaluate at every "
-        "interval whatever it costs)",
+        "more is put off to the next interval (0: evaluate at every interval whatever it costs)",
         low=0.0,
         high=1.0,
     )

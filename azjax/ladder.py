@@ -324,20 +324,20 @@ def make_ladder_evaluation(
     config, path: str | None = None, *, mesh=None, start: float = 0.0
 ) -> Callable | None:
     """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games",
-    "eval/elo_off_scale", "eval/elo_top", "eval/elo_seconds", "eval/elo_next_seconds"}: the
-    network (the run's search, greedy) placed on the
-    game's ladder by `place`, two rounds of `ladder_games_per_rung(eval_games)` games against each
-    of two rungs, starting at the previous evaluation's rating (the Python loop keeps it; `start`
-    at the first: a resumed run's last logged rating, else 0), its games split over `mesh`'s
-    devices where they divide (`azjax.arena.make_match`). The rungs up to `shared_capacity` play
-    in one compiled match, their simulation count its argument. None where `config.eval_ladder`
-    is off or the package has no table for the game and options (`path`: another table). Only
-    the rungs of at most `config.eval_ladder_max_sims` simulations play (`Ladder.up_to`; -1, the
-    default: the table's `loop_max_sims`, else LOOP_MAX_SIMS, `Ladder.loop_cap`).
+    "eval/elo_off_scale", "eval/elo_top", "eval/elo_seconds", "eval/elo_next_seconds"}: the network
+    (the run's search, greedy) placed on the game's ladder by `place`, two rounds of
+    `ladder_games_per_rung(eval_games)` games against each of two rungs, starting at the previous
+    evaluation's rating (the Python loop keeps it; `start` at the first: a resumed run's last logged
+    rating, else 0), its games split over `mesh`'s devices where they divide
+    (`azjax.arena.make_match`). The rungs up to `shared_capacity` play in one compiled match, their
+    simulation count its argument. None where `config.eval_ladder` is off or the package has no
+    table for the game and options (`path`: another table). Only the rungs of at most
+    `config.eval_ladder_max_sims` simulations play (`Ladder.up_to`; -1, the default: the table's
+    `loop_max_sims`, else LOOP_MAX_SIMS, `Ladder.loop_cap`).
     "eval/elo_seconds" is what the placement took; "eval/elo_next_seconds" what the next one,
     starting at this rating, is expected to take, by the seconds each rung's last match took
-    (`placement_seconds`): the loop's `eval_budget` weighs an evaluation by it, so that one
-    whose rungs are dearer than the last evaluation's is put off before it runs over.
+    (`placement_seconds`): the loop's `eval_budget` weighs an evaluation by it, so that one whose
+    rungs are dearer than the last evaluation's is put off before it runs over.
     `evaluate(variables, key, compile_only=True)` compiles the matches the next placement's first
     round plays, then the others by `compile_order` (nearest first: `azjax.ahead` drops what it
     has not reached by the evaluation), leaving out those already played, and returns {}."""

@@ -858,7 +858,7 @@ def _train(
         if moves is not None:
             moves.progress = bar
         session = dict(games=0, positions=0)
-        spent = dict(eval=0.0, last=0.0)  # seconds of in-loop evaluation this session, the next's
+        spent = dict(eval=0.0, next=0.0)  # seconds of in-loop evaluation this session, the next's
         t_loop = time.time()
         last: dict[str, Any] = {}
         stop_reason = "iterations"
@@ -911,7 +911,7 @@ def _train(
                     due = _session_ends(config, it, t_run, stop)
                 session_seconds = time.time() - t_loop
                 if due and not evaluation_affordable(
-                    config, spent["eval"], session_seconds, spent["last"]
+                    config, spent["eval"], session_seconds, spent["next"]
                 ):
                     values["eval_postponed"] = 1  # over eval_budget: the next interval
                     t_eval = time.time()  # but the exact error rate, seconds, is measured
@@ -930,7 +930,7 @@ def _train(
                     previous = fns.copy(run.train.variables)
                     values["eval_seconds"] = time.time() - t_eval
                     spent["eval"] += values["eval_seconds"]
-                    spent["last"] = next_evaluation_seconds(values)
+                    spent["next"] = next_evaluation_seconds(values)
                     compile_next_evaluation()  # the ladder's next rungs, if new
                 if it == first:  # not alongside them: both lower on Python's one lock
                     compile_next_evaluation()
