@@ -259,8 +259,9 @@ def off_scale(p: Placement) -> int:
 
 
 # A match against a rung costs more than its simulations' share at the top of a ladder (one core,
-# 16 games, session 78: Connect Four x2.3, 2.8, 3.3 a doubling from 1024 to 8192 simulations,
-# 8x8 Othello x2.0, 2.3, 2.6): a rung not yet played is costed as sims^RUNG_COST_EXPONENT.
+# 16 games, `python -m benchmarks.ladder_rungs`: Connect Four x2.0, 2.9, 3.1 a doubling from 1024
+# to 8192 simulations, 8x8 Othello x2.0, 2.3, 2.8; docs/benchmarks.md): a rung not yet played is
+# costed as sims^RUNG_COST_EXPONENT.
 RUNG_COST_EXPONENT = 1.5
 
 

@@ -62,9 +62,9 @@ def _shared_act(game: Game, capacity: int) -> Callable:
     return SearchSetup(game, rung_spec(capacity), None).make_act()
 
 
-def parse_rungs(text: str) -> list[int]:
-    """'2:9' -> [4, 8, ..., 512] (2^2 to 2^9); ValueError unless 0 <= lo < hi <= 16 and the
-    range holds the anchor, 2^4 = 16."""
+def parse_rungs(text: str, *, anchored: bool = True) -> list[int]:
+    """'2:9' -> [4, 8, ..., 512] (2^2 to 2^9); ValueError unless 0 <= lo < hi <= 16 and (where
+    `anchored`, a table's rungs) the range holds the anchor, 2^4 = 16."""
     lo, sep, hi = text.partition(":")
     try:
         lo_k, hi_k = int(lo), int(hi)
@@ -74,7 +74,7 @@ def parse_rungs(text: str) -> list[int]:
         raise ValueError(
             f"--rungs must be LO:HI with 0 <= LO < HI <= 16 (2^LO..2^HI), got {text!r}"
         )
-    if not lo_k <= 4 <= hi_k:
+    if anchored and not lo_k <= 4 <= hi_k:
         raise ValueError(f"--rungs {text!r} must include 4 (the anchor, 16 simulations at Elo 0)")
     return [2**k for k in range(lo_k, hi_k + 1)]
 
