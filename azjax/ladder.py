@@ -265,13 +265,19 @@ def off_scale(p: Placement) -> int:
 RUNG_COST_EXPONENT = 1.5
 
 
+def scaled_seconds(seconds: float, from_sims: int, to_sims: int) -> float:
+    """A rung match's seconds at `from_sims` simulations costed at `to_sims`: by their ratio to
+    the power RUNG_COST_EXPONENT where it has more, as the same where it has fewer (a bound: the
+    network's half does not shrink)."""
+    return seconds * max(1.0, to_sims / from_sims) ** RUNG_COST_EXPONENT
+
+
 def placement_seconds(sims, rung_elo, rating: float, seconds: dict[int, float]) -> float:
     """What a loop placement (two rounds) starting at `rating` is expected to take: twice the
     seconds of the first round's two rungs (`bracket`), the second round taken to play them
     again. `seconds`: {rung index: seconds its last match took}; a rung not yet played is
-    costed from the played one nearest in simulations: where it has more, by their ratio to the
-    power RUNG_COST_EXPONENT; where it has fewer, as that one (a bound: the network's half does
-    not shrink). 0 where none was played."""
+    costed from the played one nearest in simulations (`scaled_seconds`). 0 where none was
+    played."""
     if not seconds:
         return 0.0
     sims = np.asarray(sims, np.float64)
@@ -280,7 +286,7 @@ def placement_seconds(sims, rung_elo, rating: float, seconds: dict[int, float]) 
         if i in seconds:
             return seconds[i]
         k = min(seconds, key=lambda j: (abs(math.log(sims[j] / sims[i])), -sims[j]))
-        return seconds[k] * max(1.0, sims[i] / sims[k]) ** RUNG_COST_EXPONENT
+        return scaled_seconds(seconds[k], sims[k], sims[i])
 
     return 2.0 * sum(cost(i) for i in bracket(rung_elo, rating))
 

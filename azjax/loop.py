@@ -1016,9 +1016,9 @@ def evaluation_affordable(
 ) -> bool:
     """Whether an evaluation that falls due may run: with it, taking `expected` seconds (as
     long as the last one, its ladder part as its next rungs: `next_evaluation_seconds`), the
-    evaluations of this session (`eval_seconds` so far) would take at
-    most `config.eval_budget` of its time (`session_seconds` so far); always with eval_budget
-    0. In a multi-host run process 0's clock decides for all, which must agree."""
+    evaluations of this session (`eval_seconds` so far) would take at most `config.eval_budget`
+    of its time (`session_seconds` so far); always with eval_budget 0. In a multi-host run
+    process 0's clock decides for all, which must agree."""
     budget = config.eval_budget
     ok = not budget or eval_seconds + expected <= budget * (session_seconds + expected)
     if jax.process_count() > 1:

@@ -28,7 +28,8 @@ from configs.cpu import CPU_SCALE
 RECIPE = dict(CPU_SCALE, size=6, eval_games=64, eval_interval=10, min_replay=1)
 
 
-def _best(fn, repeats: int) -> float:
+def best_seconds(fn, repeats: int) -> float:
+    """The fastest of `repeats` calls of `fn` (its outputs waited for), after one that compiles."""
     jax.block_until_ready(fn())  # compile
     best = float("inf")
     for _ in range(repeats):
@@ -53,7 +54,7 @@ def evaluation_seconds(config: cfg.Config, split: bool, repeats: int) -> float:
     vs_previous = make_match(game, greedy, greedy, config.eval_games, split=split)
     vs_mcts = make_match(game, agent, mcts, config.eval_games, split=split)
     key = jax.random.PRNGKey(0)
-    return _best(
+    return best_seconds(
         lambda: (vs_previous(variables, variables, key), vs_mcts(variables, None, key)), repeats
     )
 
@@ -71,7 +72,7 @@ def iteration_seconds(config: cfg.Config, repeats: int) -> float:
         state["run"] = state["run"].replace(train=train)
         return losses
 
-    return _best(one, repeats)
+    return best_seconds(one, repeats)
 
 
 def main(argv=None) -> int:

@@ -18,7 +18,7 @@ times 2^RUNG_COST_EXPONENT).
 from __future__ import annotations
 
 import argparse
-import time
+import functools
 
 import jax
 
@@ -26,9 +26,10 @@ from azjax import flags
 from azjax.arena import make_match, make_search_agent
 from azjax.checkpoint import CheckpointError, load_checkpoint
 from azjax.eval.ladder import parse_rungs
-from azjax.ladder import RUNG_COST_EXPONENT, ladder_games_per_rung, rung_spec
+from azjax.ladder import ladder_games_per_rung, rung_spec, scaled_seconds
 from azjax.network import make_apply, make_network
 from azjax.search import SearchSpec
+from benchmarks.evaluation import best_seconds
 
 
 def rung_seconds(config, variables, sims: list[int], *, eval_games: int, repeats: int) -> dict:
@@ -42,13 +43,7 @@ def rung_seconds(config, variables, sims: list[int], *, eval_games: int, repeats
     for i, s in enumerate(sims):
         match = make_match(game, agent, make_search_agent(game, rung_spec(s), None), n)
         key = jax.random.PRNGKey(i)
-        jax.block_until_ready(match(variables, None, key))  # compile
-        best = float("inf")
-        for r in range(repeats):
-            t0 = time.perf_counter()
-            jax.block_until_ready(match(variables, None, jax.random.fold_in(key, r)))
-            best = min(best, time.perf_counter() - t0)
-        out[s] = best
+        out[s] = best_seconds(functools.partial(match, variables, None, key), repeats)
     return out
 
 
@@ -61,7 +56,7 @@ def table(seconds: dict[int, float]) -> list[str]:
         if below is None:
             rows.append(f"| {s} | {t:.2f} | | |")
         else:
-            guess = seconds[below] * (s / below) ** RUNG_COST_EXPONENT
+            guess = scaled_seconds(seconds[below], below, s)  # the budget's estimate
             rows.append(f"| {s} | {t:.2f} | {t / seconds[below]:.2f} | {guess:.2f} |")
         below = s
     return rows
