@@ -333,10 +333,11 @@ class Config:
         low=0,
     )
     eval_opponent_decisive: bool = _field(
-        False,
+        True,
         "the network searches with decisive moves (as decisive_moves) in the match against "
-        "eval_opponent, where self-play does not: an 8x8 Othello network is then rarely wiped out "
-        "one move ahead, and the score measures its play, not its wipeout rate (docs/strength.md)",
+        "eval_opponent, as ckpt: agents play, where self-play need not: an 8x8 Othello network is "
+        "then rarely wiped out one move ahead, and the score measures its play, not its wipeout "
+        "rate (docs/strength.md; false: the match searches as self-play)",
     )
     best_by: str = _field(
         "auto",

@@ -34,7 +34,7 @@ from azjax.eval.specs import parse_agent
 from experiments.common import Log, latest_config, write_results
 
 # The players, as agent specs (azjax/eval/specs.py), in one place.
-AGENT = "ckpt:{run},sims={sims}"
+AGENT = "ckpt:{run},sims={sims},decisive=0"  # seed 001's search, no decisive moves
 OPPONENTS = {
     "minimax": "minimax:depth={depth},heuristic={heuristic},seed={seed}",
     "mcts": "mcts:sims={sims}",

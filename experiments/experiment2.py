@@ -41,7 +41,7 @@ from experiments.common import add_run_flags, check_run_flags, open_run, parse_f
 def agent_spec(
     workdir: str, p_r: float, lam: float, sims: int, eps: float, search: str | None
 ) -> str:
-    spec = f"ckpt:{workdir},sims={sims},eps={eps}"
+    spec = f"ckpt:{workdir},sims={sims},eps={eps},decisive=0"  # the thesis's search
     if search:
         spec += f",search={search}"
     if p_r > 0:

@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         f"experiment 3 on {args.workdir} (checkpoint {step}, {game.name} {game.options}): "
         f"{args.seconds} s per move, {args.games} games per configuration"
     )
-    base = f"ckpt:{args.workdir},seconds={args.seconds}"
+    base = f"ckpt:{args.workdir},seconds={args.seconds},decisive=0"  # the thesis's search
     if args.search:
         base += f",search={args.search}"
     key = jax.random.PRNGKey(args.seed)

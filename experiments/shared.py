@@ -66,7 +66,7 @@ def table(out: str, name: str, args, log) -> dict:
     config = read_config(single_dir)
     game = config.make_game()
     rows, columns = checkpoint_steps(shared_dir), checkpoint_steps(single_dir)
-    opts = f"sims={args.sims},eps={args.eps}"
+    opts = f"sims={args.sims},eps={args.eps},decisive=0"  # seed 004's search
     singles = {s: parse_agent(f"ckpt:{single_dir}@{s},{opts}", game) for s in columns}
     scores = []
     for i, r in enumerate(rows):

@@ -57,7 +57,7 @@ def play_perfect(config, variables, games_per_colour: int, seed: int = 1) -> Mat
 
 # The searchers of the figures, as agent specs (azjax/eval/specs.py), in one place.
 MCTS = "mcts:sims={sims}"
-NETWORK = "ckpt:{run}@{step},sims={sims}"
+NETWORK = "ckpt:{run}@{step},sims={sims},decisive=0"  # seed 001's search, no decisive moves
 
 # What seed 001 reports in words (its figures are plots; games as black against Minimax): 5.1b,
 # MCTS (UCT, C = 1.5) still lost one game at 1,200 iterations; 5.4a, MCTS(100) drew 53 of 100,

@@ -147,7 +147,7 @@ def tournaments(args, runs: dict, log) -> list[dict]:
     out = []
     for i, sims in enumerate(args.sims):
         t0 = time.time()
-        specs = [f"ckpt:{runs[n]['workdir']},sims={sims},eps={args.eps}" for n in RUNS]
+        specs = [f"ckpt:{runs[n]['workdir']},sims={sims},eps={args.eps},decisive=0" for n in RUNS]
         agents = [parse_agent(s, game) for s in specs]
         log(f"round robin at {sims} simulations:")
         try:

@@ -221,16 +221,17 @@ def test_the_network_searches_eval_opponent_sims_against_the_opponent():
 
 
 def test_eval_opponent_decisive_gives_the_network_decisive_moves_in_that_match_alone():
-    """`eval_opponent_decisive` turns decisive moves on in the opponent's match where self-play
-    has them off; a run trained with `decisive_moves` keeps them there either way."""
+    """`eval_opponent_decisive` (on by default, as `ckpt:` agents play) turns decisive moves on
+    in the opponent's match where self-play has them off; off, the match searches as self-play;
+    a run trained with `decisive_moves` keeps them there either way."""
     import azjax
     from azjax.eval.opponent import TrainingOpponent
     from azjax.search import SearchSpec
 
     for options, expected in [
-        ({}, False),
-        ({"eval_opponent_decisive": True}, True),
-        ({"decisive_moves": True}, True),
+        ({}, True),
+        ({"eval_opponent_decisive": False}, False),
+        ({"decisive_moves": True, "eval_opponent_decisive": False}, True),
     ]:
         config = azjax.load_config("tictactoe", dict(eval_opponent="random", **options))
         assert SearchSpec.from_config(config).decisive_moves == options.get("decisive_moves", False)

@@ -311,7 +311,7 @@ def test_connect_four_toy_run_plays_every_opponent(tiny_run, tmp_path, capsys):
     assert connect_four.main(argv + ["--minimax_depths=1,2", "--mcts_sims="]) == 0
     results = json.load(open(os.path.join(out, "results.json")))
     assert results["game"] == "tictactoe" and results["checkpoint"] == 2
-    assert results["agent"] == f"ckpt:{tiny_run},sims=2" and results["training"] is None
+    assert results["agent"] == f"ckpt:{tiny_run},sims=2,decisive=0" and results["training"] is None
     specs = [m["opponent"] for m in results["matches"]]
     assert specs == [
         "minimax:depth=1,heuristic=lines2,seed=0",
@@ -358,7 +358,7 @@ def test_tictactoe_figures_of_seed_001(tiny_run, tmp_path, capsys):
     results = tictactoe.figures(tiny_run, games=2, mcts_sims=[2], curve_sims=2, compare_sims=[2])
     assert [r["sims"] for r in results["5.1b"]] == [2]
     assert [r["step"] for r in results["5.4a"]["checkpoints"]] == [1, 2]
-    assert results["5.4b"][0]["network"]["spec"] == f"ckpt:{tiny_run}@2,sims=2"
+    assert results["5.4b"][0]["network"]["spec"] == f"ckpt:{tiny_run}@2,sims=2,decisive=0"
     assert results["5.4b"][0]["mcts"] == results["5.4a"]["mcts"]  # the same point, played once
     for row in [*results["5.1b"], *results["5.4a"]["checkpoints"]]:
         assert row["wins"] == 0 and row["draws"] + row["losses"] == 2  # perfect play never loses

@@ -229,8 +229,10 @@ def test_checkpoint_agent_takes_search_settings(tiny_run):
         specs._check_fpu("x", {"fpu": 0.2}, gumbel)
     assert parse_agent(f"ckpt:{tiny_run},sym=8", TTT).search.spec.net_symmetries == 8
     assert latest.search.spec.score_utility == 0  # the run's own (the default)
-    assert not latest.search.spec.decisive_moves  # the run's own (the default)
-    assert parse_agent(f"ckpt:{tiny_run},decisive=1", TTT).search.spec.decisive_moves
+    assert not load_checkpoint(tiny_run)[0].decisive_moves  # trained without them,
+    assert latest.search.spec.decisive_moves  # a ckpt: agent plays with them (CKPT_DECISIVE)
+    assert not parse_agent(f"ckpt:{tiny_run},decisive=0", TTT).search.spec.decisive_moves
+    assert not parse_agent("mcts", TTT).search.spec.decisive_moves  # pure MCTS: without
     assert parse_agent("mcts:decisive=1", TTT).search.spec.decisive_moves
     othello6 = parse_agent("ckpt:pretrained/othello6,score=0.2", games.make("othello", size=6))
     assert othello6.search.spec.score_utility == 0.2  # a network with an ownership head

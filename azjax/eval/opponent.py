@@ -6,15 +6,15 @@
 
 At each in-loop evaluation (`azjax.loop`, every `eval_interval` iterations) the current network,
 searching as the loop's evaluation has it search against pure MCTS (the run's `SearchSpec`, no
-epsilon; with `eval_opponent_sims` simulations where that is not 0, and decisive moves where
-`eval_opponent_decisive` is set), plays `eval_opponent_games` games (0: `eval_games`) against
-the agent the spec names (`azjax.eval.specs`: gtp:"COMMAND", spiel:, mcts:, minimax:, ckpt:,
-...), half with each colour (`play_games`); with `eval_opening_plies` = n, as the loop's own
-matches, each game pair starts from a position after n uniformly random plies, once with each
-colour (positions may repeat between pairs). The agents that draw their own random numbers
-(spiel:, minimax:, perfect:) take the run's `--seed` where the spec gives no seed=, as
-`evaluate.py --seed` (`parse_agent`), and go on drawing from one stream across the run's
-evaluations. The values, from the network's side:
+epsilon; with `eval_opponent_sims` simulations where that is not 0, and decisive moves unless
+`eval_opponent_decisive` is off and self-play has none), plays `eval_opponent_games` games (0:
+`eval_games`) against the agent the spec names (`azjax.eval.specs`: gtp:"COMMAND", spiel:, mcts:,
+minimax:, ckpt:, ...), half with each colour (`play_games`); with `eval_opening_plies` = n, as the
+loop's own matches, each game pair starts from a position after n uniformly random plies, once with
+each colour (positions may repeat between pairs). The agents that draw their own random numbers
+(spiel:, minimax:, perfect:) take the run's `--seed` where the spec gives no seed=, as `evaluate.py
+--seed` (`parse_agent`), and go on drawing from one stream across the run's evaluations. The values,
+from the network's side:
 
     eval/opponent_score     (wins + draws / 2) / games
     eval/opponent_ci95      the half-width of its 95% interval (`stats.score_ci`)

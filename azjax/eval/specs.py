@@ -20,15 +20,18 @@ Specs (options are comma-separated `name=value`):
                                      (Gumbel root actions), rollout (none | random | policy),
                                      p_r, lambda, sym (the network averaged over that many
                                      board symmetries: up to 8 on Othello and Tic-Tac-Toe, 2 on
-                                     Hex and Connect Four), eps, seconds; unset ones come
-                                     from the checkpoint's config (search=uct: UCT on the
+                                     Hex and Connect Four), decisive (1 by default: a
+                                     position whose mover can win at once searched as won;
+                                     decisive=0: without them), eps, seconds; the other unset ones
+                                     come from the checkpoint's config (search=uct: UCT on the
                                      network's values, its priors unused).
                                      game=NAME picks one game of a shared run (`--games`),
                                      whose network plays each of them.
     mcts[:opts]                      pure MCTS with random rollouts (uniform priors, every leaf
                                      rolled out). Options: sims (100), search (uct, the default:
                                      OpenSpiel's UCT; puct: seed 000's baseline; gumbel), c_uct
-                                     (1.4), c_puct, values, fpu, considered, eps, seconds.
+                                     (1.4), c_puct, values, fpu, considered, decisive (0),
+                                     eps, seconds.
     random                           a uniformly random legal move.
     minimax[:depth=D,seed=S,heuristic=H]  alpha-beta negamax in Python (see `Minimax`); depth
                                      defaults to the whole game, allowed only for small games;
@@ -242,6 +245,11 @@ _SEARCH_OPTIONS = (
     "seconds",
 )
 MCTS_SEARCH = "uct"  # the mcts: agent's default search (OpenSpiel's); "puct" is seed 000's
+# A ckpt: agent searches with decisive moves unless its spec says decisive=0: at play they cost
+# 1.02 - 1.3x a 50-simulation search and keep a network from losing at once to a move it did not
+# look at (8x8 Othello's wipeouts, a Connect Four threat; docs/strength.md, "Decisive moves at
+# play by default"). Self-play and the in-loop ladder follow the run's decisive_moves.
+CKPT_DECISIVE = True
 
 
 def _random(game: Game, rest: str, name: str) -> Agent:
@@ -286,7 +294,8 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
     saved, variables, step = load_checkpoint(path, step)
     if saved.games:  # a shared run: the network of `config.game`
         variables = view(variables, config.game)
-    spec = _check_fpu(name, opts, SearchSpec.from_config(config, **_spec_overrides(opts)))
+    overrides = {"decisive_moves": CKPT_DECISIVE, **_spec_overrides(opts)}
+    spec = _check_fpu(name, opts, SearchSpec.from_config(config, **overrides))
     check_count(game, spec.net_symmetries, f"{name}: sym")
     if spec.score_utility and not config.ownership_weight:
         raise ValueError(
