@@ -32,10 +32,13 @@ evaluation compiles the program again and reports what goes wrong there, with it
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from jax import monitoring
 
 MAX_WORKERS = 8  # compilations side by side at most: each holds a program's XLA passes in memory
 
@@ -80,6 +83,49 @@ def compile_for(fn: Any, *args) -> None:
     if job.dropping.is_set():
         raise Dropped
     job.submit(lowered.compile)
+
+
+# JAX's time spans of making a program: tracing it, lowering it to MLIR, compiling it (a hit in
+# the persistent compilation cache is a short compile)
+COMPILE_EVENTS = frozenset(
+    {
+        "/jax/core/compile/jaxpr_trace_duration",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+    }
+)
+
+
+@contextlib.contextmanager
+def compile_clock() -> Iterator[Callable[[], float]]:
+    """`with compile_clock() as compiling: ...`, then `compiling()`: the seconds in the block that
+    JAX spent making programs (`COMPILE_EVENTS`' time spans merged, so a trace nested in another
+    counts once). A timed call's wall time less this is what it takes with its program in jit's
+    cache. The events come from every thread: for code that runs while nothing compiles beside it
+    (the loop's evaluation, after `Ahead.wait`). 0 with a JAX that records no time spans."""
+    spans: list[tuple[float, float]] = []
+
+    def listen(event: str, start: float, end: float, **kwargs) -> None:
+        if event in COMPILE_EVENTS:
+            spans.append((start, end))
+
+    def seconds() -> float:
+        total, reach = 0.0, float("-inf")
+        for start, end in sorted(spans):
+            if end > reach:
+                total += end - max(start, reach)
+                reach = end
+        return total
+
+    register = getattr(monitoring, "register_event_time_span_listener", None)
+    if register is None:
+        yield seconds
+        return
+    register(listen)
+    try:
+        yield seconds
+    finally:
+        monitoring.unregister_event_time_span_listener(listen)
 
 
 class Ahead:

@@ -342,14 +342,15 @@ def make_ladder_evaluation(
     `config.eval_ladder_max_sims` simulations play (`Ladder.up_to`; -1, the default: the table's
     `loop_max_sims`, else LOOP_MAX_SIMS, `Ladder.loop_cap`).
     "eval/elo_seconds" is what the placement took; "eval/elo_next_seconds" what the next one,
-    starting at this rating, is expected to take, by the seconds each rung's last match took
-    (`placement_seconds`): the loop's `eval_budget` weighs an evaluation by it, so that one whose
-    rungs are dearer than the last evaluation's is put off before it runs over.
+    starting at this rating, is expected to take, by the seconds each rung's last match took less
+    any compiling in it (`placement_seconds`, `azjax.ahead.compile_clock`): the loop's
+    `eval_budget` weighs an evaluation by it, so that one whose rungs are dearer than the last
+    evaluation's is put off before it runs over.
     `evaluate(variables, key, compile_only=True)` compiles the matches the next placement's first
     round plays, then the others by `compile_order` (nearest first: `azjax.ahead` drops what it
     has not reached by the evaluation), leaving out those already played, and returns {}."""
     from azjax import parallel
-    from azjax.ahead import compile_for
+    from azjax.ahead import compile_clock, compile_for
     from azjax.arena import MatchResult, make_match, make_search_agent
     from azjax.network import make_apply, make_network
     from azjax.search import Budget
@@ -395,12 +396,13 @@ def make_ladder_evaluation(
 
         def play(i: int, games: int) -> float:
             calls[0] += 1
-            t0 = time.perf_counter()
-            program, budget = match(i)
-            out = program(variables, budget, jax.random.fold_in(key, calls[0]))
-            played.add(capacity(i))  # compiled, in jit's cache
-            r = MatchResult.from_returns(*parallel.fetch(out))
-            seconds[i] = time.perf_counter() - t0
+            with compile_clock() as compiling:  # a rung not compiled ahead compiles here
+                t0 = time.perf_counter()
+                program, budget = match(i)
+                out = program(variables, budget, jax.random.fold_in(key, calls[0]))
+                played.add(capacity(i))  # compiled, in jit's cache
+                r = MatchResult.from_returns(*parallel.fetch(out))
+                seconds[i] = time.perf_counter() - t0 - compiling()  # what it takes played again
             return r.wins + 0.5 * r.draws
 
         p = place(play, ladder.elo, rounds=2, games_per_rung=n, start=last[0])

@@ -1,12 +1,13 @@
 """azjax.ahead: programs compiled on background threads before the evaluation that runs them."""
 
 import threading
+import time
 
 import jax
 import jax.numpy as jnp
 import pytest
 
-from azjax.ahead import Ahead, compile_for, default_workers, wanted
+from azjax.ahead import Ahead, compile_clock, compile_for, default_workers, wanted
 
 
 def _programs(n):
@@ -85,3 +86,35 @@ def test_how_many_compile_at_once():
 def test_auto_compiles_ahead_where_the_host_has_a_core_to_spare():
     assert wanted("auto", cpus=2) and wanted("auto", cpus=16) and not wanted("auto", cpus=1)
     assert wanted("on", cpus=1) and not wanted("off", cpus=16)
+
+
+def test_the_compile_clock_merges_nested_spans_and_ignores_other_events():
+    from jax import monitoring
+
+    trace, compile_ = (
+        "/jax/core/compile/jaxpr_trace_duration",
+        ("/jax/core/compile/backend_compile_duration"),
+    )
+    with compile_clock() as compiling:
+        monitoring.record_event_time_span(trace, 10.0, 12.0)
+        monitoring.record_event_time_span(trace, 10.5, 11.0)  # nested in the first: once
+        monitoring.record_event_time_span(compile_, 11.5, 13.0)  # overlaps it
+        monitoring.record_event_time_span(compile_, 20.0, 20.25)
+        monitoring.record_event_time_span("/jax/something/else", 30.0, 40.0)
+    monitoring.record_event_time_span(trace, 50.0, 60.0)  # after the block: not counted
+    assert compiling() == pytest.approx(3.25)
+
+
+def test_the_compile_clock_counts_a_calls_compiling_and_not_its_running():
+    inner = jax.jit(lambda x: jnp.cos(x) * 3)
+    fn = jax.jit(lambda x: jnp.sin(inner(x)) + 7)  # a jit inside: its trace nests in fn's
+    x = jnp.arange(5.0)
+    with compile_clock() as compiling:
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(x))
+        wall = time.perf_counter() - t0
+    assert 0 < compiling() <= wall
+    with compile_clock() as compiling:
+        jax.block_until_ready(fn(x))  # in jit's cache
+        time.sleep(0.01)
+    assert compiling() == 0

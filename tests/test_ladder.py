@@ -322,6 +322,35 @@ def test_the_training_loops_placement(tmp_path, lowerings):
     assert values["eval/elo"] < 0
 
 
+def test_a_rung_compiled_in_the_placement_is_costed_without_its_compiling(
+    tmp_path, lowerings, monkeypatch
+):
+    """A rung whose match was not compiled ahead compiles in the placement: its seconds, which
+    cost the next placement, leave the compiling out (`compile_clock`), so the first estimate is
+    what the second one, played from jit's cache, says. (One round, so that the match that
+    compiles is the rung's last: in two, the second round's replaces its seconds.)"""
+    from azjax import config as cfg
+    from azjax import ladder as ladder_module
+    from azjax.checkpoint import initial_variables
+    from azjax.ladder import make_ladder_evaluation
+
+    place = ladder_module.place
+    monkeypatch.setattr(ladder_module, "place", lambda *a, **k: place(*a, **{**k, "rounds": 1}))
+    table = str(tmp_path / "ttt.json")
+    save_ladder(Ladder("tictactoe", {}, (16, 64), (0.0, 400.0), (0.0, 0.0), 2), table)
+    options = dict(num_blocks=1, num_filters=4, value_hidden=4, num_simulations=4, eval_games=16)
+    config = cfg.load("tictactoe", dict(options, eval_ladder_max_sims=32))
+    evaluate = make_ladder_evaluation(config, table)
+    variables = initial_variables(config)
+    with lowerings() as lowered:
+        first = evaluate(variables, jax.random.PRNGKey(0))  # compiles its one match
+    assert lowered and first["eval/elo_games"] == 4  # one match, compiled in it
+    again = evaluate(variables, jax.random.PRNGKey(0))
+    compiling = first["eval/elo_seconds"] - again["eval/elo_seconds"]
+    slack = max(0.05, min(0.25, compiling))  # timing noise, below what compiling adds
+    assert first["eval/elo_next_seconds"] < again["eval/elo_next_seconds"] + slack
+
+
 def test_the_loop_logs_the_ladders_elo(monkeypatch):
     from azjax import config as cfg
     from azjax import loop
