@@ -258,6 +258,13 @@ def off_scale(p: Placement) -> int:
     return 0
 
 
+def unmet(p: Placement, rung_elo) -> list[int]:
+    """The rungs a next round of `place` would play (`bracket` of the final rating) that the
+    placement never played: where there are any, it was still climbing (or falling) when its
+    rounds ran out, and more rounds would move the rating further; [] where it has settled."""
+    return [i for i in bracket(rung_elo, p.elo) if p.played[i] == 0]
+
+
 # A match against a rung costs more than its simulations' share at the top of a ladder (one core,
 # 16 games, `python -m benchmarks.ladder_rungs`: Connect Four x2.0, 2.9, 3.1 a doubling from 1024
 # to 8192 simulations, 8x8 Othello x2.0, 2.3, 2.8; docs/benchmarks.md): a rung not yet played is

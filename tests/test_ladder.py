@@ -21,6 +21,7 @@ from azjax.ladder import (
     place,
     save_ladder,
     table_name,
+    unmet,
 )
 
 RUNGS = np.array([-900.0, -600.0, -350.0, -150.0, 0.0, 180.0, 400.0, 650.0, 900.0, 1150.0])
@@ -87,6 +88,19 @@ def test_placement_of_a_player_off_the_top_stays_above_it():
     assert off_scale(place(lambda i, n: 0.0, RUNGS, rounds=3, games_per_rung=10)) == -1
     on_scale = place(lambda i, n: n / 2, RUNGS, rounds=3, games_per_rung=10)
     assert off_scale(on_scale) == 0
+
+
+def test_a_placement_that_ran_out_of_rounds_names_the_rungs_it_would_meet_next():
+    """A strong player placed from the anchor climbs a bracket or so a round: after one round
+    its rating asks for rungs it has not met (`unmet`, which `evaluate.py place` reports as not
+    settled); given rounds enough it has met them."""
+    strong = fake_play(1000.0, 0)
+    early = place(strong, RUNGS, rounds=1, games_per_rung=20, start=0.0)
+    assert early.elo > RUNGS[5] and unmet(early, RUNGS)
+    assert all(early.played[i] == 0 for i in unmet(early, RUNGS))
+    assert unmet(place(strong, RUNGS, rounds=6, games_per_rung=20, start=0.0), RUNGS) == []
+    top = place(lambda i, n: float(n), RUNGS, rounds=6, games_per_rung=10)
+    assert off_scale(top) == 1 and unmet(top, RUNGS) == []  # above the top: the end rungs, met
 
 
 def test_place_rejects_zero_rounds():
@@ -166,6 +180,22 @@ def test_ladder_and_place_commands(ttt_table, tmp_path):
     assert code == 0
     record = json.load(open(f"{out}/place.json"))
     assert record["games"] == 8 and math.isfinite(record["elo"])
+    assert record["unmet_rungs"] == []  # two rungs, both played: nothing more to meet
+
+
+def test_place_says_when_its_rounds_ran_out_before_it_settled(tmp_path, capsys):
+    from azjax.commands import evaluate
+
+    # a random player from the anchor: its one round, against 16 and 32 simulations, puts it
+    # below them, where the next round would meet the rungs of 4 and 8
+    out = str(tmp_path / "place")
+    argv = ["place", "random", "--game=tictactoe", "--rounds=1", "--games=4", f"--out={out}"]
+    assert evaluate.main(argv) == 0
+    record = json.load(open(f"{out}/place.json"))
+    assert [r["sims"] for r in record["rungs"]] == [16, 32]
+    assert record["unmet_rungs"] and set(record["unmet_rungs"]) <= {4, 8}
+    said = capsys.readouterr().out
+    assert "not settled" in said and "--rounds=3" in said
 
 
 @pytest.mark.parametrize(

@@ -418,7 +418,7 @@ def run_place(args, game, folder: str) -> None:
     from azjax.eval import parse_agent
     from azjax.eval.ladder import place_agent, require_ladder
     from azjax.eval.records import write_json
-    from azjax.ladder import off_scale
+    from azjax.ladder import off_scale, unmet
 
     if args.rounds < 1 or args.games < 1:
         raise ValueError(f"--rounds and --games must be >= 1, got {args.rounds}, {args.games}")
@@ -449,6 +449,14 @@ def run_place(args, game, folder: str) -> None:
             f"bound (rungs more: evaluate.py ladder --rungs={lo}:{hi} --extend{table} and the "
             "game's flags)"
         )
+    ahead = [int(ladder.sims[i]) for i in unmet(p, ladder.elo)]
+    if ahead:
+        rungs = " and ".join(str(n) for n in ahead)
+        print(
+            f"  not settled: a next round would play the rung of {rungs} simulations, which it "
+            f"has not met, so the rating was still moving when the rounds ran out (more rounds: "
+            f"--rounds={args.rounds + 2})"
+        )
     record = dict(
         agent=args.agents[0],
         game=game.name,
@@ -457,6 +465,7 @@ def run_place(args, game, folder: str) -> None:
         ci95=p.ci95,
         games=p.games,
         off_scale=side,  # +1: above the top rung (a lower bound), -1: below the bottom one
+        unmet_rungs=ahead,  # the rungs a next round would play that it never met: not settled
         rungs=[
             dict(sims=s, elo=e, points=float(pt), games=int(n))
             for s, e, pt, n in zip(ladder.sims, ladder.elo, p.points, p.played)
