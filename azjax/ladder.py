@@ -409,7 +409,8 @@ def make_ladder_evaluation(
                 out = program(variables, budget, jax.random.fold_in(key, calls[0]))
                 played.add(capacity(i))  # compiled, in jit's cache
                 r = MatchResult.from_returns(*parallel.fetch(out))
-                seconds[i] = time.perf_counter() - t0 - compiling()  # what it takes played again
+                took = time.perf_counter() - t0
+                seconds[i] = max(took - compiling(), 0.0)  # what it takes played again
             return r.wins + 0.5 * r.draws
 
         p = place(play, ladder.elo, rounds=2, games_per_rung=n, start=last[0])
