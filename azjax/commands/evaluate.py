@@ -451,10 +451,10 @@ def run_place(args, game, folder: str) -> None:
         )
     ahead = [int(ladder.sims[i]) for i in unmet(p, ladder.elo)]
     if ahead:
-        rungs = " and ".join(str(n) for n in ahead)
+        rungs = f"rung{'s' if len(ahead) > 1 else ''} of {' and '.join(map(str, ahead))}"
         print(
-            f"  not settled: a next round would play the rung of {rungs} simulations, which it "
-            f"has not met, so the rating was still moving when the rounds ran out (more rounds: "
+            f"  not settled: a next round would play the {rungs} simulations, which it has not "
+            f"met, so the rating was still moving when the rounds ran out (more rounds: "
             f"--rounds={args.rounds + 2})"
         )
     record = dict(
