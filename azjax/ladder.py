@@ -207,6 +207,11 @@ def bracket(rung_elo, rating: float, count: int = 2) -> list[int]:
     return sorted(int(i) for i in order[:count])
 
 
+def _unplayed(rung_elo, rating: float, played) -> list[int]:
+    """The rungs bracketing `rating` with no game in `played` (float[R])."""
+    return [i for i in bracket(rung_elo, rating) if played[i] == 0]
+
+
 class Placement(NamedTuple):
     """Where a player stands on a ladder after `place`."""
 
@@ -215,6 +220,37 @@ class Placement(NamedTuple):
     games: int
     points: np.ndarray  # float64[R], wins + draws / 2 against each rung
     played: np.ndarray  # float64[R], games against each rung
+    rounds: int = 0  # the rounds it played
+
+    def said(self) -> str:
+        """ "Elo +E ± C (G games, R rounds)", as the commands print it."""
+        rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}"
+        return f"Elo {self.elo:+.0f} ± {self.ci95:.0f} ({self.games} games, {rounds})"
+
+
+# `evaluate.py place --rounds=auto` (its default): these rounds, then more while it has not settled
+AUTO_ROUNDS = 4
+
+
+class Rounds(NamedTuple):
+    """A placement's rounds as `--rounds` names them: `auto` or a count."""
+
+    count: int  # rounds played in any case
+    settle: bool  # then more while it has not settled (`place`'s `settle`)
+
+
+def parse_rounds(text: str) -> Rounds:
+    """`--rounds`: "auto" (AUTO_ROUNDS rounds, then more until it has settled) or a count >= 1
+    (exactly that many); ValueError naming both otherwise."""
+    if text.strip() == "auto":
+        return Rounds(AUTO_ROUNDS, True)
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"--rounds must be auto or a count >= 1, got {text!r}")
+    return Rounds(count, False)
 
 
 def place(
@@ -225,12 +261,17 @@ def place(
     games_per_rung: int,
     start: float = 0.0,
     prior_draws: float = 1.0,
+    settle: bool = False,
 ) -> Placement:
-    """Places a player on the ladder with at most 2 x rounds x games_per_rung games.
+    """Places a player on the ladder with at most 2 x rounds x games_per_rung games (with
+    `settle`, at most R rounds more).
 
     `play(rung, n)` plays n games against rung `rung` (its index) and returns the player's points
     (wins + draws / 2). Each round plays the two rungs that bracket the current estimate (first
-    `start`), then re-estimates the rating from all games so far (`estimate`)."""
+    `start`), then re-estimates the rating from all games so far (`estimate`). With `settle`,
+    where after `rounds` rounds a next round would still play a rung it has not met (`unmet`:
+    from the anchor a strong player climbs about a rung a round), it plays on until it has met
+    them, at most one round more per rung of the ladder."""
     if rounds < 1 or games_per_rung < 1:
         raise ValueError(
             f"place: rounds and games_per_rung must be >= 1, got {rounds}, {games_per_rung}"
@@ -238,12 +279,16 @@ def place(
     rung_elo = np.asarray(rung_elo, np.float64)
     points, played = np.zeros(len(rung_elo)), np.zeros(len(rung_elo))
     current = Estimate(float(start), math.inf)
-    for _ in range(rounds):
+    done = 0
+    while done < rounds or (
+        settle and done < rounds + len(rung_elo) and _unplayed(rung_elo, current.elo, played)
+    ):
         for i in bracket(rung_elo, current.elo):
             points[i] += play(i, games_per_rung)
             played[i] += games_per_rung
         current = estimate(rung_elo, points, played, prior_draws)
-    return Placement(current.elo, Z95 * current.stderr, int(played.sum()), points, played)
+        done += 1
+    return Placement(current.elo, Z95 * current.stderr, int(played.sum()), points, played, done)
 
 
 def off_scale(p: Placement) -> int:
@@ -262,7 +307,17 @@ def unmet(p: Placement, rung_elo) -> list[int]:
     """The rungs a next round of `place` would play (`bracket` of the final rating) that the
     placement never played: where there are any, it was still climbing (or falling) when its
     rounds ran out, and more rounds would move the rating further; [] where it has settled."""
-    return [i for i in bracket(rung_elo, p.elo) if p.played[i] == 0]
+    return _unplayed(rung_elo, p.elo, p.played)
+
+
+def moving(p: Placement, rung_elo) -> int:
+    """+1 where the placement had not settled (`unmet`) and was climbing (its rating above the
+    mean of the rungs it played, by games), -1 where falling, 0 where it has settled: a rating
+    still moving is short of (+1) or above (-1) what more rounds would give."""
+    if not unmet(p, rung_elo):
+        return 0
+    played_mean = float(np.sum(np.asarray(rung_elo) * p.played) / max(p.played.sum(), 1.0))
+    return 1 if p.elo >= played_mean else -1
 
 
 # A match against a rung costs more than its simulations' share at the top of a ladder (one core,
@@ -338,7 +393,8 @@ def make_ladder_evaluation(
     config, path: str | None = None, *, mesh=None, start: float = 0.0
 ) -> Callable | None:
     """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games",
-    "eval/elo_off_scale", "eval/elo_top", "eval/elo_seconds", "eval/elo_next_seconds"}: the network
+    "eval/elo_off_scale", "eval/elo_moving", "eval/elo_top", "eval/elo_seconds",
+    "eval/elo_next_seconds"}: the network
     (the run's search, greedy) placed on the game's ladder by `place`, two rounds of
     `ladder_games_per_rung(eval_games)` games against each of two rungs, starting at the previous
     evaluation's rating (the Python loop keeps it; `start` at the first: a resumed run's last logged
@@ -420,6 +476,7 @@ def make_ladder_evaluation(
             "eval/elo_ci95": p.ci95,
             "eval/elo_games": p.games,
             "eval/elo_off_scale": off_scale(p),  # +1: above the top rung, a lower bound
+            "eval/elo_moving": moving(p, ladder.elo),  # +1 still climbing, -1 falling, 0 settled
             "eval/elo_top": float(ladder.elo[-1]),
             "eval/elo_seconds": time.perf_counter() - t_start,
             "eval/elo_next_seconds": placement_seconds(ladder.sims, ladder.elo, p.elo, seconds),

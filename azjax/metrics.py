@@ -164,6 +164,17 @@ class MoveTicker:
             self.progress.moved(int(t) + 1, self.total)
 
 
+def elo_shown(values: dict[str, Any]) -> str:
+    """The ladder rating on the progress bar: ">TOP" above the ladder (every game won against
+    its top rung), the rating with an arrow where it had not settled (still climbing or falling:
+    `azjax.ladder.moving`), else the rating."""
+    top = values.get("eval/elo_top")
+    if values.get("eval/elo_off_scale", 0) > 0 and top is not None:
+        return f">{top:.0f}"
+    arrow = {1: "↑", -1: "↓"}.get(values.get("eval/elo_moving", 0), "")
+    return f"{values['eval/elo']:.0f}{arrow}"
+
+
 class Progress:
     """A tqdm bar with games/s, positions/s and losses (or nothing when disabled)."""
 
@@ -194,11 +205,7 @@ class Progress:
         if "eval/opponent_score" in values:
             post.update(vs_opp=f"{values['eval/opponent_score']:.2f}")
         if "eval/elo" in values:
-            above = values.get("eval/elo_off_scale", 0) > 0  # won every game against the top
-            top = values.get("eval/elo_top")
-            post.update(
-                elo=f">{top:.0f}" if above and top is not None else f"{values['eval/elo']:.0f}"
-            )
+            post.update(elo=elo_shown(values))
         if "eval/error_rate" in values:
             post.update(errors=f"{values['eval/error_rate']:.3f}")
         if "gate/best_iteration" in values:

@@ -7,7 +7,7 @@ strength per hour against the project's own recipe, on the same machine.
     python evaluate.py errors ckpt:runs/c4,sims=50 --game=connect_four     # azjax's run beside it
     python -m experiments.pgx_recipe train --game=hex --size=6 --minutes=20 --out=runs/pgx-hex6
     python -m experiments.pgx_recipe train --game=othello --minutes=20 --out=runs/pgx-othello8
-    python -m experiments.pgx_recipe place runs/pgx-othello8 --rounds=4 --games=16  # on the ladder
+    python -m experiments.pgx_recipe place runs/pgx-othello8 --games=16  # on the ladder
 
 The recipe is the one `benchmarks/selfplay.py` times (pgx's `examples/alphazero/train.py`, its
 Haiku network swapped for azjax's ResNet): Gumbel MuZero search (`mctx.gumbel_muzero_policy`,
@@ -64,7 +64,7 @@ from azjax.eval.errors import choose_moves
 from azjax.eval.ladder import place_agent, require_ladder
 from azjax.eval.match import play_games
 from azjax.eval.specs import parse_agent
-from azjax.ladder import Placement, off_scale
+from azjax.ladder import Placement, off_scale, parse_rounds
 from azjax.network import PolicyValueNet
 from azjax.search import SearchSpec
 from benchmarks.selfplay import RecipeOutput, make_recipe_selfplay
@@ -387,15 +387,17 @@ def errors(args) -> sv.ErrorRate:
 
 def place(args) -> Placement:
     """The trained network's Elo on its game's ladder of pure MCTS (`evaluate.py place`'s)."""
-    if args.rounds < 1 or args.games < 1:
-        raise ValueError(f"--rounds and --games must be >= 1, got {args.rounds}, {args.games}")
+    rounds = parse_rounds(args.rounds)
+    if args.games < 1:
+        raise ValueError(f"--games must be >= 1, got {args.games}")
     run = pgx_agent(args.run, args.sims)
     ladder = require_ladder(run.game)
     return place_agent(
         run.game,
         run.agent,
         ladder,
-        rounds=args.rounds,
+        rounds=rounds.count,
+        settle=rounds.settle,
         games_per_rung=args.games,
         key=jax.random.PRNGKey(args.seed),
         log=lambda text: print(text, flush=True),
@@ -430,7 +432,7 @@ def main(argv=None) -> int:
     r = sub.add_parser("place", help="the trained network's Elo on the game's ladder")
     r.add_argument("run", help="a folder written by train")
     r.add_argument("--sims", type=int, default=50, help="the network's simulations a move (50)")
-    r.add_argument("--rounds", type=int, default=4, help="rounds (4)")
+    r.add_argument("--rounds", default="auto", help="auto (4, then until settled) or a count")
     r.add_argument("--games", type=int, default=16, help="games per rung and round (16)")
     r.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
@@ -468,7 +470,7 @@ def main(argv=None) -> int:
                 1: " (won every game at the top rung: a lower bound)",
                 -1: " (lost every game at the bottom rung: an upper bound)",
             }.get(off_scale(at), "")
-            line = f": Elo {at.elo:+.0f} ± {at.ci95:.0f} ({at.games} games){bound}"
+            line = f": {at.said()}{bound}"
         else:
             rate = errors(args)
             line = (

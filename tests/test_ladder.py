@@ -14,10 +14,13 @@ from azjax.ladder import (
     ANCHOR_SIMS,
     LOOP_MAX_SIMS,
     Ladder,
+    Rounds,
     bracket,
     estimate,
     load_ladder,
+    moving,
     off_scale,
+    parse_rounds,
     place,
     save_ladder,
     table_name,
@@ -101,6 +104,44 @@ def test_a_placement_that_ran_out_of_rounds_names_the_rungs_it_would_meet_next()
     assert unmet(place(strong, RUNGS, rounds=6, games_per_rung=20, start=0.0), RUNGS) == []
     top = place(lambda i, n: float(n), RUNGS, rounds=6, games_per_rung=10)
     assert off_scale(top) == 1 and unmet(top, RUNGS) == []  # above the top: the end rungs, met
+
+
+def test_a_settling_placement_plays_on_until_it_has_met_its_rungs():
+    """With `settle` a placement that has not settled after its rounds plays on until it has
+    (the strong player from the anchor above); one that has settled stops at its rounds, and the
+    rounds more are at most one a rung."""
+    played = []
+    p = place(fake_play(1000.0, 0, played), RUNGS, rounds=1, games_per_rung=20, settle=True)
+    assert p.rounds > 1 and unmet(p, RUNGS) == [] and len(played) == 2 * p.rounds
+    assert abs(p.elo - 1000.0) < 250  # it reached the player's rungs
+    near = place(fake_play(50.0, 0), RUNGS, rounds=3, games_per_rung=20, settle=True)
+    assert unmet(near, RUNGS) == [] and near.rounds == 3  # settled within its rounds
+    # a play that swings from all wins to all losses never settles: the cap ends it
+    swing = place(lambda i, n: float(n) * (i < 5), RUNGS, rounds=1, games_per_rung=4, settle=True)
+    assert swing.rounds <= 1 + len(RUNGS)
+
+
+def test_a_placement_still_moving_says_which_way():
+    strong = place(fake_play(1000.0, 0), RUNGS, rounds=1, games_per_rung=20)
+    weak = place(fake_play(-800.0, 0), RUNGS, rounds=1, games_per_rung=20)
+    settled = place(fake_play(1000.0, 0), RUNGS, rounds=6, games_per_rung=20)
+    assert (moving(strong, RUNGS), moving(weak, RUNGS), moving(settled, RUNGS)) == (1, -1, 0)
+
+
+def test_the_progress_bar_shows_a_rating_still_moving():
+    from azjax.metrics import elo_shown
+
+    row = {"eval/elo": 812.4, "eval/elo_top": 900.0, "eval/elo_off_scale": 0}
+    assert elo_shown(row) == "812" and elo_shown(row | {"eval/elo_moving": 1}) == "812↑"
+    assert elo_shown(row | {"eval/elo_moving": -1}) == "812↓"
+    assert elo_shown(row | {"eval/elo_off_scale": 1, "eval/elo_moving": 1}) == ">900"
+
+
+def test_the_rounds_flag():
+    assert parse_rounds("auto") == Rounds(4, True) and parse_rounds("6") == Rounds(6, False)
+    for bad in ["0", "-1", "lots", ""]:
+        with pytest.raises(ValueError, match="--rounds must be auto or a count >= 1"):
+            parse_rounds(bad)
 
 
 def test_place_rejects_zero_rounds():
@@ -195,7 +236,15 @@ def test_place_says_when_its_rounds_ran_out_before_it_settled(tmp_path, capsys):
     assert [r["sims"] for r in record["rungs"]] == [16, 32]
     assert record["unmet_rungs"] and set(record["unmet_rungs"]) <= {4, 8}
     said = capsys.readouterr().out
-    assert "not settled" in said and "--rounds=3" in said
+    assert "not settled" in said and "still falling" in said and "--rounds=3" in said
+    assert record["moving"] == -1
+    # by default (--rounds=auto) it plays on until it has met them
+    argv = ["place", "random", "--game=tictactoe", "--games=4", f"--out={out}"]
+    assert evaluate.main(argv) == 0
+    record = json.load(open(f"{out}/place.json"))
+    assert record["unmet_rungs"] == [] and record["rounds"] >= 4 and record["moving"] == 0
+    assert {4, 8} & {r["sims"] for r in record["rungs"]} and record["rounds_asked"] == "auto"
+    assert "not settled" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -204,6 +253,7 @@ def test_place_says_when_its_rounds_ran_out_before_it_settled(tmp_path, capsys):
         (["ladder", "--game=tictactoe", "--rungs=5:7"], "must include 4"),
         (["ladder", "--game=tictactoe", "--rungs=lots"], "--rungs must be LO:HI"),
         (["place", "random", "--game=hex", "--size=3"], "no ladder table for hex"),
+        (["place", "random", "--game=tictactoe", "--rounds=lots"], "--rounds must be auto or"),
         (["ladder", "--game=tictactoe", "--table=/"], "cannot be written"),
     ],
 )
@@ -347,6 +397,7 @@ def test_the_training_loops_placement(tmp_path, lowerings):
     assert lowered == []
     assert values["eval/elo_games"] == 2 * 4  # two rounds of 4 games against the one rung
     assert values["eval/elo_off_scale"] in (-1, 0, 1) and values["eval/elo_top"] == 0.0
+    assert values["eval/elo_moving"] == 0  # its one rung under the cap, played: settled
     assert math.isfinite(values["eval/elo"]) and 0 < values["eval/elo_ci95"] < 5000
     # the untrained network against 16 simulations of pure MCTS: well below it
     assert values["eval/elo"] < 0
@@ -422,13 +473,20 @@ def test_curve_reads_and_draws_the_ladder_elo(tmp_path):
         dict(iteration=1, positions=100, selfplay_seconds=1800.0, train_seconds=0.0),
         dict(iteration=2, positions=100, selfplay_seconds=1700.0, train_seconds=50.0)
         | {"eval_seconds": 50.0, "eval/elo": -120.0, "eval/elo_ci95": 80.0},
+        dict(iteration=3, positions=50, selfplay_seconds=1800.0, train_seconds=0.0)
+        | {"eval/elo": 300.0, "eval/elo_ci95": 90.0, "eval/elo_moving": 1},
     ]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     elo = elo_rows(str(tmp_path))
-    assert elo == [dict(iteration=2, elo=-120.0, ci95=80.0, positions=200, hours=1.0)]
+    assert elo == [
+        dict(iteration=2, elo=-120.0, ci95=80.0, moving=0, positions=200, hours=1.0),
+        dict(iteration=3, elo=300.0, ci95=90.0, moving=1, positions=250, hours=1.5),
+    ]
     record = dict(game="tictactoe", game_options={}, elo=elo)
     plot_elo(record, str(tmp_path / "curve_elo.png"))
     assert (tmp_path / "curve_elo.png").stat().st_size > 1000
+    plot_elo(dict(record, elo=elo[:1]), str(tmp_path / "settled.png"))  # no open marker
+    assert (tmp_path / "settled.png").stat().st_size > 1000
     assert elo_rows(str(tmp_path / "no-run")) == []
 
 

@@ -147,7 +147,7 @@ def test_train_then_place_and_judge_8x8_othello(tmp_path, capsys):
     assert pgx_recipe.main(["place", out, "--sims=4", "--rounds=1", "--games=2"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("vs rung 16 sims (+0): ") and "Elo" in lines[-1]
-    assert "(4 games)" in lines[-1]
+    assert "(4 games, 1 round)" in lines[-1]
     assert pgx_recipe.main(["errors", out, "--sims=4"]) == 0
     assert f"of {len(sv.load_set(games.make('othello', size=8)))} solved positions" in (
         capsys.readouterr().out
@@ -164,7 +164,8 @@ def test_train_then_place_and_judge_8x8_othello(tmp_path, capsys):
         (["train", "--out=x", "--game=hex", "--size=1"], "size must be an integer in 2..19"),
         (["match", "no/such/run", "random"], "No such file"),
         (["match", "no/such/run", "random", "--openings=none"], "--openings"),
-        (["place", "no/such/run", "--rounds=0"], "--rounds and --games must be >= 1"),
+        (["place", "no/such/run", "--rounds=0"], "--rounds must be auto or a count >= 1"),
+        (["place", "no/such/run", "--games=0"], "--games must be >= 1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(argv, message, capsys):

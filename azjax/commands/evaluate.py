@@ -8,7 +8,7 @@
     python evaluate.py errors ckpt:runs/othello6,sims=50 mcts:sims=1000   # exact error rates
     python evaluate.py ladder --game=hex --size=5 --rungs=2:9 --games=20    # rate the rungs
     python evaluate.py ladder --game=hex --size=5 --rungs=2:11 --extend     # two rungs more
-    python evaluate.py place ckpt:runs/hex5@latest --rounds=4 --games=16    # Elo on the ladder
+    python evaluate.py place ckpt:runs/hex5@latest --games=16               # Elo on the ladder
     python evaluate.py export runs/hex6@40 --name=hex6 --card elo=1450      # ship a network
     python evaluate.py match ckpt:pretrained/hex6 mcts:sims=100             # a shipped network
 
@@ -43,8 +43,10 @@ first agent moves first in the even-numbered games.
   (--rungs=LO:HI), by a round robin of the pairs at most --span rungs apart; ML Elo with the
   16-simulation rung at 0; writes the table (default: the package's, azjax/ladders/). With
   --extend it keeps the table's games and plays only the pairs of the rungs it adds.
-- place: an agent's Elo on the game's ladder: --rounds rounds, each --games games against the
-  two rungs bracketing its current estimate; prints and writes place.json.
+- place: an agent's Elo on the game's ladder: rounds of --games games against the two rungs
+  bracketing its current estimate; --rounds=auto (the default) plays 4, then more while a next
+  round would meet a rung it has not played (from the anchor a strong agent climbs about a rung
+  a round), --rounds=N exactly N; prints and writes place.json.
 - export: a run's checkpoint as a network folder (config.json, variables.msgpack: params and
   batch statistics, float16 by default; card.json: source, precision, the --card fields) in
   --to (default: the package's azjax/pretrained/NAME, shipped with the package); refuses an
@@ -203,7 +205,12 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     )
     place = commands.add_parser("place", parents=[common], help="an agent's Elo on the ladder")
     place.add_argument("agents", nargs=1, metavar="AGENT")
-    place.add_argument("--rounds", type=int, default=4, help="rounds (default 4)")
+    place.add_argument(
+        "--rounds",
+        default="auto",
+        help="rounds: auto (default: 4, then more while a next round would meet a rung it has "
+        "not played, at most one a rung) or a count (exactly that many)",
+    )
     place.add_argument(
         "--games", type=int, default=16, help="games per rung and round (default 16)"
     )
@@ -418,10 +425,11 @@ def run_place(args, game, folder: str) -> None:
     from azjax.eval import parse_agent
     from azjax.eval.ladder import place_agent, require_ladder
     from azjax.eval.records import write_json
-    from azjax.ladder import off_scale, unmet
+    from azjax.ladder import moving, off_scale, parse_rounds, unmet
 
-    if args.rounds < 1 or args.games < 1:
-        raise ValueError(f"--rounds and --games must be >= 1, got {args.rounds}, {args.games}")
+    rounds = parse_rounds(args.rounds)
+    if args.games < 1:
+        raise ValueError(f"--games must be >= 1, got {args.games}")
     ladder = require_ladder(game, args.table)
     agent = parse_agent(args.agents[0], game, seed=args.seed)
     try:
@@ -429,14 +437,15 @@ def run_place(args, game, folder: str) -> None:
             game,
             agent,
             ladder,
-            rounds=args.rounds,
+            rounds=rounds.count,
+            settle=rounds.settle,
             games_per_rung=args.games,
             key=jax.random.PRNGKey(args.seed),
             log=_say,
         )
     finally:
         agent.close()
-    print(f"{args.agents[0]}: Elo {p.elo:+.0f} ± {p.ci95:.0f} ({p.games} games)")
+    print(f"{args.agents[0]}: {p.said()}")
     side = off_scale(p)
     if side:
         end, rung = ("above", ladder.sims[-1]) if side > 0 else ("below", ladder.sims[0])
@@ -454,8 +463,8 @@ def run_place(args, game, folder: str) -> None:
         rungs = f"rung{'s' if len(ahead) > 1 else ''} of {' and '.join(map(str, ahead))}"
         print(
             f"  not settled: a next round would play the {rungs} simulations, which it has not "
-            f"met, so the rating was still moving when the rounds ran out (more rounds: "
-            f"--rounds={args.rounds + 2})"
+            f"met, so the rating was still {'climbing' if moving(p, ladder.elo) > 0 else 'falling'}"
+            f" when the rounds ran out (more rounds: --rounds={p.rounds + 2}, or --rounds=auto)"
         )
     record = dict(
         agent=args.agents[0],
@@ -464,8 +473,11 @@ def run_place(args, game, folder: str) -> None:
         elo=p.elo,
         ci95=p.ci95,
         games=p.games,
+        rounds=p.rounds,
+        rounds_asked=args.rounds,  # "auto": 4, then more until settled (at most one a rung)
         off_scale=side,  # +1: above the top rung (a lower bound), -1: below the bottom one
         unmet_rungs=ahead,  # the rungs a next round would play that it never met: not settled
+        moving=moving(p, ladder.elo),  # +1 still climbing, -1 falling, 0 settled
         rungs=[
             dict(sims=s, elo=e, points=float(pt), games=int(n))
             for s, e, pt, n in zip(ladder.sims, ladder.elo, p.points, p.played)

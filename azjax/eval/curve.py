@@ -172,8 +172,9 @@ def training_games(run_dir: str) -> dict[int, int]:
 
 def elo_rows(run_dir: str) -> list[dict]:
     """The in-loop ladder ratings of a run, from metrics.jsonl ([] without any): one row per
-    evaluation with its iteration, elo, ci95, and the cumulative self-play positions and hours
-    of training (`metrics.run_seconds`) up to it."""
+    evaluation with its iteration, elo, ci95, moving (`azjax.ladder.moving`: +1 still climbing
+    when its rounds ran out, -1 falling, 0 settled; 0 in runs that predate it), and the cumulative
+    self-play positions and hours of training (`metrics.run_seconds`) up to it."""
     rows = read_rows(os.path.join(run_dir, "metrics.jsonl"))
     positions, out = 0, []
     for row, seconds in zip(rows, run_seconds(rows)):
@@ -184,6 +185,7 @@ def elo_rows(run_dir: str) -> list[dict]:
                     iteration=row["iteration"],
                     elo=row["eval/elo"],
                     ci95=row.get("eval/elo_ci95"),
+                    moving=row.get("eval/elo_moving", 0),  # +1/-1: not settled (climbing/falling)
                     positions=positions,
                     hours=seconds / 3600.0,
                 )

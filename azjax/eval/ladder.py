@@ -4,7 +4,7 @@
     placement = place_agent(game, agent, ladder, rounds=4, games_per_rung=16, key=key)
 
     python evaluate.py ladder --game=hex --size=5 --rungs=2:9 --games=20     # the table
-    python evaluate.py place ckpt:runs/hex5@latest --rounds=4 --games=16     # an agent on it
+    python evaluate.py place ckpt:runs/hex5@latest --games=16                # an agent on it
     python evaluate.py ladder --game=hex --size=5 --rungs=2:11 --extend      # two rungs more
 
 `rate_rungs` plays every pair of rungs at most `span` rungs apart (pairs further apart are
@@ -186,10 +186,11 @@ def place_agent(
     games_per_rung: int,
     key,
     start: float = 0.0,
+    settle: bool = False,
     log=None,
 ) -> Placement:
     """`agent` placed on `ladder` by `azjax.ladder.place` with real games (the rungs up to
-    `shared_capacity` in one compiled match)."""
+    `shared_capacity` in one compiled match); `settle` as there."""
     rungs: dict[int, Agent] = {}
     calls = [0]
     capacity = shared_capacity(game, ladder.sims, games_per_rung)
@@ -205,7 +206,14 @@ def place_agent(
             )
         return r.wins + 0.5 * r.draws
 
-    return place(play, ladder.elo, rounds=rounds, games_per_rung=games_per_rung, start=start)
+    return place(
+        play,
+        ladder.elo,
+        rounds=rounds,
+        games_per_rung=games_per_rung,
+        start=start,
+        settle=settle,
+    )
 
 
 def require_ladder(game: Game, path: str | None = None) -> Ladder:

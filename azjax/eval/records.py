@@ -218,11 +218,13 @@ def plot_heatmap(record: dict, path: str, title: str | None = None) -> None:
 
 def plot_elo(record: dict, path: str) -> None:
     """The in-loop ladder Elo (`record["elo"]`, from metrics.jsonl) with its 95% interval, over
-    training time and over self-play positions."""
+    training time and over self-play positions; a placement that had not settled (its `moving`)
+    is drawn as an open marker."""
     plt = pyplot(path)
     rows = record["elo"]
     elo = np.array([r["elo"] for r in rows])
     half = np.array([r["ci95"] for r in rows])
+    moving = np.array([r.get("moving", 0) != 0 for r in rows])
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
     for ax, key, label in (
         (axes[0], "hours", "training time (hours: self-play, learning, evaluation)"),
@@ -230,6 +232,10 @@ def plot_elo(record: dict, path: str) -> None:
     ):
         x = np.array([r[key] for r in rows])
         ax.plot(x, elo, "o-", color="tab:green", ms=3)
+        if moving.any():
+            ax.plot(x[moving], elo[moving], "o", color="white", mec="tab:green", ms=5)
+            ax.plot([], [], "o", color="white", mec="tab:green", label="not settled: still moving")
+            ax.legend(fontsize=7, loc="lower right")
         ax.fill_between(x, elo - half, elo + half, color="tab:green", alpha=0.15)
         ax.axhline(0.0, color="grey", lw=0.8, ls="--")
         ax.set_xlabel(label, fontsize=8)
