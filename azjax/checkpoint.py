@@ -483,9 +483,11 @@ class Best(NamedTuple):
 
 # What `@best` ranks a run's saved checkpoints by (the run's --best_by, or `@best:MEASURE`): each
 # measure's in-loop metric and whether higher is better; `auto` takes the first of BEST_AUTO
-# logged at a saved step (the score against --eval_opponent, an engine the user chose; else the
-# ladder Elo; else the exact error rate, all that an evaluation put off by --eval_budget logs).
-# A tie goes to the later step.
+# logged at the latest saved step that logged any (the score against --eval_opponent, an engine
+# the user chose; else the ladder Elo; else the exact error rate, all that an evaluation put off
+# by --eval_budget logs), so that a measure the last evaluations put off, which would rank only
+# the checkpoints before them, gives way to one that saw them; else the first logged at any saved
+# step. A tie goes to the later step.
 BEST_MEASURES = {
     "opponent": ("eval/opponent_score", True),
     "elo": ("eval/elo", True),
@@ -515,11 +517,19 @@ def best_checkpoint(path: str, by: str | None = None) -> Best:
     saved = set(steps_on_disk(folder))
     rows = [r for r in read_rows(os.path.join(folder, METRICS_FILE)) if r["iteration"] in saved]
     metrics = [BEST_MEASURES[m] for m in (BEST_AUTO if by == "auto" else (by,))]
+
+    def logged(row: dict, metric: str) -> bool:
+        return isinstance(row.get(metric), (int, float)) and math.isfinite(row[metric])
+
+    evaluated = [r for r in rows if any(logged(r, m) for m, _ in metrics)]
+    if evaluated:  # those logged at the latest evaluated step first (auto: the rest after)
+        latest = max(evaluated, key=lambda r: r["iteration"])
+        metrics.sort(key=lambda m: not logged(latest, m[0]))  # stable: BEST_AUTO's order kept
     for metric, higher in metrics:
         scored = [
             (float(r[metric]) if higher else -float(r[metric]), r["iteration"])
             for r in rows
-            if isinstance(r.get(metric), (int, float)) and math.isfinite(r[metric])
+            if logged(r, metric)
         ]
         if scored:
             value, step = max(scored)

@@ -188,6 +188,15 @@ def test_best_ranks_by_the_measure_asked_for(tiny_run, tmp_path):
     evals = [{"eval/error_rate": 0.3}, {"eval/error_rate": 0.2, "eval_postponed": 1}]
     _log_evaluations(path, rows, evals)
     assert best_checkpoint(run, "auto") == (2, "eval/error_rate", 0.2)
+    # and where the last evaluations were put off, an Elo logged before them ranks only the
+    # checkpoints before them: auto takes a measure the latest evaluated step logged
+    evals[0]["eval/elo"] = 1227.0
+    _log_evaluations(path, rows, evals)
+    assert best_checkpoint(run, "auto") == (2, "eval/error_rate", 0.2)
+    assert best_checkpoint(run, "elo") == (1, "eval/elo", 1227.0)  # asked for: as asked
+    evals[1]["eval/elo"] = 900.0  # rated at the end too: the Elo ranks again
+    _log_evaluations(path, rows, evals)
+    assert best_checkpoint(run, "auto") == (1, "eval/elo", 1227.0)
 
 
 def test_the_game_comes_from_the_flags_or_the_first_checkpoint(tiny_run):
