@@ -223,7 +223,7 @@ class Placement(NamedTuple):
     rounds: int = 0  # the rounds it played
 
     def said(self) -> str:
-        """ "Elo +E ± C (G games, R rounds)", as the commands print it."""
+        """The placement as the commands print it: Elo +E ± C (G games, R rounds)."""
         rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}"
         return f"Elo {self.elo:+.0f} ± {self.ci95:.0f} ({self.games} games, {rounds})"
 
