@@ -30,6 +30,20 @@ from azjax.config import FIELDS
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
+def auto_or_count(text: str, flag: str) -> int | None:
+    """A flag that takes `auto` or a whole number >= 1 (`--cpu_devices`, `--rounds`): None for
+    auto, else the number; ValueError naming `flag` and both otherwise."""
+    if text.strip() == "auto":
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"{flag} must be auto or a whole number >= 1, got {text!r}")
+    return count
+
+
 class Parser(argparse.ArgumentParser):
     """argparse's parser whose errors are one line, `PROG: error: MESSAGE`, exit code 2, without
     the usage block (`PROG --help` shows it). An unknown flag is named with the nearest known flags

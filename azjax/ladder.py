@@ -242,15 +242,10 @@ class Rounds(NamedTuple):
 def parse_rounds(text: str) -> Rounds:
     """`--rounds`: "auto" (AUTO_ROUNDS rounds, then more until it has settled) or a count >= 1
     (exactly that many); ValueError naming both otherwise."""
-    if text.strip() == "auto":
-        return Rounds(AUTO_ROUNDS, True)
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise ValueError(f"--rounds must be auto or a count >= 1, got {text!r}")
-    return Rounds(count, False)
+    from azjax.flags import auto_or_count
+
+    count = auto_or_count(text, "--rounds")
+    return Rounds(AUTO_ROUNDS, True) if count is None else Rounds(count, False)
 
 
 def place(

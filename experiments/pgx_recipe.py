@@ -432,7 +432,9 @@ def main(argv=None) -> int:
     r = sub.add_parser("place", help="the trained network's Elo on the game's ladder")
     r.add_argument("run", help="a folder written by train")
     r.add_argument("--sims", type=int, default=50, help="the network's simulations a move (50)")
-    r.add_argument("--rounds", default="auto", help="auto (4, then until settled) or a count")
+    r.add_argument(
+        "--rounds", default="auto", help="auto (4, then until settled) or a whole number"
+    )
     r.add_argument("--games", type=int, default=16, help="games per rung and round (16)")
     r.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

@@ -140,7 +140,7 @@ def test_the_progress_bar_shows_a_rating_still_moving():
 def test_the_rounds_flag():
     assert parse_rounds("auto") == Rounds(4, True) and parse_rounds("6") == Rounds(6, False)
     for bad in ["0", "-1", "lots", ""]:
-        with pytest.raises(ValueError, match="--rounds must be auto or a count >= 1"):
+        with pytest.raises(ValueError, match="--rounds must be auto or a whole number >= 1"):
             parse_rounds(bad)
 
 
@@ -253,7 +253,10 @@ def test_place_says_when_its_rounds_ran_out_before_it_settled(tmp_path, capsys):
         (["ladder", "--game=tictactoe", "--rungs=5:7"], "must include 4"),
         (["ladder", "--game=tictactoe", "--rungs=lots"], "--rungs must be LO:HI"),
         (["place", "random", "--game=hex", "--size=3"], "no ladder table for hex"),
-        (["place", "random", "--game=tictactoe", "--rounds=lots"], "--rounds must be auto or"),
+        (
+            ["place", "random", "--game=tictactoe", "--rounds=lots"],
+            "--rounds must be auto or a whole",
+        ),
         (["ladder", "--game=tictactoe", "--table=/"], "cannot be written"),
     ],
 )

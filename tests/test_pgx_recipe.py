@@ -164,7 +164,7 @@ def test_train_then_place_and_judge_8x8_othello(tmp_path, capsys):
         (["train", "--out=x", "--game=hex", "--size=1"], "size must be an integer in 2..19"),
         (["match", "no/such/run", "random"], "No such file"),
         (["match", "no/such/run", "random", "--openings=none"], "--openings"),
-        (["place", "no/such/run", "--rounds=0"], "--rounds must be auto or a count >= 1"),
+        (["place", "no/such/run", "--rounds=0"], "--rounds must be auto or a whole number >= 1"),
         (["place", "no/such/run", "--games=0"], "--games must be >= 1"),
     ],
 )

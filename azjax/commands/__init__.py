@@ -50,16 +50,12 @@ def split_cpu(setting: str, *sizes: int) -> None:
     devices stay as they are. ValueError (one line) for a count that is not a whole number >= 1
     or that comes too late."""
     from azjax import parallel
+    from azjax.flags import auto_or_count
 
-    if setting == "auto":
+    count = auto_or_count(setting, "--cpu_devices")
+    if count is None:
         parallel.split_cpu(parallel.cpu_device_count(*sizes))
         return
-    try:
-        count = int(setting)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise ValueError(f"--cpu_devices must be auto or a whole number >= 1, got {setting!r}")
     have = parallel.split_cpu(count)
     if have != count:
         raise ValueError(

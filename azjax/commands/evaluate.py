@@ -209,7 +209,7 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "--rounds",
         default="auto",
         help="rounds: auto (default: 4, then more while a next round would meet a rung it has "
-        "not played, at most one a rung) or a count (exactly that many)",
+        "not played, at most one a rung) or a whole number (exactly that many)",
     )
     place.add_argument(
         "--games", type=int, default=16, help="games per rung and round (default 16)"
