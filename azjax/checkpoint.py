@@ -474,11 +474,14 @@ def parse_location(text: str) -> tuple[str, int | None]:
 
 
 class Best(NamedTuple):
-    """The checkpoint `@best` names: its step and the in-loop measure it scored best on."""
+    """The checkpoint `@best` names: its step and the in-loop measure it scored best on (the
+    latest of those level with the highest score: `best_checkpoint`)."""
 
     step: int
     metric: str  # one of BEST_BY
-    value: float
+    value: float  # the measure at `step`
+    top_step: int = -1  # the step of the highest score (the lowest error rate), as logged
+    top_value: float = math.nan
 
 
 # What `@best` ranks a run's saved checkpoints by (the run's --best_by, or `@best:MEASURE`): each
@@ -487,13 +490,52 @@ class Best(NamedTuple):
 # the user chose; else the ladder Elo; else the exact error rate, all that an evaluation put off
 # by --eval_budget logs), so that a measure the last evaluations put off, which would rank only
 # the checkpoints before them, gives way to one that saw them; else the first logged at any saved
-# step. A tie goes to the later step.
+# step. Of the steps whose measure is level with the highest score (the lowest error rate) within
+# their 95% intervals (`level`), the latest: the highest of many noisy scores is likely a lucky
+# one, and where two are not told apart the later network has learned from more games.
 BEST_MEASURES = {
     "opponent": ("eval/opponent_score", True),
     "elo": ("eval/elo", True),
     "error_rate": ("eval/error_rate", False),
 }
+BEST_CI95 = {  # the half-width of each measure's 95% interval, as the evaluations log it
+    "eval/opponent_score": "eval/opponent_ci95",
+    "eval/elo": "eval/elo_ci95",
+    "eval/error_rate": "eval/error_ci95",
+}
+
+
+def level(a: float, a_ci95: float, b: float, b_ci95: float) -> bool:
+    """Whether two independent estimates with these 95% half-widths are not told apart at the 5%
+    level: their difference within the half-widths combined in quadrature."""
+    return abs(a - b) <= math.hypot(a_ci95, b_ci95)
+
+
 BEST_AUTO = ("opponent", "elo", "error_rate")
+
+
+def _logged(row: dict, metric: str) -> bool:
+    """Whether metrics.jsonl's `row` holds a finite value of `metric`."""
+    return isinstance(row.get(metric), (int, float)) and math.isfinite(row[metric])
+
+
+def measure_trends(rows: list[dict]) -> dict[str, dict]:
+    """How each in-loop measure of BEST_MEASURES moved over a run (`rows`: metrics.jsonl's):
+    {metric: {"evaluations": n, "first": [iteration, value], "last": [...], "best": [...]}}
+    for those it logged (best: the highest, the lowest error rate; a tie to the later). What a
+    run's closing message shows of whether it was still improving."""
+    trends = {}
+    for metric, higher in BEST_MEASURES.values():
+        points = [(r["iteration"], float(r[metric])) for r in rows if _logged(r, metric)]
+        if points:
+            best = max(points, key=lambda p: ((p[1] if higher else -p[1]), p[0]))
+            trends[metric] = dict(
+                evaluations=len(points),
+                first=list(points[0]),
+                last=list(points[-1]),
+                best=list(best),
+            )
+    return trends
 
 
 def best_checkpoint(path: str, by: str | None = None) -> Best:
@@ -517,23 +559,26 @@ def best_checkpoint(path: str, by: str | None = None) -> Best:
     saved = set(steps_on_disk(folder))
     rows = [r for r in read_rows(os.path.join(folder, METRICS_FILE)) if r["iteration"] in saved]
     metrics = [BEST_MEASURES[m] for m in (BEST_AUTO if by == "auto" else (by,))]
-
-    def logged(row: dict, metric: str) -> bool:
-        return isinstance(row.get(metric), (int, float)) and math.isfinite(row[metric])
-
+    logged = _logged
     evaluated = [r for r in rows if any(logged(r, m) for m, _ in metrics)]
     if evaluated:  # those logged at the latest evaluated step first (auto: the rest after)
         latest = max(evaluated, key=lambda r: r["iteration"])
         metrics.sort(key=lambda m: not logged(latest, m[0]))  # stable: BEST_AUTO's order kept
     for metric, higher in metrics:
-        scored = [
-            (float(r[metric]) if higher else -float(r[metric]), r["iteration"])
+        scored = [  # (score, higher better; its half-width; step)
+            (
+                float(r[metric]) if higher else -float(r[metric]),
+                float(r[BEST_CI95[metric]]) if logged(r, BEST_CI95[metric]) else 0.0,
+                r["iteration"],
+            )
             for r in rows
             if logged(r, metric)
         ]
         if scored:
-            value, step = max(scored)
-            return Best(step=step, metric=metric, value=value if higher else -value)
+            top, top_ci, top_step = max(scored, key=lambda t: (t[0], t[2]))
+            step, value = max((t[2], t[0]) for t in scored if level(t[0], t[1], top, top_ci))
+            sign = 1.0 if higher else -1.0
+            return Best(step, metric, sign * value, top_step, sign * top)
     raise CheckpointError(
         f"{path}@best: none of its saved checkpoints {sorted(saved)} has an in-loop evaluation "
         f"({' or '.join(m for m, _ in metrics)} in metrics.jsonl at its iteration); train "

@@ -79,6 +79,7 @@ from azjax.checkpoint import (
     check_resumable,
     check_workdir,
     init_run,
+    measure_trends,
     read_config,
     steps_on_disk,
 )
@@ -980,6 +981,8 @@ def _train(
         config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last
     )
     summary["eval_seconds"] = round(spent["eval"], 1)  # this session's in-loop evaluation
+    if metrics is not None:  # every session's evaluations
+        summary["trends"] = measure_trends(metrics.rows)
     summary["run_seconds"] = round(time.time() - t_run, 1)  # every session's
     _close(checkpointer, metrics)
     if primary:

@@ -11,6 +11,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
+from azjax.checkpoint import measure_trends
 from azjax.commands import COMMANDS, describe, prog, spell
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,6 +94,29 @@ def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
     summary.update(best=dict(step=1, metric="eval/opponent_score", value=0.8531))
     line = "its best checkpoint by the in-loop eval/opponent_score (0.853) is 1, not the last"
     assert f"{line}: ckpt:runs/t@best names it" in train.closing_message(summary, "runs/t")
+    # how the measures moved over the run, where they were taken twice or more
+    assert "in-loop measures" not in train.closing_message(summary, "runs/t")
+    rows = [
+        {"iteration": 10, "eval/elo": 1227.0, "eval/error_rate": 0.117},
+        {"iteration": 20, "eval/elo": 1603.0, "eval/error_rate": 0.029},
+        {"iteration": 30, "eval/elo": 1497.0, "eval/error_rate": 0.021},
+        {"iteration": 40, "eval/opponent_score": 0.5},
+    ]
+    summary.update(trends=measure_trends(rows))
+    assert summary["trends"]["eval/elo"] == dict(
+        evaluations=3, first=[10, 1227.0], last=[30, 1497.0], best=[20, 1603.0]
+    )
+    said = train.closing_message(summary, "runs/t")
+    assert (
+        "in-loop measures over the run: eval/elo +1227 at 10 -> +1497 at 30 (highest +1603 at "
+        "20); eval/error_rate 0.117 at 10 -> 0.021 at 30 (its lowest)\n"
+    ) in said
+    # a best level with the highest score, not the highest itself, says so
+    summary.update(best=dict(step=1, metric="eval/elo", value=1497.0, top_step=0, top_value=1603.0))
+    assert (
+        "its best checkpoint by the in-loop eval/elo (+1497; level with +1603 at 0 within the "
+        "intervals) is 1, not the last"
+    ) in train.closing_message(summary, "runs/t")
 
 
 def test_the_core_never_imports_the_commands():

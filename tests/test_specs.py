@@ -131,7 +131,7 @@ def test_best_names_the_checkpoint_its_evaluations_scored_highest(tiny_run, tmp_
     with pytest.raises(CheckpointError, match=r"none of its saved checkpoints \[1, 2\] has an in"):
         parse_location(f"{run}@best")
     log({"eval/elo": 300.0}, {"eval/elo": 200.0}, {"eval/elo": 900.0})  # 3 is not saved
-    assert best_checkpoint(run) == (1, "eval/elo", 300.0)
+    assert best_checkpoint(run)[:3] == (1, "eval/elo", 300.0)
     assert parse_location(f"{run}@best") == (run, 1)
     agent = parse_agent(f"ckpt:{run}@best,sims=2", TTT)
     first = load_checkpoint(run, 1)[1]
@@ -139,9 +139,14 @@ def test_best_names_the_checkpoint_its_evaluations_scored_highest(tiny_run, tmp_
     assert all(jax.tree_util.tree_leaves(same))
     # the opponent's score outranks the Elo; a tie goes to the later step; NaN never wins
     log({"eval/elo": 300.0, "eval/opponent_score": 0.5}, {"eval/opponent_score": 0.5})
-    assert best_checkpoint(run) == (2, "eval/opponent_score", 0.5)
+    assert best_checkpoint(run)[:3] == (2, "eval/opponent_score", 0.5)
     log({"eval/opponent_score": 0.25}, {"eval/opponent_score": float("nan")})
     assert best_checkpoint(run).step == 1
+    # scores level within their intervals: the later step, the highest named beside it
+    log({"eval/elo": 300.0, "eval/elo_ci95": 100.0}, {"eval/elo": 250.0, "eval/elo_ci95": 100.0})
+    assert best_checkpoint(run) == (2, "eval/elo", 250.0, 1, 300.0)
+    log({"eval/elo": 300.0, "eval/elo_ci95": 30.0}, {"eval/elo": 200.0, "eval/elo_ci95": 30.0})
+    assert best_checkpoint(run) == (1, "eval/elo", 300.0, 1, 300.0)  # told apart: the highest
     with pytest.raises(CheckpointError, match="an exported network .* drop the @best"):
         parse_location("pretrained/tictactoe@best")
 
@@ -164,8 +169,8 @@ def test_best_ranks_by_the_measure_asked_for(tiny_run, tmp_path):
         {"eval/elo": 200.0, "eval/error_rate": 0.1},
     ]
     _log_evaluations(path, rows, evals)
-    assert best_checkpoint(run) == (1, "eval/elo", 300.0)  # auto: the ladder
-    assert best_checkpoint(run, "error_rate") == (2, "eval/error_rate", 0.1)
+    assert best_checkpoint(run)[:3] == (1, "eval/elo", 300.0)  # auto: the ladder
+    assert best_checkpoint(run, "error_rate")[:3] == (2, "eval/error_rate", 0.1)
     assert parse_location(f"{run}@best:error_rate") == (run, 2)
     assert parse_location(f"{run}@best:elo") == (run, 1)
     with pytest.raises(CheckpointError, match=r"none of its saved .* \(eval/opponent_score in"):
@@ -183,20 +188,28 @@ def test_best_ranks_by_the_measure_asked_for(tiny_run, tmp_path):
     evals[0]["eval/error_rate"] = 0.1
     _log_evaluations(path, rows, evals)
     assert best_checkpoint(run).step == 2
+    # the lowest error rate, or one level with it within the intervals (the later)
+    evals[0].update({"eval/error_rate": 0.05, "eval/error_ci95": 0.02})
+    evals[1].update({"eval/error_rate": 0.07, "eval/error_ci95": 0.02})
+    _log_evaluations(path, rows, evals)
+    assert best_checkpoint(run) == (2, "eval/error_rate", 0.07, 1, 0.05)
+    evals[1]["eval/error_rate"] = 0.1
+    _log_evaluations(path, rows, evals)
+    assert best_checkpoint(run).step == 1  # told apart: the lowest
     # auto falls back on the error rate where no saved step has a score or an Elo (the matches
     # of an evaluation put off by --eval_budget)
     evals = [{"eval/error_rate": 0.3}, {"eval/error_rate": 0.2, "eval_postponed": 1}]
     _log_evaluations(path, rows, evals)
-    assert best_checkpoint(run, "auto") == (2, "eval/error_rate", 0.2)
+    assert best_checkpoint(run, "auto")[:3] == (2, "eval/error_rate", 0.2)
     # and where the last evaluations were put off, an Elo logged before them ranks only the
     # checkpoints before them: auto takes a measure the latest evaluated step logged
     evals[0]["eval/elo"] = 1227.0
     _log_evaluations(path, rows, evals)
-    assert best_checkpoint(run, "auto") == (2, "eval/error_rate", 0.2)
-    assert best_checkpoint(run, "elo") == (1, "eval/elo", 1227.0)  # asked for: as asked
+    assert best_checkpoint(run, "auto")[:3] == (2, "eval/error_rate", 0.2)
+    assert best_checkpoint(run, "elo")[:3] == (1, "eval/elo", 1227.0)  # asked for: as asked
     evals[1]["eval/elo"] = 900.0  # rated at the end too: the Elo ranks again
     _log_evaluations(path, rows, evals)
-    assert best_checkpoint(run, "auto") == (1, "eval/elo", 1227.0)
+    assert best_checkpoint(run, "auto")[:3] == (1, "eval/elo", 1227.0)
 
 
 def test_the_game_comes_from_the_flags_or_the_first_checkpoint(tiny_run):

@@ -64,6 +64,9 @@ def test_a_run_writes_metrics_checkpoints_and_summary(run):
     assert summary["iterations"] == 2 and summary["games"] > 0
     best = summary["best"]  # no ladder and no --eval_opponent: the exact error rate ranks them
     assert (best["step"], best["metric"]) == (2, "eval/error_rate") and 0 <= best["value"] <= 1
+    trend = summary["trends"]["eval/error_rate"]  # every evaluation of the run, first to last
+    assert trend["evaluations"] == sum("eval/error_rate" in r for r in rows)
+    assert trend["last"] == [rows[-1]["iteration"], rows[-1]["eval/error_rate"]]
     assert os.listdir(os.path.join(run, "tb"))
     assert cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).num_filters == 4
 

@@ -301,6 +301,11 @@ def _opponent(config: cfg.Config):
         raise ValueError(f"--eval_opponent: {e}") from None
 
 
+def _measure(metric: str, value: float) -> str:
+    """An in-loop measure's value as the closing message shows it: Elo signed and whole."""
+    return f"{value:+.0f}" if metric == "eval/elo" else f"{value:.3f}"
+
+
 def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str:
     """What a run that ended did, where it is, and what to run next (spelled for `prog`, the
     command that ran: default as run)."""
@@ -331,9 +336,26 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
             f"last iteration: loss {last['loss/total']:.3f} (value {last['loss/value']:.3f}, "
             f"policy {last['loss/policy']:.3f})"
         )
+    moved = [
+        f"{metric} {_measure(metric, t['first'][1])} at {t['first'][0]} -> "
+        f"{_measure(metric, t['last'][1])} at {t['last'][0]}"
+        + (
+            f" ({'lowest' if metric == 'eval/error_rate' else 'highest'} "
+            f"{_measure(metric, t['best'][1])} at {t['best'][0]})"
+            if t["best"] != t["last"]
+            else f" ({'its lowest' if metric == 'eval/error_rate' else 'its highest'})"
+        )
+        for metric, t in summary.get("trends", {}).items()
+        if t["evaluations"] > 1
+    ]
+    if moved:
+        lines.append("in-loop measures over the run: " + "; ".join(moved))
     best = summary.get("best")
     if best and best["step"] != summary["iterations"]:
-        value = f"{best['value']:+.0f}" if best["metric"] == "eval/elo" else f"{best['value']:.3f}"
+        value = _measure(best["metric"], best["value"])
+        if best.get("top_step", best["step"]) not in (-1, best["step"]):  # level with the top
+            top = _measure(best["metric"], best["top_value"])
+            value += f"; level with {top} at {best['top_step']} within the intervals"
         lines.append(
             f"its best checkpoint by the in-loop {best['metric']} ({value}) is {best['step']}, "
             f"not the last: ckpt:{workdir}@best names it"
