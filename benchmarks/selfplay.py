@@ -202,13 +202,18 @@ class StubNet(NamedTuple):
         del key, obs
         return {"params": {"scale": jnp.float32(1.0)}}
 
-    def apply(self, variables, obs, train: bool = False):
+    def apply(self, variables, obs, train: bool = False, with_ownership: bool = False):
+        """(logits[B, A], value[B]), as `azjax.network.make_apply`'s; with_ownership (a search
+        valuing positions by their margin) adds an ownership[B, H * W] of zeros."""
         del train
         mean = obs.reshape(obs.shape[0], -1).astype(jnp.float32).mean(-1)  # [B]
         scale = variables["params"]["scale"]
         logits = (
             jnp.zeros((obs.shape[0], self.num_actions), jnp.float32) + 1e-3 * scale * mean[:, None]
         )
+        if with_ownership:
+            ownership = jnp.zeros((obs.shape[0], obs.shape[1] * obs.shape[2]), jnp.float32)
+            return logits, jnp.tanh(scale * mean), ownership
         return logits, jnp.tanh(scale * mean)
 
 

@@ -7,10 +7,12 @@ import pytest
 from benchmarks import rollouts as bench
 
 
-def test_benchmark_prints_searches_and_gathered_rollouts(capsys):
+@pytest.mark.parametrize("network", [[], ["--network", "stub"]])
+def test_benchmark_prints_searches_and_gathered_rollouts(network, capsys):
     assert (
         bench.main(
             [
+                *network,
                 "--game",
                 "tictactoe",
                 "--batch",

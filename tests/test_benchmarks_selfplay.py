@@ -26,8 +26,9 @@ TINY = [
 ]
 
 
-def test_prints_a_table_of_positive_rates_and_ratios(capsys):
-    rows = selfplay.main(TINY)
+@pytest.mark.parametrize("network", ["resnet", "stub"])  # stub: issue 13's plumbing-alone form
+def test_prints_a_table_of_positive_rates_and_ratios(network, capsys):
+    rows = selfplay.main([*TINY, "--network", network])
     out = capsys.readouterr().out
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["game", "impl"])
