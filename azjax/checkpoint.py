@@ -504,14 +504,13 @@ BEST_CI95 = {  # the half-width of each measure's 95% interval, as the evaluatio
     "eval/error_rate": "eval/error_ci95",
 }
 
+BEST_AUTO = ("opponent", "elo", "error_rate")
+
 
 def level(a: float, a_ci95: float, b: float, b_ci95: float) -> bool:
     """Whether two independent estimates with these 95% half-widths are not told apart at the 5%
     level: their difference within the half-widths combined in quadrature."""
     return abs(a - b) <= math.hypot(a_ci95, b_ci95)
-
-
-BEST_AUTO = ("opponent", "elo", "error_rate")
 
 
 def _logged(row: dict, metric: str) -> bool:
@@ -559,20 +558,19 @@ def best_checkpoint(path: str, by: str | None = None) -> Best:
     saved = set(steps_on_disk(folder))
     rows = [r for r in read_rows(os.path.join(folder, METRICS_FILE)) if r["iteration"] in saved]
     metrics = [BEST_MEASURES[m] for m in (BEST_AUTO if by == "auto" else (by,))]
-    logged = _logged
-    evaluated = [r for r in rows if any(logged(r, m) for m, _ in metrics)]
+    evaluated = [r for r in rows if any(_logged(r, m) for m, _ in metrics)]
     if evaluated:  # those logged at the latest evaluated step first (auto: the rest after)
         latest = max(evaluated, key=lambda r: r["iteration"])
-        metrics.sort(key=lambda m: not logged(latest, m[0]))  # stable: BEST_AUTO's order kept
+        metrics.sort(key=lambda m: not _logged(latest, m[0]))  # stable: BEST_AUTO's order kept
     for metric, higher in metrics:
         scored = [  # (score, higher better; its half-width; step)
             (
                 float(r[metric]) if higher else -float(r[metric]),
-                float(r[BEST_CI95[metric]]) if logged(r, BEST_CI95[metric]) else 0.0,
+                float(r[BEST_CI95[metric]]) if _logged(r, BEST_CI95[metric]) else 0.0,
                 r["iteration"],
             )
             for r in rows
-            if logged(r, metric)
+            if _logged(r, metric)
         ]
         if scored:
             top, top_ci, top_step = max(scored, key=lambda t: (t[0], t[2]))

@@ -459,11 +459,12 @@ def run_place(args, game, folder: str) -> None:
             "game's flags)"
         )
     ahead = [int(ladder.sims[i]) for i in unmet(p, ladder.elo)]
+    way = moving(p, ladder.elo)  # +1 still climbing, -1 falling, 0 settled
     if ahead:
         rungs = f"rung{'s' if len(ahead) > 1 else ''} of {' and '.join(map(str, ahead))}"
         print(
             f"  not settled: a next round would play the {rungs} simulations, which it has not "
-            f"met, so the rating was still {'climbing' if moving(p, ladder.elo) > 0 else 'falling'}"
+            f"met, so the rating was still {'climbing' if way > 0 else 'falling'}"
             f" when the rounds ran out (more rounds: --rounds={p.rounds + 2}, or --rounds=auto)"
         )
     record = dict(
@@ -477,7 +478,7 @@ def run_place(args, game, folder: str) -> None:
         rounds_asked=args.rounds,  # "auto": 4, then more until settled (at most one a rung)
         off_scale=side,  # +1: above the top rung (a lower bound), -1: below the bottom one
         unmet_rungs=ahead,  # the rungs a next round would play that it never met: not settled
-        moving=moving(p, ladder.elo),  # +1 still climbing, -1 falling, 0 settled
+        moving=way,
         rungs=[
             dict(sims=s, elo=e, points=float(pt), games=int(n))
             for s, e, pt, n in zip(ladder.sims, ladder.elo, p.points, p.played)

@@ -306,6 +306,22 @@ def _measure(metric: str, value: float) -> str:
     return f"{value:+.0f}" if metric == "eval/elo" else f"{value:.3f}"
 
 
+def _trend(metric: str, t: dict) -> str:
+    """One measure's move over a run (`checkpoint.measure_trends`'s `t`): first -> last, and its
+    best where that is not the last."""
+    extreme = "lowest" if metric == "eval/error_rate" else "highest"
+    best = (
+        f"{extreme} {_measure(metric, t['best'][1])} at {t['best'][0]}"
+        if t["best"] != t["last"]
+        else f"its {extreme}"
+    )
+    first, last = t["first"], t["last"]
+    return (
+        f"{metric} {_measure(metric, first[1])} at {first[0]} -> "
+        f"{_measure(metric, last[1])} at {last[0]} ({best})"
+    )
+
+
 def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str:
     """What a run that ended did, where it is, and what to run next (spelled for `prog`, the
     command that ran: default as run)."""
@@ -337,16 +353,7 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
             f"policy {last['loss/policy']:.3f})"
         )
     moved = [
-        f"{metric} {_measure(metric, t['first'][1])} at {t['first'][0]} -> "
-        f"{_measure(metric, t['last'][1])} at {t['last'][0]}"
-        + (
-            f" ({'lowest' if metric == 'eval/error_rate' else 'highest'} "
-            f"{_measure(metric, t['best'][1])} at {t['best'][0]})"
-            if t["best"] != t["last"]
-            else f" ({'its lowest' if metric == 'eval/error_rate' else 'its highest'})"
-        )
-        for metric, t in summary.get("trends", {}).items()
-        if t["evaluations"] > 1
+        _trend(metric, t) for metric, t in summary.get("trends", {}).items() if t["evaluations"] > 1
     ]
     if moved:
         lines.append("in-loop measures over the run: " + "; ".join(moved))
