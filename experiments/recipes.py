@@ -37,6 +37,12 @@ over the positions). It separates recipes that a round robin of hundreds of game
 (docs/strength.md, sessions 22 - 23), though its z counts the positions, not the seeds: read it
 beside each seed's rate.
 
+With `--ladder_games=N` every run's final network (as rated above) is also placed on the game's
+Elo ladder of pure MCTS (`azjax/ladders/`, as `evaluate.py place ckpt:RUN,sims=S --games=N` places
+it: rounds until it has settled), a scale that keeps its meaning from one experiment to the next
+where the round robin's is this experiment's own; each recipe's ladder Elo is the mean of its seeds'
+with an interval as above, a lower bound where a network won every game against the top rung.
+
 Writes <out>/results.json (the recipes, each run's training summary, the tournament, the table),
 <out>/tournament/ (tournament.json, win_ratio.png) and <out>/log.txt; prints the table.
 A run whose folder already has a summary.json is not trained again (`--rate_only`: none is).
@@ -62,9 +68,11 @@ from azjax import config as cfg
 from azjax.checkpoint import load_checkpoint
 from azjax.config import FIELDS
 from azjax.eval.errors import choose_moves
+from azjax.eval.ladder import place_agent, require_ladder
 from azjax.eval.openings import random_sequences
 from azjax.eval.specs import parse_agent, split_specs
 from azjax.eval.tournament import run_tournament
+from azjax.ladder import AUTO_ROUNDS, off_scale
 from azjax.solved import errs, load_set, start_states
 from experiments.common import Log, checkpoint_steps, write_results
 
@@ -275,6 +283,53 @@ def recipe_table(recipes: list[str], runs: list[str], elo: dict) -> list[dict]:
     return table
 
 
+def ladder_ratings(game, out: str, runs: list[str], *, sims: int, games: int, seed: int, log):
+    """{run: {"elo", "stderr", "ci95", "games", "rounds", "off_scale"}}: each run's final network
+    (`sims` simulations, no noise) placed on the game's ladder as `evaluate.py place ckpt:RUN,
+    sims=S --games=N --seed=SEED` places it (rounds until settled); {} where `games` is 0."""
+    if games == 0:
+        return {}
+    ladder = require_ladder(game)
+    ratings = {}
+    for run in runs:
+        agent = parse_agent(f"ckpt:{os.path.join(out, run)},sims={sims}", game)
+        try:
+            p = place_agent(
+                game,
+                agent,
+                ladder,
+                rounds=AUTO_ROUNDS,
+                settle=True,
+                games_per_rung=games,
+                key=jax.random.PRNGKey(seed),
+            )
+        finally:
+            agent.close()
+        ratings[run] = dict(
+            elo=p.elo,
+            stderr=p.ci95 / 1.96,
+            ci95=p.ci95,
+            games=p.games,
+            rounds=p.rounds,
+            off_scale=off_scale(p),  # +1: won every game against the top rung, a lower bound
+        )
+        log(f"{run}: ladder {p.said()}")
+    return ratings
+
+
+def format_ladder(table: list[dict], ratings: dict) -> str:
+    """The recipes' ladder Elo (`recipe_table` over `ladder_ratings`); ">" marks a seed above the
+    ladder's top (a lower bound)."""
+    lines = ["| recipe | ladder Elo (mean) | ± 95% | each seed |", "|---|--:|--:|---|"]
+    for row in table:
+        runs = sorted(r for r in ratings if r.rsplit("-s", 1)[0] == row["recipe"])
+        each = ", ".join(
+            f"{'>' if ratings[r]['off_scale'] > 0 else ''}{ratings[r]['elo']:+.0f}" for r in runs
+        )
+        lines.append(f"| {row['recipe']} | {row['elo']:+.0f} | {row['ci95']:.0f} | {each} |")
+    return "\n".join(lines)
+
+
 def error_rates(game, out: str, runs: list[str], *, sims: int, last: int, seed: int, log) -> dict:
     """{run: float[P]} the share of each run's last `last` checkpoints that err in each of the
     game's solved positions (`azjax.solved`; each network as rated: `sims` simulations, no
@@ -406,6 +461,14 @@ def parse(argv: list[str]):
         help="also measure the exact error rate of each run's last N checkpoints where the "
         "package has solved positions for the game (azjax/solved.py; default 6, 0: not)",
     )
+    p.add_argument(
+        "--ladder_games",
+        type=int,
+        default=0,
+        help="also place each run's final network on the game's Elo ladder (azjax/ladders/) with "
+        "this many games a rung and round, rounds until it settles (0: not, the default; 16 as "
+        "evaluate.py place)",
+    )
     p.add_argument("--out", default=None, help="default runs/recipes_<game>")
     p.add_argument("--rate_only", action="store_true", help="rate the finished runs only")
     p.add_argument("--seed", type=int, default=0, help="the rating tournament's seed")
@@ -433,6 +496,8 @@ def parse(argv: list[str]):
         p.error(f"--opening_plies must be >= 0, got {args.opening_plies}")
     if args.error_checkpoints < 0:
         p.error(f"--error_checkpoints must be >= 0, got {args.error_checkpoints}")
+    if args.ladder_games < 0:
+        p.error(f"--ladder_games must be >= 0, got {args.ladder_games}")
     if args.at_once < 0:
         p.error(f"--at_once must be >= 1 (0: the default), got {args.at_once}")
     args.at_once = args.at_once or default_at_once()
@@ -445,6 +510,11 @@ def parse(argv: list[str]):
     if len(configs) + len(args.anchors) < 2:
         p.error("nothing to rate: give two runs or more, or an anchor")
     game = next(iter(configs.values())).make_game()
+    if args.ladder_games:  # before training: the placement needs the game's table
+        try:
+            require_ladder(game)
+        except ValueError as e:
+            p.error(f"--ladder_games: {e}")
     for spec in args.anchors:  # before training, not after it
         try:
             parse_agent(spec, game).close()
@@ -511,6 +581,12 @@ def main(argv: list[str] | None = None) -> int:
     errors = error_table(list(args.recipes), rates)
     if errors:
         text += "\n\n" + format_errors(errors)
+    on_ladder = ladder_ratings(
+        game, args.out, runs, sims=args.sims, games=args.ladder_games, seed=args.seed, log=log
+    )
+    ladder_table = recipe_table(list(args.recipes), runs, on_ladder)
+    if ladder_table:
+        text += "\n\n" + format_ladder(ladder_table, on_ladder)
     log(text)
     results = dict(
         command="python -m experiments.recipes " + " ".join(argv),
@@ -525,6 +601,8 @@ def main(argv: list[str] | None = None) -> int:
         elo=elo,
         table=table,
         errors=errors,
+        ladder=on_ladder,  # each run's final network on the game's ladder (--ladder_games)
+        ladder_table=ladder_table,
         seconds=dict(
             train=round(t_train, 1),
             rate=round(time.time() - t_start - t_train, 1),

@@ -42,6 +42,7 @@ def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, cap
         "--sims=2",
         "--anchors=random",
         "--at_once=2",  # one core each where there are two
+        "--ladder_games=2",
         f"--out={out}",
     ]
     assert recipes.main(argv) == 0
@@ -63,6 +64,12 @@ def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, cap
         assert row["positions"] == 2 and 0 <= row["rate"] <= 1 and len(row["each"]) == 1
     assert results["errors"][0]["difference"] == 0.0
     assert "| recipe | exact error rate |" in text and "exact error rate" in text
+    # each run's network placed on the package's Tic-Tac-Toe ladder, until settled
+    assert set(results["ladder"]) == {"base-s0", "aug-s0"}
+    for rating in results["ladder"].values():
+        assert np.isfinite(rating["elo"]) and rating["rounds"] >= 4 and rating["games"] >= 16
+    assert [row["recipe"] for row in results["ladder_table"]] == ["base", "aug"]
+    assert "| recipe | ladder Elo (mean) | ± 95% | each seed |" in text
     # a finished run is not trained again
     said = []
     again = recipes.train_all(recipes.parse(argv)[1], out, 1, said.append)
@@ -135,6 +142,8 @@ def test_a_pinned_command_runs_on_its_cores_only():
         (["--game=othello", "--size=6", "--games=60"], "only 12 distinct positions of 2 plies"),
         (["--anchors=mcts:sims=8,c_uct=x,random"], "--anchors: mcts: c_uct (UCT"),
         (["--anchors=alphago"], "--anchors: unknown agent 'alphago'"),
+        (["--ladder_games=-1"], "--ladder_games must be >= 0"),
+        (["--game=hex", "--size=3", "--ladder_games=2"], "--ladder_games: no ladder table for hex"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):
@@ -158,6 +167,16 @@ def test_recipe_table_means_seeds_and_widens_by_their_spread():
     assert b["elo"] == 0.0 and b["ci95"] == pytest.approx(1.96 * 10)
     shifted = recipes.anchored(elo, ["mcts"])
     assert shifted["mcts"]["elo"] == 0.0 and shifted["a-s0"]["elo"] == 150.0
+
+
+def test_the_ladder_table_marks_a_seed_above_the_top():
+    ratings = {
+        "a-s0": dict(elo=900.0, stderr=50.0, off_scale=1),
+        "a-s1": dict(elo=700.0, stderr=50.0, off_scale=0),
+    }
+    table = recipes.recipe_table(["a"], list(ratings), ratings)
+    assert "| a | +800 | " in recipes.format_ladder(table, ratings)
+    assert "| >+900, +700 |" in recipes.format_ladder(table, ratings)
 
 
 def test_the_error_table_pools_each_recipes_runs_and_compares_position_by_position():
