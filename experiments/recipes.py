@@ -302,6 +302,7 @@ def ladder_ratings(game, out: str, runs: list[str], *, sims: int, games: int, se
                 settle=True,
                 games_per_rung=games,
                 key=jax.random.PRNGKey(seed),
+                log=lambda text, run=run: log(f"{run}: {text}"),  # its games, rung by rung
             )
         finally:
             agent.close()
