@@ -17,6 +17,7 @@ import time
 
 import jax
 
+import games
 from azjax import config as cfg
 from azjax import flags, loop, parallel
 from azjax.arena import make_match, make_search_agent
@@ -78,21 +79,20 @@ def iteration_seconds(config: cfg.Config, repeats: int) -> float:
 def main(argv=None) -> int:
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--game", default="hex")
-    parser.add_argument("--size", type=int, default=RECIPE["size"])
+    parser.add_argument(
+        "--size", type=int, default=None, help="board size (Hex, Othello; default 6)"
+    )
     parser.add_argument("--eval_games", type=int, default=RECIPE["eval_games"])
     parser.add_argument("--eval_interval", type=int, default=RECIPE["eval_interval"])
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
+    settings = {**RECIPE, "eval_games": args.eval_games, "eval_interval": args.eval_interval}
+    if args.size is not None:
+        settings["size"] = args.size
+    elif args.game not in games.names() or "size" not in flags.option_fields(args.game):
+        del settings["size"]  # a game without a size (or none: its own error says so)
     try:
-        config = cfg.load(
-            args.game,
-            {
-                **RECIPE,
-                "size": args.size,
-                "eval_games": args.eval_games,
-                "eval_interval": args.eval_interval,
-            },
-        )
+        config = cfg.load(args.game, settings)
     except ValueError as e:
         parser.exit(2, f"benchmarks.evaluation: error: {e}\n")
     iteration = iteration_seconds(config, args.repeats)
