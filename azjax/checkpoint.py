@@ -486,13 +486,14 @@ class Best(NamedTuple):
 
 # What `@best` ranks a run's saved checkpoints by (the run's --best_by, or `@best:MEASURE`): each
 # measure's in-loop metric and whether higher is better; `auto` takes the first of BEST_AUTO
-# logged at the latest saved step that logged any (the score against --eval_opponent, an engine
-# the user chose; else the ladder Elo; else the exact error rate, all that an evaluation put off
-# by --eval_budget logs), so that a measure the last evaluations put off, which would rank only
-# the checkpoints before them, gives way to one that saw them; else the first logged at any saved
-# step. Of the steps whose measure is level with the highest score (the lowest error rate) within
-# their 95% intervals (`level`), the latest: the highest of many noisy scores is likely a lucky
-# one, and where two are not told apart the later network has learned from more games.
+# logged at a saved step (the score against --eval_opponent, an engine the user chose; else the
+# ladder Elo; else the exact error rate, all that an evaluation put off by --eval_budget logs),
+# where a measure last logged in the first half of the run, which ranks only the checkpoints
+# before the evaluations that put it off, gives way to one logged in its second half
+# (`current_first`: a put-off final evaluation alone does not demote a measure). Of the steps
+# whose measure is level with the highest score (the lowest error rate) within their 95%
+# intervals (`level`), the latest: the highest of many noisy scores is likely a lucky one, and
+# where two are not told apart the later network has learned from more games.
 BEST_MEASURES = {
     "opponent": ("eval/opponent_score", True),
     "elo": ("eval/elo", True),
@@ -537,6 +538,17 @@ def measure_trends(rows: list[dict]) -> dict[str, dict]:
     return trends
 
 
+def current_first(rows: list[dict], metrics: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """`metrics` (BEST_MEASURES' values) in their order, those whose latest value in `rows` comes
+    from the first half of the evaluated run (by iteration: it ranks only the checkpoints before
+    the evaluations that put it off, `--eval_budget`) moved after the others."""
+    latest = {
+        m: max((r["iteration"] for r in rows if _logged(r, m)), default=-1) for m, _ in metrics
+    }
+    end = max(latest.values(), default=-1)
+    return sorted(metrics, key=lambda m: not 2 * latest[m[0]] > end)  # stable: the order kept
+
+
 def best_checkpoint(path: str, by: str | None = None) -> Best:
     """The saved checkpoint of run `path` whose in-loop evaluation scored best by measure `by`
     (a key of BEST_MEASURES, or "auto"; None: the run's `best_by`), from the run's
@@ -558,11 +570,7 @@ def best_checkpoint(path: str, by: str | None = None) -> Best:
     saved = set(steps_on_disk(folder))
     rows = [r for r in read_rows(os.path.join(folder, METRICS_FILE)) if r["iteration"] in saved]
     metrics = [BEST_MEASURES[m] for m in (BEST_AUTO if by == "auto" else (by,))]
-    evaluated = [r for r in rows if any(_logged(r, m) for m, _ in metrics)]
-    if evaluated:  # those logged at the latest evaluated step first (auto: the rest after)
-        latest = max(evaluated, key=lambda r: r["iteration"])
-        metrics.sort(key=lambda m: not _logged(latest, m[0]))  # stable: BEST_AUTO's order kept
-    for metric, higher in metrics:
+    for metric, higher in current_first(rows, metrics):
         scored = [  # (score, higher better; its half-width; step)
             (
                 float(r[metric]) if higher else -float(r[metric]),

@@ -343,7 +343,7 @@ class Config:
         "auto",
         "what RUN@best ranks a run's saved checkpoints by: auto (the score against "
         "eval_opponent where the run plays one, else the ladder Elo, else the error rate; "
-        "the first the latest evaluated checkpoint logged), "
+        "one logged in the run's second half first), "
         "opponent, elo, or error_rate (the exact error rate on the game's solved positions, "
         "the lowest best)",
         choices=("auto", "opponent", "elo", "error_rate"),

@@ -151,6 +151,27 @@ def test_best_names_the_checkpoint_its_evaluations_scored_highest(tiny_run, tmp_
         parse_location("pretrained/tictactoe@best")
 
 
+def test_a_measure_from_the_first_half_of_the_run_gives_way():
+    from azjax.checkpoint import BEST_MEASURES, current_first
+
+    auto = [BEST_MEASURES[m] for m in ("opponent", "elo", "error_rate")]
+    errors = [{"iteration": i, "eval/error_rate": 0.1} for i in range(10, 100, 10)]
+    # a 5x5 Hex run whose ladder placements the budget put off after the first (session 80)
+    rated_once = [dict(errors[0], **{"eval/elo": 1227.0}), *errors[1:]]
+    assert [m for m, _ in current_first(rated_once, auto)] == [
+        "eval/error_rate",
+        "eval/opponent_score",  # never logged: after, as before
+        "eval/elo",
+    ]
+    # an 8x8 Othello hour whose final evaluation (and the one before) was put off: the Elo stays
+    rated_often = [dict(r, **{"eval/elo": 1000.0}) if r["iteration"] <= 70 else r for r in errors]
+    assert [m for m, _ in current_first(rated_often, auto)] == [
+        "eval/elo",
+        "eval/error_rate",
+        "eval/opponent_score",  # never logged
+    ]
+
+
 def _log_evaluations(path: str, rows: list[dict], evals) -> None:
     """Rewrites metrics.jsonl at `path` as `rows`, each with its entry of `evals` added."""
     with open(path, "w") as f:
@@ -201,8 +222,8 @@ def test_best_ranks_by_the_measure_asked_for(tiny_run, tmp_path):
     evals = [{"eval/error_rate": 0.3}, {"eval/error_rate": 0.2, "eval_postponed": 1}]
     _log_evaluations(path, rows, evals)
     assert best_checkpoint(run, "auto")[:3] == (2, "eval/error_rate", 0.2)
-    # and where the last evaluations were put off, an Elo logged before them ranks only the
-    # checkpoints before them: auto takes a measure the latest evaluated step logged
+    # and where the evaluations of the run's second half were put off, an Elo logged before them
+    # ranks only the checkpoints before them: auto takes a measure logged in that half
     evals[0]["eval/elo"] = 1227.0
     _log_evaluations(path, rows, evals)
     assert best_checkpoint(run, "auto")[:3] == (2, "eval/error_rate", 0.2)
