@@ -252,6 +252,11 @@ def train_all(
     return summaries
 
 
+def recipe_of(run: str) -> str:
+    """The recipe of a run named <recipe>-s<seed>."""
+    return run.rsplit("-s", 1)[0]
+
+
 def anchored(elo: dict, anchors: list[str]) -> dict:
     """The tournament's ratings (their mean at 0) shifted so that the anchors' mean is 0."""
     rated = [elo[a]["elo"] for a in anchors if elo.get(a)]
@@ -264,7 +269,7 @@ def recipe_table(recipes: list[str], runs: list[str], elo: dict) -> list[dict]:
     ratings' own errors, added in quadrature)."""
     table = []
     for recipe in recipes:
-        mine = [r for r in runs if r.rsplit("-s", 1)[0] == recipe and elo.get(r)]
+        mine = [r for r in runs if recipe_of(r) == recipe and elo.get(r)]
         if not mine:
             continue
         values = np.array([elo[r]["elo"] for r in mine])
@@ -323,7 +328,7 @@ def format_ladder(table: list[dict], ratings: dict) -> str:
     ladder's top (a lower bound)."""
     lines = ["| recipe | ladder Elo (mean) | ± 95% | each seed |", "|---|--:|--:|---|"]
     for row in table:
-        runs = sorted(r for r in ratings if r.rsplit("-s", 1)[0] == row["recipe"])
+        runs = sorted(r for r in ratings if recipe_of(r) == row["recipe"])
         each = ", ".join(
             f"{'>' if ratings[r]['off_scale'] > 0 else ''}{ratings[r]['elo']:+.0f}" for r in runs
         )
@@ -362,7 +367,7 @@ def error_table(recipes: list[str], rates: dict) -> list[dict]:
     the recipe's runs and checkpoints) and its z over the positions."""
     pooled = {}
     for recipe in recipes:
-        mine = [r for r in rates if r.rsplit("-s", 1)[0] == recipe]
+        mine = [r for r in rates if recipe_of(r) == recipe]
         if mine:
             pooled[recipe] = (np.mean([rates[r] for r in mine], axis=0), mine)
     table, first = [], next(iter(pooled.values()), (None, None))[0]
@@ -402,7 +407,7 @@ def format_table(table: list[dict], summaries: dict) -> str:
         "|---|--:|--:|--:|---|---|---|",
     ]
     for row in table:
-        runs = sorted(r for r in summaries if r.rsplit("-s", 1)[0] == row["recipe"])
+        runs = sorted(r for r in summaries if recipe_of(r) == row["recipe"])
         its = ", ".join(str(summaries[r].get("iterations", "?")) for r in runs)
         games = ", ".join(str(summaries[r].get("games", "?")) for r in runs)
         lines.append(
