@@ -175,6 +175,16 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
         (["curve", "{tmp}/missing"], "holds no checkpoints"),
         (["curve", "{run}", "--game=hex"], "is a tictactoe {} run, not hex"),
         (["curve", "{run}", "--errors_only"], "--errors_only: no solved positions for tictactoe"),
+        (["curve", "{run}", "--measures=errors"], "--measures=errors: no solved positions"),
+        (["curve", "{run}", "--measures=elo"], "--measures: unknown 'elo'; give one or more of"),
+        (["curve", "{run}", "--errors_only", "--measures=ladder"], "not both"),
+        (["curve", "{run}", "--ladder_games=0"], "--ladder_games must be at least 1"),
+        (["curve", "{run}", "--rounds=0"], "--rounds must be auto or a whole number"),
+        (["curve", "{run}", "--ladder_max_sims=-2"], "--ladder_max_sims must be -1"),
+        (
+            ["curve", "{run}", "--measures=ladder", "--table={tmp}/none.json"],
+            "no ladder table for tictactoe",
+        ),
     ],
 )
 def test_bad_input_exits_with_code_2(argv, message, tiny_run, tmp_path, capsys, monkeypatch):

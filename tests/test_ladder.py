@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import math
+import os
 from types import SimpleNamespace
 
 import jax
@@ -205,7 +206,7 @@ def test_shipped_tables_are_anchored_and_readable():
         assert list(ladder.sims) == sorted(ladder.sims)
 
 
-def test_ladder_and_place_commands(ttt_table, tmp_path):
+def test_ladder_and_place_commands(ttt_table, tmp_path, capsys):
     from azjax.commands import evaluate
 
     table = ttt_table
@@ -222,6 +223,57 @@ def test_ladder_and_place_commands(ttt_table, tmp_path):
     record = json.load(open(f"{out}/place.json"))
     assert record["games"] == 8 and math.isfinite(record["elo"])
     assert record["unmet_rungs"] == []  # two rungs, both played: nothing more to meet
+    # several agents: each placed as alone (the same seed, the same games), then ranked
+    argv = ["place", "random", "mcts:sims=8", "--game=tictactoe", "--rounds=1", "--games=4"]
+    assert evaluate.main([*argv, f"--table={table}", f"--out={out}2"]) == 0
+    both = json.load(open(f"{out}2/place.json"))
+    assert [r["agent"] for r in both["placements"]] == ["random", "mcts:sims=8"]
+    assert both["placements"][1] == record
+    ranking = both["ranking"]
+    assert [r["elo"] for r in ranking] == sorted(
+        (r["elo"] for r in both["placements"]), reverse=True
+    )
+    assert ranking[0]["below_best"] == 0.0 and ranking[1]["below_best"] >= 0.0
+    ci = [r["ci95"] for r in both["placements"]]
+    assert ranking[1]["below_best_ci95"] == pytest.approx(math.hypot(*ci))
+    said = capsys.readouterr().out
+    assert "best first:" in said and "below the best" in said
+
+
+def test_curve_places_every_checkpoint_on_the_ladder(
+    ttt_table, tiny_run, tmp_path, capsys, monkeypatch
+):
+    from azjax.commands import evaluate
+    from azjax.eval import curve
+
+    starts = []
+
+    def place_agent(*args, start, **kwargs):  # the real one, its starting rating noted
+        starts.append(start)
+        return real(*args, start=start, **kwargs)
+
+    real = curve.place_agent
+    monkeypatch.setattr(curve, "place_agent", place_agent)
+    out = str(tmp_path / "curve")
+    argv = ["curve", tiny_run, "--measures=ladder", "--sims=2", "--ladder_games=2", "--rounds=1"]
+    assert evaluate.main([*argv, f"--table={ttt_table}", f"--out={out}"]) == 0
+    record = json.load(open(f"{out}/curve.json"))
+    assert record["measures"] == ["ladder"] and record["complete"]
+    assert record["ladder_top"] == 16  # the run's loop's cap (8192 by default) keeps both rungs
+    assert [r["step"] for r in record["curve"]] == [1, 2]
+    for row in record["curve"]:  # no matches: a placement of 1 round, 2 games a rung
+        assert "vs_mcts" not in row and "errors" not in row
+        assert row["ladder"]["games"] == 4 and row["ladder"]["rounds"] == 1
+        assert math.isfinite(row["ladder"]["elo"]) and row["ladder"]["moving"] == 0
+    placed = record["placed"]
+    assert [p["iteration"] for p in placed] == [1, 2]
+    assert [p["elo"] for p in placed] == [r["ladder"]["elo"] for r in record["curve"]]
+    assert 0 < placed[0]["positions"] < placed[1]["positions"] and placed[1]["hours"] > 0
+    assert starts == [0.0, placed[0]["elo"]]  # each from the rating of the one before
+    assert os.path.getsize(f"{out}/curve_elo.png") > 1000
+    assert not os.path.exists(f"{out}/curve.png")
+    said = capsys.readouterr().out
+    assert "checkpoint 2: ladder Elo" in said and "curve_elo.png" in said
 
 
 def test_place_says_when_its_rounds_ran_out_before_it_settled(tmp_path, capsys):

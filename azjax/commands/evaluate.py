@@ -33,7 +33,11 @@ first agent moves first in the even-numbered games.
   metrics.jsonl has `eval/elo` (the in-loop ladder placement) it also draws Elo over time and
   over self-play positions (curve_elo.png). Where the package has solved positions for the game
   (errors, below), each checkpoint's exact error rate too (curve_errors.png); --errors_only
-  measures that alone, without the matches.
+  measures that alone, without the matches. --measures=ladder (or matches,errors,ladder) places
+  every checkpoint on the game's Elo ladder as place does, each from the rating of the one before
+  (--ladder_games, --rounds, --table as place's) on the rungs the run's loop plays
+  (--ladder_max_sims): an Elo curve however few placements the run's evaluation budget let its
+  loop play, drawn in curve_elo.png beside the loop's.
 - errors: each agent's exact error rate on the game's solved positions (azjax/solved.py: the share
   of middle-game positions where its move throws a win or a draw away, by a solver's values; 6x6
   Othello and Connect Four ship a set), with 95% intervals, and each later agent against the first
@@ -46,7 +50,9 @@ first agent moves first in the even-numbered games.
 - place: an agent's Elo on the game's ladder: rounds of --games games against the two rungs
   bracketing its current estimate; --rounds=auto (the default) plays 4, then more while a next
   round would meet a rung it has not played (from the anchor a strong agent climbs about a rung
-  a round), --rounds=N exactly N; prints and writes place.json.
+  a round), --rounds=N exactly N; prints and writes place.json. Several agents are placed in
+  turn, each as it would be alone, then ranked best first with each one's Elo below the best and
+  that difference's 95% interval (place.json: placements, ranking).
 - export: a run's checkpoint as a network folder (config.json, variables.msgpack: params and
   batch statistics, float16 by default; card.json: source, precision, the --card fields) in
   --to (default: the package's azjax/pretrained/NAME, shipped with the package); refuses an
@@ -172,6 +178,36 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "alone (seconds a checkpoint; the package's sets: " + ", ".join(solved.shipped()) + ")",
     )
     curve.add_argument(
+        "--measures",
+        default=None,
+        help="what each checkpoint gets, comma-separated: matches (against the previous "
+        "checkpoint and pure MCTS), errors (the exact error rate), ladder (a placement on the "
+        "Elo ladder); default matches,errors (errors where the package has solved positions)",
+    )
+    curve.add_argument(
+        "--ladder_games",
+        type=int,
+        default=16,
+        help="with --measures=ladder: games per rung and round (default 16, as place's --games)",
+    )
+    curve.add_argument(
+        "--rounds",
+        default="auto",
+        help="with --measures=ladder: each placement's rounds, as place's (default auto)",
+    )
+    curve.add_argument(
+        "--ladder_max_sims",
+        type=int,
+        default=None,
+        help="with --measures=ladder: play the rungs of at most this many simulations "
+        "(default: the run's eval_ladder_max_sims, the loop's own; 0: every rung, as place)",
+    )
+    curve.add_argument(
+        "--table",
+        default=None,
+        help="with --measures=ladder: the ladder table (default: the package's)",
+    )
+    curve.add_argument(
         "--epsilon",
         type=float,
         default=None,
@@ -203,8 +239,10 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         help="keep the games of the table's rated pairs and play only the pairs --rungs adds "
         "(a longer ladder without replaying the rated one); --rungs must hold its rungs",
     )
-    place = commands.add_parser("place", parents=[common], help="an agent's Elo on the ladder")
-    place.add_argument("agents", nargs=1, metavar="AGENT")
+    place = commands.add_parser(
+        "place", parents=[common], help="agents' Elo on the ladder (several: ranked)"
+    )
+    place.add_argument("agents", nargs="+", metavar="AGENT")
     place.add_argument(
         "--rounds",
         default="auto",
@@ -298,10 +336,19 @@ def check_out(folder: str) -> None:
 def check_args(args, folder: str) -> None:
     """What can be checked before any game: the curve's options, the output `folder` (the agents'
     numbers are checked against their bounds when the specs are parsed, also before any game)."""
-    from azjax.eval.curve import check_curve_options
+    from azjax.eval.curve import check_curve_options, parse_measures
+    from azjax.ladder import parse_rounds
 
     if args.command == "curve":
-        check_curve_options(sims=args.sims, mcts_sims=args.mcts_sims, epsilon=args.epsilon)
+        check_curve_options(
+            sims=args.sims,
+            mcts_sims=args.mcts_sims,
+            epsilon=args.epsilon,
+            ladder_games=args.ladder_games,
+            ladder_max_sims=args.ladder_max_sims,
+        )
+        parse_measures(args.measures, errors_only=args.errors_only)
+        parse_rounds(args.rounds)
     check_out(folder)
 
 
@@ -370,6 +417,9 @@ def evaluate(args, game, folder: str) -> None:
     elif args.command == "place":
         run_place(args, game, folder)
     else:
+        from azjax.eval.curve import parse_measures
+        from azjax.ladder import parse_rounds
+
         ev.run_curve(
             args.run,
             folder,
@@ -380,6 +430,11 @@ def evaluate(args, game, folder: str) -> None:
             epsilon=args.epsilon,
             game=game,
             errors_only=args.errors_only,
+            measures=parse_measures(args.measures),  # checked with --errors_only above
+            ladder_games=args.ladder_games,
+            rounds=parse_rounds(args.rounds),
+            table=args.table,
+            ladder_max_sims=args.ladder_max_sims,
             log=_say,
         )
         plots = [
@@ -420,32 +475,54 @@ def run_ladder(args, game) -> None:
 
 
 def run_place(args, game, folder: str) -> None:
-    import jax
-
+    """Each agent placed on the ladder in turn (every spec parsed before any game; the rungs'
+    searches shared); with several, the placements best first, each against the best."""
     from azjax.eval import parse_agent
-    from azjax.eval.ladder import place_agent, require_ladder
+    from azjax.eval.ladder import require_ladder
     from azjax.eval.records import write_json
-    from azjax.ladder import moving, off_scale, parse_rounds, unmet
+    from azjax.ladder import parse_rounds
 
     rounds = parse_rounds(args.rounds)
     if args.games < 1:
         raise ValueError(f"--games must be >= 1, got {args.games}")
     ladder = require_ladder(game, args.table)
-    agent = parse_agent(args.agents[0], game, seed=args.seed)
+    agents = [parse_agent(spec, game, seed=args.seed) for spec in args.agents]
+    rungs: dict = {}  # rung index -> its agent, compiled once for every placement
+    records = []
     try:
-        p = place_agent(
-            game,
-            agent,
-            ladder,
-            rounds=rounds.count,
-            settle=rounds.settle,
-            games_per_rung=args.games,
-            key=jax.random.PRNGKey(args.seed),
-            log=_say,
-        )
+        for spec, agent in zip(args.agents, agents):
+            records.append(_place_one(args, game, ladder, spec, agent, rounds, rungs))
     finally:
-        agent.close()
-    print(f"{args.agents[0]}: {p.said()}")
+        for agent in agents:
+            agent.close()
+    if len(records) == 1:
+        write_json(folder, "place.json", records[0])
+    else:
+        ranking = _ranking(records)
+        write_json(folder, "place.json", dict(placements=records, ranking=ranking))
+    print(f"wrote {folder}/place.json")
+
+
+def _place_one(args, game, ladder, spec: str, agent, rounds, rungs: dict) -> dict:
+    """One agent's placement, printed (with what it means where it is off the ladder or had not
+    settled) and returned as its place.json record."""
+    import jax
+
+    from azjax.eval.ladder import place_agent
+    from azjax.ladder import moving, off_scale, unmet
+
+    p = place_agent(
+        game,
+        agent,
+        ladder,
+        rounds=rounds.count,
+        settle=rounds.settle,
+        games_per_rung=args.games,
+        key=jax.random.PRNGKey(args.seed),
+        rungs=rungs,
+        log=_say,
+    )
+    print(f"{spec}: {p.said()}")
     side = off_scale(p)
     if side:
         end, rung = ("above", ladder.sims[-1]) if side > 0 else ("below", ladder.sims[0])
@@ -461,14 +538,14 @@ def run_place(args, game, folder: str) -> None:
     ahead = [int(ladder.sims[i]) for i in unmet(p, ladder.elo)]
     way = moving(p, ladder.elo)  # +1 still climbing, -1 falling, 0 settled
     if ahead:
-        rungs = f"rung{'s' if len(ahead) > 1 else ''} of {' and '.join(map(str, ahead))}"
+        said = f"rung{'s' if len(ahead) > 1 else ''} of {' and '.join(map(str, ahead))}"
         print(
-            f"  not settled: a next round would play the {rungs} simulations, which it has not "
+            f"  not settled: a next round would play the {said} simulations, which it has not "
             f"met, so the rating was still {'climbing' if way > 0 else 'falling'}"
             f" when the rounds ran out (more rounds: --rounds={p.rounds + 2}, or --rounds=auto)"
         )
-    record = dict(
-        agent=args.agents[0],
+    return dict(
+        agent=spec,
         game=game.name,
         game_options=dict(game.options),
         elo=p.elo,
@@ -486,8 +563,26 @@ def run_place(args, game, folder: str) -> None:
         ],
         seed=args.seed,
     )
-    write_json(folder, "place.json", record)
-    print(f"wrote {folder}/place.json")
+
+
+def _ranking(records: list[dict]) -> list[dict]:
+    """The placements best first, each with its Elo below the best and that difference's 95%
+    interval (the two placements' games independent, the rungs' ratings taken as exact), printed."""
+    best, *_ = ordered = sorted(records, key=lambda r: -r["elo"])
+    width = max(len(r["agent"]) for r in records)
+    print("best first:")
+    out = []
+    for r in ordered:
+        below = best["elo"] - r["elo"]
+        half = math.hypot(best["ci95"], r["ci95"]) if r is not best else 0.0
+        bound = {1: " (a lower bound: above the ladder)", -1: " (an upper bound)"}
+        gap = f"  {below:5.0f} ± {half:.0f} below the best" if r is not best else ""
+        print(
+            f"  {r['agent']:<{width}}  Elo {r['elo']:+6.0f} ± {r['ci95']:.0f}{gap}"
+            f"{bound.get(r['off_scale'], '')}"
+        )
+        out.append(dict(agent=r["agent"], elo=r["elo"], below_best=below, below_best_ci95=half))
+    return out
 
 
 def parse_card(items: list[str]) -> dict:

@@ -9,8 +9,14 @@ interrupted curve keeps the checkpoints it played. Where the run logged ladder r
 (`eval/elo`, `azjax.ladder`), curve.json also holds them (`elo`: one row per evaluation, with
 cumulative self-play positions and hours) and curve_elo.png draws them. Where the package has
 solved positions for the game (`azjax.solved`), every checkpoint's exact error rate on them (the
-network as in the matches against MCTS) joins its row (`errors`) and curve_errors.png draws it;
-`errors_only` measures that alone, without the matches: seconds a checkpoint instead of minutes.
+network as in the matches against MCTS) joins its row (`errors`) and curve_errors.png draws it.
+
+`measures` chooses what each checkpoint gets (`MEASURES`; default matches and, where the package
+has solved positions, errors): "ladder" places every checkpoint on the game's Elo ladder
+(`place_agent`, rounds until settled, each starting at the checkpoint before's rating) whatever
+the run logged in its loop, where the evaluation budget may have put most placements off; the
+rows get `ladder`, curve.json `placed` (as `elo`'s rows) and curve_elo.png draws both.
+`errors_only` is `measures=("errors",)`: seconds a checkpoint instead of minutes.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import jax
 from azjax.checkpoint import initial_variables, load_checkpoint, read_config, steps
 from azjax.eval.agent import SearchSetup, network_apply, search_agent
 from azjax.eval.errors import choose_moves, rate_record
+from azjax.eval.ladder import place_agent, require_ladder
 from azjax.eval.match import play_games
 from azjax.eval.records import (
     check_games,
@@ -32,10 +39,35 @@ from azjax.eval.records import (
     result_record,
     write_json,
 )
+from azjax.ladder import AUTO_ROUNDS, Rounds, moving, off_scale
 from azjax.metrics import read_rows, run_seconds
 from azjax.search import SearchSpec
 from azjax.solved import error_rate, load_set, shipped, start_states
 from games.base import Game
+
+# What `run_curve` can measure at each checkpoint (evaluate.py curve --measures)
+MEASURES = ("matches", "errors", "ladder")
+AUTO = Rounds(AUTO_ROUNDS, True)  # placements' rounds: AUTO_ROUNDS, then on until settled
+
+
+def parse_measures(text: str | None, *, errors_only: bool = False) -> tuple[str, ...] | None:
+    """`--measures` ("matches,ladder", ...) as a tuple of MEASURES names in their order; None for
+    the default (None and not `errors_only`); `errors_only` is ("errors",). ValueError for an
+    unknown or missing name, or both flags given."""
+    if errors_only:
+        if text is not None:
+            raise ValueError("give --errors_only or --measures, not both")
+        return ("errors",)
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in MEASURES]
+    if unknown or not names:
+        raise ValueError(
+            f"--measures: {'unknown ' + repr(unknown[0]) if unknown else 'none given'}; "
+            f"give one or more of {', '.join(MEASURES)}, comma-separated"
+        )
+    return tuple(m for m in MEASURES if m in names)
 
 
 def run_curve(
@@ -49,15 +81,32 @@ def run_curve(
     epsilon: float | None = None,
     game: Game | None = None,
     errors_only: bool = False,
+    measures: tuple[str, ...] | None = None,
+    ladder_games: int = 16,
+    rounds: Rounds = AUTO,
+    table: str | None = None,
+    ladder_max_sims: int | None = None,
     log=print,
 ) -> dict:
     """Plays every checkpoint of `run_dir` (`games` games a match); writes curve.json and
     curve.png into `folder` and returns the record. `sims` (default the run's), `mcts_sims`
     (default twice that) and `epsilon` (default the run's eval_epsilon) override; `game`, when
-    given, must be the run's. `errors_only`: no matches, each checkpoint's exact error rate alone
-    (ValueError where the package has no solved positions for the game)."""
+    given, must be the run's. `measures` (MEASURES names; None: matches, and errors where the
+    package has solved positions); `errors_only`: ("errors",). "errors" asked for a game without
+    solved positions, or "ladder" for one without a ladder table (`table`: another), is a
+    ValueError. The ladder placements play `ladder_games` games a rung and round, `rounds` as
+    `evaluate.py place`'s, on the rungs of at most `ladder_max_sims` simulations (None: the run's
+    own loop's, its `eval_ladder_max_sims`, so that the two curves share a scale; 0: every rung)."""
     check_games(games)
-    check_curve_options(sims=sims, mcts_sims=mcts_sims, epsilon=epsilon)
+    asked = ("errors",) if errors_only else measures
+    wanted = set(asked or ("matches", "errors"))
+    check_curve_options(
+        sims=sims,
+        mcts_sims=mcts_sims,
+        epsilon=epsilon,
+        ladder_games=ladder_games,
+        ladder_max_sims=ladder_max_sims,
+    )
     config = read_config(run_dir)  # the latest; raises for a folder without checkpoints
     if config.games:  # azjax/shared.py: no per-game curve yet
         raise ValueError(
@@ -80,12 +129,21 @@ def run_curve(
     greedy = search_agent("network", SearchSetup(game, spec, apply, epsilon))
     baseline = SearchSpec.pure_mcts(mcts_sims, search="puct")  # seed 000's, as the loop's
     mcts = search_agent("mcts", SearchSetup(game, baseline, None))
-    solved = load_set(game)  # None where the package has no solved positions for the game
-    if errors_only and solved is None:
+    solved = load_set(game) if "errors" in wanted else None  # None: no set for the game
+    if asked and "errors" in asked and solved is None:
         raise ValueError(
-            f"--errors_only: no solved positions for {game.name} {dict(game.rules)} "
-            f"(the package has: {', '.join(shipped()) or 'none'})"
+            f"{'--errors_only' if errors_only else '--measures=errors'}: no solved positions for "
+            f"{game.name} {dict(game.rules)} (the package has: {', '.join(shipped()) or 'none'})"
         )
+    if solved is None:
+        wanted.discard("errors")
+    ladder = require_ladder(game, table) if "ladder" in wanted else None
+    if ladder is not None:
+        cap = config.eval_ladder_max_sims if ladder_max_sims is None else ladder_max_sims
+        ladder = ladder.up_to(ladder.loop_cap(cap))
+    rungs: dict = {}  # the ladder's rung agents, shared by every checkpoint's placement
+    rating = 0.0  # where the next placement starts: the checkpoint before's rating
+    progress = run_progress(run_dir)
     solved_states = start_states(game, solved) if solved is not None else None
     trained = training_games(run_dir)
     previous = initial_variables(config)
@@ -100,14 +158,16 @@ def run_curve(
         simulations=spec.num_simulations,
         mcts_simulations=mcts_sims,
         epsilon=epsilon,
+        measures=sorted(wanted, key=MEASURES.index),
         complete=False,
         curve=rows,
+        **({"placed": [], "ladder_top": ladder.sims[-1]} if ladder is not None else {}),
     )
     for step in steps(run_dir):
         _, variables, _ = load_checkpoint(run_dir, step)
         row = dict(step=step, training_games=trained.get(step))
         matches = ""
-        if not errors_only:
+        if "matches" in wanted:
             k_mcts, k_prev = jax.random.split(jax.random.fold_in(key, step))
             m = play_games(
                 game, dataclasses.replace(net, variables=variables), mcts, games, k_mcts
@@ -132,15 +192,43 @@ def run_curve(
             row["errors"] = r = rate_record(error_rate(solved, moves))
             sep = ", " if matches else ": "
             errors = f"{sep}exact error rate {r['rate']:.3f} ± {r['ci95']:.3f}"
+        if ladder is not None:
+            k_ladder = jax.random.fold_in(jax.random.fold_in(key, step), 2)
+            p = place_agent(
+                game,
+                dataclasses.replace(net, variables=variables),
+                ladder,
+                rounds=rounds.count,
+                settle=rounds.settle,
+                games_per_rung=ladder_games,
+                key=k_ladder,
+                start=rating,
+                rungs=rungs,
+            )
+            rating = p.elo
+            way = moving(p, ladder.elo)
+            row["ladder"] = dict(
+                elo=p.elo,
+                ci95=p.ci95,
+                games=p.games,
+                rounds=p.rounds,
+                moving=way,
+                off_scale=off_scale(p),
+            )
+            record["placed"].append(
+                dict(iteration=step, elo=p.elo, ci95=p.ci95, moving=way, **progress(step))
+            )
+            sep = ", " if matches or errors else ": "
+            errors += f"{sep}ladder {p.said()}"
         rows.append(row)
         write_json(folder, "curve.json", record)  # kept if the curve is interrupted
         log(f"checkpoint {step}{matches}{errors}")
         previous = variables
     record["complete"] = True
     record["elo"] = elo_rows(run_dir)
-    if not errors_only:
+    if "matches" in wanted:
         plot_curve(record, os.path.join(folder, "curve.png"))
-    if record["elo"]:
+    if record["elo"] or record.get("placed"):
         plot_elo(record, os.path.join(folder, "curve_elo.png"))
     if solved is not None:
         record["error_positions"] = len(solved)
@@ -149,9 +237,26 @@ def run_curve(
     return record
 
 
-def check_curve_options(*, sims: int | None, mcts_sims: int | None, epsilon: float | None) -> None:
-    """ValueError for --sims or --mcts_sims below 1, or --epsilon outside [0, 1]."""
-    for name, value in (("--sims", sims), ("--mcts_sims", mcts_sims)):
+def check_curve_options(
+    *,
+    sims: int | None,
+    mcts_sims: int | None,
+    epsilon: float | None,
+    ladder_games: int = 16,
+    ladder_max_sims: int | None = None,
+) -> None:
+    """ValueError for --sims, --mcts_sims or --ladder_games below 1, --epsilon outside [0, 1],
+    or --ladder_max_sims below -1."""
+    if ladder_max_sims is not None and ladder_max_sims < -1:
+        raise ValueError(
+            "--ladder_max_sims must be -1 (the table's own cap), 0 (every rung) or a number of "
+            f"simulations; got {ladder_max_sims}"
+        )
+    for name, value in (
+        ("--sims", sims),
+        ("--mcts_sims", mcts_sims),
+        ("--ladder_games", ladder_games),
+    ):
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     if epsilon is not None and not 0 <= epsilon <= 1:
@@ -175,10 +280,8 @@ def elo_rows(run_dir: str) -> list[dict]:
     evaluation with its iteration, elo, ci95, moving (`azjax.ladder.moving`: +1 still climbing
     when its rounds ran out, -1 falling, 0 settled; 0 in runs that predate it), and the cumulative
     self-play positions and hours of training (`metrics.run_seconds`) up to it."""
-    rows = read_rows(os.path.join(run_dir, "metrics.jsonl"))
-    positions, out = 0, []
-    for row, seconds in zip(rows, run_seconds(rows)):
-        positions += row.get("positions", 0)
+    out = []
+    for row, done in _progress_rows(run_dir):
         if "eval/elo" in row:
             out.append(
                 dict(
@@ -186,8 +289,29 @@ def elo_rows(run_dir: str) -> list[dict]:
                     elo=row["eval/elo"],
                     ci95=row.get("eval/elo_ci95"),
                     moving=row.get("eval/elo_moving", 0),  # +1/-1: not settled (climbing/falling)
-                    positions=positions,
-                    hours=seconds / 3600.0,
+                    **done,
                 )
             )
     return out
+
+
+def run_progress(run_dir: str):
+    """progress(iteration) -> {"positions", "hours"}: the run's cumulative self-play positions
+    and hours of training up to that iteration, from metrics.jsonl (by its latest row at or before
+    the iteration where it does not log that one; zeros before any, as for a run without one)."""
+    done = sorted((row["iteration"], d) for row, d in _progress_rows(run_dir))
+
+    def progress(iteration: int) -> dict:
+        before = [d for i, d in done if i <= iteration]
+        return before[-1] if before else dict(positions=0, hours=0.0)
+
+    return progress
+
+
+def _progress_rows(run_dir: str):
+    """(row, {"positions", "hours"} up to it) for each row of the run's metrics.jsonl."""
+    rows = read_rows(os.path.join(run_dir, "metrics.jsonl"))
+    positions = 0
+    for row, seconds in zip(rows, run_seconds(rows)):
+        positions += row.get("positions", 0)
+        yield row, dict(positions=positions, hours=seconds / 3600.0)

@@ -217,26 +217,37 @@ def plot_heatmap(record: dict, path: str, title: str | None = None) -> None:
 
 
 def plot_elo(record: dict, path: str) -> None:
-    """The in-loop ladder Elo (`record["elo"]`, from metrics.jsonl) with its 95% interval, over
-    training time and over self-play positions; a placement that had not settled (its `moving`)
-    is drawn as an open marker."""
+    """The ladder Elo with its 95% interval, over training time and over self-play positions:
+    the loop's placements (`record["elo"]`, from metrics.jsonl) and the curve's own of every
+    checkpoint (`record["placed"]`, `evaluate.py curve --measures=ladder`) where it has them; a
+    placement that had not settled (its `moving`) is drawn as an open marker."""
     plt = pyplot(path)
-    rows = record["elo"]
-    elo = np.array([r["elo"] for r in rows])
-    half = np.array([r["ci95"] for r in rows])
-    moving = np.array([r.get("moving", 0) != 0 for r in rows])
+    series = [
+        (rows, colour, label)
+        for rows, colour, label in (
+            (record.get("elo") or [], "tab:green", "in the loop"),
+            (record.get("placed") or [], "tab:orange", "each checkpoint (curve)"),
+        )
+        if rows
+    ]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
     for ax, key, label in (
         (axes[0], "hours", "training time (hours: self-play, learning, evaluation)"),
         (axes[1], "positions", "self-play positions"),
     ):
-        x = np.array([r[key] for r in rows])
-        ax.plot(x, elo, "o-", color="tab:green", ms=3)
-        if moving.any():
-            ax.plot(x[moving], elo[moving], "o", color="white", mec="tab:green", ms=5)
-            ax.plot([], [], "o", color="white", mec="tab:green", label="not settled: still moving")
+        for rows, colour, name in series:
+            x = np.array([r[key] for r in rows])
+            elo = np.array([r["elo"] for r in rows])
+            half = np.array([r["ci95"] for r in rows])
+            moving = np.array([r.get("moving", 0) != 0 for r in rows])
+            ax.plot(x, elo, "o-", color=colour, ms=3, label=name if len(series) > 1 else None)
+            if moving.any():
+                ax.plot(x[moving], elo[moving], "o", color="white", mec=colour, ms=5)
+            ax.fill_between(x, elo - half, elo + half, color=colour, alpha=0.15)
+        if any(r.get("moving", 0) for rows, _, _ in series for r in rows):
+            ax.plot([], [], "o", color="white", mec="grey", label="not settled: still moving")
+        if ax.get_legend_handles_labels()[0]:  # two series, or a placement not settled
             ax.legend(fontsize=7, loc="lower right")
-        ax.fill_between(x, elo - half, elo + half, color="tab:green", alpha=0.15)
         ax.axhline(0.0, color="grey", lw=0.8, ls="--")
         ax.set_xlabel(label, fontsize=8)
     axes[0].set_ylabel("Elo (ladder: pure MCTS-16 = 0)")
