@@ -983,6 +983,7 @@ def _train(
     summary["eval_seconds"] = round(spent["eval"], 1)  # this session's in-loop evaluation
     if metrics is not None:  # every session's evaluations
         summary["trends"] = measure_trends(metrics.rows)
+        summary["eval_postponed"] = sum(int(r.get("eval_postponed", 0)) for r in metrics.rows)
     summary["run_seconds"] = round(time.time() - t_run, 1)  # every session's
     _close(checkpointer, metrics)
     if primary:

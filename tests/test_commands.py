@@ -117,6 +117,13 @@ def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
         "its best checkpoint by the in-loop eval/elo (+1497; level with +1603 at 0 within the "
         "intervals) is 1, not the last"
     ) in train.closing_message(summary, "runs/t")
+    assert "--measures=ladder" not in said  # every placement the loop wanted ran
+    # evaluations the budget put off: every checkpoint's Elo after the run is offered
+    summary.update(eval_seconds=40.0, eval_postponed=5)
+    said = train.closing_message(summary, "runs/t", prog="train.py")
+    assert "(--eval_budget; 5 evaluations put off to keep within it)" in said
+    assert "python evaluate.py curve runs/t --measures=ladder" in said
+    assert "every checkpoint's Elo (the loop placed 3)" in said
 
 
 def test_the_core_never_imports_the_commands():

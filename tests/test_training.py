@@ -164,6 +164,7 @@ def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
     assert rows[5]["eval_postponed"] == 1 and "eval/mcts_score" not in rows[5]
     summary = json.load(open(os.path.join(workdir, "summary.json")))
     assert summary["eval_seconds"] == pytest.approx(rows[3]["eval_seconds"], abs=0.1)
+    assert summary["eval_postponed"] == sum(r.get("eval_postponed", 0) for r in rows) >= 1
     assert "in-loop evaluation:" in train.closing_message(summary, workdir)
     config = cfg.load("tictactoe", {"eval_budget": 0.1})
     assert loop.evaluation_affordable(config, 10.0, 100.0)

@@ -343,9 +343,12 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     ]
     if summary.get("eval_seconds"):
         share = summary["eval_seconds"] / max(summary["wall_seconds"], 1e-9)
+        postponed = summary.get("eval_postponed", 0)
         lines.append(
             f"in-loop evaluation: {summary['eval_seconds']:.0f} s, {share:.0%} of the session "
-            "(--eval_budget)"
+            "(--eval_budget"
+            + (f"; {postponed} evaluations put off to keep within it" if postponed else "")
+            + ")"
         )
     if "loss/total" in last:
         lines.append(
@@ -372,9 +375,18 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     play, evaluate, train = (
         spell(script, prog) for script in ("play.py", "evaluate.py", "train.py")
     )
+    placed = summary.get("trends", {}).get("eval/elo", {}).get("evaluations", 0)
+    curve = (  # the budget put ladder placements off: every checkpoint placed after the run
+        (
+            f"{evaluate} curve {workdir} --measures=ladder",
+            f"every checkpoint's Elo (the loop placed {placed})",
+        )
+        if placed and summary.get("eval_postponed")
+        else (f"{evaluate} curve {workdir}", "its learning curve, checkpoint by checkpoint")
+    )
     commands = [
         (f"{play} --agent={agent}", "play against it"),
-        (f"{evaluate} curve {workdir}", "its learning curve, checkpoint by checkpoint"),
+        curve,
         (f"{train} --workdir={workdir} --resume --iterations=N", "train on, to N")
         if summary["stopped_by"] != "time_budget"
         else (f"{train} --workdir={workdir} --resume --time_budget=M", "train on, to M min in all"),
