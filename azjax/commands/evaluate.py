@@ -475,8 +475,8 @@ def run_ladder(args, game) -> None:
 
 
 def run_place(args, game, folder: str) -> None:
-    """Each agent placed on the ladder in turn (every spec parsed before any game; the rungs'
-    searches shared); with several, the placements best first, each against the best."""
+    """Each agent placed on the ladder in turn (every spec parsed before any game); with
+    several, the placements best first, each against the best."""
     from azjax.eval import parse_agent
     from azjax.eval.ladder import require_ladder
     from azjax.eval.records import write_json
@@ -487,11 +487,10 @@ def run_place(args, game, folder: str) -> None:
         raise ValueError(f"--games must be >= 1, got {args.games}")
     ladder = require_ladder(game, args.table)
     agents = [parse_agent(spec, game, seed=args.seed) for spec in args.agents]
-    rungs: dict = {}  # rung index -> its agent, compiled once for every placement
     records = []
     try:
         for spec, agent in zip(args.agents, agents):
-            records.append(_place_one(args, game, ladder, spec, agent, rounds, rungs))
+            records.append(_place_one(args, game, ladder, spec, agent, rounds))
     finally:
         for agent in agents:
             agent.close()
@@ -503,7 +502,7 @@ def run_place(args, game, folder: str) -> None:
     print(f"wrote {folder}/place.json")
 
 
-def _place_one(args, game, ladder, spec: str, agent, rounds, rungs: dict) -> dict:
+def _place_one(args, game, ladder, spec: str, agent, rounds) -> dict:
     """One agent's placement, printed (with what it means where it is off the ladder or had not
     settled) and returned as its place.json record."""
     import jax
@@ -519,7 +518,6 @@ def _place_one(args, game, ladder, spec: str, agent, rounds, rungs: dict) -> dic
         settle=rounds.settle,
         games_per_rung=args.games,
         key=jax.random.PRNGKey(args.seed),
-        rungs=rungs,
         log=_say,
     )
     print(f"{spec}: {p.said()}")

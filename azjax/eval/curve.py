@@ -141,7 +141,6 @@ def run_curve(
     if ladder is not None:
         cap = config.eval_ladder_max_sims if ladder_max_sims is None else ladder_max_sims
         ladder = ladder.up_to(ladder.loop_cap(cap))
-    rungs: dict = {}  # the ladder's rung agents, shared by every checkpoint's placement
     rating = 0.0  # where the next placement starts: the checkpoint before's rating
     progress = run_progress(run_dir)
     solved_states = start_states(game, solved) if solved is not None else None
@@ -203,7 +202,6 @@ def run_curve(
                 games_per_rung=ladder_games,
                 key=k_ladder,
                 start=rating,
-                rungs=rungs,
             )
             rating = p.elo
             way = moving(p, ladder.elo)

@@ -187,13 +187,12 @@ def place_agent(
     key,
     start: float = 0.0,
     settle: bool = False,
-    rungs: dict[int, Agent] | None = None,
     log=None,
 ) -> Placement:
     """`agent` placed on `ladder` by `azjax.ladder.place` with real games (the rungs up to
-    `shared_capacity` in one compiled match); `settle` as there. `rungs` (rung index -> its
-    agent, filled as rungs are met) lets several placements share the rungs' compiled searches."""
-    rungs = {} if rungs is None else rungs
+    `shared_capacity` in one compiled match); `settle` as there. The rungs' searches are cached
+    by their settings (`azjax.eval.agent`), so later placements reuse what earlier ones compiled."""
+    rungs: dict[int, Agent] = {}
     calls = [0]
     capacity = shared_capacity(game, ladder.sims, games_per_rung)
 
