@@ -153,6 +153,11 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
         assert row["errors"]["errors"] == round(2 * row["errors"]["rate"])
     assert os.path.getsize(os.path.join(out, "curve_errors.png")) > 1000
     assert not os.path.exists(os.path.join(out, "curve.png"))
+    # --every=K: every K-th checkpoint counted back from the last, which is always measured
+    argv = ["curve", tiny_run, "--measures=errors", "--every=2", "--sims=2", f"--out={out}2"]
+    assert evaluate.main(argv) == 0
+    record = _json(f"{out}2", "curve.json")
+    assert [row["step"] for row in record["curve"]] == [2] and record["every"] == 2
 
 
 @pytest.mark.parametrize(
@@ -181,6 +186,7 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
         (["curve", "{run}", "--ladder_games=0"], "--ladder_games must be at least 1"),
         (["curve", "{run}", "--rounds=0"], "--rounds must be auto or a whole number"),
         (["curve", "{run}", "--ladder_max_sims=-2"], "--ladder_max_sims must be -1"),
+        (["curve", "{run}", "--every=0"], "--every must be at least 1"),
         (
             ["curve", "{run}", "--measures=ladder", "--table={tmp}/none.json"],
             "no ladder table for tictactoe",

@@ -37,7 +37,8 @@ first agent moves first in the even-numbered games.
   every checkpoint on the game's Elo ladder as place does, each from the rating of the one before
   (--ladder_games, --rounds, --table as place's) on the rungs the run's loop plays
   (--ladder_max_sims): an Elo curve however few placements the run's evaluation budget let its
-  loop play, drawn in curve_elo.png beside the loop's.
+  loop play, drawn in curve_elo.png beside the loop's. --every=K measures every K-th checkpoint,
+  counted back from the last.
 - errors: each agent's exact error rate on the game's solved positions (azjax/solved.py: the share
   of middle-game positions where its move throws a win or a draw away, by a solver's values; 6x6
   Othello and Connect Four ship a set), with 95% intervals, and each later agent against the first
@@ -176,6 +177,13 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         action="store_true",
         help="no matches: each checkpoint's exact error rate on the game's solved positions "
         "alone (seconds a checkpoint; the package's sets: " + ", ".join(solved.shipped()) + ")",
+    )
+    curve.add_argument(
+        "--every",
+        type=int,
+        default=1,
+        help="measure every K-th checkpoint, counted back from the last (always measured; "
+        "default 1: all of them)",
     )
     curve.add_argument(
         "--measures",
@@ -346,6 +354,7 @@ def check_args(args, folder: str) -> None:
             epsilon=args.epsilon,
             ladder_games=args.ladder_games,
             ladder_max_sims=args.ladder_max_sims,
+            every=args.every,
         )
         parse_measures(args.measures, errors_only=args.errors_only)
         parse_rounds(args.rounds)
@@ -435,6 +444,7 @@ def evaluate(args, game, folder: str) -> None:
             rounds=parse_rounds(args.rounds),
             table=args.table,
             ladder_max_sims=args.ladder_max_sims,
+            every=args.every,
             log=_say,
         )
         plots = [

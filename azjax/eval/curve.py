@@ -86,6 +86,7 @@ def run_curve(
     rounds: Rounds = AUTO,
     table: str | None = None,
     ladder_max_sims: int | None = None,
+    every: int = 1,
     log=print,
 ) -> dict:
     """Plays every checkpoint of `run_dir` (`games` games a match); writes curve.json and
@@ -96,7 +97,10 @@ def run_curve(
     solved positions, or "ladder" for one without a ladder table (`table`: another), is a
     ValueError. The ladder placements play `ladder_games` games a rung and round, `rounds` as
     `evaluate.py place`'s, on the rungs of at most `ladder_max_sims` simulations (None: the run's
-    own loop's, its `eval_ladder_max_sims`, so that the two curves share a scale; 0: every rung)."""
+    own loop's, its `eval_ladder_max_sims`, so that the two curves share a scale; 0: every rung).
+    `every` > 1 measures every `every`-th checkpoint, counted back from the last (which is always
+    measured); the matches' "previous" is then the last one measured (the untrained network
+    first)."""
     check_games(games)
     asked = ("errors",) if errors_only else measures
     wanted = set(asked or ("matches", "errors"))
@@ -106,6 +110,7 @@ def run_curve(
         epsilon=epsilon,
         ladder_games=ladder_games,
         ladder_max_sims=ladder_max_sims,
+        every=every,
     )
     config = read_config(run_dir)  # the latest; raises for a folder without checkpoints
     if config.games:  # azjax/shared.py: no per-game curve yet
@@ -157,12 +162,14 @@ def run_curve(
         simulations=spec.num_simulations,
         mcts_simulations=mcts_sims,
         epsilon=epsilon,
+        every=every,
         measures=sorted(wanted, key=MEASURES.index),
         complete=False,
         curve=rows,
         **({"placed": [], "ladder_top": ladder.sims[-1]} if ladder is not None else {}),
     )
-    for step in steps(run_dir):
+    saved = steps(run_dir)
+    for step in saved[::-1][::every][::-1]:  # every `every`-th, counted back from the last
         _, variables, _ = load_checkpoint(run_dir, step)
         row = dict(step=step, training_games=trained.get(step))
         matches = ""
@@ -242,9 +249,10 @@ def check_curve_options(
     epsilon: float | None,
     ladder_games: int = 16,
     ladder_max_sims: int | None = None,
+    every: int = 1,
 ) -> None:
-    """ValueError for --sims, --mcts_sims or --ladder_games below 1, --epsilon outside [0, 1],
-    or --ladder_max_sims below -1."""
+    """ValueError for --sims, --mcts_sims, --ladder_games or --every below 1, --epsilon outside
+    [0, 1], or --ladder_max_sims below -1."""
     if ladder_max_sims is not None and ladder_max_sims < -1:
         raise ValueError(
             "--ladder_max_sims must be -1 (the table's own cap), 0 (every rung) or a number of "
@@ -254,6 +262,7 @@ def check_curve_options(
         ("--sims", sims),
         ("--mcts_sims", mcts_sims),
         ("--ladder_games", ladder_games),
+        ("--every", every),
     ):
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
