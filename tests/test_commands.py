@@ -118,10 +118,14 @@ def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
         "intervals) is 1, not the last"
     ) in train.closing_message(summary, "runs/t")
     assert "--measures=ladder" not in said  # every placement the loop wanted ran
-    # evaluations the budget put off: every checkpoint's Elo after the run is offered
+    # evaluations the budget put off: where no error rate shows the progress, every
+    # checkpoint's Elo after the run is offered
     summary.update(eval_seconds=40.0, eval_postponed=5)
     said = train.closing_message(summary, "runs/t", prog="train.py")
     assert "(--eval_budget; 5 evaluations put off to keep within it)" in said
+    assert "--measures=ladder" not in said  # the error rate, never put off, shows it
+    del summary["trends"]["eval/error_rate"]
+    said = train.closing_message(summary, "runs/t", prog="train.py")
     assert "python evaluate.py curve runs/t --measures=ladder" in said
     assert "every checkpoint's Elo (the loop placed 3)" in said
 

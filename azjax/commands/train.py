@@ -375,13 +375,16 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     play, evaluate, train = (
         spell(script, prog) for script in ("play.py", "evaluate.py", "train.py")
     )
-    placed = summary.get("trends", {}).get("eval/elo", {}).get("evaluations", 0)
-    curve = (  # the budget put ladder placements off: every checkpoint placed after the run
+    trends = summary.get("trends", {})
+    placed = trends.get("eval/elo", {}).get("evaluations", 0)
+    # the budget put ladder placements off, and no exact error rate (which it never puts off)
+    # shows the progress: every checkpoint placed after the run
+    curve = (
         (
             f"{evaluate} curve {workdir} --measures=ladder",
             f"every checkpoint's Elo (the loop placed {placed})",
         )
-        if placed and summary.get("eval_postponed")
+        if placed and summary.get("eval_postponed") and "eval/error_rate" not in trends
         else (f"{evaluate} curve {workdir}", "its learning curve, checkpoint by checkpoint")
     )
     commands = [
