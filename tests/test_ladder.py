@@ -234,6 +234,7 @@ def test_ladder_and_place_commands(ttt_table, tmp_path, capsys):
         (r["elo"] for r in both["placements"]), reverse=True
     )
     assert ranking[0]["below_best"] == 0.0 and ranking[1]["below_best"] >= 0.0
+    assert ranking[0]["gap"] == "best" and ranking[1]["gap"] in ("estimate", "at least")
     ci = [r["ci95"] for r in both["placements"]]
     assert ranking[1]["below_best_ci95"] == pytest.approx(math.hypot(*ci))
     said = capsys.readouterr().out
@@ -657,3 +658,20 @@ def test_the_round_robin_and_a_placement_play_their_small_rungs_in_one_program(
     assert len(lowered) == 2  # rung against rung, and the player against a rung
     assert shared.elo == alone.elo and shared.info["points"] == alone.info["points"]
     assert shared_placement.elo == alone_placement.elo  # the same games
+
+
+def test_place_ranks_bounds_as_bounds(capsys):
+    from azjax.commands.evaluate import _ranking
+
+    def rec(agent, elo, off):
+        return dict(agent=agent, elo=elo, ci95=100.0, off_scale=off)
+
+    ranking = _ranking([rec("b", 900.0, 0), rec("a", 1600.0, 1), rec("c", 1500.0, 1)])
+    assert [r["agent"] for r in ranking] == ["a", "c", "b"]
+    assert [r["gap"] for r in ranking] == ["best", "unknown", "at least"]
+    said = capsys.readouterr().out
+    assert "not told apart: both off the ladder" in said and "at least 700 ± 141 below" in said
+    assert [r["gap"] for r in _ranking([rec("a", 900.0, 0), rec("b", 800.0, 0)])] == [
+        "best",
+        "estimate",
+    ]

@@ -575,21 +575,31 @@ def _place_one(args, game, ladder, spec: str, agent, rounds) -> dict:
 
 def _ranking(records: list[dict]) -> list[dict]:
     """The placements best first, each with its Elo below the best and that difference's 95%
-    interval (the two placements' games independent, the rungs' ratings taken as exact), printed."""
+    interval (the two placements' games independent, the rungs' ratings taken as exact), printed.
+    Where one of the two is off the ladder the gap is a lower bound (`gap`: "at least"), where
+    both are off it at the same end, unknown."""
     best, *_ = ordered = sorted(records, key=lambda r: -r["elo"])
     width = max(len(r["agent"]) for r in records)
+    ends = {1: " (a lower bound: above the ladder)", -1: " (an upper bound: below it)"}
     print("best first:")
     out = []
     for r in ordered:
         below = best["elo"] - r["elo"]
         half = math.hypot(best["ci95"], r["ci95"]) if r is not best else 0.0
-        bound = {1: " (a lower bound: above the ladder)", -1: " (an upper bound)"}
-        gap = f"  {below:5.0f} ± {half:.0f} below the best" if r is not best else ""
+        if r is best:
+            kind, said = "best", ""
+        elif r["off_scale"] == best["off_scale"] != 0:
+            kind, said = "unknown", "  not told apart: both off the ladder at the same end"
+        else:
+            kind = "at least" if best["off_scale"] > 0 or r["off_scale"] < 0 else "estimate"
+            said = f"  {'at least ' * (kind == 'at least')}{below:.0f} ± {half:.0f} below the best"
         print(
-            f"  {r['agent']:<{width}}  Elo {r['elo']:+6.0f} ± {r['ci95']:.0f}{gap}"
-            f"{bound.get(r['off_scale'], '')}"
+            f"  {r['agent']:<{width}}  Elo {r['elo']:+6.0f} ± {r['ci95']:.0f}{said}"
+            f"{ends.get(r['off_scale'], '')}"
         )
-        out.append(dict(agent=r["agent"], elo=r["elo"], below_best=below, below_best_ci95=half))
+        out.append(
+            dict(agent=r["agent"], elo=r["elo"], below_best=below, below_best_ci95=half, gap=kind)
+        )
     return out
 
 
