@@ -35,6 +35,7 @@ import concurrent.futures
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -100,10 +101,12 @@ COMPILE_EVENTS = frozenset(
 def compile_clock() -> Iterator[Callable[[], float]]:
     """`with compile_clock() as compiling: ...`, then `compiling()`: the seconds in the block that
     JAX spent making programs (`COMPILE_EVENTS`' time spans merged, so a trace nested in another
-    counts once). A timed call's wall time less this is what it takes with its program in jit's
-    cache. The events come from every thread: for code that runs while nothing compiles beside it
-    (the loop's evaluation, after `Ahead.wait`). 0 with a JAX that records no time spans."""
+    counts once; a span begun before the block counts from its start). A timed call's wall time
+    less this is what it takes with its program in jit's cache. The events come from every thread:
+    for code that runs while nothing compiles beside it but what it waits for (the loop's
+    evaluation, which waits for `Ahead`'s compiling). 0 with a JAX that records no time spans."""
     spans: list[tuple[float, float]] = []
+    opened = time.time()  # JAX stamps its spans with time.time()
 
     def listen(event: str, start: float, end: float, **kwargs) -> None:
         if event in COMPILE_EVENTS:
@@ -111,7 +114,7 @@ def compile_clock() -> Iterator[Callable[[], float]]:
 
     def seconds() -> float:
         total, reach = 0.0, float("-inf")
-        for start, end in sorted(spans):
+        for start, end in sorted((max(s, opened), e) for s, e in spans if e > opened):
             if end > reach:
                 total += end - max(start, reach)
                 reach = end

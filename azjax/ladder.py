@@ -389,7 +389,7 @@ def make_ladder_evaluation(
 ) -> Callable | None:
     """evaluate(variables, key) -> {"eval/elo", "eval/elo_ci95", "eval/elo_games",
     "eval/elo_off_scale", "eval/elo_moving", "eval/elo_top", "eval/elo_seconds",
-    "eval/elo_next_seconds"}: the network
+    "eval/elo_compile_seconds", "eval/elo_next_seconds"}: the network
     (the run's search, greedy) placed on the game's ladder by `place`, two rounds of
     `ladder_games_per_rung(eval_games)` games against each of two rungs, starting at the previous
     evaluation's rating (the Python loop keeps it; `start` at the first: a resumed run's last logged
@@ -399,7 +399,8 @@ def make_ladder_evaluation(
     table for the game and options (`path`: another table). Only the rungs of at most
     `config.eval_ladder_max_sims` simulations play (`Ladder.up_to`; -1, the default: the table's
     `loop_max_sims`, else LOOP_MAX_SIMS, `Ladder.loop_cap`).
-    "eval/elo_seconds" is what the placement took; "eval/elo_next_seconds" what the next one,
+    "eval/elo_seconds" is what the placement took ("eval/elo_compile_seconds" of it compiling a
+    rung's match not compiled ahead); "eval/elo_next_seconds" what the next one,
     starting at this rating, is expected to take, by the seconds each rung's last match took less
     any compiling in it (`placement_seconds`, `azjax.ahead.compile_clock`): the loop's
     `eval_budget` weighs an evaluation by it, so that one whose rungs are dearer than the last
@@ -450,6 +451,7 @@ def make_ladder_evaluation(
                     compile_for(program, variables, budget, jax.random.fold_in(key, 1))
             return {}
         calls = [0]
+        compiled = [0.0]  # the seconds the placement spent compiling
         t_start = time.perf_counter()
 
         def play(i: int, games: int) -> float:
@@ -460,8 +462,9 @@ def make_ladder_evaluation(
                 out = program(variables, budget, jax.random.fold_in(key, calls[0]))
                 played.add(capacity(i))  # compiled, in jit's cache
                 r = MatchResult.from_returns(*parallel.fetch(out))
-                took = time.perf_counter() - t0
-                seconds[i] = max(took - compiling(), 0.0)  # what it takes played again
+                took, compiling_took = time.perf_counter() - t0, compiling()
+                seconds[i] = max(took - compiling_took, 0.0)  # what it takes played again
+                compiled[0] += min(compiling_took, took)
             return r.wins + 0.5 * r.draws
 
         p = place(play, ladder.elo, rounds=2, games_per_rung=n, start=last[0])
@@ -474,6 +477,7 @@ def make_ladder_evaluation(
             "eval/elo_moving": moving(p, ladder.elo),  # +1 still climbing, -1 falling, 0 settled
             "eval/elo_top": float(ladder.elo[-1]),
             "eval/elo_seconds": time.perf_counter() - t_start,
+            "eval/elo_compile_seconds": compiled[0],  # of those, compiling
             "eval/elo_next_seconds": placement_seconds(ladder.sims, ladder.elo, p.elo, seconds),
         }
 

@@ -19,8 +19,9 @@ positions for the game (`azjax.solved`, `eval_errors`), the network's exact erro
 an evaluation of its own (`extra_evaluation`: train.py plays `--eval_opponent`, any agent spec, with
 the evaluation wing, `azjax.eval.TrainingOpponent`); its values join the iteration's metrics.
 Evaluation is held to `eval_budget` of the session's wall time (`evaluation_affordable`): one that
-falls due when, with it (as long as the last, its ladder placement as long as the rungs it will
-play took: `next_evaluation_seconds`), the evaluations would take more is put off to the
+falls due when, with it (as long as the last less its compiling, its ladder placement as long
+as the rungs it will play took: `next_evaluation_seconds`), the evaluations would take more is
+put off to the
 next interval (`eval_postponed`), all but the exact error rate, which takes seconds and is
 measured at every interval. A session that ends between intervals (its time budget or
 `iterations`, past the first interval) evaluates its last iteration too (`eval_final`).
@@ -67,7 +68,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from azjax import gating, parallel, replay, symmetry, training
-from azjax.ahead import Ahead, compile_for
+from azjax.ahead import Ahead, compile_clock, compile_for
 from azjax.ahead import wanted as ahead_wanted
 from azjax.arena import MatchResult, make_match, make_search_agent
 from azjax.checkpoint import (
@@ -922,14 +923,16 @@ def _train(
                         spent["eval"] += values["eval_seconds"]
                 elif due:
                     t_eval = time.time()
-                    ahead.wait(drop_pending=True)  # what it has not compiled, it compiles
-                    key = fns.eval_key(run)
-                    values.update(evaluate(run.train.variables, previous, key))
-                    if extra_evaluation is not None:  # a key of its own, the loop's unchanged
-                        extra_key = jax.random.fold_in(key, EXTRA_EVALUATION_STREAM)
-                        values.update(extra_evaluation(run.train.variables, extra_key))
+                    with compile_clock() as compiling:  # what the next one will not pay again
+                        ahead.wait(drop_pending=True)  # what it has not compiled, it compiles
+                        key = fns.eval_key(run)
+                        values.update(evaluate(run.train.variables, previous, key))
+                        if extra_evaluation is not None:  # a key of its own, the loop's unchanged
+                            extra_key = jax.random.fold_in(key, EXTRA_EVALUATION_STREAM)
+                            values.update(extra_evaluation(run.train.variables, extra_key))
                     previous = fns.copy(run.train.variables)
                     values["eval_seconds"] = time.time() - t_eval
+                    values["eval_compile_seconds"] = min(compiling(), values["eval_seconds"])
                     spent["eval"] += values["eval_seconds"]
                     spent["next"] = next_evaluation_seconds(values)
                     compile_next_evaluation()  # the ladder's next rungs, if new
@@ -1005,13 +1008,16 @@ def _best(workdir: str) -> dict | None:
 
 def next_evaluation_seconds(values: dict[str, Any]) -> float:
     """What the next full evaluation is expected to take, from the last one's `values`: as long
-    as it (`eval_seconds`), its ladder placements' part (`eval/elo_seconds`, each game's in a
-    shared run) replaced by what the next placements' rungs are expected to take
-    (`eval/elo_next_seconds`, `azjax.ladder.placement_seconds`)."""
-    seconds = values["eval_seconds"]
+    as it (`eval_seconds`) less what it spent compiling (`eval_compile_seconds`: its programs are
+    in jit's cache now), its ladder placements' part (`eval/elo_seconds` less
+    `eval/elo_compile_seconds`, each game's in a shared run) replaced by what the next placements'
+    rungs are expected to take (`eval/elo_next_seconds`, `azjax.ladder.placement_seconds`)."""
+    seconds = values["eval_seconds"] - values.get("eval_compile_seconds", 0.0)
     for k, v in values.items():
         if k.startswith("eval/") and k.endswith("/elo_next_seconds"):
-            seconds += v - values[k.replace("/elo_next_seconds", "/elo_seconds")]
+            placed = values[k.replace("/elo_next_seconds", "/elo_seconds")]
+            placed -= values.get(k.replace("/elo_next_seconds", "/elo_compile_seconds"), 0.0)
+            seconds += v - placed
     return max(seconds, 0.0)
 
 

@@ -95,14 +95,20 @@ def test_the_compile_clock_merges_nested_spans_and_ignores_other_events():
         "/jax/core/compile/jaxpr_trace_duration",
         ("/jax/core/compile/backend_compile_duration"),
     )
+    t = time.time() + 100.0  # JAX's spans are time.time()'s
     with compile_clock() as compiling:
-        monitoring.record_event_time_span(trace, 10.0, 12.0)
-        monitoring.record_event_time_span(trace, 10.5, 11.0)  # nested in the first: once
-        monitoring.record_event_time_span(compile_, 11.5, 13.0)  # overlaps it
-        monitoring.record_event_time_span(compile_, 20.0, 20.25)
-        monitoring.record_event_time_span("/jax/something/else", 30.0, 40.0)
-    monitoring.record_event_time_span(trace, 50.0, 60.0)  # after the block: not counted
+        monitoring.record_event_time_span(trace, t + 10.0, t + 12.0)
+        monitoring.record_event_time_span(trace, t + 10.5, t + 11.0)  # nested in the first: once
+        monitoring.record_event_time_span(compile_, t + 11.5, t + 13.0)  # overlaps it
+        monitoring.record_event_time_span(compile_, t + 20.0, t + 20.25)
+        monitoring.record_event_time_span("/jax/something/else", t + 30.0, t + 40.0)
+        monitoring.record_event_time_span(trace, t - 1000.0, t - 900.0)  # before the block
+    monitoring.record_event_time_span(trace, t + 50.0, t + 60.0)  # after the block: not counted
     assert compiling() == pytest.approx(3.25)
+    with compile_clock() as compiling:  # a span begun before the block counts from its start
+        opened = time.time()
+        monitoring.record_event_time_span(compile_, opened - 1000.0, opened + 2.0)
+    assert 2.0 <= compiling() <= 2.0 + (time.time() - opened) + 0.5
 
 
 def test_the_compile_clock_counts_a_calls_compiling_and_not_its_running():

@@ -583,6 +583,9 @@ def test_the_loop_expects_an_evaluation_to_cost_what_its_rungs_will(monkeypatch)
     assert loop.next_evaluation_seconds({"eval_seconds": 50.0}) == 50.0  # no ladder
     values = {"eval_seconds": 50.0, "eval/elo_seconds": 40.0, "eval/elo_next_seconds": 400.0}
     assert loop.next_evaluation_seconds(values) == 410.0
+    # the compiling in it will not come again: 30 s of the 50 (of them 25 in the placement)
+    compiled = {"eval_compile_seconds": 30.0, "eval/elo_compile_seconds": 25.0}
+    assert loop.next_evaluation_seconds({**values, **compiled}) == 50 - 30 - (40 - 25) + 400
     shared = {
         "eval_seconds": 50.0,
         "eval/hex/elo_seconds": 20.0,
@@ -628,7 +631,7 @@ def test_the_placements_small_rungs_share_one_program(tmp_path, lowerings, monke
     with lowerings() as lowered:
         shared = evaluate(variables, jax.random.PRNGKey(0))
     assert lowered == []
-    timed = ("eval/elo_seconds", "eval/elo_next_seconds")  # the clock's, not the games'
+    timed = ("eval/elo_seconds", "eval/elo_compile_seconds", "eval/elo_next_seconds")  # clocks'
     assert all(shared.pop(k) >= 0.0 and alone.pop(k) >= 0.0 for k in timed)
     assert shared == alone and shared["eval/elo_games"] == 4 * 4  # the same games
 
