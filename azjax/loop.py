@@ -20,7 +20,8 @@ an evaluation of its own (`extra_evaluation`: train.py plays `--eval_opponent`, 
 the evaluation wing, `azjax.eval.TrainingOpponent`); its values join the iteration's metrics.
 Evaluation is held to `eval_budget` of the session's wall time (`evaluation_affordable`): one that
 falls due when, with it (as long as the last less its compiling, its ladder placement as long
-as the rungs it will play took: `next_evaluation_seconds`), the evaluations would take more is
+as the rungs it will play took: `next_evaluation_seconds`), the evaluations would take more (their
+compiling left out: it is paid once, and not at all where the compilation cache holds it) is
 put off to the
 next interval (`eval_postponed`), all but the exact error rate, which takes seconds and is
 measured at every interval. A session that ends between intervals (its time budget or
@@ -860,7 +861,9 @@ def _train(
         if moves is not None:
             moves.progress = bar
         session = dict(games=0, positions=0)
-        spent = dict(eval=0.0, next=0.0)  # seconds of in-loop evaluation this session, the next's
+        # seconds of in-loop evaluation this session: all of it, what the budget counts (less
+        # the compiling, paid once), and what the next is expected to take
+        spent = dict(eval=0.0, budgeted=0.0, next=0.0)
         t_loop = time.time()
         last: dict[str, Any] = {}
         stop_reason = "iterations"
@@ -913,7 +916,7 @@ def _train(
                     due = _session_ends(config, it, t_run, stop)
                 session_seconds = time.time() - t_loop
                 if due and not evaluation_affordable(
-                    config, spent["eval"], session_seconds, spent["next"]
+                    config, spent["budgeted"], session_seconds, spent["next"]
                 ):
                     values["eval_postponed"] = 1  # over eval_budget: the next interval
                     t_eval = time.time()  # but the exact error rate, seconds, is measured
@@ -921,6 +924,7 @@ def _train(
                     if errors:  # its time counts, but is not what the next evaluation will take
                         values.update(errors, eval_seconds=time.time() - t_eval)
                         spent["eval"] += values["eval_seconds"]
+                        spent["budgeted"] += values["eval_seconds"]
                 elif due:
                     t_eval = time.time()
                     with compile_clock() as compiling:  # what the next one will not pay again
@@ -934,6 +938,7 @@ def _train(
                     values["eval_seconds"] = time.time() - t_eval
                     values["eval_compile_seconds"] = min(compiling(), values["eval_seconds"])
                     spent["eval"] += values["eval_seconds"]
+                    spent["budgeted"] += values["eval_seconds"] - values["eval_compile_seconds"]
                     spent["next"] = next_evaluation_seconds(values)
                     compile_next_evaluation()  # the ladder's next rungs, if new
                 if it == first:  # not alongside them: both lower on Python's one lock
