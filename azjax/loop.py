@@ -989,6 +989,7 @@ def _train(
         config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last
     )
     summary["eval_seconds"] = round(spent["eval"], 1)  # this session's in-loop evaluation
+    summary["eval_compile_seconds"] = round(spent["eval"] - spent["budgeted"], 1)  # of it
     if metrics is not None:  # every session's evaluations
         summary["trends"] = measure_trends(metrics.rows)
         summary["eval_postponed"] = sum(int(r.get("eval_postponed", 0)) for r in metrics.rows)

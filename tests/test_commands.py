@@ -123,6 +123,10 @@ def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
     summary.update(eval_seconds=40.0, eval_postponed=5)
     said = train.closing_message(summary, "runs/t", prog="train.py")
     assert "(--eval_budget; 5 evaluations put off to keep within it)" in said
+    summary.update(eval_compile_seconds=21.4)  # compiling, which the budget leaves out
+    assert ", 21 s of it compiling (--eval_budget, the rest; 5 evaluations put off" in (
+        train.closing_message(summary, "runs/t")
+    )
     assert "--measures=ladder" not in said  # the error rate, never put off, shows it
     del summary["trends"]["eval/error_rate"]
     said = train.closing_message(summary, "runs/t", prog="train.py")

@@ -344,9 +344,12 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     if summary.get("eval_seconds"):
         share = summary["eval_seconds"] / max(summary["wall_seconds"], 1e-9)
         postponed = summary.get("eval_postponed", 0)
+        compiling = summary.get("eval_compile_seconds", 0.0)
         lines.append(
-            f"in-loop evaluation: {summary['eval_seconds']:.0f} s, {share:.0%} of the session "
-            "(--eval_budget"
+            f"in-loop evaluation: {summary['eval_seconds']:.0f} s, {share:.0%} of the session"
+            + (f", {compiling:.0f} s of it compiling" if compiling >= 0.5 else "")
+            + " (--eval_budget"
+            + (", the rest" if compiling >= 0.5 else "")
             + (f"; {postponed} evaluations put off to keep within it" if postponed else "")
             + ")"
         )
