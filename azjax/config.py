@@ -350,10 +350,16 @@ class Config:
     )
     checkpoint_interval: int = _field(10, "iterations between checkpoints", low=1)
     keep_checkpoints: int = _field(0, "checkpoints kept on disk (0: all)", low=0)
-    iterations: int = _field(100, "stop after this many iterations", low=1)
+    iterations: int = _field(
+        100,
+        "stop after this many iterations (0: no limit, time_budget ends the run; train.py's "
+        "--time_budget given without --iterations sets 0)",
+        low=0,
+    )
     time_budget: float = _field(
         0.0,
-        "stop after this many minutes of the run, its earlier sessions' included (0: no limit)",
+        "stop after this many minutes of the run, its earlier sessions' included (0: no limit; "
+        "given without --iterations, it alone ends the run)",
         low=0.0,
     )
 
@@ -642,6 +648,8 @@ def validate(config: Config) -> Config:
         check_count(config.make_game(), config.net_symmetries, "net_symmetries")
     if config.eval_games % 2:
         raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
+    if config.iterations == 0 and not config.time_budget:
+        raise ValueError("iterations=0 (no limit) needs a time_budget to end the run")
     if config.eval_opening_plies and not config.make_game().alternating:
         raise ValueError(
             "eval_opening_plies needs a game whose players alternate (Hex's swap rule breaks it)"

@@ -847,17 +847,19 @@ def _train(
 
         compiling_for = [0]  # the evaluation whose programs `ahead` was last given
 
+        limit = config.iterations or math.inf  # 0: no limit, the time budget ends the run
+
         def compile_next_evaluation() -> None:  # where one falls due in this session
             upcoming = config.eval_interval * (it // config.eval_interval + 1) if evaluate else 0
             if upcoming == compiling_for[0] or not ahead_wanted(config.eval_compile_ahead):
                 return
-            if 0 < upcoming <= config.iterations:
+            if 0 < upcoming <= limit:
                 compiling_for[0] = upcoming
                 args = (previous, previous, fns.eval_key(run))  # as the evaluation's own
                 ahead.start(functools.partial(evaluate, *args, compile_only=True))
 
         first = it + 1  # the session's first iteration compiles the loop's own programs
-        bar = Progress(progress and primary, it, config.iterations)
+        bar = Progress(progress and primary, it, config.iterations or None)
         if moves is not None:
             moves.progress = bar
         session = dict(games=0, positions=0)
@@ -868,7 +870,7 @@ def _train(
         last: dict[str, Any] = {}
         stop_reason = "iterations"
         with StopSignals(lambda: f"finishing iteration {it}, then saving a checkpoint") as stop:
-            while it < config.iterations:
+            while it < limit:
                 stop_reason = _should_stop(config, t_run, stop)
                 if stop_reason:
                     break
@@ -882,9 +884,7 @@ def _train(
                     values.update(played.metrics())
                 train = run.train
                 if config.train_steps and played.ready >= fns.min_replay:
-                    progress = training.run_progress(
-                        it, config.iterations, t1 - t_run, config.time_budget
-                    )
+                    progress = training.run_progress(it, limit, t1 - t_run, config.time_budget)
                     lr_scale = training.lr_fraction(config.lr_schedule, progress)
                     train, losses = fns.learn(run, buffer, lr_scale)
                     values.update(_losses(parallel.fetch(losses)))

@@ -84,11 +84,11 @@ def lr_fraction(schedule: str, progress: float) -> float:
 
 
 def run_progress(
-    iteration: int, iterations: int, elapsed_seconds: float = 0.0, time_budget: float = 0.0
+    iteration: int, iterations: float, elapsed_seconds: float = 0.0, time_budget: float = 0.0
 ) -> float:
-    """How far a run is at the middle of its `iteration`-th (1-based) of `iterations`, or
-    `elapsed_seconds` into a `time_budget` of minutes (0: none), whichever is further: the
-    schedule ends with whichever limit stops the run."""
+    """How far a run is at the middle of its `iteration`-th (1-based) of `iterations` (math.inf:
+    no limit), or `elapsed_seconds` into a `time_budget` of minutes (0: none), whichever is
+    further: the schedule ends with whichever limit stops the run."""
     progress = (iteration - 0.5) / max(iterations, 1)
     if time_budget:
         progress = max(progress, elapsed_seconds / (60.0 * time_budget))

@@ -2,6 +2,7 @@
 the learner."""
 
 import json
+import math
 import os
 import shutil
 import time
@@ -101,13 +102,15 @@ def test_a_resumed_run_keeps_its_clock(run, tmp_path, capsys):
     rows[-1]["run_seconds"] = 55.0  # as if the first session had taken 55 s
     with open(os.path.join(workdir, "metrics.jsonl"), "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
-    argv = [f"--workdir={workdir}", "--resume", "--iterations=1000", "--time_budget=1"]
+    # --time_budget without --iterations: the minutes alone end the run (iterations=0, no limit)
+    argv = [f"--workdir={workdir}", "--resume", "--time_budget=1"]
     argv += ["--lr_schedule=cosine", "--no_progress"]
     assert train.main(argv) == 0
     assert "after 0.9 minutes of training of its time_budget of 1" in capsys.readouterr().err
     rows = _metrics(workdir)
     summary = json.load(open(os.path.join(workdir, "summary.json")))
     assert summary["stopped_by"] == "time_budget" and summary["run_seconds"] >= 60
+    assert json.load(open(os.path.join(workdir, "config.json")))["iterations"] == 0
     assert 3 <= len(rows) < 1000 and rows[2]["run_seconds"] > 55
     assert "eval/error_rate" in rows[-1]  # the session's last iteration, odd or even (eval_final)
     peak = cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).learning_rate
@@ -149,6 +152,20 @@ def test_learning_rate_schedules_over_the_run():
     assert progress(1, 100000, elapsed_seconds=30, time_budget=1.0) == pytest.approx(0.5)
     assert progress(8, 10, elapsed_seconds=30, time_budget=10.0) == pytest.approx(0.75)
     assert progress(1, 10, elapsed_seconds=900, time_budget=10.0) == 1.0
+    assert progress(500, math.inf, elapsed_seconds=30, time_budget=1.0) == pytest.approx(0.5)
+
+
+def test_a_time_budget_alone_ends_the_run():
+    """train.py --time_budget=M without --iterations trains M minutes (iterations=0: no limit),
+    where the README's commands stopped at the default 100 iterations; --iterations with it keeps
+    "whichever comes first"; iterations=0 without a time budget would never end."""
+    config, _ = train.parse(["--game=hex", "--size=5", "--config=cpu", "--time_budget=15"])
+    assert (config.iterations, config.time_budget) == (0, 15.0)
+    config, _ = train.parse(["--game=tictactoe", "--time_budget=2", "--iterations=7"])
+    assert (config.iterations, config.time_budget) == (7, 2.0)
+    assert train.parse(["--game=tictactoe"])[0].iterations == 40  # its config's count
+    with pytest.raises(ValueError, match="iterations=0 .no limit. needs a time_budget"):
+        train.parse(["--game=tictactoe", "--iterations=0"])
 
 
 def test_evaluations_over_the_budget_are_put_off(run, tmp_path):

@@ -176,11 +176,10 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
         )
     if args.resume_step is not None and args.resume_step < 0:
         raise ValueError(f"--resume_step must be a checkpoint step (>= 0), got {args.resume_step}")
-    overrides = {
-        **base,
-        **flags.config_overrides(args, config_flags),
-        **flags.game_options(args, game, option_flags),
-    }
+    given = flags.config_overrides(args, config_flags)
+    if given.get("time_budget") and "iterations" not in given:
+        given["iterations"] = 0  # minutes asked for alone: they end the run, not a count
+    overrides = {**base, **given, **flags.game_options(args, game, option_flags)}
     overrides.pop("game", None)
     if overrides.get("games"):
         given = [f"--{k}" for k in flags.game_options(args, game, option_flags)]
