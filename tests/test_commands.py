@@ -124,7 +124,7 @@ def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
     said = train.closing_message(summary, "runs/t", prog="train.py")
     assert "(--eval_budget; 5 evaluations put off to keep within it)" in said
     summary.update(eval_compile_seconds=21.4)  # compiling, which the budget leaves out
-    assert ", 21 s of it compiling (--eval_budget, the rest; 5 evaluations put off" in (
+    assert ", 21 s of it compiling (--eval_budget counts the rest; 5 evaluations put off" in (
         train.closing_message(summary, "runs/t")
     )
     assert "--measures=ladder" not in said  # the error rate, never put off, shows it

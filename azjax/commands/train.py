@@ -348,7 +348,7 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
             f"in-loop evaluation: {summary['eval_seconds']:.0f} s, {share:.0%} of the session"
             + (f", {compiling:.0f} s of it compiling" if compiling >= 0.5 else "")
             + " (--eval_budget"
-            + (", the rest" if compiling >= 0.5 else "")
+            + (" counts the rest" if compiling >= 0.5 else "")
             + (f"; {postponed} evaluations put off to keep within it" if postponed else "")
             + ")"
         )
