@@ -20,20 +20,20 @@ placement plays first, then outwards), so the evaluation can drop the rest: aski
 it plays costs the host's idle cores, never the evaluation's time. A program is never compiled
 twice at once: the evaluation starts after the compilations in flight have finished.
 
-The loop does this where `wanted(config.eval_compile_ahead)` (by default wherever the host has
-two cores or more), from the end of a session's first iteration (which compiles self-play and the
-learner: lowering takes Python's lock, and on an H200 a pool started alongside made that
-iteration 15 - 18 s longer). On a GPU or TPU the host's cores are idle while the device plays; on
-a CPU the threads take cores from self-play, which then takes longer, but less than the
-evaluation saves (`wanted`). A failure on a thread is kept (`error`) and otherwise ignored: the
-evaluation compiles the program again and reports what goes wrong there, with its traceback.
+The loop does this where `wanted(config.eval_compile_ahead)` (by default wherever the process
+may run on two cores or more), from the end of a session's first iteration (which compiles
+self-play and the learner: lowering takes Python's lock, and on an H200 a pool started
+alongside made that iteration 15 - 18 s longer). On a GPU or TPU the host's cores are idle while
+the device plays; on a CPU the threads take cores from self-play, which then takes longer, but
+less than the evaluation saves (`wanted`). A failure on a thread is kept (`error`) and otherwise
+ignored: the evaluation compiles the program again and reports what goes wrong there, with its
+traceback.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,24 +41,28 @@ from typing import Any
 
 from jax import monitoring
 
+from azjax.parallel import usable_cpus
+
 MAX_WORKERS = 8  # compilations side by side at most: each holds a program's XLA passes in memory
 
 
 def wanted(setting: str, cpus: int | None = None) -> bool:
     """Whether to compile ahead under `eval_compile_ahead=setting` ("auto", "on", "off"): auto
-    where the host has a core to spare (`cpus`, default os.cpu_count(), at least 2). Measured
+    where the process has a core to spare (`cpus`, default the CPUs it may run on,
+    `parallel.usable_cpus()`: its affinity, so `taskset -c 0` counts one; at least 2). Measured
     (docs/benchmarks.md, "Compiling the evaluation ahead"): on an H200 the first evaluation of a
     9x9 Hex run took 24 - 70 s instead of 94; on the 2-core CPU, where the thread takes cores
     from self-play, the first runs to their first evaluation took 84 - 88 s instead of 95 - 103
-    (Tic-Tac-Toe) and 378 s instead of 392 (6x6 Othello, the CPU recipe)."""
-    cpus = os.cpu_count() if cpus is None else cpus
+    (Tic-Tac-Toe) and 378 s instead of 392 (6x6 Othello, the CPU recipe); pinned to one core
+    the README's Tic-Tac-Toe run took 169 s with it and 168 s without (session 82)."""
+    cpus = usable_cpus() if cpus is None else cpus
     return setting == "on" or (setting == "auto" and (cpus or 1) >= 2)
 
 
 def default_workers(cpus: int | None = None) -> int:
-    """Compilations side by side: half the host's cores (the other half for the loop and the
-    device's runtime), at least 1 and at most MAX_WORKERS."""
-    cpus = os.cpu_count() if cpus is None else cpus
+    """Compilations side by side: half the process's cores (`parallel.usable_cpus()`; the other
+    half for the loop and the device's runtime), at least 1 and at most MAX_WORKERS."""
+    cpus = usable_cpus() if cpus is None else cpus
     return max(1, min(MAX_WORKERS, (cpus or 1) // 2))
 
 

@@ -276,7 +276,7 @@ class Config:
     eval_compile_ahead: str = _field(
         "auto",
         "compile the next in-loop evaluation's programs on background threads while self-play "
-        "and learning run (auto: where the host has two cores or more)",
+        "and learning run (auto: where the process may run on two cores or more)",
         choices=("auto", "on", "off"),
     )
     eval_opening_plies: int = _field(

@@ -88,6 +88,17 @@ def test_auto_compiles_ahead_where_the_host_has_a_core_to_spare():
     assert wanted("on", cpus=1) and not wanted("off", cpus=16)
 
 
+def test_auto_counts_the_cores_the_process_may_run_on(monkeypatch):
+    """Pinned to one core (`taskset -c 0`) the host's other cores are not spare: the default
+    counts the process's affinity (`parallel.usable_cpus`), not os.cpu_count()."""
+    import azjax.ahead
+
+    monkeypatch.setattr(azjax.ahead, "usable_cpus", lambda: 1)
+    assert not wanted("auto") and wanted("on") and default_workers() == 1
+    monkeypatch.setattr(azjax.ahead, "usable_cpus", lambda: 6)
+    assert wanted("auto") and default_workers() == 3
+
+
 def test_the_compile_clock_merges_nested_spans_and_ignores_other_events():
     from jax import monitoring
 
