@@ -34,8 +34,8 @@ MEMORY_HINT = (
 
 def user_message(e: BaseException) -> str | None:
     """The one-line explanation of an error the user can fix, or None for a bug."""
-    loop = sys.modules.get("azjax.loop")
-    if loop is not None and isinstance(e, loop.DivergenceError):
+    health = sys.modules.get("azjax.health")  # loaded with the loop; jax is not imported here
+    if health is not None and isinstance(e, health.DivergenceError):
         return str(e)
     if isinstance(e, MemoryError):
         return f"out of host memory; {MEMORY_HINT}"

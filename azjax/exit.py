@@ -50,8 +50,9 @@ from jax.sharding import PartitionSpec as P
 from azjax import parallel, replay, training
 from azjax.checkpoint import RunState, init_run
 from azjax.config import Config
-from azjax.loop import Iteration, make_sampler, observation_hashes, variety
+from azjax.loop import Iteration, make_sampler
 from azjax.network import init_variables, make_apply, make_network
+from azjax.play_stats import observation_hashes, variety
 from azjax.search import make_evaluator, make_model
 from azjax.selection import uct_policy
 from azjax.selfplay import init_states

@@ -7,25 +7,29 @@ holds `min_replay` positions with a known outcome (`azjax.training.make_learner`
 drives the loop: progress, metrics (`azjax.metrics`), evaluation every `eval_interval` iterations
 and checkpoints (`azjax.checkpoint`) every `checkpoint_interval`.
 
-Evaluation plays, batched: the current network against the network of the previous evaluation
-(both epsilon-greedy, epsilon = `eval_epsilon`) and against pure MCTS with random rollouts at twice
-the simulations (seed 000's PUCT baseline). Score = (wins + draws / 2) / games. With
-`eval_opening_plies` = n both matches start their game pairs from positions after n random plies,
-each position once with each colour (`paired_openings`). Where the package
-has an Elo ladder for the game (`azjax.ladder`, `eval_ladder`), the network is also placed on it:
-`eval/elo` and `eval/elo_ci95`, on a scale that keeps its meaning across runs; where it has solved
-positions for the game (`azjax.solved`, `eval_errors`), the network's exact error rate on them:
-`eval/error_rate` and `eval/error_ci95`, which no opponent's strength caps. The caller may add
-an evaluation of its own (`extra_evaluation`: train.py plays `--eval_opponent`, any agent spec, with
-the evaluation wing, `azjax.eval.TrainingOpponent`); its values join the iteration's metrics.
-Evaluation is held to `eval_budget` of the session's wall time (`evaluation_affordable`): one that
-falls due when, with it (as long as the last less its compiling, its ladder placement as long
-as the rungs it will play took: `next_evaluation_seconds`), the evaluations would take more (their
-compiling left out: it is paid once, and not at all where the compilation cache holds it) is
-put off to the
-next interval (`eval_postponed`), all but the exact error rate, which takes seconds and is
-measured at every interval. A session that ends between intervals (its time budget or
-`iterations`, past the first interval) evaluates its last iteration too (`eval_final`).
+Evaluation (`azjax.loop_eval`) plays, batched: the current network against the network of the
+previous evaluation (both epsilon-greedy, epsilon = `eval_epsilon`) and against pure MCTS with
+random rollouts at twice the simulations (seed 000's PUCT baseline). Score = (wins + draws / 2) /
+games. With `eval_opening_plies` = n both matches start their game pairs from positions after n
+random plies, each position once with each colour (`loop_eval.paired_openings`). Where the
+package has an Elo ladder for the game (`azjax.ladder`, `eval_ladder`), the network is also
+placed on it: `eval/elo` and `eval/elo_ci95`, on a scale that keeps its meaning across runs;
+where it has solved positions for the game (`azjax.solved`, `eval_errors`), the network's exact
+error rate on them: `eval/error_rate` and `eval/error_ci95`, which no opponent's strength caps.
+The caller may add an evaluation of its own (`extra_evaluation`: train.py plays
+`--eval_opponent`, any agent spec, with the evaluation wing, `azjax.eval.TrainingOpponent`); its
+values join the iteration's metrics. Evaluation is held to `eval_budget` of the session's wall
+time (`loop_eval.evaluation_affordable`): one that falls due when, with it (as long as the last
+less its compiling, its ladder placement as long as the rungs it will play took:
+`loop_eval.next_evaluation_seconds`), the evaluations would take more (their compiling left out:
+it is paid once, and not at all where the compilation cache holds it) is put off to the next
+interval (`eval_postponed`), all but the exact error rate, which takes seconds and is measured
+at every interval. A session that ends between intervals (its time budget or `iterations`, past
+the first interval) evaluates its last iteration too (`eval_final`).
+
+Before the first iteration the run's memory is checked against the device's (`azjax.memory`);
+after each, its losses and parameters (`azjax.health`: a diverging run stops unsaved). What
+self-play played is counted on the device (`azjax.play_stats`) and logged as selfplay/....
 
 Gating (`--gating`, `azjax.gating`): self-play is played by the best network kept in the run
 state; every `gating_interval` iterations the learner's network plays it (`gating_games` games)
@@ -69,9 +73,8 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from azjax import gating, parallel, replay, symmetry, training
-from azjax.ahead import Ahead, compile_clock, compile_for
+from azjax.ahead import Ahead, compile_clock
 from azjax.ahead import wanted as ahead_wanted
-from azjax.arena import MatchResult, make_match, make_search_agent
 from azjax.checkpoint import (
     Checkpointer,
     CheckpointError,
@@ -86,86 +89,23 @@ from azjax.checkpoint import (
     steps_on_disk,
 )
 from azjax.config import Config
+from azjax.health import Health, divergence, reference_loss
 from azjax.interrupt import Interrupted, StopSignals
-from azjax.ladder import make_ladder_evaluation
+from azjax.loop_eval import (
+    evaluation_affordable,
+    last_ratings,
+    make_evaluation,
+    next_evaluation_seconds,
+)
+from azjax.memory import check_memory
 from azjax.metrics import Metrics, MoveTicker, Progress, run_seconds
 from azjax.network import make_apply, make_network, num_parameters
+from azjax.play_stats import VARIETY_PLIES, PlayStats, PlaySummary, play_stats, summarise
 from azjax.search import SearchSpec
-from azjax.selfplay import init_states, make_selfplay, random_moves
-from azjax.solved import make_error_evaluation
+from azjax.selfplay import init_states, make_selfplay
 from azjax.training import Losses
 
-VARIETY_PLIES = (2, 4)  # self-play variety is logged at these plies
 EXTRA_EVALUATION_STREAM = 1  # the caller's evaluation key: fold_in(the evaluation key, this)
-
-
-class PlayStats(NamedTuple):
-    games: jax.Array  # int32[], games finished in the chunk
-    ready: jax.Array  # int32[], positions in the buffer with a known outcome
-    distinct: jax.Array  # int32[len(VARIETY_PLIES)], distinct positions at each ply in the chunk
-    reached: jax.Array  # int32[len(VARIETY_PLIES)], positions at each ply in the chunk
-    # float32[]: the mean policy surprise of the replay's positions with a known outcome, in a
-    # run with policy surprise weighting (`replay.mean_surprise`); None in one without
-    surprise: jax.Array | None = None
-    # int32[3]: the games finished in the chunk won by the player who moved first (player 0),
-    # drawn, and won by the second; None where self-play does not count them (ExIt)
-    outcomes: jax.Array | None = None
-
-
-def observation_hashes(obs: jax.Array, batch_dims: int = 1) -> jax.Array:
-    """uint32[*batch]: a 32-bit hash of each observation's 0/1 planes (obs[*batch, ...])."""
-    bits = obs.reshape(obs.shape[:batch_dims] + (-1,)).astype(jnp.uint32)
-    weights = jax.random.bits(jax.random.PRNGKey(0), bits.shape[-1:], jnp.uint32) | 1
-    return jnp.sum(bits * weights, axis=-1, dtype=jnp.uint32)
-
-
-def count_distinct_hashes(hashes: jax.Array, mask: jax.Array) -> jax.Array:
-    """int32[]: distinct values among hashes[N] where mask[N]: with `observation_hashes`, the
-    distinct positions (a collision among n positions has probability about n^2 / 2^33)."""
-    hashes = jnp.sort(jnp.where(mask, hashes, jnp.uint32(0xFFFFFFFF)))
-    masked_out = jnp.sort(~mask)  # the masked-out entries last, as in the sorted hashes
-    new = jnp.concatenate([jnp.ones(1, bool), hashes[1:] != hashes[:-1]])
-    return jnp.sum(new & ~masked_out, dtype=jnp.int32)
-
-
-class PlaySummary(NamedTuple):
-    """What `PlayStats` is counted from, per game: split along B as the games are, so that the
-    self-play program ends without a collective (`azjax.parallel`'s module doc)."""
-
-    finished: jax.Array  # int32[B], games this column finished in the chunk
-    ply: jax.Array  # int32[T, B], the ply of each position played
-    hashes: jax.Array  # uint32[T, B], `observation_hashes` of each position played
-    outcomes: jax.Array  # int32[3, B]: finished games won by the first player, drawn, lost
-
-
-def summarise(traj) -> PlaySummary:
-    first = traj.returns[..., 0]  # [T, B], player 0's final return where done
-    ended = [traj.done & (first > 0), traj.done & (first == 0), traj.done & (first < 0)]
-    return PlaySummary(
-        jnp.sum(traj.done, axis=0, dtype=jnp.int32),
-        traj.ply,
-        observation_hashes(traj.obs, 2),
-        jnp.stack([jnp.sum(e, axis=0, dtype=jnp.int32) for e in ended]),
-    )
-
-
-def variety(ply: jax.Array, hashes: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(distinct, reached) int32[len(VARIETY_PLIES)]: the distinct positions among those played
-    at each of VARIETY_PLIES, and how many were played there (ply, hashes: any one shape)."""
-    ply, hashes = ply.reshape(-1), hashes.reshape(-1)
-    distinct = jnp.stack([count_distinct_hashes(hashes, ply == k) for k in VARIETY_PLIES])
-    reached = jnp.stack([jnp.sum(ply == k, dtype=jnp.int32) for k in VARIETY_PLIES])
-    return distinct, reached
-
-
-def play_stats(summary: PlaySummary, buffer: replay.Buffer) -> PlayStats:
-    return PlayStats(
-        jnp.sum(summary.finished, dtype=jnp.int32),
-        replay.num_ready(buffer),
-        *variety(summary.ply, summary.hashes),
-        surprise=None if buffer.surprise is None else replay.mean_surprise(buffer),
-        outcomes=jnp.sum(summary.outcomes, axis=1, dtype=jnp.int32),
-    )
 
 
 class Iteration(NamedTuple):
@@ -418,182 +358,6 @@ def _open_run(
     return run
 
 
-# ---- what a run needs in memory, checked before it starts ----------------------------------------
-def _nbytes(tree) -> int:
-    return sum(
-        math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree_util.tree_leaves(tree)
-    )
-
-
-def memory_estimate(config: Config, fns: Iteration, devices: int) -> dict[str, tuple[int, str]]:
-    """{part: (bytes on each device, the flags that size it)}: a lower bound on what the run
-    allocates (XLA's temporaries come on top), from shapes alone (nothing is allocated)."""
-    game = config.make_game()
-    steps = config.selfplay_steps or game.max_game_length
-    games = -(-config.batch_games // devices)
-    batch = -(-config.train_batch_size // devices)
-    buffer = _nbytes(jax.eval_shape(fns.init_buffer))
-    position = buffer / max(
-        1,
-        config.batch_games
-        * math.ceil(config.replay_games * game.max_game_length / config.batch_games),
-    )
-    state = _nbytes(jax.eval_shape(game.init))
-    cells = math.prod(game.board_shape)
-    nodes = config.num_simulations + 1
-    f = config.num_filters
-    return {
-        "replay buffer": (buffer // devices, "--replay_games"),
-        "network and optimizer": (
-            3 * _nbytes(jax.eval_shape(fns.init_run)),
-            "--num_blocks, --num_filters, --value_hidden",
-        ),
-        "self-play trajectories": (
-            int(steps * games * position),
-            "--selfplay_steps, --batch_games",
-        ),
-        "search trees": (
-            games * nodes * (6 * 4 * game.num_actions + state + 4 * f * cells),
-            "--batch_games, --num_simulations",
-        ),
-        "training activations": (
-            batch * cells * f * 4 * (2 * config.num_blocks + 2) * 3,
-            "--train_batch_size, --num_filters, --num_blocks",
-        ),
-    }
-
-
-def memory_limit() -> tuple[int | None, str]:
-    """(bytes each device can hold, what that is): the accelerator's own limit where JAX tells
-    it, else the host's physical memory shared by its devices; (None, ...) when unknown."""
-    device = jax.local_devices()[0]
-    try:
-        stats = device.memory_stats() or {}
-    except Exception:  # some backends do not implement it
-        stats = {}
-    if stats.get("bytes_limit"):
-        return int(stats["bytes_limit"]), f"{device.platform} device memory"
-    try:
-        host = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None, "unknown"
-    return host // jax.local_device_count(), "host memory"
-
-
-def check_memory(config: Config, fns: Iteration, devices: int) -> None:
-    """A ValueError naming the largest part and its flags when the run cannot fit in memory."""
-    limit, what = memory_limit()
-    if limit is None:
-        return
-    parts = memory_estimate(config, fns, devices)
-    need = sum(b for b, _ in parts.values())
-    if need <= limit:
-        return
-    name, (largest, flags) = max(parts.items(), key=lambda kv: kv[1][0])
-    raise ValueError(
-        f"the run needs at least {need / 2**30:.1f} GiB on each device but has "
-        f"{limit / 2**30:.1f} GiB ({what}); the largest part is the {name} "
-        f"({largest / 2**30:.1f} GiB): lower {flags}"
-    )
-
-
-def evaluation_matches(
-    config: Config, num_games: int, mesh: Mesh | None = None
-) -> tuple[Callable, Callable]:
-    """(vs_previous, vs_mcts): the in-loop evaluation's two jitted matches of `num_games` games
-    (`azjax.arena.make_match`, its games split over `mesh`'s devices where they divide; module
-    doc)."""
-    game = config.make_game()
-    apply = make_apply(make_network(config, game))
-    spec = SearchSpec.from_config(config)
-    agent = make_search_agent(game, spec, apply)
-    agent_eps = make_search_agent(game, spec, apply, epsilon=config.eval_epsilon)
-    baseline = SearchSpec.pure_mcts(2 * config.num_simulations, search="puct")  # seed 000's
-    mcts = make_search_agent(game, baseline, None)
-    return (
-        make_match(game, agent_eps, agent_eps, num_games, mesh=mesh),
-        make_match(game, agent, mcts, num_games, mesh=mesh),
-    )
-
-
-def make_evaluation(
-    config: Config, mesh: Mesh | None = None, *, ratings: dict[str, float] | None = None
-) -> Callable:
-    """evaluate(variables, previous, key, full=True) -> {"eval/...": ...}: the in-loop matches
-    (module doc), split over `mesh`'s devices where the games divide, and the exact error rate;
-    with `full=False` the error rate alone (a few seconds: the loop measures it also when the
-    budget puts the matches off; {} where the game has no solved positions). For a shared run
-    each game's, as eval/<game>/.... With `compile_only=True` it compiles the programs such a
-    call would run (the ladder's: those its placement most likely plays) and returns {}: the loop
-    has them compiled on background threads while it plays (`azjax.ahead`). `ratings`: {game:
-    the ladder Elo its placement starts from} (a resumed run's last, `last_ratings`; else 0)."""
-    if config.games:
-        from azjax import shared
-
-        each = shared.per_game(config, lambda c: make_evaluation(c, mesh, ratings=ratings))
-        return lambda variables, previous, key, **options: {
-            k.replace("eval/", f"eval/{name}/", 1): v
-            for name, values in each(variables, previous, key, **options).items()
-            for k, v in values.items()
-        }
-    vs_previous, vs_mcts = evaluation_matches(config, config.eval_games, mesh)
-    start = (ratings or {}).get(config.game, 0.0)
-    on_ladder = make_ladder_evaluation(config, mesh=mesh, start=start)  # None without a table
-    on_solved = make_error_evaluation(config, mesh=mesh)  # None without solved positions
-    game = config.make_game()
-
-    def evaluate(variables, previous, key, full=True, compile_only=False) -> dict[str, Any]:
-        k_prev, k_mcts, k_ladder = jax.random.split(key, 3)
-        k_solved = jax.random.fold_in(key, 3)  # the matches' keys as before
-        out = {}
-        if on_solved is not None:
-            out.update(on_solved(variables, k_solved, compile_only=compile_only))
-        if not full:
-            return out
-        for name, match, opponent, k in (
-            ("previous", vs_previous, previous, k_prev),
-            ("mcts", vs_mcts, None, k_mcts),
-        ):
-            args = (variables, opponent, k)  # from the empty board: the keys as before
-            if config.eval_opening_plies:
-                k_match, k_open = jax.random.split(k)
-                starts = paired_openings(game, k_open, config.eval_games, config.eval_opening_plies)
-                args = (variables, opponent, k_match, starts)
-            if compile_only:
-                compile_for(match, *args)
-                continue
-            res = MatchResult.from_returns(*parallel.fetch(match(*args)))
-            out[f"eval/{name}_score"] = res.score
-            out[f"eval/{name}_wdl"] = [res.wins, res.draws, res.losses]
-        if on_ladder is not None:
-            out.update(on_ladder(variables, k_ladder, compile_only=compile_only))
-        return out
-
-    return evaluate
-
-
-@functools.partial(jax.jit, static_argnums=(0, 2, 3))
-def paired_openings(game, key, num_games: int, plies: int):
-    """num_games start states (even): num_games / 2 positions after `plies` uniformly random legal
-    moves, each twice, at i and i + num_games / 2, where `azjax.arena.make_match` gives the first
-    agent the other colour: every opening is played once with each colour."""
-    keys = jax.random.split(key, num_games // 2)
-    half = jax.vmap(lambda k: random_moves(game, k, plies, plies))(keys)
-    return jax.tree_util.tree_map(lambda x: jnp.concatenate([x, x]), half)
-
-
-# ---- divergence ----------------------------------------------------------------------------------
-LOSS_FACTOR = 10.0  # a loss above LOSS_FACTOR x the run's first loss is divergence
-NORM_FACTOR = 1000.0  # parameters whose norm grew this much over the session's start: divergence
-
-
-class DivergenceError(RuntimeError):
-    """The losses or the parameters stopped being sane; nothing of them was saved."""
-
-
-NonFiniteLossError = DivergenceError  # the name before divergence covered more than NaNs
-
-
 def _losses(losses: Losses | dict[str, Losses]) -> dict[str, float]:
     """loss/total, loss/value, ...; for a shared run ({game: Losses}) their means over the
     games, and each game's as loss/<game>/total, ..."""
@@ -605,67 +369,6 @@ def _losses(losses: Losses | dict[str, Losses]) -> dict[str, float]:
     for k in Losses._fields:
         out[f"loss/{k}"] = float(np.mean([float(getattr(v, k)) for v in losses.values()]))
     return out
-
-
-@jax.jit
-def _square_norm(variables) -> jax.Array:
-    """float32[]: the parameters' squared norm (inf or NaN where one is not finite)."""
-    return sum(jnp.sum(jnp.square(p)) for p in jax.tree_util.tree_leaves(variables["params"]))
-
-
-class Health:
-    """Whether a run is sane: every loss finite and the total below LOSS_FACTOR x the run's
-    first loss (`reference`, from metrics.jsonl where the run has one, else the first of this
-    session), the parameters finite and their norm within NORM_FACTOR of the session's start."""
-
-    def __init__(self, variables, reference: float | None):
-        self.reference = reference
-        self.norm0 = math.sqrt(float(parallel.fetch(_square_norm(variables))))
-
-    def losses(self, values: dict[str, Any]) -> str | None:
-        """What is wrong with an iteration's losses, or None."""
-        bad = [k for k, v in values.items() if k.startswith("loss/") and not math.isfinite(v)]
-        if bad:
-            return f"non-finite {', '.join(bad)}"
-        if "loss/total" not in values:
-            return None
-        if self.reference is None:
-            self.reference = values["loss/total"]
-        bound = LOSS_FACTOR * max(self.reference, 1e-3)
-        if values["loss/total"] > bound:
-            return (
-                f"loss/total {values['loss/total']:.3g} above {bound:.3g} ({LOSS_FACTOR:g} x "
-                f"the run's first loss, {self.reference:.3g})"
-            )
-        return None
-
-    def parameters(self, variables) -> str | None:
-        norm = math.sqrt(max(0.0, float(parallel.fetch(_square_norm(variables)))))
-        if not math.isfinite(norm):
-            return "non-finite parameters"
-        if norm > NORM_FACTOR * max(self.norm0, 1e-3):
-            return (
-                f"the parameters' norm {norm:.3g} is over {NORM_FACTOR:g} x the "
-                f"{self.norm0:.3g} they started this session with"
-            )
-        return None
-
-
-def last_ratings(config: Config, metrics: Metrics | None) -> dict[str, float]:
-    """{game: its last logged ladder Elo} from process 0's metrics (a resumed run's: the
-    placement starts there instead of at 0), the same on every process; games never placed are
-    left out."""
-    from azjax import shared
-
-    names = list(shared.game_configs(config))
-    keys = [f"eval/{name}/elo" if config.games else "eval/elo" for name in names]
-    rows = metrics.rows if metrics is not None else []
-    last = np.array([next((r[k] for r in reversed(rows) if k in r), np.nan) for k in keys])
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
-
-        last = np.asarray(multihost_utils.broadcast_one_to_all(last.astype(np.float64)))
-    return {name: float(v) for name, v in zip(names, last) if np.isfinite(v)}
 
 
 def _earlier_seconds(metrics: Metrics | None, workdir: str, iteration: int) -> float:
@@ -697,40 +400,6 @@ def _announce_clock(config: Config, iteration: int, earlier: float) -> None:
     if config.time_budget:
         note += f" of its time_budget of {config.time_budget:g}"
     print(note, file=sys.stderr)
-
-
-def _reference_loss(metrics: Metrics | None) -> float | None:
-    """The run's first loss/total, from process 0's metrics, the same on every process."""
-    first = None
-    if metrics is not None:
-        first = next((r["loss/total"] for r in metrics.rows if "loss/total" in r), None)
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
-
-        value = multihost_utils.broadcast_one_to_all(np.float64(-1 if first is None else first))
-        first = None if value < 0 else float(value)
-    return first
-
-
-def _divergence(
-    it: int, reason: str, checkpointer: Checkpointer, workdir: str, healthy_upto: int
-) -> DivergenceError:
-    """The report: the last checkpoint whose parameters were checked sane (those up to
-    `healthy_upto`; a loss judges the parameters of the iteration before it)."""
-    healthy = [s for s in checkpointer.steps() if s <= healthy_upto]
-    suspect = [s for s in checkpointer.steps() if s > healthy_upto]
-    if healthy:
-        where = (
-            f"the last healthy checkpoint is {healthy[-1]}: continue from it with --resume "
-            f"--resume_step={healthy[-1]} and a lower --learning_rate"
-        )
-    else:
-        where = "no checkpoint is known healthy: start again with a lower --learning_rate"
-    if suspect:
-        where += f" (checkpoint {suspect[-1]} led to this iteration)"
-    return DivergenceError(
-        f"iteration {it}: the run diverged ({reason}); not saved. In {workdir}, {where}"
-    )
 
 
 # ---- the loop ------------------------------------------------------------------------------------
@@ -831,7 +500,7 @@ def _train(
                 workdir, it if resume else None, checkpointer.saved_rows(it) if resume else None
             )
             metrics.text("config", config.to_json())  # the run's settings, on TensorBoard too
-        health = Health(run.train.variables, _reference_loss(metrics))
+        health = Health(run.train.variables, reference_loss(metrics))
         # the run's clock: its earlier sessions' time counts, so that a resumed run keeps its
         # time budget and its rate schedule where the checkpoint left them
         t_run = t_start - _earlier_seconds(metrics, workdir, it)
@@ -895,7 +564,7 @@ def _train(
                 problem = loss_problem or health.parameters(run.train.variables)
                 if problem:  # the losses judge the parameters before the iteration's updates
                     _finish_saves(checkpointer, metrics)
-                    raise _divergence(
+                    raise divergence(
                         it,
                         problem,
                         checkpointer,
@@ -1010,38 +679,6 @@ def _best(workdir: str) -> dict | None:
         return best_checkpoint(workdir)._asdict()
     except CheckpointError:
         return None
-
-
-def next_evaluation_seconds(values: dict[str, Any]) -> float:
-    """What the next full evaluation is expected to take, from the last one's `values`: as long
-    as it (`eval_seconds`) less what it spent compiling (`eval_compile_seconds`: its programs are
-    in jit's cache now), its ladder placements' part (`eval/elo_seconds` less
-    `eval/elo_compile_seconds`, each game's in a shared run) replaced by what the next placements'
-    rungs are expected to take (`eval/elo_next_seconds`, `azjax.ladder.placement_seconds`)."""
-    seconds = values["eval_seconds"] - values.get("eval_compile_seconds", 0.0)
-    for k, v in values.items():
-        if k.startswith("eval/") and k.endswith("/elo_next_seconds"):
-            placed = values[k.replace("/elo_next_seconds", "/elo_seconds")]
-            placed -= values.get(k.replace("/elo_next_seconds", "/elo_compile_seconds"), 0.0)
-            seconds += v - placed
-    return max(seconds, 0.0)
-
-
-def evaluation_affordable(
-    config: Config, eval_seconds: float, session_seconds: float, expected: float = 0.0
-) -> bool:
-    """Whether an evaluation that falls due may run: with it, taking `expected` seconds (as
-    long as the last one, its ladder part as its next rungs: `next_evaluation_seconds`), the
-    evaluations of this session (`eval_seconds` so far) would take at most `config.eval_budget`
-    of its time (`session_seconds` so far); always with eval_budget 0. In a multi-host run
-    process 0's clock decides for all, which must agree."""
-    budget = config.eval_budget
-    ok = not budget or eval_seconds + expected <= budget * (session_seconds + expected)
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
-
-        ok = bool(multihost_utils.broadcast_one_to_all(np.bool_(ok)))
-    return ok
 
 
 def _play_values(played: PlayStats, positions: int, seconds: float, devices: int) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from azjax.checkpoint import RunState, run_keys
 from azjax.config import Config
 from azjax.gating import GateState, init_gate
 from azjax.network import init_variables, make_network
+from azjax.play_stats import PlayStats
 from azjax.training import TrainState, make_optimizer
 
 TRUNK = "trunk"  # the key of the shared residual blocks in each collection
@@ -233,13 +234,13 @@ def update_order(seed: int, iteration: int, num_games: int) -> list[int]:
     return [int(i) for i in np.random.default_rng([seed, iteration]).permutation(num_games)]
 
 
-def _combine(stats: list[loop.PlayStats]) -> loop.PlayStats:
+def _combine(stats: list[PlayStats]) -> PlayStats:
     """One iteration's PlayStats over the games: games and variety summed, `ready` the least
     (the learner waits for every game's replay), the policy surprise the games' mean, the
     outcomes summed."""
     surprises = [s.surprise for s in stats if s.surprise is not None]
     outcomes = [s.outcomes for s in stats if s.outcomes is not None]
-    return loop.PlayStats(
+    return PlayStats(
         games=sum(s.games for s in stats),
         ready=jnp.min(jnp.stack([s.ready for s in stats])),
         distinct=sum(s.distinct for s in stats),

@@ -41,7 +41,8 @@ def best_seconds(fn, repeats: int) -> float:
 
 
 def evaluation_seconds(config: cfg.Config, split: bool, repeats: int) -> float:
-    """Seconds of the in-loop evaluation's two matches (as `loop.make_evaluation` plays them)."""
+    """Seconds of the in-loop evaluation's two matches (as `loop_eval.make_evaluation` plays
+    them)."""
     game = config.make_game()
     net = make_network(config, game)
     apply = make_apply(net)

@@ -45,7 +45,7 @@ from azjax import (
 )
 from azjax.config import named_defaults
 from azjax.eval import training_games
-from azjax.loop import evaluation_matches
+from azjax.loop_eval import evaluation_matches
 from configs.cpu import cpu_recipe
 from experiments.common import (
     Log,

@@ -30,7 +30,7 @@ import jax
 
 from azjax import MatchResult, flags, load_config
 from azjax.checkpoint import Checkpointer, run_template
-from azjax.loop import evaluation_matches
+from azjax.loop_eval import evaluation_matches
 from azjax.metrics import read_rows
 from configs.cpu import cpu_recipe
 from experiments.common import (

@@ -79,7 +79,7 @@ def test_random_agents_play_legal_complete_games():
 def test_paired_openings_give_each_position_to_both_colours():
     """The in-loop evaluation's `eval_opening_plies`: N/2 random positions, each twice, at i and
     i + N/2 (where make_match swaps the colours), every one `plies` moves in."""
-    from azjax.loop import paired_openings
+    from azjax.loop_eval import paired_openings
 
     ttt = games.make("tictactoe")
     starts = paired_openings(ttt, jax.random.PRNGKey(3), 16, 3)
@@ -101,7 +101,7 @@ def test_the_loops_evaluation_plays_from_paired_openings(lowerings):
     from azjax import config as cfg
     from azjax.ahead import Ahead
     from azjax.checkpoint import initial_variables
-    from azjax.loop import make_evaluation
+    from azjax.loop_eval import make_evaluation
 
     config = cfg.load(
         "tictactoe",

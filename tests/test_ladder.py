@@ -490,15 +490,16 @@ def test_a_rung_compiled_in_the_placement_is_costed_without_its_compiling(
 
 def test_the_loop_logs_the_ladders_elo(monkeypatch):
     from azjax import config as cfg
-    from azjax import loop
+    from azjax import loop_eval
 
     def match(variables, opponent, key):
         return np.array([1.0, -1.0]), np.array([True, False])
 
     seen = []
-    monkeypatch.setattr(loop, "evaluation_matches", lambda config, n, mesh=None: (match, match))
+    matches = lambda config, n, mesh=None: (match, match)  # noqa: E731
+    monkeypatch.setattr(loop_eval, "evaluation_matches", matches)
     monkeypatch.setattr(
-        loop,
+        loop_eval,
         "make_ladder_evaluation",
         lambda config, mesh=None, start=0.0: (
             lambda v, k, compile_only=False: (
@@ -507,18 +508,18 @@ def test_the_loop_logs_the_ladders_elo(monkeypatch):
         ),
     )
     config = cfg.load("tictactoe", {"eval_errors": False})  # no network: only the ladder's part
-    values = loop.make_evaluation(config)("vars", None, jax.random.PRNGKey(0))
+    values = loop_eval.make_evaluation(config)("vars", None, jax.random.PRNGKey(0))
     assert seen == [("vars", 0.0)] and values["eval/elo"] == 12.0
     assert values["eval/mcts_score"] == 0.5
     # a resumed run's placement starts at its last logged rating (process 0's metrics)
     metrics = SimpleNamespace(rows=[{"eval/elo": 300.0}, {"loss/total": 1.0}, {"eval/elo": 450.0}])
-    ratings = loop.last_ratings(config, metrics)
-    assert ratings == {"tictactoe": 450.0} and loop.last_ratings(config, None) == {}
-    loop.make_evaluation(config, ratings=ratings)("vars", None, jax.random.PRNGKey(0))
+    ratings = loop_eval.last_ratings(config, metrics)
+    assert ratings == {"tictactoe": 450.0} and loop_eval.last_ratings(config, None) == {}
+    loop_eval.make_evaluation(config, ratings=ratings)("vars", None, jax.random.PRNGKey(0))
     assert seen[-1] == ("vars", 450.0)
     both = cfg.load("tictactoe", {"games": "tictactoe,connect_four"})
     metrics.rows.append({"eval/connect_four/elo": -20.0})
-    assert loop.last_ratings(both, metrics) == {"connect_four": -20.0}  # per game
+    assert loop_eval.last_ratings(both, metrics) == {"connect_four": -20.0}  # per game
 
 
 def test_curve_reads_and_draws_the_ladder_elo(tmp_path):
@@ -578,14 +579,14 @@ def test_the_loop_expects_an_evaluation_to_cost_what_its_rungs_will(monkeypatch)
     """--eval_budget weighs the next evaluation by its ladder placement's rungs: the last one's
     placement seconds replaced by the next's estimate, every game's in a shared run."""
     from azjax import config as cfg
-    from azjax import loop
+    from azjax import loop_eval
 
-    assert loop.next_evaluation_seconds({"eval_seconds": 50.0}) == 50.0  # no ladder
+    assert loop_eval.next_evaluation_seconds({"eval_seconds": 50.0}) == 50.0  # no ladder
     values = {"eval_seconds": 50.0, "eval/elo_seconds": 40.0, "eval/elo_next_seconds": 400.0}
-    assert loop.next_evaluation_seconds(values) == 410.0
+    assert loop_eval.next_evaluation_seconds(values) == 410.0
     # the compiling in it will not come again: 30 s of the 50 (of them 25 in the placement)
     compiled = {"eval_compile_seconds": 30.0, "eval/elo_compile_seconds": 25.0}
-    assert loop.next_evaluation_seconds({**values, **compiled}) == 50 - 30 - (40 - 25) + 400
+    assert loop_eval.next_evaluation_seconds({**values, **compiled}) == 50 - 30 - (40 - 25) + 400
     shared = {
         "eval_seconds": 50.0,
         "eval/hex/elo_seconds": 20.0,
@@ -593,11 +594,11 @@ def test_the_loop_expects_an_evaluation_to_cost_what_its_rungs_will(monkeypatch)
         "eval/othello/elo_seconds": 20.0,
         "eval/othello/elo_next_seconds": 100.0,
     }
-    assert loop.next_evaluation_seconds(shared) == 120.0
+    assert loop_eval.next_evaluation_seconds(shared) == 120.0
     # 50 s of a 1,449-s session: as long as the last (50 s) it runs, as its rungs (410 s) not
     config = cfg.load("tictactoe", {"eval_budget": 0.1})
-    assert loop.evaluation_affordable(config, 50.0, 1449.0, 50.0)
-    assert not loop.evaluation_affordable(config, 50.0, 1449.0, 410.0)
+    assert loop_eval.evaluation_affordable(config, 50.0, 1449.0, 50.0)
+    assert not loop_eval.evaluation_affordable(config, 50.0, 1449.0, 410.0)
 
 
 def test_the_placements_small_rungs_share_one_program(tmp_path, lowerings, monkeypatch):

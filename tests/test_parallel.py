@@ -283,13 +283,14 @@ def _checks(tmp: str) -> dict:
     )
 
     # Matches (the in-loop evaluation's) split over the devices, against one device.
+    from azjax import loop_eval
     from azjax.arena import _match_fn, device_order, make_match, make_search_agent
 
     def first_legal(v, k, states):
         return jnp.argmax(jax.vmap(game.legal_mask)(states), axis=-1).astype(jnp.int32)
 
     n_games = 16
-    starts = loop.paired_openings(game, jax.random.PRNGKey(3), n_games, 2)
+    starts = loop_eval.paired_openings(game, jax.random.PRNGKey(3), n_games, 2)
     one = make_match(game, first_legal, first_legal, n_games, record=True)(None, None, key, starts)
     split_games = make_match(game, first_legal, first_legal, n_games, record=True, mesh=mesh)(
         None, None, key, starts

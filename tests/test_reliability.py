@@ -27,7 +27,7 @@ from azjax.checkpoint import CheckpointError, WorkdirLock
 from azjax.commands import evaluate, train
 from azjax.eval.curve import training_games
 from azjax.eval.gtp import GTPEngine
-from azjax.loop import Health
+from azjax.health import Health
 from azjax.metrics import Metrics, read_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -353,9 +353,9 @@ def test_unwritable_workdirs_are_one_line(tmp_path, capsys):
     ],
 )
 def test_sizes_beyond_memory_are_refused_before_work(tmp_path, capsys, monkeypatch, flag, part):
-    from azjax import loop
+    from azjax import memory
 
-    monkeypatch.setattr(loop, "memory_limit", lambda: (2**30, "host memory"))
+    monkeypatch.setattr(memory, "memory_limit", lambda: (2**30, "host memory"))
     _fails(
         capsys,
         train.main,

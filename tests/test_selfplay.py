@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import games
-from azjax import loop
+from azjax import loop, play_stats
 from azjax.replay import Trajectory
 from azjax.search import SearchSpec, make_search
 from azjax.selfplay import (
@@ -131,18 +131,18 @@ def test_selfplay_branches_restarted_games_from_the_batch(chunk):
 
 def test_count_distinct_counts_masked_positions():
     obs = jnp.array([[0, 1], [0, 1], [1, 1], [1, 0], [1, 0]], jnp.float32)
-    hashes = loop.observation_hashes(obs)
+    hashes = play_stats.observation_hashes(obs)
 
     def distinct(mask):
-        return int(loop.count_distinct_hashes(hashes, jnp.array(mask)))
+        return int(play_stats.count_distinct_hashes(hashes, jnp.array(mask)))
 
     assert distinct([True] * 5) == 3
     assert distinct([True, True, False, False, False]) == 1
     assert distinct([False] * 5) == 0
     # variety: per ply of VARIETY_PLIES, the distinct positions and how many were played there
-    first, second = loop.VARIETY_PLIES[:2]
+    first, second = play_stats.VARIETY_PLIES[:2]
     ply = jnp.array([first, first, first, second, second])
-    distinct_at, reached_at = loop.variety(ply, hashes)
+    distinct_at, reached_at = play_stats.variety(ply, hashes)
     assert (int(distinct_at[0]), int(reached_at[0])) == (2, 3)
     assert (int(distinct_at[1]), int(reached_at[1])) == (1, 2)
 
@@ -234,10 +234,10 @@ def test_the_summary_counts_finished_games_by_result():
         returns=jnp.stack([jnp.asarray(first), -jnp.asarray(first)], axis=-1),
         ply=jnp.zeros((3, 4), jnp.int32),
     )
-    summary = loop.summarise(traj)
+    summary = play_stats.summarise(traj)
     np.testing.assert_array_equal(summary.finished, [2, 1, 1, 0])
     np.testing.assert_array_equal(summary.outcomes, [[1, 0, 0, 0], [0, 1, 0, 0], [1, 0, 1, 0]])
-    stats = loop.PlayStats(
+    stats = play_stats.PlayStats(
         jnp.int32(4), jnp.int32(0), jnp.zeros(2), jnp.zeros(2), None, summary.outcomes.sum(1)
     )
     values = loop._play_values(stats, positions=12, seconds=1.0, devices=1)

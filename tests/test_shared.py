@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import games
-from azjax import gating, load_config, loop, shared, training
+from azjax import gating, load_config, shared, training
 from azjax.arena import MatchResult
 from azjax.checkpoint import RunState, load_checkpoint
 from azjax.commands import train
@@ -21,6 +21,7 @@ from azjax.eval.match import play_games
 from azjax.eval.specs import checkpoint_config, parse_agent
 from azjax.loop import train_and_evaluate
 from azjax.network import init_variables, make_network
+from azjax.play_stats import PlayStats
 from azjax.replay import Batch
 
 GAMES = "tictactoe,connect_four:rows=4,cols=5"
@@ -281,7 +282,7 @@ def test_tools_that_do_not_read_a_shared_run_refuse_it_in_one_line(shared_run, t
 
 def test_the_games_play_statistics_combine():
     def stats(games, ready, surprise=None):
-        return loop.PlayStats(
+        return PlayStats(
             jnp.int32(games), jnp.int32(ready), jnp.array([4, 1]), jnp.array([4, 2]), surprise
         )
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import checkpoint, loop, network, training
+from azjax import checkpoint, loop, loop_eval, network, training
 from azjax import config as cfg
 from azjax.checkpoint import Checkpointer
 from azjax.commands import train
@@ -184,11 +184,11 @@ def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
     assert summary["eval_postponed"] == sum(r.get("eval_postponed", 0) for r in rows) >= 1
     assert "in-loop evaluation:" in train.closing_message(summary, workdir)
     config = cfg.load("tictactoe", {"eval_budget": 0.1})
-    assert loop.evaluation_affordable(config, 10.0, 100.0)
-    assert not loop.evaluation_affordable(config, 10.1, 100.0)
-    assert loop.evaluation_affordable(config, 10.0, 190.0, expected=10.0)  # 20 of 200 s
-    assert not loop.evaluation_affordable(config, 10.0, 180.0, expected=10.0)  # 20 of 190 s
-    assert loop.evaluation_affordable(cfg.load("tictactoe", {"eval_budget": 0.0}), 99.0, 100.0)
+    assert loop_eval.evaluation_affordable(config, 10.0, 100.0)
+    assert not loop_eval.evaluation_affordable(config, 10.1, 100.0)
+    assert loop_eval.evaluation_affordable(config, 10.0, 190.0, expected=10.0)  # 20 of 200 s
+    assert not loop_eval.evaluation_affordable(config, 10.0, 180.0, expected=10.0)  # 20 of 190 s
+    assert loop_eval.evaluation_affordable(cfg.load("tictactoe", {"eval_budget": 0.0}), 99.0, 100.0)
 
 
 @pytest.mark.parametrize("final", [True, False])
@@ -230,7 +230,7 @@ def test_the_exact_error_rate_is_measured_when_the_matches_are_put_off(run, tmp_
 
         return measure
 
-    monkeypatch.setattr(loop, "make_error_evaluation", fake_errors)
+    monkeypatch.setattr(loop_eval, "make_error_evaluation", fake_errors)
     workdir = str(tmp_path / "errors")
     shutil.copytree(run, workdir)
     rows = _metrics(workdir)  # as if the run had been placed on a ladder at its last evaluation

@@ -60,7 +60,7 @@ class TrainingOpponent:
         game = config.make_game()
         self.game = game
         self.opponent: Agent | None = make_opponent(self.spec, game, seed=config.seed)
-        apply = make_apply(make_network(config, game))  # as azjax.loop.evaluation_matches
+        apply = make_apply(make_network(config, game))  # as azjax.loop_eval.evaluation_matches
         spec = SearchSpec.from_config(
             config,
             num_simulations=config.eval_opponent_sims or config.num_simulations,

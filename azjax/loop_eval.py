@@ -1,0 +1,163 @@
+"""The training loop's own evaluation (azjax/loop.py's module doc): the network against the
+network of the previous evaluation and against pure MCTS at twice its simulations (seed 000's
+PUCT baseline), from paired random openings where `eval_opening_plies` asks; its exact error
+rate on the game's solved positions (`azjax.solved`); its placement on the game's Elo ladder
+(`azjax.ladder`). `make_evaluation` builds it; `evaluation_affordable` and
+`next_evaluation_seconds` hold it to `eval_budget` of the session's wall time. The evaluation
+wing (`azjax.eval`) plays any other agent, `--eval_opponent`, beside it."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+
+from azjax import parallel
+from azjax.ahead import compile_for
+from azjax.arena import MatchResult, make_match, make_search_agent
+from azjax.config import Config
+from azjax.ladder import make_ladder_evaluation
+from azjax.metrics import Metrics
+from azjax.network import make_apply, make_network
+from azjax.search import SearchSpec
+from azjax.selfplay import random_moves
+from azjax.solved import make_error_evaluation
+
+
+def evaluation_matches(
+    config: Config, num_games: int, mesh: Mesh | None = None
+) -> tuple[Callable, Callable]:
+    """(vs_previous, vs_mcts): the in-loop evaluation's two jitted matches of `num_games` games
+    (`azjax.arena.make_match`, its games split over `mesh`'s devices where they divide; module
+    doc)."""
+    game = config.make_game()
+    apply = make_apply(make_network(config, game))
+    spec = SearchSpec.from_config(config)
+    agent = make_search_agent(game, spec, apply)
+    agent_eps = make_search_agent(game, spec, apply, epsilon=config.eval_epsilon)
+    baseline = SearchSpec.pure_mcts(2 * config.num_simulations, search="puct")  # seed 000's
+    mcts = make_search_agent(game, baseline, None)
+    return (
+        make_match(game, agent_eps, agent_eps, num_games, mesh=mesh),
+        make_match(game, agent, mcts, num_games, mesh=mesh),
+    )
+
+
+def make_evaluation(
+    config: Config, mesh: Mesh | None = None, *, ratings: dict[str, float] | None = None
+) -> Callable:
+    """evaluate(variables, previous, key, full=True) -> {"eval/...": ...}: the in-loop matches
+    (module doc), split over `mesh`'s devices where the games divide, and the exact error rate;
+    with `full=False` the error rate alone (a few seconds: the loop measures it also when the
+    budget puts the matches off; {} where the game has no solved positions). For a shared run
+    each game's, as eval/<game>/.... With `compile_only=True` it compiles the programs such a
+    call would run (the ladder's: those its placement most likely plays) and returns {}: the loop
+    has them compiled on background threads while it plays (`azjax.ahead`). `ratings`: {game:
+    the ladder Elo its placement starts from} (a resumed run's last, `last_ratings`; else 0)."""
+    if config.games:
+        from azjax import shared
+
+        each = shared.per_game(config, lambda c: make_evaluation(c, mesh, ratings=ratings))
+        return lambda variables, previous, key, **options: {
+            k.replace("eval/", f"eval/{name}/", 1): v
+            for name, values in each(variables, previous, key, **options).items()
+            for k, v in values.items()
+        }
+    vs_previous, vs_mcts = evaluation_matches(config, config.eval_games, mesh)
+    start = (ratings or {}).get(config.game, 0.0)
+    on_ladder = make_ladder_evaluation(config, mesh=mesh, start=start)  # None without a table
+    on_solved = make_error_evaluation(config, mesh=mesh)  # None without solved positions
+    game = config.make_game()
+
+    def evaluate(variables, previous, key, full=True, compile_only=False) -> dict[str, Any]:
+        k_prev, k_mcts, k_ladder = jax.random.split(key, 3)
+        k_solved = jax.random.fold_in(key, 3)  # the matches' keys as before
+        out = {}
+        if on_solved is not None:
+            out.update(on_solved(variables, k_solved, compile_only=compile_only))
+        if not full:
+            return out
+        for name, match, opponent, k in (
+            ("previous", vs_previous, previous, k_prev),
+            ("mcts", vs_mcts, None, k_mcts),
+        ):
+            args = (variables, opponent, k)  # from the empty board: the keys as before
+            if config.eval_opening_plies:
+                k_match, k_open = jax.random.split(k)
+                starts = paired_openings(game, k_open, config.eval_games, config.eval_opening_plies)
+                args = (variables, opponent, k_match, starts)
+            if compile_only:
+                compile_for(match, *args)
+                continue
+            res = MatchResult.from_returns(*parallel.fetch(match(*args)))
+            out[f"eval/{name}_score"] = res.score
+            out[f"eval/{name}_wdl"] = [res.wins, res.draws, res.losses]
+        if on_ladder is not None:
+            out.update(on_ladder(variables, k_ladder, compile_only=compile_only))
+        return out
+
+    return evaluate
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 3))
+def paired_openings(game, key, num_games: int, plies: int):
+    """num_games start states (even): num_games / 2 positions after `plies` uniformly random legal
+    moves, each twice, at i and i + num_games / 2, where `azjax.arena.make_match` gives the first
+    agent the other colour: every opening is played once with each colour."""
+    keys = jax.random.split(key, num_games // 2)
+    half = jax.vmap(lambda k: random_moves(game, k, plies, plies))(keys)
+    return jax.tree_util.tree_map(lambda x: jnp.concatenate([x, x]), half)
+
+
+def last_ratings(config: Config, metrics: Metrics | None) -> dict[str, float]:
+    """{game: its last logged ladder Elo} from process 0's metrics (a resumed run's: the
+    placement starts there instead of at 0), the same on every process; games never placed are
+    left out."""
+    from azjax import shared
+
+    names = list(shared.game_configs(config))
+    keys = [f"eval/{name}/elo" if config.games else "eval/elo" for name in names]
+    rows = metrics.rows if metrics is not None else []
+    last = np.array([next((r[k] for r in reversed(rows) if k in r), np.nan) for k in keys])
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        last = np.asarray(multihost_utils.broadcast_one_to_all(last.astype(np.float64)))
+    return {name: float(v) for name, v in zip(names, last) if np.isfinite(v)}
+
+
+def next_evaluation_seconds(values: dict[str, Any]) -> float:
+    """What the next full evaluation is expected to take, from the last one's `values`: as long
+    as it (`eval_seconds`) less what it spent compiling (`eval_compile_seconds`: its programs are
+    in jit's cache now), its ladder placements' part (`eval/elo_seconds` less
+    `eval/elo_compile_seconds`, each game's in a shared run) replaced by what the next placements'
+    rungs are expected to take (`eval/elo_next_seconds`, `azjax.ladder.placement_seconds`)."""
+    seconds = values["eval_seconds"] - values.get("eval_compile_seconds", 0.0)
+    for k, v in values.items():
+        if k.startswith("eval/") and k.endswith("/elo_next_seconds"):
+            placed = values[k.replace("/elo_next_seconds", "/elo_seconds")]
+            placed -= values.get(k.replace("/elo_next_seconds", "/elo_compile_seconds"), 0.0)
+            seconds += v - placed
+    return max(seconds, 0.0)
+
+
+def evaluation_affordable(
+    config: Config, eval_seconds: float, session_seconds: float, expected: float = 0.0
+) -> bool:
+    """Whether an evaluation that falls due may run: with it, taking `expected` seconds (as
+    long as the last one, its ladder part as its next rungs: `next_evaluation_seconds`), the
+    evaluations of this session (`eval_seconds` so far) would take at most `config.eval_budget`
+    of its time (`session_seconds` so far); always with eval_budget 0. In a multi-host run
+    process 0's clock decides for all, which must agree."""
+    budget = config.eval_budget
+    ok = not budget or eval_seconds + expected <= budget * (session_seconds + expected)
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        ok = bool(multihost_utils.broadcast_one_to_all(np.bool_(ok)))
+    return ok

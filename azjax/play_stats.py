@@ -1,0 +1,86 @@
+"""What a self-play chunk played, counted on the device: games finished, positions ready in the
+replay buffer, the variety of the openings (distinct positions at VARIETY_PLIES, by a hash of
+their observations), the first player's wins, draws and losses, and the replay's mean policy
+surprise. Self-play returns a `PlaySummary` per game, split over the devices as the games are;
+`play_stats` reduces it to the iteration's `PlayStats` (azjax/loop.py logs them as selfplay/...).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from azjax import replay
+
+VARIETY_PLIES = (2, 4)  # self-play variety is logged at these plies
+
+
+class PlayStats(NamedTuple):
+    games: jax.Array  # int32[], games finished in the chunk
+    ready: jax.Array  # int32[], positions in the buffer with a known outcome
+    distinct: jax.Array  # int32[len(VARIETY_PLIES)], distinct positions at each ply in the chunk
+    reached: jax.Array  # int32[len(VARIETY_PLIES)], positions at each ply in the chunk
+    # float32[]: the mean policy surprise of the replay's positions with a known outcome, in a
+    # run with policy surprise weighting (`replay.mean_surprise`); None in one without
+    surprise: jax.Array | None = None
+    # int32[3]: the games finished in the chunk won by the player who moved first (player 0),
+    # drawn, and won by the second; None where self-play does not count them (ExIt)
+    outcomes: jax.Array | None = None
+
+
+def observation_hashes(obs: jax.Array, batch_dims: int = 1) -> jax.Array:
+    """uint32[*batch]: a 32-bit hash of each observation's 0/1 planes (obs[*batch, ...])."""
+    bits = obs.reshape(obs.shape[:batch_dims] + (-1,)).astype(jnp.uint32)
+    weights = jax.random.bits(jax.random.PRNGKey(0), bits.shape[-1:], jnp.uint32) | 1
+    return jnp.sum(bits * weights, axis=-1, dtype=jnp.uint32)
+
+
+def count_distinct_hashes(hashes: jax.Array, mask: jax.Array) -> jax.Array:
+    """int32[]: distinct values among hashes[N] where mask[N]: with `observation_hashes`, the
+    distinct positions (a collision among n positions has probability about n^2 / 2^33)."""
+    hashes = jnp.sort(jnp.where(mask, hashes, jnp.uint32(0xFFFFFFFF)))
+    masked_out = jnp.sort(~mask)  # the masked-out entries last, as in the sorted hashes
+    new = jnp.concatenate([jnp.ones(1, bool), hashes[1:] != hashes[:-1]])
+    return jnp.sum(new & ~masked_out, dtype=jnp.int32)
+
+
+class PlaySummary(NamedTuple):
+    """What `PlayStats` is counted from, per game: split along B as the games are, so that the
+    self-play program ends without a collective (`azjax.parallel`'s module doc)."""
+
+    finished: jax.Array  # int32[B], games this column finished in the chunk
+    ply: jax.Array  # int32[T, B], the ply of each position played
+    hashes: jax.Array  # uint32[T, B], `observation_hashes` of each position played
+    outcomes: jax.Array  # int32[3, B]: finished games won by the first player, drawn, lost
+
+
+def summarise(traj) -> PlaySummary:
+    first = traj.returns[..., 0]  # [T, B], player 0's final return where done
+    ended = [traj.done & (first > 0), traj.done & (first == 0), traj.done & (first < 0)]
+    return PlaySummary(
+        jnp.sum(traj.done, axis=0, dtype=jnp.int32),
+        traj.ply,
+        observation_hashes(traj.obs, 2),
+        jnp.stack([jnp.sum(e, axis=0, dtype=jnp.int32) for e in ended]),
+    )
+
+
+def variety(ply: jax.Array, hashes: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(distinct, reached) int32[len(VARIETY_PLIES)]: the distinct positions among those played
+    at each of VARIETY_PLIES, and how many were played there (ply, hashes: any one shape)."""
+    ply, hashes = ply.reshape(-1), hashes.reshape(-1)
+    distinct = jnp.stack([count_distinct_hashes(hashes, ply == k) for k in VARIETY_PLIES])
+    reached = jnp.stack([jnp.sum(ply == k, dtype=jnp.int32) for k in VARIETY_PLIES])
+    return distinct, reached
+
+
+def play_stats(summary: PlaySummary, buffer: replay.Buffer) -> PlayStats:
+    return PlayStats(
+        jnp.sum(summary.finished, dtype=jnp.int32),
+        replay.num_ready(buffer),
+        *variety(summary.ply, summary.hashes),
+        surprise=None if buffer.surprise is None else replay.mean_surprise(buffer),
+        outcomes=jnp.sum(summary.outcomes, axis=1, dtype=jnp.int32),
+    )
