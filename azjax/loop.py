@@ -73,8 +73,6 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from azjax import gating, parallel, replay, symmetry, training
-from azjax.ahead import Ahead, compile_clock
-from azjax.ahead import wanted as ahead_wanted
 from azjax.checkpoint import (
     Checkpointer,
     CheckpointError,
@@ -91,12 +89,7 @@ from azjax.checkpoint import (
 from azjax.config import Config
 from azjax.health import Health, divergence, reference_loss
 from azjax.interrupt import Interrupted, StopSignals
-from azjax.loop_eval import (
-    evaluation_affordable,
-    last_ratings,
-    make_evaluation,
-    next_evaluation_seconds,
-)
+from azjax.loop_eval import Evaluations, last_ratings, make_evaluation
 from azjax.memory import check_memory
 from azjax.metrics import Metrics, MoveTicker, Progress, run_seconds
 from azjax.network import make_apply, make_network, num_parameters
@@ -104,8 +97,6 @@ from azjax.play_stats import VARIETY_PLIES, PlayStats, PlaySummary, play_stats, 
 from azjax.search import SearchSpec
 from azjax.selfplay import init_states, make_selfplay
 from azjax.training import Losses
-
-EXTRA_EVALUATION_STREAM = 1  # the caller's evaluation key: fold_in(the evaluation key, this)
 
 
 class Iteration(NamedTuple):
@@ -490,7 +481,7 @@ def _train(
     checkpointer = Checkpointer(workdir, config.keep_checkpoints)
     metrics = bar = None
     it = 0
-    ahead = Ahead()  # the next evaluation's programs, compiled while the loop plays
+    evaluations = None
     try:
         run = _open_run(config, workdir, fns, checkpointer, resume, resume_step)
         it = int(parallel.fetch(run.iteration))
@@ -506,35 +497,24 @@ def _train(
         t_run = t_start - _earlier_seconds(metrics, workdir, it)
         if resume and primary:
             _announce_clock(config, it, t_start - t_run)
+        limit = config.iterations or math.inf  # 0: no limit, the time budget ends the run
         evaluate = None
         if config.eval_interval:  # a resumed run's placement starts at its last rating
             evaluate = make_evaluation(config, mesh, ratings=last_ratings(config, metrics))
+        evaluations = Evaluations(config, evaluate, limit=limit, extra=extra_evaluation)
         gate = gating.make_gate(config) if config.gating else None
         buffer = fns.init_buffer()
         states = fns.init_states()
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
 
-        compiling_for = [0]  # the evaluation whose programs `ahead` was last given
-
-        limit = config.iterations or math.inf  # 0: no limit, the time budget ends the run
-
         def compile_next_evaluation() -> None:  # where one falls due in this session
-            upcoming = config.eval_interval * (it // config.eval_interval + 1) if evaluate else 0
-            if upcoming == compiling_for[0] or not ahead_wanted(config.eval_compile_ahead):
-                return
-            if 0 < upcoming <= limit:
-                compiling_for[0] = upcoming
-                args = (previous, previous, fns.eval_key(run))  # as the evaluation's own
-                ahead.start(functools.partial(evaluate, *args, compile_only=True))
+            evaluations.compile_ahead(it, previous, fns.eval_key(run))
 
         first = it + 1  # the session's first iteration compiles the loop's own programs
         bar = Progress(progress and primary, it, config.iterations or None)
         if moves is not None:
             moves.progress = bar
         session = dict(games=0, positions=0)
-        # seconds of in-loop evaluation this session: all of it, what the budget counts (less
-        # the compiling, paid once), and what the next is expected to take
-        spent = dict(eval=0.0, budgeted=0.0, next=0.0)
         t_loop = time.time()
         last: dict[str, Any] = {}
         stop_reason = "iterations"
@@ -580,36 +560,14 @@ def _train(
                     values.update(gate_values, gate_seconds=time.time() - t_gate)
                 values.update(gating.gate_values(run))
 
-                due = evaluate is not None and it % config.eval_interval == 0
-                if evaluate is not None and not due and config.eval_final:
-                    due = _session_ends(config, it, t_run, stop)
-                session_seconds = time.time() - t_loop
-                if due and not evaluation_affordable(
-                    config, spent["budgeted"], session_seconds, spent["next"]
-                ):
-                    values["eval_postponed"] = 1  # over eval_budget: the next interval
-                    t_eval = time.time()  # but the exact error rate, seconds, is measured
-                    errors = evaluate(run.train.variables, previous, fns.eval_key(run), full=False)
-                    if errors:  # its time counts, but is not what the next evaluation will take
-                        values.update(errors, eval_seconds=time.time() - t_eval)
-                        spent["eval"] += values["eval_seconds"]
-                        spent["budgeted"] += values["eval_seconds"]
-                elif due:
-                    t_eval = time.time()
-                    with compile_clock() as compiling:  # what the next one will not pay again
-                        ahead.wait(drop_pending=True)  # what it has not compiled, it compiles
-                        key = fns.eval_key(run)
-                        values.update(evaluate(run.train.variables, previous, key))
-                        if extra_evaluation is not None:  # a key of its own, the loop's unchanged
-                            extra_key = jax.random.fold_in(key, EXTRA_EVALUATION_STREAM)
-                            values.update(extra_evaluation(run.train.variables, extra_key))
-                    previous = fns.copy(run.train.variables)
-                    values["eval_seconds"] = time.time() - t_eval
-                    values["eval_compile_seconds"] = min(compiling(), values["eval_seconds"])
-                    spent["eval"] += values["eval_seconds"]
-                    spent["budgeted"] += values["eval_seconds"] - values["eval_compile_seconds"]
-                    spent["next"] = next_evaluation_seconds(values)
-                    compile_next_evaluation()  # the ladder's next rungs, if new
+                if evaluations.due(it, functools.partial(_session_ends, config, it, t_run, stop)):
+                    evaluated, full = evaluations.run(
+                        run.train.variables, previous, fns.eval_key(run), time.time() - t_loop
+                    )
+                    values.update(evaluated)
+                    if full:
+                        previous = fns.copy(run.train.variables)
+                        compile_next_evaluation()  # the ladder's next rungs, if new
                 if it == first:  # not alongside them: both lower on Python's one lock
                     compile_next_evaluation()
                 values["run_seconds"] = round(time.time() - t_run, 1)  # every session's
@@ -652,13 +610,14 @@ def _train(
         _abandon(bar, checkpointer, metrics)
         raise
     finally:
-        ahead.close()  # a compilation in flight ends before the process may
+        if evaluations is not None:
+            evaluations.close()  # a compilation in flight ends before the process may
     bar.close()
     summary = _summary(
         config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last
     )
-    summary["eval_seconds"] = round(spent["eval"], 1)  # this session's in-loop evaluation
-    summary["eval_compile_seconds"] = round(spent["eval"] - spent["budgeted"], 1)  # of it
+    summary["eval_seconds"] = round(evaluations.seconds, 1)  # this session's in-loop evaluation
+    summary["eval_compile_seconds"] = round(evaluations.seconds - evaluations.budgeted, 1)  # of it
     if metrics is not None:  # every session's evaluations
         summary["trends"] = measure_trends(metrics.rows)
         summary["eval_postponed"] = sum(int(r.get("eval_postponed", 0)) for r in metrics.rows)

@@ -9,6 +9,7 @@ wing (`azjax.eval`) plays any other agent, `--eval_opponent`, beside it."""
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,8 @@ import numpy as np
 from jax.sharding import Mesh
 
 from azjax import parallel
-from azjax.ahead import compile_for
+from azjax.ahead import Ahead, compile_clock, compile_for
+from azjax.ahead import wanted as ahead_wanted
 from azjax.arena import MatchResult, make_match, make_search_agent
 from azjax.config import Config
 from azjax.ladder import make_ladder_evaluation
@@ -27,6 +29,8 @@ from azjax.network import make_apply, make_network
 from azjax.search import SearchSpec
 from azjax.selfplay import random_moves
 from azjax.solved import make_error_evaluation
+
+EXTRA_EVALUATION_STREAM = 1  # the caller's evaluation key: fold_in(the evaluation key, this)
 
 
 def evaluation_matches(
@@ -161,3 +165,81 @@ def evaluation_affordable(
 
         ok = bool(multihost_utils.broadcast_one_to_all(np.bool_(ok)))
     return ok
+
+
+class Evaluations:
+    """The in-loop evaluations of one training session: whether one falls due at an iteration
+    (`due`), whether `eval_budget` affords it (`evaluation_affordable`, else the exact error
+    rate alone and `eval_postponed`), the next one's programs compiled ahead on `azjax.ahead`'s
+    threads (`compile_ahead`), and the seconds they took: `seconds` (all), `budgeted` (what the
+    budget counts: less the compiling, paid once) and `next` (what the next full one is expected
+    to take, `next_evaluation_seconds`). `evaluate`: `make_evaluation`'s, or None where the run
+    does not evaluate; `extra`: the caller's own, (variables, key) -> values, played beside it
+    with a key of its own; `limit`: the session's last iteration (math.inf: its time budget)."""
+
+    def __init__(
+        self,
+        config: Config,
+        evaluate: Callable | None,
+        *,
+        limit: float,
+        extra: Callable | None = None,
+    ):
+        self.config, self.evaluate, self.limit, self.extra = config, evaluate, limit, extra
+        self.ahead = Ahead()  # the next evaluation's programs, compiled while the loop plays
+        self.compiling_for = 0  # the iteration whose evaluation `ahead` was last given
+        self.seconds = self.budgeted = self.next = 0.0
+
+    def due(self, it: int, session_ends: Callable[[], bool]) -> bool:
+        """Whether iteration `it` evaluates: every `eval_interval`, and the session's last
+        (`eval_final`; `session_ends` says whether it is)."""
+        if self.evaluate is None:
+            return False
+        return it % self.config.eval_interval == 0 or (self.config.eval_final and session_ends())
+
+    def compile_ahead(self, it: int, variables, key: jax.Array) -> None:
+        """Has the programs of the evaluation due after iteration `it` compiled on the threads
+        (`variables`, `key`: of the shapes it will be called with), where that one falls in the
+        session, is not already given and `eval_compile_ahead` wants it."""
+        config = self.config
+        upcoming = config.eval_interval * (it // config.eval_interval + 1) if self.evaluate else 0
+        if upcoming == self.compiling_for or not ahead_wanted(config.eval_compile_ahead):
+            return
+        if 0 < upcoming <= self.limit:
+            self.compiling_for = upcoming
+            args = (variables, variables, key)  # as the evaluation's own
+            self.ahead.start(functools.partial(self.evaluate, *args, compile_only=True))
+
+    def run(
+        self, variables, previous, key: jax.Array, session_seconds: float
+    ) -> tuple[dict[str, Any], bool]:
+        """(the metrics, whether the full evaluation ran) of an evaluation that fell due
+        `session_seconds` into the session: the full one where the budget affords it, its
+        compiling timed (`eval_compile_seconds`); else `eval_postponed` and the exact error rate
+        alone, whose seconds count but are not what the next evaluation will take."""
+        if not evaluation_affordable(self.config, self.budgeted, session_seconds, self.next):
+            values: dict[str, Any] = {"eval_postponed": 1}  # over eval_budget: the next interval
+            t_eval = time.time()  # but the exact error rate, seconds, is measured
+            errors = self.evaluate(variables, previous, key, full=False)
+            if errors:
+                values.update(errors, eval_seconds=time.time() - t_eval)
+                self.seconds += values["eval_seconds"]
+                self.budgeted += values["eval_seconds"]
+            return values, False
+        t_eval = time.time()
+        with compile_clock() as compiling:  # what the next one will not pay again
+            self.ahead.wait(drop_pending=True)  # what it has not compiled, it compiles
+            values = dict(self.evaluate(variables, previous, key))
+            if self.extra is not None:  # a key of its own, the loop's unchanged
+                extra_key = jax.random.fold_in(key, EXTRA_EVALUATION_STREAM)
+                values.update(self.extra(variables, extra_key))
+        values["eval_seconds"] = time.time() - t_eval
+        values["eval_compile_seconds"] = min(compiling(), values["eval_seconds"])
+        self.seconds += values["eval_seconds"]
+        self.budgeted += values["eval_seconds"] - values["eval_compile_seconds"]
+        self.next = next_evaluation_seconds(values)
+        return values, True
+
+    def close(self) -> None:
+        """Ends the threads: a compilation in flight ends before the process may."""
+        self.ahead.close()

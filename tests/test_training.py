@@ -191,6 +191,39 @@ def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
     assert loop_eval.evaluation_affordable(cfg.load("tictactoe", {"eval_budget": 0.0}), 99.0, 100.0)
 
 
+def test_the_sessions_evaluations_fall_due_run_or_wait_and_count_their_seconds():
+    """`loop_eval.Evaluations`, the loop's schedule, with a stand-in evaluation: due every
+    eval_interval and at a session's last iteration (eval_final); the full evaluation and the
+    caller's own beside it (a key of its own) where the budget affords it, else the error rate
+    alone, put off; the seconds counted, the compiling apart."""
+    config = cfg.load("tictactoe", {"eval_budget": 0.1, "eval_interval": 10})
+    calls = []
+
+    def evaluate(variables, previous, key, full=True, compile_only=False):
+        calls.append((full, compile_only))
+        return {"eval/mcts_score": 0.5} if full else {"eval/error_rate": 0.25}
+
+    keys = []
+    extra = lambda variables, key: keys.append(key) or {"eval/opponent_score": 1.0}  # noqa: E731
+    evaluations = loop_eval.Evaluations(config, evaluate, limit=100, extra=extra)
+    assert evaluations.due(10, lambda: False) and not evaluations.due(11, lambda: False)
+    assert evaluations.due(11, lambda: True)  # the session's last
+    assert not loop_eval.Evaluations(config, None, limit=100).due(10, lambda: True)
+    key = jax.random.PRNGKey(0)
+    values, full = evaluations.run("v", "p", key, session_seconds=100.0)
+    assert full and values["eval/mcts_score"] == 0.5 and values["eval/opponent_score"] == 1.0
+    assert not np.array_equal(keys[0], key)  # the caller's stream, not the loop's key
+    assert evaluations.seconds == values["eval_seconds"] and "eval_postponed" not in values
+    assert evaluations.next == pytest.approx(
+        values["eval_seconds"] - values["eval_compile_seconds"]
+    )
+    evaluations.next = 50.0  # the next expected to take 50 s, 100 s into the session: over 10%
+    values, full = evaluations.run("v", "p", key, session_seconds=100.0)
+    assert not full and values["eval_postponed"] == 1 and values["eval/error_rate"] == 0.25
+    assert "eval/mcts_score" not in values and calls == [(True, False), (False, False)]
+    evaluations.close()
+
+
 @pytest.mark.parametrize("final", [True, False])
 def test_a_sessions_last_iteration_is_evaluated(run, tmp_path, final):
     """--eval_final (on by default): a session that ends between intervals evaluates its last
