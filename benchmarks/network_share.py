@@ -1,0 +1,181 @@
+"""The network's share of self-play: where a recipe's self-play time goes.
+
+    python -m benchmarks.network_share                      # the CPU recipe, 6x6 Hex
+    python -m benchmarks.network_share --game=othello --size=6
+    python -m benchmarks.network_share --config=hex --size=11 --steps=8   # the GPU default
+
+One self-play chunk of a config (`azjax.selfplay.make_selfplay` as the training loop builds it:
+its search, simulations, games in lock-step, openings, ownership) is timed with the config's
+network and with a stand-in that only reads the observation (`benchmarks.selfplay.StubNet`), in
+turns, each after a compiling call; then the network's forward pass alone at the search's batch
+(`batch_games` positions a call), with XLA's count of its floating-point operations. Printed:
+positions/s of both, the network's share of self-play (1 - stub time / network time), and the
+forward pass's milliseconds, evaluations/s and GFLOP/s. Where the share is near 1, self-play is
+the network's arithmetic: only a smaller network, fewer simulations or faster hardware make it
+faster, and the search's plumbing is not where the time goes (docs/benchmarks.md, "Where the CPU
+recipe's self-play time goes").
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+
+import games
+from azjax import config as cfg
+from azjax import flags
+from azjax.network import init_variables, make_apply, make_network
+from azjax.search import SearchSpec
+from azjax.selfplay import init_states, make_selfplay
+from benchmarks.selfplay import StubNet
+
+
+def selfplay_chunk(config: cfg.Config, game, net, variables, steps: int):
+    """chunk(key, states) -> states after `steps` moves of `config`'s self-play with `net`,
+    jitted, its trajectory waited for."""
+    play = jax.jit(
+        make_selfplay(
+            game,
+            SearchSpec.from_config(config, explore=True),
+            make_apply(net),
+            steps,
+            config.sample_moves,
+            opening_plies=config.opening_plies,
+            branch_prob=config.branch_prob,
+            policy_target=config.policy_target,
+            full_search_prob=config.full_search_prob,
+            fast_simulations=config.fast_simulations,
+            ownership=config.ownership_weight > 0,
+        )
+    )
+
+    def chunk(key, states):
+        states, traj = play(variables, key, states)
+        jax.block_until_ready(traj)
+        return states
+
+    return chunk
+
+
+def time_selfplay(config: cfg.Config, steps: int, repeats: int) -> dict[str, tuple[float, float]]:
+    """{"network": (compile+first s, median s), "stub": (...)}: a chunk of `steps` moves of
+    `batch_games` games with each, the two in turns for `repeats` rounds."""
+    game = config.make_game()
+    key = jax.random.PRNGKey(0)
+    net = make_network(config, game)
+    stub = StubNet(game.num_actions)
+    obs = jnp.zeros((1, *game.observation_shape), jnp.float32)
+    chunks = {
+        "network": selfplay_chunk(config, game, net, init_variables(net, game, key), steps),
+        "stub": selfplay_chunk(config, game, stub, stub.init(key, obs), steps),
+    }
+    states = {name: init_states(game, config.batch_games) for name in chunks}
+    first, times = {}, {name: [] for name in chunks}
+    for name, chunk in chunks.items():
+        t0 = time.perf_counter()
+        states[name] = chunk(key, states[name])
+        first[name] = time.perf_counter() - t0
+    for i in range(repeats):
+        for name, chunk in chunks.items():
+            t0 = time.perf_counter()
+            states[name] = chunk(jax.random.fold_in(key, i + 1), states[name])
+            times[name].append(time.perf_counter() - t0)
+    return {name: (first[name], statistics.median(times[name])) for name in chunks}
+
+
+def time_forward(config: cfg.Config, repeats: int) -> tuple[float, float | None]:
+    """(best seconds of one forward pass of `batch_games` positions, its floating-point
+    operations by XLA's cost analysis, or None where the backend does not count them)."""
+    game = config.make_game()
+    net = make_network(config, game)
+    variables = init_variables(net, game, jax.random.PRNGKey(0))
+    shape = (config.batch_games, *game.observation_shape)
+    obs = (jax.random.uniform(jax.random.PRNGKey(1), shape) < 0.3).astype(jnp.float32)
+    forward = jax.jit(make_apply(net))
+    compiled = forward.lower(variables, obs).compile()
+    flops = None
+    try:
+        cost = compiled.cost_analysis()
+        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+        flops = float(cost["flops"]) if cost and cost.get("flops", 0) > 0 else None
+    except Exception:  # some backends count nothing
+        flops = None
+    jax.block_until_ready(compiled(variables, obs))
+    calls = max(1, repeats * 10)
+    best = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            out = compiled(variables, obs)
+        jax.block_until_ready(out)
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return best, flops
+
+
+def main(argv=None) -> int:
+    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--game", default=None, help="default: the config's game, else hex")
+    parser.add_argument(
+        "--size", type=int, default=None, help="board size (default: the config's, else 6)"
+    )
+    parser.add_argument(
+        "--config", default="cpu", help="a named config (configs/), over the game's defaults"
+    )
+    parser.add_argument("--batch_games", type=int, default=None, help="default: the config's")
+    parser.add_argument("--steps", type=int, default=None, help="moves a chunk (default: a game)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed chunks of each")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
+    if args.steps is not None and args.steps < 1:
+        parser.error(f"--steps must be at least 1, got {args.steps}")
+    try:
+        config_game, overrides = cfg.named_defaults(args.config, args.game)
+        if args.game not in (None, config_game) and config_game is not None:
+            raise ValueError(f"--game={args.game} but --config={args.config} is {config_game}")
+        game_name = config_game or args.game or "hex"
+        if game_name in games.names() and "size" in games.option_names(game_name):
+            if args.size is not None or "size" not in overrides:
+                overrides["size"] = 6 if args.size is None else args.size
+        elif args.size is not None:
+            raise ValueError(f"--size: {game_name} has no size option")
+        if args.batch_games is not None:
+            overrides["batch_games"] = args.batch_games
+        config = cfg.load(game_name, overrides)
+    except ValueError as e:
+        parser.exit(2, f"benchmarks.network_share: error: {e}\n")
+    game = config.make_game()
+    steps = args.steps or game.max_game_length
+    positions = steps * config.batch_games
+    print(
+        f"# {config.game} {dict(config.game_options)}, --config={args.config}: "
+        f"{config.search} {config.num_simulations} simulations, {config.batch_games} games, "
+        f"{config.num_blocks}x{config.num_filters} ResNet ({config.dtype}); {steps} moves a "
+        f"chunk; backend {jax.default_backend()} ({platform.processor() or platform.machine()})"
+    )
+    played = time_selfplay(config, steps, args.repeats)
+    print("| self-play with | first call s (compile) | s a chunk (median) | positions/s |")
+    print("|---|--:|--:|--:|")
+    for name, (first, seconds) in played.items():
+        print(f"| {name} | {first:.1f} | {seconds:.3f} | {positions / seconds:,.0f} |")
+    share = 1.0 - played["stub"][1] / played["network"][1]
+    print(f"the network's share of self-play: {share:.0%}")
+    seconds, flops = time_forward(config, args.repeats)
+    rate = ""
+    if flops:
+        rate = f", {flops / seconds / 1e9:.1f} GFLOP/s ({flops / 1e6:.2f} MFLOP a call)"
+    print(
+        f"forward pass alone, {config.batch_games} positions: {seconds * 1e3:.2f} ms, "
+        f"{config.batch_games / seconds:,.0f} evaluations/s{rate}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
