@@ -61,6 +61,7 @@ STRUCTURAL = (
     "value_hidden",
     "value_head",
     "global_pool",
+    "policy_head_kernel",
     "optimizer",
     "freeze_trunk",
     "games",

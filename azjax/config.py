@@ -57,6 +57,12 @@ class Config:
         "maxima over the board, and the value head reads its channels' means and maxima instead "
         "of one flattened plane",
     )
+    policy_head_kernel: int = _field(
+        3,
+        "the policy head's convolution: 3 (3x3, num_filters channels, as seed 000's network) or "
+        "1 (1x1: a sixth of the 2x32 network's arithmetic less on 6x6, docs/strength.md)",
+        choices=(1, 3),
+    )
     dtype: str = _field(
         "float32", "compute dtype (parameters stay float32)", choices=("float32", "bfloat16")
     )
@@ -610,7 +616,8 @@ def validate(config: Config) -> Config:
         if kind is float and not math.isfinite(value):
             raise ValueError(f"{name} must be finite, got {value!r}")
         if meta["choices"] is not None and value not in meta["choices"]:
-            raise ValueError(f"{name} must be one of {', '.join(meta['choices'])}; got {value!r}")
+            accepted = ", ".join(map(str, meta["choices"]))
+            raise ValueError(f"{name} must be one of {accepted}; got {value!r}")
         if meta["low"] is not None and value < meta["low"]:
             raise ValueError(f"{name} must be >= {meta['low']}, got {value!r}")
         if meta["high"] is not None and value > meta["high"]:

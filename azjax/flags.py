@@ -107,10 +107,11 @@ def parse_value(
         if text.lower() in FALSE:
             return False
         raise ValueError(f"--{name}: expected true or false, got {text!r}")
-    if choices is not None:
-        if text not in choices:
-            raise ValueError(f"--{name} must be one of {', '.join(choices)}; got {text!r}")
-        return text
+    if choices is not None:  # str choices, or another kind's (their text the flag's)
+        names = [str(c) for c in choices]
+        if text not in names:
+            raise ValueError(f"--{name} must be one of {', '.join(names)}; got {text!r}")
+        return list(choices)[names.index(text)]
     try:
         value = kind(text)
     except ValueError:
@@ -139,7 +140,7 @@ def add_flag(
             help=f"{help} (default: {default}; bare --{name}: true)",
         )
     else:
-        metavar = "|".join(choices) if choices else kind.__name__.upper()
+        metavar = "|".join(map(str, choices)) if choices else kind.__name__.upper()
         parser.add_argument(
             f"--{name}", default=None, metavar=metavar, help=f"{help} (default: {default})"
         )

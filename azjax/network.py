@@ -159,6 +159,7 @@ class PolicyValueNet(nn.Module):
     opponent_policy_head: bool = False
     value_head: str = "tanh"  # VALUE_HEADS
     global_pool: bool = False  # KataGo's global pooling in the blocks and the value head
+    policy_head_kernel: int = 3  # the policy head's convolution, 3x3 or 1x1
 
     @nn.compact
     def __call__(
@@ -189,7 +190,7 @@ class PolicyValueNet(nn.Module):
         if self.freeze_trunk:
             x = jax.lax.stop_gradient(x)
 
-        p = ConvBlock(self.num_filters, dtype=self.dtype)(x, train)
+        p = ConvBlock(self.num_filters, kernel=self.policy_head_kernel, dtype=self.dtype)(x, train)
         p = p.reshape(p.shape[0], -1)
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(p)
 
@@ -236,6 +237,7 @@ def make_network(config, game) -> PolicyValueNet:
         opponent_policy_head=config.opponent_policy_weight > 0,
         value_head=config.value_head,
         global_pool=config.global_pool,
+        policy_head_kernel=config.policy_head_kernel,
     )
 
 

@@ -116,6 +116,7 @@ def network_apply(config: Config) -> Callable:
         config.ownership_weight > 0,
         config.value_head,
         config.global_pool,
+        config.policy_head_kernel,
     )
 
 
@@ -135,6 +136,7 @@ def _apply_for(
     owned: bool,
     value_head: str,
     pooled: bool,
+    policy_kernel: int = 3,
 ):
     config = Config(
         num_blocks=num_blocks,
@@ -144,6 +146,7 @@ def _apply_for(
         ownership_weight=1.0 if owned else 0.0,  # the ownership head (the score utility reads it)
         value_head=value_head,
         global_pool=pooled,
+        policy_head_kernel=policy_kernel,
     )
     return make_apply(make_network(config, game))
 
