@@ -99,6 +99,36 @@ from azjax.selfplay import init_states, make_selfplay
 from azjax.training import Losses
 
 
+def config_selfplay(
+    config: Config,
+    game,
+    apply: Callable,
+    steps: int,
+    mesh: Mesh | None = None,
+    *,
+    on_move: Callable | None = None,
+) -> Callable:
+    """`make_selfplay` as `config` plays it (its search with root noise, sampled plies, openings,
+    branches, policy target, playout caps, ownership and policy surprise), `steps` moves a call
+    with the network's `apply`: the training loop's self-play, and `benchmarks.network_share`'s."""
+    return make_selfplay(
+        game,
+        SearchSpec.from_config(config, explore=True),
+        apply,
+        steps,
+        config.sample_moves,
+        mesh,
+        opening_plies=config.opening_plies,
+        branch_prob=config.branch_prob,
+        policy_target=config.policy_target,
+        full_search_prob=config.full_search_prob,
+        fast_simulations=config.fast_simulations,
+        ownership=config.ownership_weight > 0,
+        surprise=config.policy_surprise > 0,
+        on_move=on_move,
+    )
+
+
 class Iteration(NamedTuple):
     """The jitted pieces of a run on one mesh. None of them copies anything to the host."""
 
@@ -195,22 +225,7 @@ def make_iteration(
         mesh, PlaySummary(P(parallel.AXIS), *[P(None, parallel.AXIS)] * 3)
     )
 
-    selfplay = make_selfplay(
-        game,
-        SearchSpec.from_config(config, explore=True),
-        make_apply(net),
-        steps,
-        config.sample_moves,
-        mesh,
-        opening_plies=config.opening_plies,
-        branch_prob=config.branch_prob,
-        policy_target=config.policy_target,
-        full_search_prob=config.full_search_prob,
-        fast_simulations=config.fast_simulations,
-        ownership=config.ownership_weight > 0,
-        surprise=config.policy_surprise > 0,
-        on_move=on_move,
-    )
+    selfplay = config_selfplay(config, game, make_apply(net), steps, mesh, on_move=on_move)
 
     def play(run, states, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]

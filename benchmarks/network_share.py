@@ -4,7 +4,7 @@
     python -m benchmarks.network_share --game=othello --size=6
     python -m benchmarks.network_share --config=hex --size=11 --steps=8   # the GPU default
 
-One self-play chunk of a config (`azjax.selfplay.make_selfplay` as the training loop builds it:
+One self-play chunk of a config (`azjax.loop.config_selfplay`, as the training loop builds it:
 its search, simulations, games in lock-step, openings, ownership) is timed with the config's
 network and with a stand-in that only reads the observation (`benchmarks.selfplay.StubNet`), in
 turns, each after a compiling call; then the network's forward pass alone at the search's batch
@@ -30,30 +30,16 @@ import jax.numpy as jnp
 import games
 from azjax import config as cfg
 from azjax import flags
+from azjax.loop import config_selfplay
 from azjax.network import init_variables, make_apply, make_network
-from azjax.search import SearchSpec
-from azjax.selfplay import init_states, make_selfplay
+from azjax.selfplay import init_states
 from benchmarks.selfplay import StubNet
 
 
 def selfplay_chunk(config: cfg.Config, game, net, variables, steps: int):
     """chunk(key, states) -> states after `steps` moves of `config`'s self-play with `net`,
     jitted, its trajectory waited for."""
-    play = jax.jit(
-        make_selfplay(
-            game,
-            SearchSpec.from_config(config, explore=True),
-            make_apply(net),
-            steps,
-            config.sample_moves,
-            opening_plies=config.opening_plies,
-            branch_prob=config.branch_prob,
-            policy_target=config.policy_target,
-            full_search_prob=config.full_search_prob,
-            fast_simulations=config.fast_simulations,
-            ownership=config.ownership_weight > 0,
-        )
-    )
+    play = jax.jit(config_selfplay(config, game, make_apply(net), steps))
 
     def chunk(key, states):
         states, traj = play(variables, key, states)
@@ -165,7 +151,7 @@ def main(argv=None) -> int:
     for name, (first, seconds) in played.items():
         print(f"| {name} | {first:.1f} | {seconds:.3f} | {positions / seconds:,.0f} |")
     share = 1.0 - played["stub"][1] / played["network"][1]
-    print(f"the network's share of self-play: {share:.0%}")
+    print(f"the network's share of self-play: {share:.0%}")  # as measured (noise can make it < 0)
     seconds, flops = time_forward(config, args.repeats)
     rate = ""
     if flops:
