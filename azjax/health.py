@@ -24,9 +24,6 @@ class DivergenceError(RuntimeError):
     """The losses or the parameters stopped being sane; nothing of them was saved."""
 
 
-NonFiniteLossError = DivergenceError  # the name before divergence covered more than NaNs
-
-
 @jax.jit
 def square_norm(variables) -> jax.Array:
     """float32[]: the parameters' squared norm (inf or NaN where one is not finite)."""

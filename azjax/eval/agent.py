@@ -136,7 +136,7 @@ def _apply_for(
     owned: bool,
     value_head: str,
     pooled: bool,
-    policy_kernel: int = 3,
+    policy_kernel: int,
 ):
     config = Config(
         num_blocks=num_blocks,
