@@ -318,6 +318,10 @@ def _quiet_closed_loops():
     future is collected ("Task exception was never retrieved" or "Future exception was never
     retrieved", with a traceback), while the restore still runs or as the process exits. The
     failure itself is raised, and reported as a CheckpointError."""
+    global _quiet_for_good
+    if _quiet_for_good:  # a restore failed before: its echoes are dropped already
+        yield
+        return
     previous = sys.unraisablehook
 
     def hook(unraisable):
@@ -329,9 +333,18 @@ def _quiet_closed_loops():
     # a read that fails half-way can be abandoned, and collected, while the restore still runs
     asyncio_log = logging.getLogger("asyncio")
     asyncio_log.addFilter(_drop_abandoned_tasks)
-    yield  # where the restore raises, the hook and the filter stay: abandoned reads report later
+    try:
+        yield
+    except BaseException:
+        # the hook and the filter stay, also through later restores that succeed (the search for
+        # an older readable checkpoint): this one's abandoned reads report later
+        _quiet_for_good = True
+        raise
     asyncio_log.removeFilter(_drop_abandoned_tasks)
     sys.unraisablehook = previous
+
+
+_quiet_for_good = False  # set by the first failed restore, for the rest of the process
 
 
 ABANDONED = ("Task exception was never retrieved", "Future exception was never retrieved")

@@ -248,6 +248,29 @@ def test_the_echoes_of_a_failed_restore_are_dropped_and_nothing_else():
     assert checkpoint._drop_abandoned_tasks(record("Unclosed client session"))
 
 
+def test_echoes_stay_dropped_after_a_failed_restore_and_a_good_one(monkeypatch):
+    """CI once saw a traceback under the one-line error: the failed restore's abandoned reads were
+    collected after the search for an older checkpoint had restored one, and that success had
+    taken the filter away. After a failure, the filter and the hook stay for good."""
+    import logging
+
+    monkeypatch.setattr(checkpoint, "_quiet_for_good", False)
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
+    asyncio_log = logging.getLogger("asyncio")
+    with checkpoint._quiet_closed_loops():  # a restore that succeeds leaves nothing behind
+        assert checkpoint._drop_abandoned_tasks in asyncio_log.filters
+    assert checkpoint._drop_abandoned_tasks not in asyncio_log.filters
+    try:
+        with pytest.raises(ValueError):
+            with checkpoint._quiet_closed_loops():
+                raise ValueError("a corrupt checkpoint")
+        with checkpoint._quiet_closed_loops():
+            pass  # the older checkpoint restores
+        assert checkpoint._drop_abandoned_tasks in asyncio_log.filters
+    finally:
+        asyncio_log.removeFilter(checkpoint._drop_abandoned_tasks)
+
+
 def test_a_poisoned_checkpoint_names_the_readable_one(stopped_run, tmp_path, env):
     workdir = str(tmp_path / "run")
     shutil.copytree(stopped_run[0], workdir)
