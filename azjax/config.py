@@ -445,8 +445,9 @@ class Config:
     init_from: str = _field(
         "",
         "start a new run from another run's network, PATH[@STEP|@best] (default: its latest "
-        "checkpoint): all of it for the same game and board, else the trunk only, with the "
-        "heads initialised afresh; the run's config records the resolved PATH@STEP",
+        "checkpoint): all of it for the same game and board but a head shaped otherwise, else "
+        "the trunk only, with the heads initialised afresh; the run's config records the "
+        "resolved PATH@STEP",
     )
     freeze_trunk: bool = _field(
         False,

@@ -55,6 +55,14 @@ SOFT_POLICY_HEAD = "soft_policy"  # the soft policy head's
 OPPONENT_POLICY_HEAD = "opponent_policy"  # the opponent policy head's
 # the heads a run's options add or leave out
 AUX_HEADS = (OWNERSHIP_HEAD, SOFT_POLICY_HEAD, OPPONENT_POLICY_HEAD)
+# Each head's top-level modules as Flax names them (PolicyValueNet makes them in this order after
+# the trunk's): the policy head's conv block and dense layer, the value head's conv block and two
+# dense layers; an auxiliary head is one module of its own name.
+HEAD_MODULES = {
+    "policy": ("ConvBlock_1", "Dense_0"),
+    "value": ("ConvBlock_2", "Dense_1", "Dense_2"),
+    **{name: (name,) for name in AUX_HEADS},
+}
 VALUE_HEADS = ("tanh", "wdl")  # a value in [-1, 1] by tanh, or by win/draw/loss probabilities
 
 

@@ -4,10 +4,11 @@
     # "pretrained/hex6": the package's network (azjax/pretrained), unless ./pretrained/hex6 exists
     variables, note = transferred_variables(config, fresh_variables)
 
-The same game on the same board with the same network: every parameter and batch statistic is
-loaded; where only the ownership head differs (`--ownership_weight` on in one run and off in the
-other), everything else is loaded and a new head starts fresh (a source's head is left out).
-Another game or board (or another value_hidden): the trunk (the input block and the residual blocks,
+The same game on the same board: the trunk and every head the source has in the same shapes are
+loaded, parameters and batch statistics; a head the source lacks or shapes otherwise starts fresh
+(`--ownership_weight` on here and off in the source; another `policy_head_kernel`, `value_hidden` or
+`value_head`), and a head this run lacks is left out; the run's log line names each.
+Another game or board: the trunk (the input block and the residual blocks,
 `azjax.network.is_trunk`; convolutions and pooled biases only, so any board size fits) is loaded and
 the policy and value heads keep their fresh initialisation, as seed 004 re-initialised its output
 layers over Connect Four's feature extractor. The trunk's widths (num_blocks, num_filters) and its
@@ -38,7 +39,7 @@ from azjax.checkpoint import (
     steps,
 )
 from azjax.config import Config
-from azjax.network import AUX_HEADS, is_trunk, with_trunk
+from azjax.network import HEAD_MODULES, is_trunk, with_trunk
 
 
 def _error(config: Config, text: str) -> CheckpointError:
@@ -132,33 +133,51 @@ def _option_hint(source: Config, config: Config) -> str:
     return f"; set {' '.join(flags)}" if flags else ""
 
 
-def same_network(source: Config, config: Config, source_vars: Any, fresh: Any) -> bool:
-    """Whether every parameter can be loaded: same game and board, and the same shapes."""
-    if (source.game, dict(source.game_options)) != (config.game, dict(config.game_options)):
-        return False
-    same_tree = jax.tree_util.tree_structure(source_vars) == jax.tree_util.tree_structure(fresh)
-    return same_tree and _shapes(source_vars) == _shapes(fresh)
+def same_board(source: Config, config: Config) -> bool:
+    """Whether the two runs play the same game on the same board (the same game options)."""
+    return (source.game, dict(source.game_options)) == (config.game, dict(config.game_options))
 
 
-def _without_aux_heads(variables: Any) -> dict:
-    """The variables without the auxiliary heads' modules (`azjax.network.AUX_HEADS`)."""
-    return {c: {k: v for k, v in m.items() if k not in AUX_HEADS} for c, m in variables.items()}
+# The options that shape each head beyond the trunk's widths and the board (named where a head's
+# shapes differ from the source's).
+_HEAD_OPTIONS = {"policy": ("policy_head_kernel",), "value": ("value_hidden", "value_head")}
 
 
-def _aux_heads_note(source_vars: Any, fresh: Any) -> str:
-    """ "the ownership head, initialised afresh" and the like, for each auxiliary head that one
-    network has and the other has not."""
-    notes = [
-        f"the {name.replace('_', ' ')} head, "
-        + ("initialised afresh" if name in fresh["params"] else "left out")
-        for name in AUX_HEADS
-        if (name in fresh["params"]) != (name in source_vars["params"])
-    ]
-    return " and ".join(notes)
+def _head(variables: Any, name: str) -> dict:
+    """{collection: {module: ...}}: the head `name`'s modules (`HEAD_MODULES`) in `variables`."""
+    return {c: {k: m[k] for k in HEAD_MODULES[name] if k in m} for c, m in variables.items()}
+
+
+def with_heads(variables: Any, source: Config, source_vars: Any) -> tuple[Any, list[str]]:
+    """(variables with each head the source has in the same shapes taken from `source_vars`,
+    notes such as "the ownership head, initialised afresh" for each head left as it was in
+    `variables` or left out of the source's): for a source of the same game and board."""
+    out = {c: dict(m) for c, m in variables.items()}
+    notes = []
+    for name in HEAD_MODULES:
+        mine, theirs = _head(variables, name), _head(source_vars, name)
+        label = f"the {name.replace('_', ' ')} head"
+        if not mine["params"]:
+            if theirs["params"]:
+                notes.append(f"{label}, left out")
+        elif not theirs["params"]:
+            notes.append(f"{label}, initialised afresh")
+        elif not _same_shapes(mine, theirs):
+            options = ", ".join(f"{f}={getattr(source, f)}" for f in _HEAD_OPTIONS.get(name, ()))
+            notes.append(f"{label}, initialised afresh (the source's has other shapes: {options})")
+        else:
+            for c, modules in theirs.items():
+                out[c].update(modules)
+    return out, notes
 
 
 def _shapes(tree) -> list[tuple[int, ...]]:
     return [x.shape for x in jax.tree_util.tree_leaves(tree)]
+
+
+def _same_shapes(a: Any, b: Any) -> bool:
+    same_tree = jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+    return same_tree and _shapes(a) == _shapes(b)
 
 
 def merge_trunk(fresh: Any, source: Any) -> Any:
@@ -186,20 +205,16 @@ def transferred_variables(config: Config, fresh: Any) -> tuple[Any, str]:
         raise _error(config, str(e)) from None
     check_compatible(source, config)
     where = f"{path}@{step}"
-    if same_network(source, config, source_vars, fresh):
-        variables = source_vars
+    try:
+        variables = merge_trunk(fresh, source_vars)
+    except CheckpointError as e:
+        raise _error(config, str(e)) from None
+    if same_board(source, config):
+        variables, notes = with_heads(variables, source, source_vars)
         note = f"init_from {where}: loaded every parameter ({describe(config)})"
-    elif same_network(source, config, _without_aux_heads(source_vars), _without_aux_heads(fresh)):
-        variables = {c: {k: source_vars[c].get(k, v) for k, v in fresh[c].items()} for c in fresh}
-        note = (
-            f"init_from {where}: loaded every parameter ({describe(config)}) but "
-            + _aux_heads_note(source_vars, fresh)
-        )
+        if notes:
+            note += " but " + " and ".join(notes)
     else:
-        try:
-            variables = merge_trunk(fresh, source_vars)
-        except CheckpointError as e:
-            raise _error(config, str(e)) from None
         note = (
             f"init_from {where}: loaded the trunk (input block + {config.num_blocks} residual "
             f"blocks) of {describe(source)}; policy and value heads initialised afresh for "
