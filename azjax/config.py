@@ -60,8 +60,8 @@ class Config:
     policy_head_kernel: int = _field(
         3,
         "the policy head's convolution: 3 (3x3, num_filters channels, seed 000's) or 1 (1x1: a "
-        "sixth less arithmetic for the 2x32 network; at 20 minutes level on 6x6 Othello and Hex, "
-        "ahead on Connect Four: docs/strength.md)",
+        "sixth less arithmetic for the 2x32 network; level on 6x6 Othello and Hex at 20 minutes, "
+        "ahead on Connect Four, where --config=cpu uses it: docs/strength.md)",
         choices=(1, 3),
     )
     dtype: str = _field(
