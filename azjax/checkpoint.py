@@ -33,10 +33,12 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import sys
 import threading
 import time
+import warnings
 from typing import Any, NamedTuple
 
 import jax
@@ -316,8 +318,10 @@ def _quiet_closed_loops():
     still in flight call back into the event loop orbax has closed ("RuntimeError: Event loop is
     closed" through sys.unraisablehook) and asyncio logs each abandoned read's error as its task or
     future is collected ("Task exception was never retrieved" or "Future exception was never
-    retrieved", with a traceback), while the restore still runs or as the process exits. The
-    failure itself is raised, and reported as a CheckpointError."""
+    retrieved", with a traceback), while the restore still runs or as the process exits; a read
+    the closed loop never started is collected as a coroutine never awaited (a RuntimeWarning,
+    "coroutine '...' was never awaited"). The failure itself is raised, and reported as a
+    CheckpointError."""
     global _quiet_for_good
     if _quiet_for_good:  # a restore failed before: its echoes are dropped already
         yield
@@ -330,17 +334,25 @@ def _quiet_closed_loops():
             previous(unraisable)
 
     sys.unraisablehook = hook
+    previous_show = warnings.showwarning
+
+    def show(message, category, *args, **kwargs):
+        if not (issubclass(category, RuntimeWarning) and NEVER_AWAITED.search(str(message))):
+            previous_show(message, category, *args, **kwargs)
+
+    warnings.showwarning = show
     # a read that fails half-way can be abandoned, and collected, while the restore still runs
     asyncio_log = logging.getLogger("asyncio")
     asyncio_log.addFilter(_drop_abandoned_tasks)
     try:
         yield
     except BaseException:
-        # the hook and the filter stay, also through later restores that succeed (the search for
+        # the hooks and the filter stay, also through later restores that succeed (the search for
         # an older readable checkpoint): this one's abandoned reads report later
         _quiet_for_good = True
         raise
     asyncio_log.removeFilter(_drop_abandoned_tasks)
+    warnings.showwarning = previous_show
     sys.unraisablehook = previous
 
 
@@ -348,6 +360,7 @@ _quiet_for_good = False  # set by the first failed restore, for the rest of the 
 
 
 ABANDONED = ("Task exception was never retrieved", "Future exception was never retrieved")
+NEVER_AWAITED = re.compile(r"^coroutine '.*' was never awaited")
 
 
 def _drop_abandoned_tasks(record: logging.LogRecord) -> bool:
