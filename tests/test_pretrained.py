@@ -218,11 +218,15 @@ def test_the_shipped_8x8_network_plays_with_the_decisive_moves_it_trained_with()
 def test_the_cpu_recipe_starts_from_the_networks_it_trained(name, flags):
     """`train.py --config=cpu --init_from=pretrained/NAME` needs no other flag for the networks
     the CPU recipe trained: othello6 and othello8 see the mobility planes, as the recipe does
-    (session 49)."""
-    from azjax.transfer import check_compatible
+    (session 49); and every head of them loads, none starting fresh (connect_four has the recipe's
+    1x1 policy head since session 85)."""
+    from azjax.transfer import _HEAD_OPTIONS, check_compatible
 
     config, _ = train.parse([*flags, "--config=cpu", f"--init_from=pretrained/{name}"])
-    check_compatible(read_config(config.init_from), config)  # a CheckpointError fails it
+    source = read_config(config.init_from)
+    check_compatible(source, config)  # a CheckpointError fails it
+    for option in (o for options in _HEAD_OPTIONS.values() for o in options):
+        assert getattr(source, option) == getattr(config, option), option
 
 
 def _fails(capsys, argv, *parts):
