@@ -75,8 +75,8 @@ CPU_SCALE = dict(
 # against 0.121 (seeds 2 and 3, on a VM twice as fast), over the hour 0.078 against 0.084 (z = -1.1,
 # one seed), with 14 - 18% more games, and it won its same-seed pairs head to head 163 - 95 with 42
 # draws over the five (docs/strength.md, "A 1x1 policy head"); on 6x6 Othello and Hex it was level
-# (0.097 against 0.098, 0.0113 against 0.0115), so they keep 3x3. `--init_from=pretrained/
-# connect_four` (3x3) loads its trunk and value head under it, the policy head starting fresh.
+# (0.097 against 0.098, 0.0113 against 0.0115), so they keep 3x3. `pretrained/connect_four` is an
+# hour of this recipe since session 85, 1x1 head included, so `--init_from` loads all of it.
 # Tic-Tac-Toe's self-play starts from random openings of 0..4 plies in its config
 # (configs/tictactoe.py), so here too.
 CPU_SCALE_BY_GAME = {
