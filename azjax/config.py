@@ -18,7 +18,7 @@ import math
 import os
 import pkgutil
 import runpy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import games
@@ -531,6 +531,22 @@ def named_defaults(name: str, game: str | None = None) -> tuple[str | None, dict
     if not hasattr(module, "OVERRIDES"):  # a recipe for any game: the game comes from --game
         return None, dict(module.recipe(game or "hex"))
     return getattr(module, "GAME", name), dict(module.OVERRIDES)
+
+
+def game_option_defaults(name: str, game_names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """{game: its options from `--config=NAME`} for a shared run of `game_names` (the first the
+    run's game). A recipe for any game (configs/cpu.py) gives each game its own (Othello its
+    mobility planes wherever it stands in the list); any other config gives its options to the
+    game it names, or to the first game where it names none. ValueError as `named_defaults`."""
+    out = {}
+    for i, game in enumerate(game_names):
+        config_game, values = named_defaults(name, game)  # the first call checks the name
+        recipe = not name.endswith((".json", ".py")) and os.sep not in name
+        recipe = recipe and not hasattr(importlib.import_module(f"configs.{name}"), "OVERRIDES")
+        if config_game == game or (config_game is None and (recipe or i == 0)):
+            names = set(games.option_names(game))
+            out[game] = {k: v for k, v in values.items() if k in names}
+    return out
 
 
 def _file_defaults(path: str) -> tuple[str | None, dict[str, Any]]:

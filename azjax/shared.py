@@ -23,7 +23,8 @@ two networks sharing layers each had theirs: a step on one game's batch moves th
 that game's input block and heads, and nothing of the other games'.
 
 Hyperparameters are the run's for every game (the first game's configs/ defaults, then flags);
-each game's options come from the `games` list, NAME[:OPT=VALUE,...] separated by commas.
+each game's options come from the `games` list, NAME[:OPT=VALUE,...] separated by commas, a
+config's options for each game under them (`with_default_options`, `train.py --config`).
 """
 
 from __future__ import annotations
@@ -95,6 +96,20 @@ def _add_option(game: tuple[str, dict[str, Any]], item: str, text: str) -> None:
     options[option] = flags.parse_value(
         f"games {name}:{option}", value, type(fields[option].default)
     )
+
+
+def with_default_options(text: str, defaults: dict[str, dict[str, Any]]) -> str:
+    """The list `text` with each game's options from `defaults` ({game: {option: value}}) under
+    the ones the list gives: 'othello:size=6,connect_four' with {"othello": {"mobility": True}}
+    -> 'othello:mobility=true,size=6,connect_four' (a config's game options in a shared run)."""
+    items = []
+    for name, options in parse_games(text):
+        merged = {**defaults.get(name, {}), **options}
+        written = ",".join(
+            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in merged.items()
+        )
+        items.append(f"{name}:{written}" if written else name)
+    return ",".join(items)
 
 
 def game_configs(config: Config) -> dict[str, Config]:

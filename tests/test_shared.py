@@ -98,6 +98,48 @@ def test_the_run_game_is_the_first_and_each_game_its_own_options(config):
         load_config("connect_four", {**TOY, "games": "connect_four,tictactoe", "rows": 5})
 
 
+def test_default_options_go_under_the_list_s_own():
+    text = shared.with_default_options(
+        "othello:size=6,connect_four",
+        {"othello": {"size": 8, "mobility": True}, "connect_four": {"rows": 5}},
+    )
+    assert shared.parse_games(text) == (
+        ("othello", {"size": 6, "mobility": True}),
+        ("connect_four", {"rows": 5}),
+    )
+
+
+def test_a_config_s_game_options_go_into_the_list():
+    """`--config=cpu` gives Othello the mobility planes of its CPU recipe wherever it stands in
+    the list, under the list's own options; before, a list starting with Othello was refused (the
+    recipe's option looked given on the command line) and one ending with it went without."""
+    from experiments.shared import make_configs
+
+    first, _ = train.parse(
+        ["--games=othello:size=6,connect_four", "--config=cpu", "--ownership_weight=0"]
+    )
+    assert first.games == "othello:mobility=true,size=6,connect_four"
+    assert dict(first.game_options) == {"mobility": True, "size": 6}
+    last, _ = train.parse(["--games=connect_four,othello:size=6,mobility=false", "--config=cpu"])
+    assert last.policy_head_kernel == 1  # the first game's recipe: Connect Four's
+    assert shared.game_configs(last)["othello"].make_game() == games.make(
+        "othello", size=6, mobility=False
+    )
+    for order in ("othello:size=6,connect_four", "connect_four,othello:size=6"):
+        othello = make_configs(order, {})["othello"]  # python -m experiments.shared
+        assert othello.make_game() == games.make("othello", size=6, mobility=True)
+
+
+def test_a_shared_run_whose_first_game_has_options_resumes(tmp_path):
+    """A resumed run's list holds every game's options; the first game's, also in its saved
+    game_options, no longer count as given beside --games."""
+    saved, _ = train.parse(["--games=othello:size=4,tictactoe", "--num_filters=8"])
+    (tmp_path / "config.json").write_text(saved.to_json())
+    resumed, _ = train.parse([f"--workdir={tmp_path}", "--resume"])
+    assert (resumed.games, dict(resumed.game_options)) == (saved.games, {"size": 4})
+    assert resumed.num_filters == 8
+
+
 # ---- the network ---------------------------------------------------------------------------------
 def test_each_game_sees_a_single_game_network_around_one_trunk(config, run0):
     variables = run0.train.variables
