@@ -549,6 +549,23 @@ def game_option_defaults(name: str, game_names: Sequence[str]) -> dict[str, dict
     return out
 
 
+def options_into_the_list(overrides: Mapping[str, Any], config_name: str | None) -> dict:
+    """A shared run's settings (`overrides["games"]` its list) with the game options of a config
+    or of a resumed run taken out: the list holds each game's (a resumed run's has them all
+    already), and `--config=config_name`'s go into it under the ones it gives
+    (`--games=othello:size=6,connect_four --config=cpu`: the mobility planes the CPU recipe gives
+    Othello). `load` refuses game options beside a list."""
+    from azjax.shared import parse_games, with_default_options
+
+    listed = [name for name, _ in parse_games(overrides["games"])]
+    names = set(games.option_names(listed[0]))
+    out = {k: v for k, v in overrides.items() if k not in names}
+    if config_name is not None:
+        defaults = game_option_defaults(config_name, listed)
+        out["games"] = with_default_options(out["games"], defaults)
+    return out
+
+
 def _file_defaults(path: str) -> tuple[str | None, dict[str, Any]]:
     if not os.path.isfile(path):
         raise ValueError(f"--config: no file {path!r} (give configs/NAME or a .json or .py file)")

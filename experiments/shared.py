@@ -33,10 +33,10 @@ import time
 import jax
 
 from azjax import flags, load_config
-from azjax.config import game_option_defaults
+from azjax.config import options_into_the_list
 from azjax.eval import parse_agent
 from azjax.eval.match import play_games
-from azjax.shared import game_configs, parse_games, with_default_options
+from azjax.shared import game_configs, parse_games
 from configs.cpu import cpu_recipe
 from experiments.common import (
     Log,
@@ -54,14 +54,12 @@ SHARED = "shared"  # the shared run's folder; the single runs' are named after t
 def make_configs(games: str, overrides: dict) -> dict:
     """{run name: Config}: the shared run of `games` and a single-game run of each, every one
     with the shared run's settings (the CPU recipe, then `overrides`)."""
-    names = [name for name, _ in parse_games(games)]
+    first = parse_games(games)[0][0]
     # no ownership target (the CPU recipe's for Hex and Othello): a shared run has no ownership head
-    base = {**cpu_recipe(names[0]), **CPU_RUN, "ownership_weight": 0.0}
-    # each game's options from its own recipe (Othello's mobility planes), in the list
-    options = game_option_defaults("cpu", names)
-    base = {k: v for k, v in base.items() if k not in options[names[0]]}
-    games = with_default_options(games, options)
-    shared = load_config(names[0], {**base, **overrides, "games": games})
+    base = {**cpu_recipe(first), **CPU_RUN, "ownership_weight": 0.0}
+    # each game's options from its own recipe (Othello's mobility planes) go into the list
+    settings = options_into_the_list({**base, **overrides, "games": games}, "cpu")
+    shared = load_config(first, settings)
     return {SHARED: shared, **game_configs(shared)}
 
 

@@ -188,24 +188,8 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
                 f"{', '.join(given)} with --games: give each game's options in the list, "
                 "e.g. --games=connect_four,othello:size=6"
             )
-        overrides = _options_in_the_list(overrides, game, None if saved else known.config)
+        overrides = cfg.options_into_the_list(overrides, None if saved else known.config)
     return cfg.load(game, overrides), args
-
-
-def _options_in_the_list(overrides: dict, game: str, config_name: str | None) -> dict:
-    """A shared run's settings with the game options of --config or of the resumed run taken
-    out: the list holds each game's (a resumed run's list has them all already), and a config's
-    go into it under the ones it gives (`--games=othello:size=6,connect_four --config=cpu`:
-    Othello's mobility planes, which the CPU recipe gives Othello)."""
-    from azjax.shared import parse_games, with_default_options
-
-    names = set(games.option_names(game))
-    overrides = {k: v for k, v in overrides.items() if k not in names}
-    if config_name is not None:
-        listed = [name for name, _ in parse_games(overrides["games"])]
-        defaults = cfg.game_option_defaults(config_name, listed)
-        overrides["games"] = with_default_options(overrides["games"], defaults)
-    return overrides
 
 
 def default_workdir(game: str, *, resume: bool) -> str:
