@@ -519,7 +519,7 @@ def named_defaults(name: str, game: str | None = None) -> tuple[str | None, dict
     config.json, or {"num_simulations": 100}) or `*.py` (an `OVERRIDES` dict, and `GAME`).
     The game is None where a file names none.
     ValueError naming the file's problem, or listing the available configs for an unknown name."""
-    if name.endswith((".json", ".py")) or os.sep in name:
+    if _is_file(name):
         return _file_defaults(name)
     available = config_names()
     if name not in available:
@@ -538,11 +538,12 @@ def game_option_defaults(name: str, game_names: Sequence[str]) -> dict[str, dict
     run's game). A recipe for any game (configs/cpu.py) gives each game its own (Othello its
     mobility planes wherever it stands in the list); any other config gives its options to the
     game it names, or to the first game where it names none. ValueError as `named_defaults`."""
+    named = {game: named_defaults(name, game) for game in game_names}  # ValueError: a bad name
+    recipe = not _is_file(name) and not hasattr(
+        importlib.import_module(f"configs.{name}"), "OVERRIDES"
+    )
     out = {}
-    for i, game in enumerate(game_names):
-        config_game, values = named_defaults(name, game)  # the first call checks the name
-        recipe = not name.endswith((".json", ".py")) and os.sep not in name
-        recipe = recipe and not hasattr(importlib.import_module(f"configs.{name}"), "OVERRIDES")
+    for i, (game, (config_game, values)) in enumerate(named.items()):
         if config_game == game or (config_game is None and (recipe or i == 0)):
             names = set(games.option_names(game))
             out[game] = {k: v for k, v in values.items() if k in names}
@@ -564,6 +565,11 @@ def options_into_the_list(overrides: Mapping[str, Any], config_name: str | None)
         defaults = game_option_defaults(config_name, listed)
         out["games"] = with_default_options(out["games"], defaults)
     return out
+
+
+def _is_file(name: str) -> bool:
+    """`--config=NAME` names a file of overrides, not a module of configs/."""
+    return name.endswith((".json", ".py")) or os.sep in name
 
 
 def _file_defaults(path: str) -> tuple[str | None, dict[str, Any]]:

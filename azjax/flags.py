@@ -125,12 +125,18 @@ def parse_value(
     return value
 
 
+def value_text(value: Any) -> str:
+    """A setting's value as a flag or list takes it back (`parse_value`): true / false for a
+    bool, else its str."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def add_flag(
     parser, name: str, kind: type, help: str, *, default: Any, choices: Iterable[str] | None = None
 ) -> None:
     """--name holding text (None when not given); a bool flag may be given bare."""
     if kind is bool:
-        default = str(default).lower() if isinstance(default, bool) else default
+        default = value_text(default)
         parser.add_argument(
             f"--{name}",
             default=None,

@@ -105,9 +105,7 @@ def with_default_options(text: str, defaults: dict[str, dict[str, Any]]) -> str:
     items = []
     for name, options in parse_games(text):
         merged = {**defaults.get(name, {}), **options}
-        written = ",".join(
-            f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in merged.items()
-        )
+        written = ",".join(f"{k}={flags.value_text(v)}" for k, v in merged.items())
         items.append(f"{name}:{written}" if written else name)
     return ",".join(items)
 

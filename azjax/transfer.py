@@ -39,6 +39,7 @@ from azjax.checkpoint import (
     steps,
 )
 from azjax.config import Config
+from azjax.flags import value_text
 from azjax.network import HEAD_MODULES, is_trunk, with_trunk
 
 
@@ -126,7 +127,7 @@ def _option_hint(source: Config, config: Config) -> str:
         return ""
     mine = dict(config.game_options)
     flags = [
-        f"--{k}={str(v).lower() if isinstance(v, bool) else v}"
+        f"--{k}={value_text(v)}"
         for k, v in sorted(dict(source.game_options).items())
         if mine.get(k) != v
     ]
