@@ -1,6 +1,7 @@
 """Starting a run from another run's network (seed 004, sections 3.5 and 4.2).
 
     config = resolve(config)                         # init_from "runs/c4" -> "/abs/runs/c4@30"
+    location, source_config = locate(config)         # the same without the fit's check
     # "pretrained/hex6": the package's network (azjax/pretrained), unless ./pretrained/hex6 exists
     variables, note = transferred_variables(config, fresh_variables)
 
@@ -15,8 +16,10 @@ layers over Connect Four's feature extractor. The trunk's widths (num_blocks, nu
 global pooling (global_pool) must equal the source's, and so must the number of input planes (the
 games' observation_shape[-1]): seed 004 transferred its whole feature extractor, input convolution
 included, between games with the same planes, and so does this module; a source with other planes is
-refused rather than given a new input convolution. The optimizer state, iteration and random key are
-the new run's own. With `freeze_trunk` the training step keeps the loaded trunk (azjax/training.py).
+refused rather than given a new input convolution, with the flags that would fit where there are
+some (`--mobility=false` for Othello under the CPU recipe from a Connect Four network). The
+optimizer state, iteration and random key are the new run's own. With `freeze_trunk` the training
+step keeps the loaded trunk (azjax/training.py).
 
 Errors (an unknown run folder, no checkpoint, an unreadable one, other widths or planes) are
 CheckpointErrors (ValueErrors) of one line starting "--init_from".
@@ -51,6 +54,14 @@ def resolve(config: Config) -> Config:
     """`config` with init_from as 'ABSOLUTE_PATH@STEP' (the latest step when none was given); a
     CheckpointError when the run folder or the checkpoint does not exist, or when its network's
     trunk does not fit `config`'s (`check_compatible`)."""
+    location, source = locate(config)
+    check_compatible(source, config)  # before any work, not after the compiles
+    return dataclasses.replace(config, init_from=location)
+
+
+def locate(config: Config) -> tuple[str, Config]:
+    """('ABSOLUTE_PATH@STEP', the source's config) of `config.init_from` (the latest step when
+    none was given); a CheckpointError when the run folder or the checkpoint does not exist."""
     try:
         path, step = parse_location(config.init_from)
     except ValueError as e:
@@ -76,8 +87,7 @@ def resolve(config: Config) -> Config:
         source = read_config(path, step)
     except CheckpointError as e:
         raise _error(config, str(e)) from None
-    check_compatible(source, config)  # before any work, not after the compiles
-    return dataclasses.replace(config, init_from=f"{path}@{step}")
+    return f"{path}@{step}", source
 
 
 def describe(config: Config) -> str:
@@ -122,16 +132,34 @@ def check_compatible(source: Config, config: Config) -> None:
 
 def _option_hint(source: Config, config: Config) -> str:
     """'; set --mobility=true' where the two runs play one game with other game options (the
-    flags that give this run the source's), else ''."""
+    flags that give this run the source's), or where another game's source has the planes this
+    game shows without its observation options (`matching_planes`); else ''."""
     if source.game != config.game:
-        return ""
-    mine = dict(config.game_options)
-    flags = [
-        f"--{k}={value_text(v)}"
-        for k, v in sorted(dict(source.game_options).items())
-        if mine.get(k) != v
-    ]
+        options = matching_planes(source, config)
+    else:
+        mine = dict(config.game_options)
+        options = {k: v for k, v in sorted(dict(source.game_options).items()) if mine.get(k) != v}
+    flags = [f"--{k}={value_text(v)}" for k, v in options.items()]
     return f"; set {' '.join(flags)}" if flags else ""
+
+
+def matching_planes(source: Config, config: Config) -> dict:
+    """{option: value}: `config`'s observation options (`games.Game.observation_options`, e.g.
+    Othello's mobility planes) set back to their game defaults, where that gives `config`'s game
+    as many input planes as `source`'s and it has other planes now (an Othello run of the CPU
+    recipe from a Connect Four network: {'mobility': False}); {} otherwise."""
+    want = source.make_game().observation_shape[-1]
+    game = config.make_game()
+    if game.observation_shape[-1] == want:
+        return {}
+    defaults = {f.name: f.default for f in dataclasses.fields(game)}
+    changed = {
+        k: defaults[k] for k in type(game).observation_options if game.options[k] != defaults[k]
+    }
+    if not changed:
+        return {}
+    plain = dataclasses.replace(game, **changed)
+    return changed if plain.observation_shape[-1] == want else {}
 
 
 def same_board(source: Config, config: Config) -> bool:

@@ -35,8 +35,9 @@ import time
 
 import jax
 
-from azjax import flags, load_config, train_and_evaluate
+from azjax import flags, load_config, train_and_evaluate, transfer
 from azjax.checkpoint import parse_location
+from azjax.config import Config
 from azjax.eval import format_tournament, parse_agent, round_robin
 from configs.cpu import cpu_recipe
 from experiments.common import Log, write_results
@@ -104,25 +105,45 @@ def make_config(game: str, overrides: dict, minutes: float):
     return load_config(game, {**base, **overrides})
 
 
-def train_source(args, log) -> tuple[str, dict | None]:
+def plan(args, log) -> tuple[Config, Config]:
+    """(the source's config, the target runs' config), checked to fit before anything trains: the
+    source is `--source`'s run or `--source_game` under the CPU recipe; the targets take
+    `--game`'s recipe, except observation options of the recipe's (Othello's mobility planes)
+    that give them other input planes than the source's and that the command line did not give:
+    those stay off, as seed 004 transferred between games with the same planes. A ValueError
+    (one line, `azjax.transfer`'s) where the trunk still does not fit."""
+    target = make_config(args.game, {**args.overrides, **args.options}, args.minutes)
+    if args.source:
+        _, source = transfer.locate(dataclasses.replace(target, init_from=args.source))
+    else:
+        budget = {"iterations": args.source_iterations}
+        source = make_config(args.source_game, {**args.overrides, **budget}, args.source_minutes)
+    plain = transfer.matching_planes(source, target)
+    if plain and not set(plain) & set(args.options):
+        target = make_config(args.game, {**args.overrides, **args.options, **plain}, args.minutes)
+        changed = ", ".join(f"{k}={flags.value_text(v)}" for k, v in plain.items())
+        log(
+            f"{target.game}: {changed}, the input planes of the source's "
+            f"{transfer.describe(source)} (seed 004 transferred between games with the same planes)"
+        )
+    where = args.source or os.path.join(args.workdir, "source")
+    transfer.check_compatible(source, dataclasses.replace(target, init_from=where))
+    return source, target
+
+
+def train_source(args, config: Config, log) -> tuple[str, dict | None]:
     """The source run's location, and its summary when trained here."""
     if args.source:
         return args.source, None
-    config = make_config(
-        args.source_game,
-        {**args.overrides, "iterations": args.source_iterations},
-        args.source_minutes,
-    )
     workdir = os.path.join(args.workdir, "source")
-    log(f"source: {config.game} {dict(config.game_options)} in {workdir}")
+    log(f"source: {transfer.describe(config)} in {workdir}")
     summary = train_and_evaluate(config, workdir, progress=not args.no_progress)
     log(f"source: {summary['iterations']} iterations, {summary['games']} games")
     return workdir, summary
 
 
-def train_targets(args, source: str, log) -> dict[str, dict]:
-    """The three target runs: {name: {workdir, config, summary}}."""
-    base = make_config(args.game, {**args.overrides, **args.options}, args.minutes)
+def train_targets(args, base: Config, source: str, log) -> dict[str, dict]:
+    """The three target runs of `base`: {name: {workdir, config, summary}}."""
     runs = {}
     for name in RUNS:
         config = base
@@ -142,8 +163,8 @@ def train_targets(args, source: str, log) -> dict[str, dict]:
     return runs
 
 
-def tournaments(args, runs: dict, log) -> list[dict]:
-    game = load_config(args.game, {**args.options}).make_game()
+def tournaments(args, config: Config, runs: dict, log) -> list[dict]:
+    game = config.make_game()
     out = []
     for i, sims in enumerate(args.sims):
         t0 = time.time()
@@ -182,14 +203,15 @@ def main(argv=None) -> int:
     try:
         if args.source:
             parse_location(args.source)
-        source, source_summary = train_source(args, log)
+        source_config, target_config = plan(args, log)
+        source, source_summary = train_source(args, source_config, log)
         t_source = time.time() - t_start
-        runs = train_targets(args, source, log)
+        runs = train_targets(args, target_config, source, log)
     except ValueError as e:  # a source that does not fit: one line, as train.py says it
         print(f"experiments.transfer: error: {e}", file=sys.stderr)
         return 2
     t_train = time.time() - t_start - t_source
-    rounds = tournaments(args, runs, log)
+    rounds = tournaments(args, target_config, runs, log)
     total = points(rounds)
     log("points over all round robins: " + ", ".join(f"{n} {p:g}" for n, p in total.items()))
     results = dict(

@@ -302,6 +302,23 @@ def test_other_planes_of_one_game_name_the_flags_that_match_them():
         check_compatible(source, dataclasses.replace(plain, game="hex"))
 
 
+def test_another_games_source_names_the_observation_options_that_match_its_planes():
+    """Connect Four's 3 planes fit Othello without its mobility planes (the CPU recipe's): the
+    refusal says --mobility=false; where no option of the game gives the planes, it names none."""
+    from azjax.transfer import check_compatible, matching_planes
+
+    source = load_config("connect_four", dict(C4, init_from="src"))
+    othello = load_config("othello", dict(size=4, mobility=True, init_from="src"))
+    assert matching_planes(source, othello) == {"mobility": False}
+    with pytest.raises(CheckpointError, match=r"3 input planes.* 5: .*; set --mobility=false$"):
+        check_compatible(source, othello)
+    plain = dataclasses.replace(othello, game_options={"size": 4})
+    assert matching_planes(source, plain) == {}
+    check_compatible(source, plain)
+    mobile = load_config("othello", dict(size=4, mobility=True))
+    assert matching_planes(mobile, plain) == {}  # the default has fewer planes than the source
+
+
 def test_an_unreadable_source_is_one_line(tiny_run, tmp_path, c4):
     copy = str(tmp_path / "source")
     shutil.copytree(tiny_run, copy)
@@ -315,6 +332,24 @@ def test_an_unreadable_source_is_one_line(tiny_run, tmp_path, c4):
     text = str(error.value)
     assert text.startswith(f"--init_from={copy}@1: ") and "checkpoint 1" in text
     assert "cannot be read" in text and "\n" not in text
+
+
+def test_the_experiment_fits_the_targets_planes_to_the_source_before_training(tmp_path):
+    """The default experiment (Othello under the CPU recipe from Connect Four) turns the recipe's
+    mobility planes off, as seed 004 transferred between games with the same planes, and says so;
+    given on the command line they are refused, before anything trains."""
+    from experiments import transfer
+
+    lines = []
+    args = transfer.parse([f"--workdir={tmp_path}", "--size=4"])
+    source, target = transfer.plan(args, lines.append)
+    assert source.game == "connect_four" and target.game == "othello"
+    assert dict(target.game_options) == {"size": 4, "mobility": False}
+    assert lines and "mobility=false, the input planes of the source's connect_four" in lines[0]
+    args = transfer.parse([f"--workdir={tmp_path}", "--size=4", "--mobility"])
+    with pytest.raises(CheckpointError, match=r"; set --mobility=false$"):
+        transfer.plan(args, lines.append)
+    assert sorted(os.listdir(tmp_path)) == []
 
 
 @pytest.mark.parametrize(
