@@ -139,3 +139,32 @@ def phase_seconds(t_start: float, t_train: float) -> dict:
         evaluate=round(now - t_start - t_train, 1),
         total=round(now - t_start, 1),
     )
+
+
+def add_errors_flag(parser) -> None:
+    """--errors_sims: the simulations of the final networks' exact error rate (0: none)."""
+    parser.add_argument(
+        "--errors_sims",
+        type=int,
+        default=50,
+        help="the final networks' exact error rate on the game's solved positions, where the "
+        "package has them (evaluate.py errors), at this many simulations (default 50; 0: none)",
+    )
+
+
+def exact_errors(game, specs: dict, folder: str, sims: int, log) -> dict | None:
+    """{agents: {name: {rate, ci95, errors, ...}}, record: ...}: the exact error rate of each
+    agent of `specs` ({name: 'ckpt:RUN,...'}, searching at `sims` simulations) on `game`'s
+    shipped solved positions (azjax.eval.errors: the later ones compared with the first, McNemar's
+    z), errors.json in `folder`; None where `sims` is 0 or the package has no set for the game."""
+    from azjax import solved
+    from azjax.eval.errors import format_errors, run_errors
+
+    if not sims or solved.load_set(game) is None:
+        return None
+    full = {name: f"{spec},sims={sims}" for name, spec in specs.items()}
+    record = run_errors(game, list(full.values()), folder, log=lambda line: None)
+    log(format_errors(record))
+    rows = {name: row for name, row in zip(full, record["agents"])}
+    keep = ("rate", "ci95", "errors", "positions", "against_first")
+    return dict(agents={n: {k: r[k] for k in keep if k in r} for n, r in rows.items()})

@@ -17,7 +17,10 @@ single runs'.
 Then, for each game, seed 004's Figure 5: every checkpoint of the shared run (rows) against every
 checkpoint of the game's single run (columns), `--pair_games` games a pair with colours
 alternating, `--sims` simulations and epsilon-greedy moves (`--eps`) so that the games differ;
-each entry is the shared network's score in percent (seed 004 counted its wins of 100).
+each entry is the shared network's score in percent (seed 004 counted its wins of 100). Where the
+package has a game's solved positions (Connect Four, 6x6 Othello, ...), the final shared and
+single networks' exact error rates on them at `--errors_sims` simulations (evaluate.py errors),
+compared position by position.
 
 Writes <out>/results.json and <out>/log.txt.
 """
@@ -40,7 +43,9 @@ from azjax.shared import game_configs, parse_games
 from configs.cpu import cpu_recipe
 from experiments.common import (
     Log,
+    add_errors_flag,
     checkpoint_steps,
+    exact_errors,
     phase_seconds,
     read_config,
     train_runs,
@@ -89,6 +94,17 @@ def table(out: str, name: str, args, log) -> dict:
     return dict(rows=rows, columns=columns, score=scores, mean=mean)
 
 
+def final_errors(args, name: str, config, log) -> dict | None:
+    """The final shared and single networks' exact error rates on game `name`'s solved positions
+    (`experiments.common.exact_errors`; <out>/errors-<name>/errors.json), or None."""
+    specs = {
+        SHARED: f"ckpt:{os.path.join(args.out, SHARED)},game={name}",
+        name: f"ckpt:{os.path.join(args.out, name)}",
+    }
+    folder = os.path.join(args.out, f"errors-{name}")
+    return exact_errors(config.make_game(), specs, folder, args.errors_sims, log)
+
+
 def parse(argv):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
@@ -101,6 +117,7 @@ def parse(argv):
     parser.add_argument("--eval_seed", type=int, default=0, help="of the table's matches")
     parser.add_argument("--eval_only", action="store_true", help="evaluate finished runs")
     parser.add_argument("--no_progress", action="store_true")
+    add_errors_flag(parser)
     config_flags = flags.add_config_flags(
         parser.add_argument_group("run settings of every run (default: the CPU recipe)"),
         skip=("game", "games", "init_from", "freeze_trunk"),
@@ -128,11 +145,13 @@ def main(argv=None) -> int:
     summaries = {} if args.eval_only else train_runs(configs, args.out, log, progress=progress)
     t_train = time.time() - t_start
     tables = {name: table(args.out, name, args, log) for name in configs if name != SHARED}
+    errors = {name: final_errors(args, name, configs[name], log) for name in tables}
     results = dict(
         command="python -m experiments.shared " + " ".join(argv),
         configs={k: json.loads(c.to_json()) for k, c in configs.items()},
         training=summaries,
         tables=tables,
+        errors=errors,
         seconds=phase_seconds(t_start, t_train),
     )
     write_results(args, results, log)

@@ -10,14 +10,20 @@ Stages:
 1. the source: `--source=RUN[@STEP]`, or (by default) a run of `--source_game` (its configs/
    defaults under the CPU recipe, game options included) trained for `--source_iterations`
    iterations or `--source_minutes` minutes into <workdir>/source;
-2. three runs of `--game` (with its options), each for the config's `iterations` or `--minutes`
-   (the same budget for each): `scratch` (a fresh network), `transfer` (`init_from` the source:
-   its trunk, fresh heads, everything trains) and `frozen` (the same, `freeze_trunk`: only the
-   heads train, seed 004's second setting), in <workdir>/<name>;
+2. three runs of `--game` (with its options; the CPU recipe's observation options that would
+   give it other input planes than the source's stay off unless given, as seed 004 transferred
+   between games with the same planes: Othello without its mobility planes from Connect Four),
+   each for the config's `iterations` or `--minutes` (the same budget for each): `scratch` (a
+   fresh network), `transfer` (`init_from` the source: its trunk, fresh heads, everything trains)
+   and `frozen` (the same, `freeze_trunk`: only the heads train, seed 004's second setting), in
+   <workdir>/<name>;
 3. for each of `--sims` (seed 004: 3 and 25) a round robin of the three final networks
    (`azjax.eval.tournament.round_robin`, `--games` games per pair, colours alternating,
    epsilon-greedy moves `--eps` so that the games differ), and each agent's points over all of
-   them (seed 004's Table 2: scratch 174, transferred 26 over 200 games).
+   them (seed 004's Table 2: scratch 174, transferred 26 over 200 games);
+4. where the package has the game's solved positions (6x6 Othello, Connect Four, ...), each final
+   network's exact error rate on them at `--errors_sims` simulations (evaluate.py errors), the
+   transferred ones compared with scratch position by position.
 
 Every Config field is a flag and applies to the source (when trained here) and the three runs;
 the network's trunk (num_blocks, num_filters) must be the source's. Writes <out>/results.json
@@ -40,7 +46,7 @@ from azjax.checkpoint import parse_location
 from azjax.config import Config
 from azjax.eval import format_tournament, parse_agent, round_robin
 from configs.cpu import cpu_recipe
-from experiments.common import Log, write_results
+from experiments.common import Log, add_errors_flag, exact_errors, write_results
 from experiments.experiment2 import pooled_scores
 
 RUNS = ("scratch", "transfer", "frozen")
@@ -73,6 +79,7 @@ def parse(argv):
     parser.add_argument("--games", type=int, default=100, help="games per pair (even)")
     parser.add_argument("--eps", type=float, default=0.05, help="epsilon-greedy moves")
     parser.add_argument("--no_progress", action="store_true")
+    add_errors_flag(parser)
     config_flags = flags.add_config_flags(
         parser.add_argument_group("run settings (default: configs/cpu.py's recipe)"),
         skip=("game", "games", "init_from", "freeze_trunk"),  # --games: its own
@@ -214,12 +221,15 @@ def main(argv=None) -> int:
     rounds = tournaments(args, target_config, runs, log)
     total = points(rounds)
     log("points over all round robins: " + ", ".join(f"{n} {p:g}" for n, p in total.items()))
+    specs = {name: f"ckpt:{runs[name]['workdir']}" for name in RUNS}
+    errors = exact_errors(target_config.make_game(), specs, args.out, args.errors_sims, log)
     results = dict(
         command="python -m experiments.transfer " + " ".join(argv),
         source=dict(location=runs["transfer"]["init_from"], summary=source_summary),
         runs=runs,
         tournaments=rounds,
         points=total,
+        errors=errors,
         seconds=round(time.time() - t_start, 1),
         phase_seconds=dict(
             source=round(t_source, 1),

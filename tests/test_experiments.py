@@ -382,7 +382,7 @@ def test_shared_learning_against_single_game_runs(tmp_path, capsys):
     toy = "--batch_games=8 --num_simulations=4 --num_filters=8 --value_hidden=8 --num_blocks=1 "
     toy += "--train_batch_size=16 --train_steps=2 --replay_games=20 --iterations=1"
     argv = ["--games=tictactoe,connect_four:rows=4,cols=5", f"--out={out}", "--pair_games=2"]
-    assert shared.main([*argv, "--sims=2", "--no_progress", *toy.split()]) == 0
+    assert shared.main([*argv, "--sims=2", "--errors_sims=4", "--no_progress", *toy.split()]) == 0
     with open(os.path.join(out, "results.json")) as f:
         results = json.load(f)
     assert set(results["configs"]) == {"shared", "tictactoe", "connect_four"}
@@ -392,6 +392,13 @@ def test_shared_learning_against_single_game_runs(tmp_path, capsys):
         t = results["tables"][name]
         assert (t["rows"], t["columns"]) == ([1], [1]) and 0 <= t["score"][0][0] <= 100
     assert results["training"]["shared"]["shared_games"] == "tictactoe,connect_four:rows=4,cols=5"
+    # Tic-Tac-Toe's solved positions: both final networks' exact error rates, paired; 4x5 Connect
+    # Four has no set
+    errors = results["errors"]["tictactoe"]["agents"]
+    assert set(errors) == {"shared", "tictactoe"} and errors["shared"]["positions"] == 573
+    assert all(0 <= e["rate"] <= 1 for e in errors.values())
+    assert "z" in errors["tictactoe"]["against_first"] and results["errors"]["connect_four"] is None
+    assert os.path.exists(os.path.join(out, "errors-tictactoe", "errors.json"))
     with pytest.raises(SystemExit):
         shared.main(["--games=tictactoe,tictactoe"])
     assert "tictactoe is given twice" in capsys.readouterr().err

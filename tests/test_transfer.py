@@ -234,6 +234,7 @@ def test_the_experiment_records_sources_and_tournaments(experiment):
     for t in results["tournaments"]:
         assert t["agents"] == ["scratch", "transfer", "frozen"] and len(t["matches"]) == 3
     assert sum(results["points"].values()) == 3 * 2  # 3 pairs, 2 games each
+    assert results["errors"] is None  # 4x4 Connect Four has no solved positions in the package
 
 
 def test_a_transferred_run_resumes_without_its_source(experiment, capsys):
