@@ -709,12 +709,23 @@ def read_config(workdir: str, step: int | None = None) -> Config:
         raise CheckpointError(f"the config of checkpoint {step} in {workdir!r}: {e}") from None
 
 
-def load_checkpoint(path: str, step: int | None = None) -> tuple[Config, Any, int]:
+NETWORKS = ("learner", "best")  # load_checkpoint's `network`: a gated run holds both
+
+
+def load_checkpoint(
+    path: str, step: int | None = None, *, network: str = "learner"
+) -> tuple[Config, Any, int]:
     """(config, network variables, step) of checkpoint `step` (None: the latest) of run `path`,
-    or of the network exported into `path` (`resolve_run`)."""
+    or of the network exported into `path` (`resolve_run`). `network="best"`: a gated run's best
+    network (`--gating`: the one its self-play used) instead of the learner's; a CheckpointError
+    where the run was not gated."""
     check_run_folder(path)
     folder = resolve_run(path)
+    if network not in NETWORKS:
+        raise ValueError(f"network must be one of {', '.join(NETWORKS)}, got {network!r}")
     if pretrained.is_exported(folder):
+        if network == "best":
+            raise CheckpointError(f"{path!r} is an exported network: it has no gate's best one")
         step = _exported_step(path, folder, step)
         try:
             config, variables = pretrained.read(folder)
@@ -728,4 +739,11 @@ def load_checkpoint(path: str, step: int | None = None) -> tuple[Config, Any, in
         run, step = checkpointer.restore(run_template(config), step)
     finally:
         checkpointer.close()
+    if network == "best":
+        if run.gate is None:
+            raise CheckpointError(
+                f"checkpoint {step} of {path!r} has no best network: the run was not gated "
+                "(the gate's best needs --gating)"
+            )
+        return config, run.gate.best, step
     return config, run.train.variables, step

@@ -14,8 +14,12 @@ run's simulations, no noise), `--games` games with colours alternating and the s
 same checkpoint of both runs. Of the gated run both networks play: the learner's candidate and
 the best (the one self-play used).
 
+Where the package has the game's solved positions (Connect Four, 5x5 Hex, ...), the final
+networks' exact error rates on them at `--errors_sims` simulations (evaluate.py errors): the
+ungated run's, the gated run's learner and its best (`ckpt:RUN,net=best`), paired with the ungated.
+
 Writes <out>/results.json (per checkpoint: iteration, self-play games, seconds of training so far,
-scores with 95% Wilson intervals; the gate's record) and <out>/log.txt.
+scores with 95% Wilson intervals; the gate's record; the error rates) and <out>/log.txt.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from azjax.metrics import read_rows
 from configs.cpu import cpu_recipe
 from experiments.common import (
     Log,
+    add_errors_flag,
     checkpoint_steps,
+    exact_errors,
     phase_seconds,
     read_config,
     train_runs,
@@ -119,6 +125,7 @@ def parse(argv):
     parser.add_argument("--eval_seed", type=int, default=0, help="of the evaluation matches")
     parser.add_argument("--eval_only", action="store_true", help="evaluate finished runs")
     parser.add_argument("--no_progress", action="store_true")
+    add_errors_flag(parser)
     config_flags = flags.add_config_flags(
         parser.add_argument_group("run settings of both runs (default: the CPU recipe)"),
         skip=("game", "games", "gating", "time_budget"),  # --games: its own
@@ -161,11 +168,16 @@ def main(argv=None) -> int:
         name: evaluate_run(os.path.join(args.out, name), args.games, args.eval_seed, log)
         for name in RUNS
     }
+    specs = {name: f"ckpt:{os.path.join(args.out, name)}" for name in RUNS}
+    specs["gated best"] = f"{specs['gated']},net=best"  # the network its self-play used
+    game = configs["ungated"].make_game()
+    errors = exact_errors(game, specs, args.out, args.errors_sims, log)
     results = dict(
         command="python -m experiments.gating " + " ".join(argv),
         configs={k: json.loads(c.to_json()) for k, c in configs.items()},
         training=summaries,
         curves=curves,
+        errors=errors,
         seconds=phase_seconds(t_start, t_train),
     )
     write_results(args, results, log)

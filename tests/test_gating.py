@@ -14,8 +14,16 @@ import pytest
 
 import azjax
 from azjax import gating, loop, parallel
-from azjax.checkpoint import Checkpointer, RunState, read_config, run_template
+from azjax.checkpoint import (
+    Checkpointer,
+    CheckpointError,
+    RunState,
+    load_checkpoint,
+    read_config,
+    run_template,
+)
 from azjax.commands import train
+from azjax.eval import parse_agent
 
 GAMES = 4
 
@@ -123,6 +131,7 @@ def experiment(tmp_path_factory):
             f"--out={out}",
             "--minutes=0",
             "--games=2",
+            "--errors_sims=4",
             "--gating_games=2",
             "--gating_interval=1",
             "--no_progress",
@@ -157,6 +166,30 @@ def test_the_experiment_compares_gated_and_ungated_runs(experiment):
     assert sum(gated[0]["best"]["wdl"]) == 2 and gated[0]["gates_passed"][1] == 3
     assert results["configs"]["gated"]["gating"] == 0.55
     assert results["configs"]["ungated"]["gating"] == 0.0
+
+
+def test_the_experiment_gives_the_final_networks_exact_error_rates(experiment):
+    errors = json.load(open(os.path.join(experiment, "results.json")))["errors"]["agents"]
+    assert list(errors) == ["ungated", "gated", "gated best"]
+    assert all(e["positions"] == 573 and 0 <= e["rate"] <= 1 for e in errors.values())
+    assert "z" in errors["gated best"]["against_first"]
+
+
+def test_a_gated_runs_best_network_plays_as_net_best(experiment):
+    """`ckpt:RUN,net=best` and `load_checkpoint(..., network="best")` give the gate's best network
+    (the one self-play used); an ungated run has none, and says so in one line."""
+    gated, ungated = (os.path.join(experiment, n) for n in ("gated", "ungated"))
+    saved = _gate_of(gated, 3)
+    _, best, step = load_checkpoint(gated, network="best")
+    assert step == 3 and all(_leaves_equal(best, saved.gate.best))
+    assert all(_leaves_equal(load_checkpoint(gated)[1], saved.train.variables))
+    game = read_config(gated).make_game()
+    agent = parse_agent(f"ckpt:{gated},net=best,sims=2", game)
+    assert all(_leaves_equal(agent.variables, saved.gate.best))
+    with pytest.raises(CheckpointError, match=r"has no best network: the run was not gated"):
+        parse_agent(f"ckpt:{ungated},net=best", game)
+    with pytest.raises(ValueError, match="net must be one of learner, best"):
+        parse_agent(f"ckpt:{gated},net=worst", game)
 
 
 def test_an_ungated_run_has_no_gate(experiment):

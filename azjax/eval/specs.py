@@ -26,7 +26,9 @@ Specs (options are comma-separated `name=value`):
                                      come from the checkpoint's config (search=uct: UCT on the
                                      network's values, its priors unused).
                                      game=NAME picks one game of a shared run (`--games`),
-                                     whose network plays each of them.
+                                     whose network plays each of them. net=best plays a gated
+                                     run's best network (the one its self-play used), net=learner
+                                     (the default) the learner's.
     mcts[:opts]                      pure MCTS with random rollouts (uniform priors, every leaf
                                      rolled out). Options: sims (100), search (uct, the default:
                                      OpenSpiel's UCT; puct: seed 000's baseline; gumbel), c_uct
@@ -60,7 +62,13 @@ import dataclasses
 from typing import Any
 
 import games
-from azjax.checkpoint import check_run_folder, load_checkpoint, parse_location, read_config
+from azjax.checkpoint import (
+    NETWORKS,
+    check_run_folder,
+    load_checkpoint,
+    parse_location,
+    read_config,
+)
 from azjax.config import Config
 from azjax.eval.agent import Agent, SearchSetup, network_apply, random_agent, search_agent
 from azjax.eval.gtp import GTPClient, make_gtp_agent
@@ -96,6 +104,7 @@ _OPTIONS: dict[str, tuple] = {
     "heuristic": (tuple(HEURISTICS), None, None, "minimax's value at the depth limit"),
     "eval": (EVALUATORS, None, None, "reversi's evaluation at the depth limit"),
     "game": (str, None, None, "the game of a shared run to play"),
+    "net": (NETWORKS, None, None, "a gated run's network: learner or best"),
 }
 
 SEEDED_KINDS = ("minimax", "perfect", "spiel")  # Python agents with their own random numbers
@@ -104,7 +113,7 @@ KINDS = {
     "ckpt": "ckpt:PATH[@STEP|@latest|@best[:MEASURE]][,sims=..,search=puct|gumbel|uct,c_puct=..,"
     "values=minmax|raw,fpu=..,c_uct=..,"
     "considered=..,decisive=0|1,rollout=none|random|policy,p_r=..,lambda=..,sym=..,score=..,"
-    "eps=..,seconds=..,game=NAME]",
+    "eps=..,seconds=..,game=NAME,net=learner|best]",
     "mcts": "mcts[:sims=..,search=uct|puct|gumbel,c_uct=..,c_puct=..,values=minmax|raw,fpu=..,"
     "considered=..,decisive=0|1,eps=..,"
     "seconds=..] (search=uct by default; search=puct is seed 000's baseline)",
@@ -275,6 +284,7 @@ _CKPT_OPTIONS = _SEARCH_OPTIONS[:-2] + (
     "eps",
     "seconds",
     "game",
+    "net",
 )
 
 
@@ -291,7 +301,7 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
             f"{name}: checkpoint {'latest' if step is None else step} of {path!r} "
             f"is for {own.name} {own.rules}, but the games here are {game.name} {game.rules}"
         )
-    saved, variables, step = load_checkpoint(path, step)
+    saved, variables, step = load_checkpoint(path, step, network=opts.get("net", "learner"))
     if saved.games:  # a shared run: the network of `config.game`
         variables = view(variables, config.game)
     overrides = {"decisive_moves": CKPT_DECISIVE, **_spec_overrides(opts)}
