@@ -3,6 +3,7 @@ list flags and confidence intervals."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -141,11 +142,21 @@ def phase_seconds(t_start: float, t_train: float) -> dict:
     )
 
 
+def _simulations_or_none(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 100_000:
+        raise argparse.ArgumentTypeError(f"expected 0..100000 simulations (0: none), got {text!r}")
+    return value
+
+
 def add_errors_flag(parser) -> None:
     """--errors_sims: the simulations of the final networks' exact error rate (0: none)."""
     parser.add_argument(
         "--errors_sims",
-        type=int,
+        type=_simulations_or_none,
         default=50,
         help="the final networks' exact error rate on the game's solved positions, where the "
         "package has them (evaluate.py errors), at this many simulations (default 50; 0: none)",
@@ -153,10 +164,10 @@ def add_errors_flag(parser) -> None:
 
 
 def exact_errors(game, specs: dict, folder: str, sims: int, log) -> dict | None:
-    """{agents: {name: {rate, ci95, errors, ...}}, record: ...}: the exact error rate of each
-    agent of `specs` ({name: 'ckpt:RUN,...'}, searching at `sims` simulations) on `game`'s
-    shipped solved positions (azjax.eval.errors: the later ones compared with the first, McNemar's
-    z), errors.json in `folder`; None where `sims` is 0 or the package has no set for the game."""
+    """{agents: {name: {rate, ci95, errors, positions, against_first}}}: the exact error rate of
+    each agent of `specs` ({name: 'ckpt:RUN,...'}, searching at `sims` simulations) on `game`'s
+    shipped solved positions (azjax.eval.errors: the later ones compared with the first,
+    McNemar's z), errors.json in `folder`; None where `sims` is 0 or the game has no set."""
     from azjax import solved
     from azjax.eval.errors import format_errors, run_errors
 
