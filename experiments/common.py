@@ -171,11 +171,11 @@ def exact_errors(game, specs: dict, folder: str, sims: int, log) -> dict | None:
     from azjax import solved
     from azjax.eval.errors import format_errors, run_errors
 
-    if not sims or solved.load_set(game) is None:
+    if not sims or not os.path.exists(solved.set_path(game)):  # run_errors reads the set
         return None
-    full = {name: f"{spec},sims={sims}" for name, spec in specs.items()}
-    record = run_errors(game, list(full.values()), folder, log=lambda line: None)
+    full = [f"{spec},sims={sims}" for spec in specs.values()]
+    record = run_errors(game, full, folder, log=lambda line: None)
     log(format_errors(record))
-    rows = {name: row for name, row in zip(full, record["agents"])}
     keep = ("rate", "ci95", "errors", "positions", "against_first")
-    return dict(agents={n: {k: r[k] for k in keep if k in r} for n, r in rows.items()})
+    rows = zip(specs, record["agents"])
+    return dict(agents={name: {k: r[k] for k in keep if k in r} for name, r in rows})
