@@ -732,7 +732,11 @@ def validate(config: Config) -> Config:
             "target: set one (value_lambda=1 or value_target_mix=0)"
         )
     if config.ownership_weight and config.algorithm != "alphazero":
-        raise ValueError("ownership_weight needs algorithm=alphazero")
+        raise ValueError(
+            "ownership_weight needs algorithm=alphazero (Expert Iteration's apprentice has no "
+            "ownership target): pass --ownership_weight=0 (the CPU recipe sets 1.5 for Hex and "
+            "Othello)"
+        )
     if config.ownership_weight and config.games:
         raise ValueError(
             "ownership_weight is for a run on one game, not shared learning (games): pass "

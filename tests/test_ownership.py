@@ -133,7 +133,7 @@ def test_the_learner_fits_the_ownership_target():
 def test_ownership_weight_is_refused_where_it_has_no_meaning():
     with pytest.raises(ValueError, match="ownership_weight must be >= 0"):
         cfg.load("othello", {"ownership_weight": -1.0})
-    with pytest.raises(ValueError, match="needs algorithm=alphazero"):
+    with pytest.raises(ValueError, match="needs algorithm=alphazero.*--ownership_weight=0"):
         cfg.load("othello", {"ownership_weight": 1.0, "algorithm": "exit"})
     with pytest.raises(ValueError, match="not shared learning"):
         cfg.load("connect_four", {"ownership_weight": 1.0, "games": "connect_four,tictactoe"})
