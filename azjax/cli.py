@@ -57,14 +57,17 @@ def run(
     *,
     threaded: bool = False,
     stopped: str = "stopped",
+    setup: bool = True,
 ) -> int:
     """body(argv)'s exit code, with errors and signals handled as the module doc says;
-    `stopped` is what a signal's line says was kept."""
+    `stopped` is what a signal's line says was kept. `setup=False` leaves the compilation cache
+    and XLA's flags as the environment has them (`script`)."""
     debug = "--debug" in argv
-    from azjax import compile_cache, xla_flags
+    if setup:
+        from azjax import compile_cache, xla_flags
 
-    compile_cache.enable()  # before anything compiles: later runs load what this one compiles
-    xla_flags.enable()  # before the backend starts: a GPU runs while loops as CUDA graphs
+        compile_cache.enable()  # before anything compiles: later runs load what this one compiles
+        xla_flags.enable()  # before the backend starts: a GPU runs while loops as CUDA graphs
     try:
         with raise_on_signals():  # SIGTERM ends like Ctrl-C, with a line and 143, not silently
             if threaded:
@@ -86,6 +89,16 @@ def run(
         print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
         _leave_if_stuck(prog, 2)
         return 2
+
+
+def script(module: str, main: Callable[[list[str]], object]) -> int:
+    """The exit code of `python -m MODULE` (an experiment or a benchmark): main(argv) with errors
+    and signals handled as the commands' (one line naming the problem, exit code 2; 130 or 143),
+    `prog` being `python -m MODULE` as its argparse usage names it. What the module sets up for
+    its measurements (the compilation cache, XLA's flags) it keeps setting itself; a `main` that
+    returns its results rather than a code ends with 0."""
+    code = run(f"python -m {module}", main, sys.argv[1:], setup=False)
+    return code if isinstance(code, int) else 0
 
 
 def _leave_if_stuck(prog: str, code: int, wait: float = 10.0) -> None:

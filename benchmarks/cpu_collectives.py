@@ -21,6 +21,7 @@ other work (a loaded machine met it sooner); a process that XLA ends prints noth
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 import time
 
@@ -115,4 +116,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from azjax import cli  # here: the module starts JAX itself, after its own settings
+
+    sys.exit(cli.script("benchmarks.cpu_collectives", main))

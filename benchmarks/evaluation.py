@@ -13,13 +13,14 @@ learning; prints seconds and the share of wall time evaluation takes at `--eval_
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import jax
 
 import games
+from azjax import cli, flags, loop, parallel
 from azjax import config as cfg
-from azjax import flags, loop, parallel
 from azjax.arena import make_match, make_search_agent
 from azjax.network import make_apply, make_network
 from azjax.search import SearchSpec
@@ -114,4 +115,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(cli.script("benchmarks.evaluation", main))

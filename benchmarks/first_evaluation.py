@@ -103,4 +103,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from azjax import cli  # here: the module starts JAX itself, after its own settings
+
+    sys.exit(cli.script("benchmarks.first_evaluation", main))

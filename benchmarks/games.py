@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 
 import games
-from azjax import flags
+from azjax import cli, flags
 
 # our name -> (our options, pgx env id); hex and othello at pgx's fixed sizes.
 GAMES: dict[str, tuple[dict, str]] = {
@@ -192,4 +192,4 @@ def main(argv: list[str] | None = None) -> list[Row]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(cli.script("benchmarks.games", main))

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 
 import jax
 
-from azjax import flags
+from azjax import cli, flags
 from azjax.arena import make_match, make_search_agent
 from azjax.checkpoint import CheckpointError, load_checkpoint
 from azjax.eval.ladder import parse_rungs
@@ -93,4 +94,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(cli.script("benchmarks.ladder_rungs", main))

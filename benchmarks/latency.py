@@ -22,14 +22,15 @@ The last column is each line's time over OpenSpiel's.
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
 import jax
 import numpy as np
 
 import games
+from azjax import cli, flags
 from azjax import config as cfg
-from azjax import flags
 from azjax.network import init_variables, make_apply, make_network
 from azjax.search import SearchSpec, make_search
 from azjax.selfplay import random_opening
@@ -137,4 +138,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(cli.script("benchmarks.latency", main))

@@ -24,13 +24,14 @@ from __future__ import annotations
 import argparse
 import math
 import platform
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
 
+from azjax import cli, flags, loop, network, parallel, replay, training
 from azjax import config as cfg
-from azjax import flags, loop, network, parallel, replay, training
 from configs.cpu import CPU_SCALE, cpu_recipe
 
 RECIPE = dict(CPU_SCALE, size=6)  # configs/cpu.py's recipe on 6x6 Hex
@@ -208,4 +209,4 @@ def _main_loop(parser: argparse.ArgumentParser, args) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(cli.script("benchmarks.learner", main))

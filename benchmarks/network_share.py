@@ -22,14 +22,15 @@ import argparse
 import math
 import platform
 import statistics
+import sys
 import time
 
 import jax
 import jax.numpy as jnp
 
 import games
+from azjax import cli, flags
 from azjax import config as cfg
-from azjax import flags
 from azjax.loop import config_selfplay
 from azjax.network import init_variables, make_apply, make_network
 from azjax.selfplay import init_states
@@ -164,4 +165,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(cli.script("benchmarks.network_share", main))

@@ -23,14 +23,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import statistics
+import sys
 import time
 
 import jax
 
 import games
 import games.base
+from azjax import cli, flags, xla_flags
 from azjax import config as cfg
-from azjax import flags, xla_flags
 from azjax.network import init_variables, make_apply, make_network
 from azjax.search import (
     SearchSpec,
@@ -242,4 +243,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(cli.script("benchmarks.rollouts", main))

@@ -58,7 +58,7 @@ import mctx
 
 import games
 import games.base
-from azjax import flags, parallel, tree_search, xla_flags
+from azjax import cli, flags, parallel, tree_search, xla_flags
 from azjax.config import Config
 from azjax.config import load as load_config
 from azjax.network import PolicyValueNet, make_apply
@@ -704,4 +704,4 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.script("benchmarks.selfplay", main))

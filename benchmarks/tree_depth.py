@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import games
-from azjax import flags, pretrained
+from azjax import cli, flags, pretrained
 from azjax.config import load as load_config
 from azjax.network import PolicyValueNet, make_apply, make_network
 from azjax.search import SearchSpec, make_search
@@ -185,4 +185,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Depths]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.script("benchmarks.tree_depth", main))

@@ -26,7 +26,7 @@ import time
 import jax
 
 import games
-from azjax import flags, load_config, train_and_evaluate
+from azjax import cli, flags, load_config, train_and_evaluate
 from azjax.config import named_defaults
 from azjax.eval.match import play_games
 from azjax.eval.minimax import HEURISTICS
@@ -200,4 +200,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.connect_four", main))

@@ -32,7 +32,7 @@ import jax
 import numpy as np
 
 import azjax
-from azjax import flags
+from azjax import cli, flags
 from azjax.checkpoint import load_checkpoint, steps
 from azjax.eval.agent import network_apply, random_agent
 from azjax.eval.stats import elo
@@ -281,4 +281,4 @@ def plot(table: dict, path: str, anchors: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.exit_datasets", main))

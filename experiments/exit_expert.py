@@ -22,7 +22,7 @@ import time
 
 import jax
 
-from azjax import flags
+from azjax import cli, flags
 from azjax.checkpoint import load_checkpoint
 from azjax.eval.agent import network_apply
 from azjax.exit import ExpertSpec
@@ -108,4 +108,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.exit_expert", main))

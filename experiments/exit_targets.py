@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import azjax
-from azjax import flags, training
+from azjax import cli, flags, training
 from azjax.exit import ExpertSpec, make_round
 from azjax.network import init_variables, make_apply, make_network
 from azjax.replay import Batch
@@ -205,4 +205,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.exit_targets", main))

@@ -31,7 +31,7 @@ import time
 import jax
 import numpy as np
 
-from azjax import flags
+from azjax import cli, flags
 from azjax.eval import format_tournament, parse_agent, plot_heatmap, round_robin
 from azjax.eval.records import pyplot
 from azjax.eval.stats import score_ci
@@ -193,4 +193,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.experiment2", main))

@@ -32,7 +32,7 @@ import time
 
 import jax
 
-from azjax import flags
+from azjax import cli, flags
 from azjax.eval import format_match, outcome_record, parse_agent, play_games
 from experiments.common import add_run_flags, check_run_flags, open_run, write_results
 
@@ -146,4 +146,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.experiment3", main))

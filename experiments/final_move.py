@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import flags
+from azjax import cli, flags
 from azjax import solved as sv
 from azjax.eval import game_for
 from azjax.eval.errors import require_set
@@ -95,4 +95,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.final_move", main))

@@ -32,7 +32,7 @@ import time
 
 import jax
 
-from azjax import MatchResult, flags, load_config
+from azjax import MatchResult, cli, flags, load_config
 from azjax.checkpoint import Checkpointer, run_template
 from azjax.loop_eval import evaluation_matches
 from azjax.metrics import read_rows
@@ -185,4 +185,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.gating", main))

@@ -41,7 +41,7 @@ from collections import Counter
 from typing import NamedTuple
 
 import games
-from azjax import flags
+from azjax import cli, flags
 from azjax.eval import openings as openings_lib
 from azjax.eval.agent import batch_functions
 from experiments.solved_positions import (
@@ -262,4 +262,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.lost_games", main))

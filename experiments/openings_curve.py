@@ -21,7 +21,7 @@ import time
 import jax
 import numpy as np
 
-from azjax import checkpoint, flags
+from azjax import checkpoint, cli, flags
 from azjax.eval import openings as op
 from azjax.eval.curve import training_games
 from azjax.eval.match import play_games
@@ -171,4 +171,4 @@ def plot(results: dict, path: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(cli.script("experiments.openings_curve", main))

@@ -56,7 +56,7 @@ import numpy as np
 import optax
 
 import games
-from azjax import flags
+from azjax import cli, flags
 from azjax import solved as sv
 from azjax.eval import openings as openings_lib
 from azjax.eval.agent import SearchSetup, search_agent
@@ -487,4 +487,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.pgx_recipe", main))

@@ -63,7 +63,7 @@ import jax
 import numpy as np
 
 import games
-from azjax import compile_cache, flags
+from azjax import cli, compile_cache, flags
 from azjax import config as cfg
 from azjax.checkpoint import load_checkpoint
 from azjax.config import FIELDS
@@ -620,4 +620,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.recipes", main))

@@ -35,7 +35,7 @@ import time
 
 import jax
 
-from azjax import flags, load_config
+from azjax import cli, flags, load_config
 from azjax.config import options_into_the_list
 from azjax.eval import parse_agent
 from azjax.eval.match import play_games
@@ -159,4 +159,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.shared", main))

@@ -44,7 +44,7 @@ import jax
 import numpy as np
 
 import games
-from azjax import flags, solved
+from azjax import cli, flags, solved
 from azjax.eval.agent import batch_functions
 from azjax.eval.match import play_games
 from azjax.eval.openings import both_colours, random_sequences
@@ -435,4 +435,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.solved_positions", main))

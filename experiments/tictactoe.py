@@ -32,6 +32,7 @@ import numpy as np
 from azjax import (
     MatchResult,
     SearchSpec,
+    cli,
     flags,
     load_config,
     make_apply,
@@ -264,4 +265,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.tictactoe", main))

@@ -41,7 +41,7 @@ import time
 
 import jax
 
-from azjax import flags, load_config, train_and_evaluate, transfer
+from azjax import cli, flags, load_config, train_and_evaluate, transfer
 from azjax.checkpoint import parse_location
 from azjax.config import Config
 from azjax.eval import format_tournament, parse_agent, round_robin
@@ -242,4 +242,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("experiments.transfer", main))

@@ -588,3 +588,58 @@ def test_gtp_still_refuses_moves_out_of_turn():
     engine = GTPEngine(games.make("othello", size=4), lambda g: lambda s: -1)
     assert engine.handle("play w a1").startswith("? it is black's turn")
     assert engine.actions == []
+
+
+SCRIPT_MODULES = sorted(
+    f"{folder}.{name[:-3]}"
+    for folder in ("experiments", "benchmarks")
+    for name in os.listdir(os.path.join(ROOT, folder))
+    if name.endswith(".py")
+    and 'if __name__ == "__main__":' in open(os.path.join(ROOT, folder, name)).read()
+)
+
+
+@pytest.mark.parametrize("module", SCRIPT_MODULES)
+def test_every_experiment_and_benchmark_ends_through_cli_script(module):
+    """`python -m MODULE` handles errors and signals as the commands do (azjax.cli.script)."""
+    source = open(os.path.join(ROOT, *module.split(".")) + ".py").read()
+    guard = source.split('if __name__ == "__main__":', 1)[1]
+    assert f'sys.exit(cli.script("{module}", main))' in guard
+
+
+def test_cli_script_is_one_line_and_exit_2_for_a_user_error(monkeypatch, capsys):
+    from azjax import cli
+
+    def bad(argv):
+        assert argv == ["--size=30"]
+        raise ValueError("hex: size must be an integer in 2..19, got 30")
+
+    monkeypatch.setattr(sys, "argv", ["x.py", "--size=30"])
+    assert cli.script("experiments.x", bad) == 2
+    err = capsys.readouterr().err
+    assert err == "python -m experiments.x: error: hex: size must be an integer in 2..19, got 30\n"
+    assert cli.script("benchmarks.x", lambda argv: [1, 2]) == 0  # results, not a code
+    assert cli.script("benchmarks.x", lambda argv: 3) == 3
+    with pytest.raises(RuntimeError):  # a bug keeps its traceback
+        cli.script("benchmarks.x", lambda argv: (_ for _ in ()).throw(RuntimeError("bug")))
+
+
+def test_an_experiment_refuses_a_missing_run_in_one_line(tmp_path, env):
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.tictactoe",
+            f"--workdir={tmp_path}/none",
+            "--eval_only",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"python -m experiments.tictactoe: error: no run folder '{tmp_path}/none'"
+    ]
