@@ -196,8 +196,18 @@ def main(argv=None) -> int:
                 match = json.load(f)
             name, options, agents = match["game"], match["game_options"], match["agents"]
             records = match["game_records"]
+            if not (isinstance(name, str) and isinstance(options, dict)):
+                raise TypeError("game must be a name, game_options an object")
+            for r in records:  # what judge_all and summarise read of each game
+                if not isinstance(r, dict) or not isinstance(r.get("moves"), list):
+                    raise TypeError("each game record must be an object with a list of moves")
+                missing = [k for k in ("a_played", "result") if k not in r]
+                if missing:
+                    raise KeyError(missing[0])
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
-            raise ValueError(f"{args.match}: not a match.json of evaluate.py match ({e})") from None
+            raise ValueError(
+                f"{args.match}: not a match.json of evaluate.py match ({e!r})"
+            ) from None
         if name not in KINDS and name not in PERFECT:
             solvers = ", ".join(sorted({*KINDS, *PERFECT}))
             raise ValueError(f"no solver for {name}: one of {solvers}")

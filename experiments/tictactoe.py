@@ -182,6 +182,8 @@ def parse(argv):
         overrides = flags.config_overrides(args, config_flags)
         args.mcts_sims = _sims_list("--mcts_sims", args.mcts_sims)
         args.compare_sims = _sims_list("--compare_sims", args.compare_sims)
+        if args.games < 1:
+            raise ValueError(f"--games must be at least 1, got {args.games}")
         if args.figure_games < 1 or args.curve_sims < 1:
             raise ValueError("--figure_games and --curve_sims must be at least 1")
     except ValueError as e:
@@ -223,6 +225,8 @@ def main(argv=None) -> int:
         summary = train_and_evaluate(config, args.workdir, progress=not args.no_progress)
     t_train = time.time() - t0
     config, variables, step = restore_variables(args.workdir)
+    if config.game != "tictactoe":
+        raise ValueError(f"--workdir={args.workdir} holds a {config.game} run, not Tic-Tac-Toe")
     t1 = time.time()
     result = play_perfect(config, variables, args.games)
     t_eval = time.time() - t1

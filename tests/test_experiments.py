@@ -230,6 +230,7 @@ def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
         ("experiment2", ["--games=3"], "--games must be even"),
         ("experiment3", ["--configs=evaluator,bogus"], "accepted: evaluator, rollouts_only"),
         ("experiment3", ["--seconds=0"], "--seconds must be positive"),
+        ("tictactoe", ["--eval_only", "--games=0"], "--games must be at least 1, got 0"),
     ],
 )
 def test_experiment_flags_are_checked(module, argv, message, capsys):
@@ -238,6 +239,13 @@ def test_experiment_flags_are_checked(module, argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         importlib.import_module(f"experiments.{module}").main(argv)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_tictactoe_experiment_refuses_another_games_run():
+    from experiments import tictactoe
+
+    with pytest.raises(ValueError, match="holds a hex run, not Tic-Tac-Toe"):
+        tictactoe.main(["--workdir=pretrained/hex6", "--eval_only", "--games=2"])
 
 
 def test_experiments_without_a_run_folder_say_so(tmp_path, capsys):

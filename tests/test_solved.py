@@ -450,3 +450,19 @@ def test_lost_games_values_a_match_by_the_perfect_player(game, options, tmp_path
     assert rando["moves"] > 0 and rando["throws"] <= rando["decisions"]
     assert all(judged[0]["ply"] == 0 for judged in record["games"])
     capsys.readouterr()
+    if game != "tictactoe":
+        return
+    match = json.loads(open(f"{out}/match.json").read())
+    record = match["game_records"][0]
+    for changes in (  # each a malformed match.json: one line, exit code 2, no traceback
+        {"game": ["tictactoe"]},
+        {"game_options": "abc"},
+        {"game_records": [["x", 1]]},
+        {"game_records": [{**record, "moves": 5}]},
+        {"game_records": [{k: v for k, v in record.items() if k != "a_played"}]},
+    ):
+        bad = str(tmp_path / "bad.json")
+        with open(bad, "w") as f:
+            json.dump({**match, **changes}, f)
+        assert lost_games.main([bad]) == 2, changes
+        assert "not a match.json of evaluate.py match" in capsys.readouterr().err
