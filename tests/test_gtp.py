@@ -4,6 +4,7 @@ and the gtp: agent over the client interface (azjax/eval/gtp.py)."""
 import io
 import os
 import sys
+import time
 
 import jax
 import numpy as np
@@ -182,6 +183,15 @@ def test_client_reports_dead_and_silent_engines(tmp_path):
     with GTPClient(f"{sys.executable} {crashing}") as engine:
         with pytest.raises(GTPError, match=r"exited with code 3(.|\n)*boom"):
             engine.send("name")
+    # a program that does not speak GTP (`cat` echoes): refused at its first line, not after
+    # the timeout, though it never sends the blank line that ends an answer
+    echo = tmp_path / "echo.py"
+    echo.write_text("import sys\nfor line in sys.stdin:\n    print(line.strip(), flush=True)\n")
+    with GTPClient(f"{sys.executable} {echo}", timeout=60) as engine:
+        t0 = time.monotonic()
+        with pytest.raises(GTPError, match="'name': not a GTP answer: 'name'"):
+            engine.send("name")
+        assert time.monotonic() - t0 < 30
 
 
 # ---- the gtp: agent ------------------------------------------------------------------------------

@@ -377,10 +377,11 @@ class GTPClient:
                 continue  # blank lines before an answer
             if lines and not line.strip():
                 break
+            if not lines and _STATUS.match(line) is None:
+                # at once: a program that does not speak GTP may never send the blank line
+                raise GTPError(f"{command!r}: not a GTP answer: {line!r}")
             lines.append(line)
         match = _STATUS.match(lines[0])
-        if match is None:
-            raise GTPError(f"{command!r}: not a GTP answer: {lines[0]!r}")
         text = "\n".join([match.group(3) or "", *lines[1:]]).strip()
         if match.group(1) == "?":
             raise GTPError(f"{command!r}: {text}")
