@@ -53,6 +53,18 @@ def parse_floats(flag: str, text: str, low: float, high: float) -> list[float]:
     return values
 
 
+def parse_ints(flag: str, text: str, low: int, *, empty_ok: bool = False) -> list[int]:
+    """A comma-separated list of integers, each at least `low`, e.g. "100,1000" ('' an empty
+    list where `empty_ok`)."""
+    try:
+        values = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ValueError(f"{flag}: expected comma-separated integers, got {text!r}") from None
+    if (not values and not empty_ok) or any(v < low for v in values):
+        raise ValueError(f"{flag}: every value must be at least {low}, got {text!r}")
+    return values
+
+
 class Log:
     """Prints a line and appends it to a file (whose folder it makes)."""
 

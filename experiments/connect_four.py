@@ -31,7 +31,7 @@ from azjax.config import named_defaults
 from azjax.eval.match import play_games
 from azjax.eval.minimax import HEURISTICS
 from azjax.eval.specs import parse_agent
-from experiments.common import Log, latest_config, write_results
+from experiments.common import Log, latest_config, parse_ints, write_results
 
 # The players, as agent specs (azjax/eval/specs.py), in one place.
 AGENT = "ckpt:{run},sims={sims},decisive=0"  # seed 001's search, no decisive moves
@@ -58,16 +58,6 @@ def opponents(depths: list[int], mcts_sims: list[int], heuristic: str, seed: int
         for d in depths
     ]
     return out + [("mcts", s, OPPONENTS["mcts"].format(sims=s)) for s in mcts_sims]
-
-
-def _ints(flag: str, text: str, low: int) -> list[int]:
-    try:
-        values = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise ValueError(f"{flag}: expected comma-separated integers, got {text!r}") from None
-    if any(v < low for v in values):
-        raise ValueError(f"{flag}: every value must be at least {low}, got {text!r}")
-    return values
 
 
 def parse(argv):
@@ -103,8 +93,8 @@ def parse(argv):
             **flags.game_options(args, "connect_four", option_flags),
         }
         args.seed = overrides.get("seed", 0)  # training's, the matches' and Minimax's ties
-        args.depths = _ints("--minimax_depths", args.minimax_depths, 1)
-        args.mcts = _ints("--mcts_sims", args.mcts_sims, 1)
+        args.depths = parse_ints("--minimax_depths", args.minimax_depths, 1, empty_ok=True)
+        args.mcts = parse_ints("--mcts_sims", args.mcts_sims, 1, empty_ok=True)
         if args.sims < 1 or args.games < 1 or args.minutes < 0:
             raise ValueError("--sims and --games must be at least 1, --minutes at least 0")
         if args.run is None:

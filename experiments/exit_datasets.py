@@ -37,7 +37,7 @@ from azjax.checkpoint import load_checkpoint, steps
 from azjax.eval.agent import network_apply, random_agent
 from azjax.eval.stats import elo
 from azjax.exit import ExpertSpec
-from experiments.common import Log, write_results
+from experiments.common import Log, parse_ints, write_results
 from experiments.exit_common import expert_agent, greedy_agent, opening_match
 
 METHODS = {  # name: config overrides (on top of the scale's)
@@ -95,9 +95,9 @@ def parse(argv):
     if not args.methods or any(m not in METHODS for m in args.methods):
         parser.error(f"--methods: accepted {', '.join(METHODS)}; got {args.methods}")
     try:
-        args.anchors = [int(a) for a in args.anchors.split(",")]
-    except ValueError:
-        parser.error(f"--anchors: comma-separated simulation counts, got {args.anchors!r}")
+        args.anchors = parse_ints("--anchors", args.anchors, 1)
+    except ValueError as e:
+        parser.error(str(e))
     if args.seeds < 1 or args.iterations < 1:
         parser.error("--seeds and --iterations must be at least 1")
     return args

@@ -53,6 +53,7 @@ from experiments.common import (
     checkpoint_steps,
     default_workdir,
     initial_variables,
+    parse_ints,
     restore_variables,
     wilson,
     write_results,
@@ -222,8 +223,17 @@ def parse(argv):
             **flags.config_overrides(args, config_flags),
             **flags.game_options(args, args.game, option_flags),
         }
+        args.mcts_simulations = parse_ints("--mcts_simulations", args.mcts_simulations, 1)
+        args.final_games = parse_ints("--final_games", args.final_games, 2)
     except ValueError as e:
         parser.error(str(e))
+    opponents, games = args.mcts_simulations, args.final_games
+    if len(games) == 1:
+        args.final_games = games = games * len(opponents)
+    if len(games) != len(opponents) or any(n % 2 for n in games):
+        parser.error("--final_games: one even number, or one per --mcts_simulations entry")
+    if args.final_simulations < 1 or args.eval_games < 2 or args.eval_games % 2:
+        parser.error("--final_simulations must be at least 1, --eval_games even and at least 2")
     args.workdir = args.workdir or default_workdir(args.game, args.full)
     args.out = args.out or os.path.join(args.workdir, "results")
     return args, overrides
@@ -246,13 +256,9 @@ def main(argv=None) -> int:
     t_train = time.time() - t_start
     rows = evaluate_checkpoints(args.workdir, args.eval_games, log=log)
     t_curve = time.time() - t_start - t_train
-    opponents = [int(n) for n in args.mcts_simulations.split(",") if n]
-    final_games = [int(n) for n in args.final_games.split(",") if n]
-    if len(final_games) == 1:
-        final_games *= len(opponents)
-    if len(final_games) != len(opponents) or any(n % 2 for n in final_games):
-        raise SystemExit("--final_games: one even number, or one per --mcts_simulations entry")
-    final = final_matches(args.workdir, args.final_simulations, opponents, final_games, log=log)
+    final = final_matches(
+        args.workdir, args.final_simulations, args.mcts_simulations, args.final_games, log=log
+    )
     t_final = time.time() - t_start - t_train - t_curve
     config, _, _ = restore_variables(args.workdir)
     title = (

@@ -74,7 +74,7 @@ from azjax.eval.specs import parse_agent, split_specs
 from azjax.eval.tournament import run_tournament
 from azjax.ladder import AUTO_ROUNDS, off_scale
 from azjax.solved import errs, load_set, start_states
-from experiments.common import Log, checkpoint_steps, write_results
+from experiments.common import Log, checkpoint_steps, parse_ints, write_results
 
 RUN = dict(iterations=100000, checkpoint_interval=5, eval_interval=0)
 
@@ -483,7 +483,7 @@ def parse(argv: list[str]):
         recipes = [parse_recipe(r) for r in (args.recipe or ["base:", "augment:augment=true"])]
         options = {k: getattr(args, k) for k in option_names if getattr(args, k) is not None}
         args.set = {**options, **parse_settings(args.set, "--set")}
-        args.seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        args.seeds = parse_ints("--seeds", args.seeds, 0)
     except ValueError as e:
         p.error(str(e))
     names = [n for n, _ in recipes]

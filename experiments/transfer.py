@@ -46,7 +46,13 @@ from azjax.checkpoint import parse_location
 from azjax.config import Config
 from azjax.eval import format_tournament, parse_agent, round_robin
 from configs.cpu import cpu_recipe
-from experiments.common import Log, add_errors_flag, exact_errors, write_results
+from experiments.common import (
+    Log,
+    add_errors_flag,
+    exact_errors,
+    parse_ints,
+    write_results,
+)
 from experiments.experiment2 import pooled_scores
 
 RUNS = ("scratch", "transfer", "frozen")
@@ -90,7 +96,7 @@ def parse(argv):
     try:
         args.overrides = flags.config_overrides(args, config_flags)
         args.options = flags.game_options(args, args.game, option_flags)
-        args.sims = [int(s) for s in args.sims.split(",") if s.strip()]
+        args.sims = parse_ints("--sims", args.sims, 1)
     except ValueError as e:
         parser.error(str(e))
     if not args.sims or min(args.sims) < 1:

@@ -231,6 +231,12 @@ def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
         ("experiment3", ["--configs=evaluator,bogus"], "accepted: evaluator, rollouts_only"),
         ("experiment3", ["--seconds=0"], "--seconds must be positive"),
         ("tictactoe", ["--eval_only", "--games=0"], "--games must be at least 1, got 0"),
+        # checked before Experiment 1's 22 minutes of training, not after them
+        ("experiment1", ["--mcts_simulations=abc"], "--mcts_simulations: expected comma-sep"),
+        ("experiment1", ["--final_games=2,2,2"], "--final_games: one even number, or one per"),
+        ("experiment1", ["--final_games=-2"], "--final_games: every value must be at least 2"),
+        ("recipes", ["--seeds=a"], "--seeds: expected comma-separated integers, got 'a'"),
+        ("exit_datasets", ["--anchors=-5"], "--anchors: every value must be at least 1"),
     ],
 )
 def test_experiment_flags_are_checked(module, argv, message, capsys):
