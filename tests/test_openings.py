@@ -46,6 +46,9 @@ def test_bad_opening_specs_name_the_forms(text):
 def test_too_many_random_openings_are_refused():
     with pytest.raises(ValueError, match="only 9 distinct positions"):
         op.openings(TTT, "random:10:1", jax.random.PRNGKey(0))
+    # more plies than any game lasts: refused by name, not numpy's "a cannot be empty"
+    with pytest.raises(ValueError, match="only 0 distinct positions of 9 plies"):
+        op.openings(TTT, "random:2:9", jax.random.PRNGKey(0))
 
 
 def test_both_colours_and_won_sides():

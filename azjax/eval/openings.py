@@ -68,9 +68,11 @@ def random_sequences(
         moves, state = [], fns.init(1)
         for _ in range(plies):
             legal = np.flatnonzero(np.asarray(jax.device_get(fns.legal(state)))[0])
+            if legal.size == 0:  # over before `plies`: no move left to draw
+                break
             moves.append(int(rng.choice(legal)))
             state = fns.step(state, np.asarray(moves[-1:], np.int32))
-        if bool(np.asarray(fns.status(state)[0])[0]):  # already over
+        if len(moves) < plies or bool(np.asarray(fns.status(state)[0])[0]):  # already over
             continue
         if not distinct or tuple(moves) not in found:
             found[tuple(moves)] = None
