@@ -135,6 +135,8 @@ def main(argv=None) -> int:
         run = args.run
     try:
         config, step = latest_config(run)
+        if config.game != "connect_four":
+            raise ValueError(f"--run={run} holds a {config.game} run; Table 5.5 is Connect Four's")
         game = config.make_game()
         agent = parse_agent(AGENT.format(run=run, sims=args.sims), game)
         rivals = opponents(args.depths, args.mcts, args.heuristic, args.seed)

@@ -354,6 +354,13 @@ def test_connect_four_flags_are_checked(argv, message, capsys):
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_connect_four_refuses_another_games_run(capsys):
+    from experiments import connect_four
+
+    assert connect_four.main(["--run=pretrained/hex6", "--games=2"]) == 2
+    assert "holds a hex run; Table 5.5 is Connect Four's" in capsys.readouterr().err
+
+
 def test_connect_four_thesis_table():
     from experiments import connect_four
 
