@@ -354,11 +354,11 @@ def test_connect_four_flags_are_checked(argv, message, capsys):
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_connect_four_refuses_another_games_run(capsys):
+def test_connect_four_refuses_another_games_run(tiny_run, capsys):
     from experiments import connect_four
 
-    assert connect_four.main(["--run=pretrained/hex6", "--games=2"]) == 2
-    assert "holds a hex run; Table 5.5 is Connect Four's" in capsys.readouterr().err
+    assert connect_four.main([f"--run={tiny_run}", "--games=2"]) == 2
+    assert "holds a tictactoe run; Table 5.5 is Connect Four's" in capsys.readouterr().err
 
 
 def test_connect_four_thesis_table():
