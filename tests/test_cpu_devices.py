@@ -84,6 +84,7 @@ def test_training_splits_the_cpu_and_resumes_on_another_count(tmp_path):
     [
         ("0", "--cpu_devices must be auto or a whole number >= 1, got '0'"),
         ("two", "--cpu_devices must be auto or a whole number >= 1, got 'two'"),
+        ("100000", "--cpu_devices=100000: at most"),  # XLA would make them all, and hang
         (None, "JAX has already started in this process with"),  # another count than it has
     ],
 )

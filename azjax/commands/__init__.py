@@ -53,6 +53,12 @@ def split_cpu(setting: str, *sizes: int) -> None:
     from azjax.flags import auto_or_count
 
     count = auto_or_count(setting, "--cpu_devices")
+    limit = max(16, 4 * (os.cpu_count() or 1))  # XLA makes every one: 100,000 never finished
+    if count is not None and count > limit:
+        raise ValueError(
+            f"--cpu_devices={count}: at most {limit} here (the point is one per core; this "
+            f"machine has {os.cpu_count()}), or auto"
+        )
     if count is None:
         parallel.split_cpu(parallel.cpu_device_count(*sizes))
         return
