@@ -44,6 +44,15 @@ def auto_or_count(text: str, flag: str) -> int | None:
     return count
 
 
+def path(text: str) -> str:
+    """An argparse type for a file or folder flag: an empty value is refused, where it would
+    otherwise stand for the flag's default (`--out=` writing into runs/eval/, `--to=` into the
+    package's store)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path: give one, or leave the flag out")
+    return text
+
+
 class Parser(argparse.ArgumentParser):
     """argparse's parser whose errors are one line, `PROG: error: MESSAGE`, exit code 2, without
     the usage block (`PROG --help` shows it). An unknown flag is named with the nearest known flags

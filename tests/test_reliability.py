@@ -453,6 +453,21 @@ def test_evaluate_checks_before_playing(tmp_path, capsys, argv, needle):
     _fails(capsys, evaluate.main, argv, needle)
 
 
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["match", "random", "random", "--game=tictactoe", "--out="], "--out: an empty path"),
+        (["export", "pretrained/hex6", "--name=x", "--to="], "--to: an empty path"),
+    ],
+)
+def test_an_empty_path_is_not_the_default_folder(capsys, argv, needle):
+    """`--out=` wrote into runs/eval/ and `--to=` into the package's store, as if left out."""
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
 def test_an_interrupted_curve_keeps_what_it_played(stopped_run, tmp_path, monkeypatch):
     from types import SimpleNamespace
 

@@ -134,7 +134,10 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "games depend on the count. auto: one per CPU this process may use",
     )
     common.add_argument(
-        "--out", default=None, help="output folder (default: a new runs/eval/<command>-<time>)"
+        "--out",
+        type=flags.path,
+        default=None,
+        help="output folder (default: a new runs/eval/<command>-<time>)",
     )
     game = common.add_argument_group("game (default: from the first ckpt agent)")
     game.add_argument("--game", default=None, help=f"one of {', '.join(games.names())}")
@@ -272,7 +275,10 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     )
     export.add_argument("--name", required=True, help="the network's name (pretrained/NAME)")
     export.add_argument(
-        "--to", default=None, help="the folder to export into (default: the package's store)"
+        "--to",
+        type=flags.path,
+        default=None,
+        help="the folder to export into (default: the package's store)",
     )
     export.add_argument(
         "--card",
