@@ -89,6 +89,15 @@ def test_bad_specs_say_what_is_accepted(text, message):
     assert message in str(e.value)
 
 
+def test_a_spec_that_names_no_agent_is_reported_before_a_missing_game():
+    from azjax.eval.specs import game_for
+
+    with pytest.raises(ValueError, match="unknown agent 'pretrained/hex6'; agents: ckpt:PATH"):
+        game_for(["pretrained/hex6", "random"])  # ckpt: left out
+    with pytest.raises(ValueError, match="give --game=NAME: no ckpt: agent"):
+        game_for(["random", "mcts:sims=4"])
+
+
 def test_minimax_needs_a_depth_on_big_games():
     with pytest.raises(ValueError, match="minimax: give depth=D for hex"):
         parse_agent("minimax", games.make("hex", size=6))

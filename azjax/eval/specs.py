@@ -146,7 +146,7 @@ def parse_agent(text: str, game: Game, *, seed: int = 0) -> Agent:
     """The agent a spec names, for `game`; ValueError naming the kinds or options on bad specs.
     `seed`: the seed of minimax, perfect and spiel agents whose spec has no seed= (the command's
     --seed, so that another seed plays other games; folded into the spec's range)."""
-    kind, _, rest = text.strip().partition(":")
+    kind, _, rest = _kind(text)
     builders = {
         "ckpt": _ckpt,
         "mcts": _mcts,
@@ -158,11 +158,17 @@ def parse_agent(text: str, game: Game, *, seed: int = 0) -> Agent:
         "human": _human,
         "gtp": _gtp,
     }
-    if kind not in builders:
-        raise ValueError(f"unknown agent {text!r}; agents: {'; '.join(KINDS.values())}")
     if kind in SEEDED_KINDS:
         return builders[kind](game, rest, text.strip(), seed=seed % SPEC_SEEDS)
     return builders[kind](game, rest, text.strip())
+
+
+def _kind(text: str) -> tuple[str, str, str]:
+    """(kind, ":", options) of a spec; ValueError naming the kinds where `kind` is none."""
+    kind, colon, rest = text.strip().partition(":")
+    if kind not in KINDS:
+        raise ValueError(f"unknown agent {text!r}; agents: {'; '.join(KINDS.values())}")
+    return kind, colon, rest
 
 
 def parse_options(kind: str, text: str, accepted: tuple[str, ...]) -> dict[str, Any]:
@@ -432,6 +438,7 @@ def game_for(specs: list[str], name: str | None = None, options: dict | None = N
     if name is not None:
         return games.make(name, **options)
     for spec in specs:
+        _kind(spec)  # a spec that names no agent is the error to report, not a missing --game
         config = checkpoint_config(spec)
         if config is not None:
             return games.make(config.game, **{**config.game_options, **options})
