@@ -686,15 +686,17 @@ def read_config(workdir: str, step: int | None = None) -> Config:
             raise CheckpointError(str(e)) from None
     workdir = folder
     if not os.path.isdir(os.path.join(workdir, "checkpoints")):
-        raise CheckpointError(f"{workdir!r} holds no checkpoints (no checkpoints/ folder)")
+        parent, name = os.path.split(os.path.normpath(workdir))
+        hint = f"; give the run folder, {parent!r}" if name == "checkpoints" else ""
+        raise CheckpointError(f"{workdir!r} holds no checkpoints (no checkpoints/ folder){hint}")
     manager = _manager(workdir, create=False)
     try:
+        have = sorted(manager.all_steps())
+        if not have:
+            raise CheckpointError(f"{workdir!r} holds no checkpoints yet (checkpoints/ is empty)")
         step = manager.latest_step() if step is None else step
-        if step is None or step not in manager.all_steps():
-            raise CheckpointError(
-                f"no checkpoint {step if step is not None else ''} in "
-                f"{workdir!r}; have {sorted(manager.all_steps())}"
-            )
+        if step not in have:
+            raise CheckpointError(f"no checkpoint {step} in {workdir!r}; have {have}")
         try:
             data = manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))
         except Exception as e:

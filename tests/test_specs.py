@@ -301,6 +301,11 @@ def test_checkpoint_errors_name_the_problem(tiny_run, tmp_path):
         parse_agent(f"ckpt:{tmp_path}/nowhere", TTT)
     with pytest.raises(CheckpointError, match=r"no checkpoint 7 .*have \[1, 2\]"):
         parse_agent(f"ckpt:{tiny_run}@7", TTT)
+    with pytest.raises(CheckpointError, match=r"no checkpoints/ folder\); give the run folder"):
+        parse_agent(f"ckpt:{tiny_run}/checkpoints", TTT)
+    os.makedirs(tmp_path / "early" / "checkpoints")  # a run killed before its first checkpoint
+    with pytest.raises(CheckpointError, match=r"holds no checkpoints yet \(checkpoints/ is empty"):
+        parse_agent(f"ckpt:{tmp_path}/early", TTT)
     with pytest.raises(ValueError, match=r"is for tictactoe \{\}, but the games here are hex"):
         parse_agent(f"ckpt:{tiny_run}", games.make("hex", size=3))
     with pytest.raises(ValueError, match="rollout=random needs p_r > 0"):
