@@ -158,7 +158,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--markdown", metavar="PATH", help="also write the table as markdown ('-': stdout)"
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if min(args.batch_sizes) < 1 or args.repeats < 1 or not args.min_seconds > 0:
+        parser.error(
+            f"--batch_sizes and --repeats must be at least 1 and --min_seconds positive, got "
+            f"{args.batch_sizes}, {args.repeats}, {args.min_seconds}"
+        )
+    if args.markdown not in (None, "-") and os.path.isdir(args.markdown):
+        parser.error(f"--markdown={args.markdown} is a folder: give a file, or - for stdout")
+    return args
 
 
 def main(argv: list[str] | None = None) -> list[Row]:

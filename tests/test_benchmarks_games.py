@@ -29,3 +29,16 @@ def test_benchmark_prints_a_table_with_the_ratio(capsys):
         assert float(ratio) > 0
     assert [(r.game, r.batch) for r in rows] == [("tictactoe", 1), ("tictactoe", 4)]
     assert all(r.ours > 0 and r.pgx > 0 for r in rows)
+
+
+def test_bad_sizes_are_refused_before_measuring(capsys, tmp_path):
+    import pytest
+
+    for argv, needle in (
+        (["--batch_sizes", "0"], "--batch_sizes and --repeats must be at least 1"),
+        (["--repeats", "0"], "--batch_sizes and --repeats must be at least 1"),
+        ([f"--markdown={tmp_path}"], "is a folder: give a file"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            bench.parse_args(["--games", "tictactoe", *argv])
+        assert exit_info.value.code == 2 and needle in capsys.readouterr().err
