@@ -640,20 +640,8 @@ def test_cli_script_is_one_line_and_exit_2_for_a_user_error(monkeypatch, capsys)
 
 
 def test_an_experiment_refuses_a_missing_run_in_one_line(tmp_path, env):
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "experiments.tictactoe",
-            f"--workdir={tmp_path}/none",
-            "--eval_only",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
+    argv = ["experiments.tictactoe", f"--workdir={tmp_path}/none", "--eval_only"]
+    out = _python("-m", argv, env, text=True)
     assert out.returncode == 2, out.stderr
     assert out.stderr.strip().splitlines() == [
         f"python -m experiments.tictactoe: error: no run folder '{tmp_path}/none'"
