@@ -445,11 +445,13 @@ def test_a_batch_that_does_not_divide_over_the_devices(tmp_path, env):
         (["match", "random", "random", "--game=tictactoe", "--out={file}/x"], "is a file"),
         (["curve", "{file}", "--sims=0"], "--sims must be at least 1"),
         (["curve", "{file}", "--epsilon=5"], "--epsilon is a probability"),
+        (["ladder", "--game=tictactoe", "--rungs=2:4", "--table={file}/t.json"], "--table"),
+        (["ladder", "--game=tictactoe", "--rungs=2:4", "--table={dir}"], "--table"),
     ],
 )
 def test_evaluate_checks_before_playing(tmp_path, capsys, argv, needle):
     (tmp_path / "f").write_text("x")
-    argv = [a.replace("{file}", str(tmp_path / "f")) for a in argv]
+    argv = [a.replace("{file}", str(tmp_path / "f")).replace("{dir}", str(tmp_path)) for a in argv]
     _fails(capsys, evaluate.main, argv, needle)
 
 

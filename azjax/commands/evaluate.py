@@ -327,23 +327,24 @@ def reserve(folder: str) -> str:
             path = f"{folder}-{k}"
 
 
-def check_out(folder: str) -> None:
+def check_out(folder: str, flag: str = "--out") -> None:
     """ValueError unless results can be written into `folder` (made later, by the first file):
-    checked before the games, whose results would otherwise be lost."""
+    checked before the games, whose results would otherwise be lost. `flag` names the flag
+    that gave it."""
     if os.path.exists(folder):
         if not os.path.isdir(folder):
-            raise ValueError(f"--out {folder!r} is a file, not a folder; choose another --out")
+            raise ValueError(f"{flag} {folder!r} is a file, not a folder; choose another {flag}")
         existing = folder
     else:
         existing = os.path.dirname(os.path.abspath(folder))
         while not os.path.exists(existing):
             existing = os.path.dirname(existing)
         if not os.path.isdir(existing):
-            raise ValueError(f"--out {folder!r} cannot be made: {existing!r} is a file")
+            raise ValueError(f"{flag} {folder!r} cannot be made: {existing!r} is a file")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ValueError(
-            f"--out {folder!r} cannot be written ({existing!r} is not writable); "
-            "choose another --out"
+            f"{flag} {folder!r} cannot be written ({existing!r} is not writable); "
+            f"choose another {flag}"
         )
 
 
@@ -469,9 +470,9 @@ def run_ladder(args, game) -> None:
 
     rungs = parse_rungs(args.rungs)
     path = args.table or table_path(game)
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path) or (os.path.exists(folder) and not os.access(folder, os.W_OK)):
-        raise ValueError(f"--table {path!r} cannot be written; choose another --table")
+    if os.path.isdir(path):
+        raise ValueError(f"--table {path!r} is a folder; choose a file as --table")
+    check_out(os.path.dirname(os.path.abspath(path)), "--table")  # before the games
     known = load_ladder(game, path) if args.extend else None
     if args.extend and known is None:
         raise ValueError(f"--extend: no table at {path} to extend; rate it without --extend")
