@@ -60,7 +60,9 @@ def parse_ints(flag: str, text: str, low: int, *, empty_ok: bool = False) -> lis
         values = [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
         raise ValueError(f"{flag}: expected comma-separated integers, got {text!r}") from None
-    if (not values and not empty_ok) or any(v < low for v in values):
+    if not values and not empty_ok:
+        raise ValueError(f"{flag}: give one or more comma-separated integers (each >= {low})")
+    if any(v < low for v in values):
         raise ValueError(f"{flag}: every value must be at least {low}, got {text!r}")
     return values
 

@@ -490,8 +490,6 @@ def parse(argv: list[str]):
     if len(set(names)) != len(names):
         p.error(f"--recipe: names must differ, got {', '.join(names)}")
     args.recipes = dict(recipes)
-    if not args.seeds or min(args.seeds) < 0:
-        p.error(f"--seeds: give one or more seeds >= 0, got {args.seeds}")
     if args.minutes <= 0:
         p.error(f"--minutes must be > 0, got {args.minutes}")
     if args.games < 2 or args.games % 2:

@@ -99,8 +99,6 @@ def parse(argv):
         args.sims = parse_ints("--sims", args.sims, 1)
     except ValueError as e:
         parser.error(str(e))
-    if not args.sims or min(args.sims) < 1:
-        parser.error("--sims: comma-separated simulation counts, each at least 1")
     if args.games < 2 or args.games % 2:
         parser.error(f"--games must be even and at least 2 (colours alternate), got {args.games}")
     if not 0.0 <= args.eps <= 1.0:

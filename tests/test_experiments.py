@@ -316,16 +316,21 @@ def test_connect_four_trains_with_a_named_config_under_flags():
     assert config.num_filters == 64 and config.time_budget == 0
 
 
-def test_connect_four_toy_run_plays_every_opponent(tiny_run, tmp_path, capsys):
-    """On the session's 2-iteration Tic-Tac-Toe run (the heuristic counts lines there too)."""
+def test_connect_four_toy_run_trains_and_plays_every_opponent(tmp_path, capsys):
+    """Trains a 1-iteration 4x4 connect-3 run through the experiment, then plays Minimax."""
     from experiments import connect_four
 
-    out = str(tmp_path / "c4out")
-    argv = [f"--run={tiny_run}", f"--out={out}", "--sims=2", "--games=1"]
-    assert connect_four.main(argv + ["--minimax_depths=1,2", "--mcts_sims="]) == 0
+    run, out = str(tmp_path / "c4run"), str(tmp_path / "c4out")
+    tiny = "--num_blocks=1 --num_filters=4 --value_hidden=4 --batch_games=4 --num_simulations=2"
+    tiny += " --train_steps=1 --train_batch_size=8 --replay_games=20 --iterations=1"
+    tiny += " --checkpoint_interval=1 --eval_interval=0 --rows=4 --cols=4 --connect=3"
+    argv = [f"--workdir={run}", f"--out={out}", "--sims=2", "--games=1", "--no_progress"]
+    assert connect_four.main(argv + tiny.split() + ["--minimax_depths=1,2", "--mcts_sims="]) == 0
     results = json.load(open(os.path.join(out, "results.json")))
-    assert results["game"] == "tictactoe" and results["checkpoint"] == 2
-    assert results["agent"] == f"ckpt:{tiny_run},sims=2,decisive=0" and results["training"] is None
+    assert results["game"] == "connect_four" and results["checkpoint"] == 1
+    assert results["game_options"] == dict(rows=4, cols=4, connect=3)
+    assert results["agent"] == f"ckpt:{run},sims=2,decisive=0"
+    assert results["training"]["workdir"] == run and results["training"]["games"] > 0
     specs = [m["opponent"] for m in results["matches"]]
     assert specs == [
         "minimax:depth=1,heuristic=lines2,seed=0",

@@ -310,7 +310,7 @@ def test_place_says_when_its_rounds_ran_out_before_it_settled(tmp_path, capsys):
             ["place", "random", "--game=tictactoe", "--rounds=lots"],
             "--rounds must be auto or a whole",
         ),
-        (["ladder", "--game=tictactoe", "--table=/"], "cannot be written"),
+        (["ladder", "--game=tictactoe", "--table=/"], "is a folder; choose a file as --table"),
     ],
 )
 def test_bad_ladder_input_is_one_line(argv, message, capsys):

@@ -138,7 +138,7 @@ def test_a_pinned_command_runs_on_its_cores_only():
         (["--recipe=a:", "--recipe=a:augment=true"], "names must differ"),
         (["--games=3"], "--games must be even"),
         (["--game=chess"], "unknown game 'chess'"),
-        (["--seeds="], "give one or more seeds"),
+        (["--seeds="], "--seeds: give one or more comma-separated integers"),
         (["--game=othello", "--size=6", "--games=60"], "only 12 distinct positions of 2 plies"),
         (["--anchors=mcts:sims=8,c_uct=x,random"], "--anchors: mcts: c_uct (UCT"),
         (["--anchors=alphago"], "--anchors: unknown agent 'alphago'"),

@@ -357,7 +357,7 @@ def test_the_experiment_fits_the_targets_planes_to_the_source_before_training(tm
     "argv, message",
     [
         (["--games=3"], "--games must be even"),
-        (["--sims=0"], "--sims: comma-separated simulation counts"),
+        (["--sims=0"], "--sims: every value must be at least 1"),
         (["--game=othello", "--rows=4"], "--rows is not an option of othello"),
         (["--init_from=x"], "unrecognized arguments: --init_from=x"),  # the experiment sets it
         (["--errors_sims=-1"], "--errors_sims: expected 0..100000 simulations (0: none)"),
