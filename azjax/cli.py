@@ -32,19 +32,20 @@ MEMORY_HINT = (
 )
 
 
-def user_message(e: BaseException) -> str | None:
-    """The one-line explanation of an error the user can fix, or None for a bug."""
+def user_message(e: BaseException, memory_hint: str = MEMORY_HINT) -> str | None:
+    """The one-line explanation of an error the user can fix, or None for a bug; `memory_hint`
+    says what to lower when memory runs out."""
     health = sys.modules.get("azjax.health")  # loaded with the loop; jax is not imported here
     if health is not None and isinstance(e, health.DivergenceError):
         return str(e)
     if isinstance(e, MemoryError):
-        return f"out of host memory; {MEMORY_HINT}"
+        return f"out of host memory; {memory_hint}"
     if isinstance(e, OSError):
         return describe_os_error(e)
     text = str(e)
     if "RESOURCE_EXHAUSTED" in text:  # XLA's out of memory, on any device
         first = text.strip().splitlines()[0][:160]
-        return f"out of memory ({first}); {MEMORY_HINT}"
+        return f"out of memory ({first}); {memory_hint}"
     if isinstance(e, ValueError):
         return text
     return None
@@ -58,9 +59,11 @@ def run(
     threaded: bool = False,
     stopped: str = "stopped",
     setup: bool = True,
+    memory_hint: str = MEMORY_HINT,
 ) -> int:
     """body(argv)'s exit code, with errors and signals handled as the module doc says;
-    `stopped` is what a signal's line says was kept. `setup=False` leaves the compilation cache
+    `stopped` is what a signal's line says was kept, `memory_hint` what to lower when memory
+    runs out (training's flags by default). `setup=False` leaves the compilation cache
     and XLA's flags as the environment has them (`script`)."""
     debug = "--debug" in argv
     if setup:
@@ -83,7 +86,7 @@ def run(
             os._exit(128 + signum)
         return 128 + signum
     except Exception as e:
-        message = user_message(e)
+        message = user_message(e, memory_hint)
         if message is None or debug:
             raise
         print(f"{prog}: error: {message}", file=sys.stderr, flush=True)

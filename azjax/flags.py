@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import difflib
 import math
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -42,6 +43,20 @@ def auto_or_count(text: str, flag: str) -> int | None:
     if count < 1:
         raise ValueError(f"{flag} must be auto or a whole number >= 1, got {text!r}")
     return count
+
+
+SEED_LIMIT = 2**32 - 1  # JAX keys keep 32 bits of a seed
+
+
+def seed(text: str) -> int:
+    """--seed's type: a whole number in [0, SEED_LIMIT]."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value <= SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be in [0, {SEED_LIMIT}], got {text}")
+    return value
 
 
 def path(text: str) -> str:
@@ -97,6 +112,35 @@ class Parser(argparse.ArgumentParser):
         if message.startswith("the following arguments are required"):
             message += f" ({self.prog} --help)"
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def check_out(folder: str, flag: str = "--out") -> None:
+    """ValueError unless results can be written into `folder` (made later, by the first file):
+    checked before the games, whose results would otherwise be lost. `flag` names the flag
+    that gave it."""
+    if os.path.exists(folder):
+        if not os.path.isdir(folder):
+            raise ValueError(f"{flag} {folder!r} is a file, not a folder; choose another {flag}")
+        existing = folder
+    else:
+        existing = os.path.dirname(os.path.abspath(folder))
+        while not os.path.exists(existing):
+            existing = os.path.dirname(existing)
+        if not os.path.isdir(existing):
+            raise ValueError(f"{flag} {folder!r} cannot be made: {existing!r} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{flag} {folder!r} cannot be written ({existing!r} is not writable); "
+            f"choose another {flag}"
+        )
+
+
+def check_file_out(path: str, flag: str) -> None:
+    """ValueError unless a file can be written at `path` (a folder there, or an unwritable
+    folder above it, is refused before the work whose result it would hold)."""
+    if os.path.isdir(path):
+        raise ValueError(f"{flag} {path!r} is a folder; choose a file as {flag}")
+    check_out(os.path.dirname(os.path.abspath(path)), flag)
 
 
 def parse_value(

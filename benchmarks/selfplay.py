@@ -609,7 +609,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="PUCT's value term (the config field puct_values; default: the game config's, "
         "minmax): raw builds shallower trees (python -m benchmarks.tree_depth)",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=flags.seed, default=0)
     args = p.parse_args(argv)
     for name in ("unroll", "compact", "playout_unroll"):
         if getattr(args, name) is not None and getattr(args, name) < 1:

@@ -155,7 +155,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--blocks", type=int, default=3)
     p.add_argument("--filters", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=flags.seed, default=0)
     args = p.parse_args(argv)
     if args.game not in games.names():
         p.error(f"unknown game {args.game!r}; one of {', '.join(games.names())}")

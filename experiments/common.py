@@ -96,7 +96,7 @@ def add_run_flags(parser, name: str) -> None:
     )
     parser.add_argument("--out", default=None, help=f"default <workdir>/{name}")
     flags.add_config_flags(parser, names=("search",), default_text="the checkpoint's")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=flags.seed, default=0)
 
 
 def check_run_flags(parser, args, name: str) -> None:

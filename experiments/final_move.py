@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     p.add_argument("agent", help="a ckpt: agent that searches with PUCT, e.g. ckpt:RUN,sims=50")
     p.add_argument("--shares", default="0.2,0.35,0.5", help="visit shares (0.2,0.35,0.5)")
     p.add_argument("--widths", default="0,0.5,1", help="widths of the bound (0,0.5,1)")
-    p.add_argument("--seed", type=int, default=0, help="the search's key (0)")
+    p.add_argument("--seed", type=flags.seed, default=0, help="the search's key (0)")
     args = p.parse_args(argv)
     try:
         shares = parse_floats("--shares", args.shares, 0.0, 1.0)

@@ -44,10 +44,13 @@ def parse(argv):
         help="games from the empty board for the last checkpoint (even)",
     )
     parser.add_argument("--out", default=None, help="default <workdir>/openings_curve")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=flags.seed, default=0)
     args = parser.parse_args(argv)
-    if args.sims < 1 or args.every < 1 or args.empty_games < 0 or args.empty_games % 2:
-        parser.error("--sims and --every must be >= 1, --empty_games even and >= 0")
+    for flag, value in (("--sims", args.sims), ("--every", args.every)):
+        if value < 1:
+            parser.error(f"{flag} must be >= 1, got {value}")
+    if args.empty_games < 0 or args.empty_games % 2:
+        parser.error(f"--empty_games must be even and >= 0, got {args.empty_games}")
     op.parse(args.openings)  # ValueError naming the forms
     args.out = args.out or os.path.join(args.workdir, "openings_curve")
     return args

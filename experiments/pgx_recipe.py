@@ -419,7 +419,7 @@ def main(argv=None) -> int:
     t.add_argument("--lr", type=float, default=0.001, help="Adam's learning rate (0.001)")
     t.add_argument("--blocks", type=int, default=2, help="residual blocks (2)")
     t.add_argument("--filters", type=int, default=32, help="filters (32)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=flags.seed, default=0)
     e = sub.add_parser("errors", help="the trained network's exact error rate")
     e.add_argument("run", help="a folder written by train")
     e.add_argument("--sims", type=int, default=50, help="simulations a move (50)")
@@ -428,7 +428,7 @@ def main(argv=None) -> int:
     m.add_argument("opponent", help="an agent of evaluate.py, e.g. ckpt:runs/c4,sims=50")
     m.add_argument("--sims", type=int, default=50, help="the network's simulations a move (50)")
     m.add_argument("--openings", default="random:50:4", help="random:N[:PLIES] or all")
-    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--seed", type=flags.seed, default=0)
     r = sub.add_parser("place", help="the trained network's Elo on the game's ladder")
     r.add_argument("run", help="a folder written by train")
     r.add_argument("--sims", type=int, default=50, help="the network's simulations a move (50)")
@@ -436,7 +436,7 @@ def main(argv=None) -> int:
         "--rounds", default="auto", help="auto (4, then until settled) or a whole number"
     )
     r.add_argument("--games", type=int, default=16, help="games per rung and round (16)")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=flags.seed, default=0)
     args = p.parse_args(argv)
     if args.command == "train":
         small = [

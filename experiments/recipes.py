@@ -477,7 +477,7 @@ def parse(argv: list[str]):
     )
     p.add_argument("--out", default=None, help="default runs/recipes_<game>")
     p.add_argument("--rate_only", action="store_true", help="rate the finished runs only")
-    p.add_argument("--seed", type=int, default=0, help="the rating tournament's seed")
+    p.add_argument("--seed", type=flags.seed, default=0, help="the rating tournament's seed")
     args = p.parse_args(argv)
     try:
         recipes = [parse_recipe(r) for r in (args.recipe or ["base:", "augment:augment=true"])]

@@ -2,6 +2,7 @@
 agents watched (--agents)."""
 
 import numpy as np
+import pytest
 
 import games
 from azjax.commands import play
@@ -29,6 +30,13 @@ def test_command_line_options_and_errors(capsys):
     ]:
         assert play.main(argv) == 2
         assert message in capsys.readouterr().err
+    for argv, message in [  # argparse's own errors: SystemExit(2), one line
+        (["--game=hex", "--seed=abc"], "--seed: expected a whole number, got 'abc'"),
+        (["--game=hex", "--seed=-1"], "--seed: must be in [0, 4294967295], got -1"),
+    ]:
+        with pytest.raises(SystemExit) as e:
+            play.main(argv)
+        assert e.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_the_game_comes_from_the_checkpoint(tiny_run):

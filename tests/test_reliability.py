@@ -648,3 +648,20 @@ def test_an_experiment_refuses_a_missing_run_in_one_line(tmp_path, env):
     assert out.stderr.strip().splitlines() == [
         f"python -m experiments.tictactoe: error: no run folder '{tmp_path}/none'"
     ]
+
+
+def test_out_of_memory_names_what_to_lower_for_each_command(capsys):
+    from azjax import cli
+
+    oom = RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 9 bytes.\nmore")
+
+    def body(argv):
+        raise oom
+
+    assert "lower --batch_games" in cli.user_message(MemoryError())  # training's by default
+    assert cli.run("evaluate.py", body, [], setup=False, memory_hint="lower --games") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "evaluate.py: error: out of memory (RESOURCE_EXHAUSTED: Out of memory while trying to "
+        "allocate 9 bytes.); lower --games"
+    ]

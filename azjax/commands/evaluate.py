@@ -91,16 +91,6 @@ from azjax import flags, solved
 from azjax.commands import describe, split_cpu
 from azjax.commands import prog as prog_name
 
-SEED_LIMIT = 2**32 - 1  # JAX keys keep 32 bits of a seed
-
-
-def seed(text: str) -> int:
-    """--seed: an integer in [0, SEED_LIMIT]."""
-    value = int(text)
-    if not 0 <= value <= SEED_LIMIT:
-        raise argparse.ArgumentTypeError(f"must be in [0, {SEED_LIMIT}], got {text}")
-    return value
-
 
 def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, list[str]]:
     """The parser, and the names of its game option flags (every option of every game);
@@ -115,7 +105,7 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     common = flags.Parser(add_help=False)
     common.add_argument(
         "--seed",
-        type=seed,
+        type=flags.seed,
         default=0,
         help="random seed (default 0): the openings, the searches' keys and the minimax, "
         "perfect and spiel agents whose spec has no seed=",
@@ -327,27 +317,6 @@ def reserve(folder: str) -> str:
             path = f"{folder}-{k}"
 
 
-def check_out(folder: str, flag: str = "--out") -> None:
-    """ValueError unless results can be written into `folder` (made later, by the first file):
-    checked before the games, whose results would otherwise be lost. `flag` names the flag
-    that gave it."""
-    if os.path.exists(folder):
-        if not os.path.isdir(folder):
-            raise ValueError(f"{flag} {folder!r} is a file, not a folder; choose another {flag}")
-        existing = folder
-    else:
-        existing = os.path.dirname(os.path.abspath(folder))
-        while not os.path.exists(existing):
-            existing = os.path.dirname(existing)
-        if not os.path.isdir(existing):
-            raise ValueError(f"{flag} {folder!r} cannot be made: {existing!r} is a file")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(
-            f"{flag} {folder!r} cannot be written ({existing!r} is not writable); "
-            f"choose another {flag}"
-        )
-
-
 def check_args(args, folder: str) -> None:
     """What can be checked before any game: the curve's options, the output `folder` (the agents'
     numbers are checked against their bounds when the specs are parsed, also before any game)."""
@@ -365,7 +334,7 @@ def check_args(args, folder: str) -> None:
         )
         parse_measures(args.measures, errors_only=args.errors_only)
         parse_rounds(args.rounds)
-    check_out(folder)
+    flags.check_out(folder)
 
 
 def _say(text: str) -> None:
@@ -470,9 +439,7 @@ def run_ladder(args, game) -> None:
 
     rungs = parse_rungs(args.rungs)
     path = args.table or table_path(game)
-    if os.path.isdir(path):
-        raise ValueError(f"--table {path!r} is a folder; choose a file as --table")
-    check_out(os.path.dirname(os.path.abspath(path)), "--table")  # before the games
+    flags.check_file_out(path, "--table")  # before the games
     known = load_ladder(game, path) if args.extend else None
     if args.extend and known is None:
         raise ValueError(f"--extend: no table at {path} to extend; rate it without --extend")
@@ -666,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
         threaded=True,
         stopped="stopped (curve.json, match.json or tournament.json keeps the checkpoints, "
         'games or matches finished so far, marked "complete": false)',
+        memory_hint="lower --games (a match plays its games side by side) or the agents' sims=",
     )
 
 

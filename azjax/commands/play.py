@@ -37,13 +37,6 @@ DEFAULT_AGENT = "mcts:sims=100"
 _NOT_WITH_AGENTS = ("--agent", "--gtp", "--human_color")  # flags of the other two modes
 
 
-def _seed(text: str) -> int:
-    value = int(text)
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"must be in [0, {2**32 - 1}], got {text}")
-    return value
-
-
 def build_parser(
     game: str | None, defaults: dict | None = None, *, prog: str | None = None
 ) -> tuple[argparse.ArgumentParser, list[str]]:
@@ -87,7 +80,7 @@ def build_parser(
         default=None,
         help="with --agents: play this many games without asking for a rematch",
     )
-    parser.add_argument("--seed", type=_seed, default=0, help="random seed of the agent")
+    parser.add_argument("--seed", type=flags.seed, default=0, help="random seed of the agent")
     parser.add_argument(
         "--debug", action="store_true", help="show tracebacks of errors instead of one line"
     )
@@ -171,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     from azjax import cli
 
     argv = sys.argv[1:] if argv is None else argv
-    return cli.run(prog_name("play.py"), _main, argv, threaded=True)
+    return cli.run(
+        prog_name("play.py"), _main, argv, threaded=True, memory_hint="lower the agent's sims="
+    )
 
 
 def _main(argv: list[str]) -> int:
