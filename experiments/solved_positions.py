@@ -261,10 +261,13 @@ class PerfectSolver:
     def legal(self, state) -> list[int]:
         return [int(a) for a in np.flatnonzero(np.asarray(self._legal(state)))]
 
-    def states(self, moves: list[int]):
-        """(ply, state) of each position of one game before each of its moves."""
+    def states(self, moves: list[int], *, check: bool = False):
+        """(ply, state) of each position of one game before each of its moves; with `check`,
+        ValueError at a move that is not legal there (or comes after the game ended)."""
         state = self.game.init()
         for ply, action in enumerate(moves):
+            if check and action not in self.legal(state):
+                raise ValueError(f"move {action} at ply {ply} is not legal: {moves}")
             yield ply, state
             state = self._step(state, action)
 
@@ -279,8 +282,10 @@ class PerfectSolver:
         return out
 
     def along(self, moves: list[int], from_ply: int):
-        """(ply, `solve`) of each position of one game before its moves from `from_ply` on."""
-        return ((ply, self.solve(state)) for ply, state in self.states(moves) if ply >= from_ply)
+        """(ply, `solve`) of each position of one game before its moves from `from_ply` on, every
+        move checked (the earlier ones too: `lost_games` judges a record of a game)."""
+        states = self.states(moves, check=True)
+        return ((ply, self.solve(state)) for ply, state in states if ply >= from_ply)
 
     def solve(self, state) -> dict[int, int]:
         """{action: value for the player to move} over the legal actions."""
@@ -342,7 +347,7 @@ def main(argv=None) -> int:
         + ")",
     )
     p.add_argument("--per_game", type=int, default=2, help="positions drawn from each game")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=flags.seed, default=0)
     p.add_argument("--out", default=None, help="default: the package's set for the game")
     args = p.parse_args(argv)
     try:
@@ -363,6 +368,13 @@ def main(argv=None) -> int:
             pairs = [tuple(pair.split("/")) for pair in args.pairs.split(",")]
         if any(len(pair) != 2 for pair in pairs) or args.games < 2 or args.games % 2:
             raise ValueError("--pairs: A/B,A/B,... (or --pair A B, repeated); --games: even")
+        if args.per_game < 1 or args.opening_plies < 0:
+            raise ValueError(
+                f"--per_game must be >= 1 and --opening_plies >= 0, got {args.per_game} and "
+                f"{args.opening_plies}"
+            )
+        if args.out:
+            flags.check_file_out(args.out, "--out")  # before the games, not after them
         for spec in dict.fromkeys(spec for pair in pairs for spec in pair):  # in order, once
             parse_agent(spec, game)  # a bad spec is one line here, not a traceback mid-run
         cells = int(np.prod(game.board_shape))

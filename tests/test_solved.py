@@ -466,3 +466,45 @@ def test_lost_games_values_a_match_by_the_perfect_player(game, options, tmp_path
             json.dump({**match, **changes}, f)
         assert lost_games.main([bad]) == 2, changes
         assert "not a match.json of evaluate.py match" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--per_game=0"], "--per_game must be >= 1 and --opening_plies >= 0, got 0 and"),
+        (["--opening_plies=-1"], "--per_game must be >= 1 and --opening_plies >= 0, got 2 and -1"),
+        (["--out=TMP"], "is a folder; choose a file as --out"),
+        (["--out=TMP/file.json/set.json"], "file.json' is a file, not a folder"),
+    ],
+)
+def test_building_a_set_refuses_bad_flags_before_any_game(tmp_path, extra, message, capsys):
+    from experiments import solved_positions
+
+    (tmp_path / "file.json").write_text("{}")
+    argv = ["--game=tictactoe", "--pairs=random/random", "--games=2"]
+    argv += [a.replace("TMP", str(tmp_path)) for a in extra]
+    assert solved_positions.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_lost_games_refuses_an_illegal_move_before_the_first_judged_ply(tmp_path, capsys):
+    """Tic-Tac-Toe's perfect player walks every ply, judged or not: a move onto a taken cell at
+    ply 1 is named, not judged from ply 5 on."""
+    from azjax.commands import evaluate
+    from experiments import lost_games
+
+    out = str(tmp_path / "match")
+    argv = ["match", "random", "random", "--game=tictactoe", "--games=2", f"--out={out}"]
+    assert evaluate.main(argv) == 0
+    path = f"{out}/match.json"
+    assert lost_games.main([path, "--from_ply=5"]) == 0
+    match = json.load(open(path))
+    record = match["game_records"][0]
+    record["moves"] = [record["moves"][0], *record["moves"][:-1]]  # ply 1 repeats ply 0's cell
+    with open(path, "w") as f:
+        json.dump(match, f)
+    capsys.readouterr()
+    assert lost_games.main([path, "--from_ply=5"]) == 2
+    err = capsys.readouterr().err
+    assert "game 1: move" in err and "at ply 1 is not legal" in err
