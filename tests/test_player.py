@@ -5,6 +5,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 import games
 from azjax.eval.agent import RESIGN, Agent
@@ -99,8 +100,11 @@ def test_human_agent_resigns_and_has_no_undo():
     human = make_human_agent(TTT, read=lambda prompt: next(lines), write=shown.append)
     assert human.choose(TTT.init()) == RESIGN
     assert any("'undo' is not a move" in s for s in shown)  # no history to take back in a match
-    quitter = make_human_agent(TTT, read=Script(), write=shown.append)  # the input ends
-    assert quitter.choose(TTT.init()) == RESIGN
+    quitter = make_human_agent(TTT, read=Script("quit"), write=shown.append)
+    assert quitter.choose(TTT.init()) == RESIGN  # quitting gives up this game
+    ended = make_human_agent(TTT, read=Script(), write=shown.append)  # the input ends
+    with pytest.raises(ValueError, match="human: the input ended .* before the match did"):
+        ended.choose(TTT.init())  # not a resignation in every game left
     assert ask_move(TTT, TTT.init(), read=Script("exit"), write=shown.append) == QUIT
 
 

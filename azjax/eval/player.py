@@ -148,11 +148,26 @@ def make_human_agent(
     game: Game, name: str = "human", *, read: Callable = input, write: Callable = print
 ) -> Agent:
     """The `human` agent of a match: shows the board and asks for a move (`ask_move`); quitting
-    resigns the game."""
+    resigns the game. The end of input (stdin closed, or not a terminal) stops the match with a
+    ValueError: resigning every later game would report a result no one played."""
 
     def choose(state):
         write(show(game, state))
-        action = ask_move(game, state, read=read, write=write)
+        ended = []
+
+        def reading(prompt: str) -> str:
+            try:
+                return read(prompt)
+            except EOFError:
+                ended.append(True)
+                raise
+
+        action = ask_move(game, state, read=reading, write=write)
+        if ended:
+            raise ValueError(
+                f"{name}: the input ended (end of file on stdin) before the match did; play a "
+                "human at a terminal, and type resign or quit to give up a game"
+            )
         return RESIGN if action == QUIT else action
 
     return Agent(name=name, batched=False, choose=choose, stateful=True)
