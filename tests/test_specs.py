@@ -71,6 +71,7 @@ def test_the_commands_seed_reaches_agents_without_their_own():
         ("mcts:search=puct,fpu=0.3", "fpu=0.3 needs search=puct and values=raw, got search=puct"),
         ("mcts:fpu=3", "fpu (PUCT's first-play urgency reduction (fpu_reduction; values=raw))"),
         ("mcts:sims=5,seconds=1", "give sims or seconds, not both"),
+        ("mcts:sims=10,sims=20", "mcts: option 'sims' given twice; give it once"),
         ("mcts:decisive=yes", "decisive (1: a position whose mover can win at once is searched"),
         ("random:sims=3", "random: unknown option 'sims'; options: none"),
         ("minimax:depth=-1", "depth (plies searched) must be in [1, 10000]"),

@@ -185,6 +185,8 @@ def parse_options(kind: str, text: str, accepted: tuple[str, ...]) -> dict[str, 
             )
         if not eq or not value:
             raise ValueError(f"{kind}: option {name!r} needs a value ({name}=...)")
+        if name in out:
+            raise ValueError(f"{kind}: option {name!r} given twice; give it once")
         out[name] = _convert(kind, name, value)
     return out
 
