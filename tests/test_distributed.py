@@ -133,3 +133,11 @@ def test_process_flags_without_distributed_are_refused(capsys):
 
     assert train.main(["--game=tictactoe", "--num_processes=2"]) == 2
     assert "--num_processes only make sense with --distributed" in capsys.readouterr().err
+    for flag, message in [
+        ("--num_processes=0", "--num_processes must be >= 1, got 0"),
+        ("--process_id=-1", "--process_id must be in [0, --num_processes - 1] (0-based), got -1"),
+    ]:
+        assert train.main(["--game=tictactoe", "--distributed", flag]) == 2
+        assert message in capsys.readouterr().err
+    assert train.main(["--game=tictactoe", "--distributed", "--num_processes=2", "--process_id=2"])
+    assert "got 2" in capsys.readouterr().err  # 0-based: 2 processes are 0 and 1

@@ -251,6 +251,12 @@ def _main(argv: list[str]) -> int:
     if not args.distributed and any(v is not None for v in multi.values()):
         given = ", ".join(k for k, v in multi.items() if v is not None)
         raise ValueError(f"{given} only make sense with --distributed")
+    if args.num_processes is not None and args.num_processes < 1:
+        raise ValueError(f"--num_processes must be >= 1, got {args.num_processes}")
+    if args.process_id is not None and not 0 <= args.process_id < (args.num_processes or 2**31):
+        raise ValueError(
+            f"--process_id must be in [0, --num_processes - 1] (0-based), got {args.process_id}"
+        )
     if args.distributed and args.cpu_devices is not None:
         raise ValueError("--cpu_devices: with --distributed each process is one device")
     if args.distributed and config.eval_opponent:
