@@ -95,8 +95,11 @@ def parse(argv):
         args.seed = overrides.get("seed", 0)  # training's, the matches' and Minimax's ties
         args.depths = parse_ints("--minimax_depths", args.minimax_depths, 1, empty_ok=True)
         args.mcts = parse_ints("--mcts_sims", args.mcts_sims, 1, empty_ok=True)
-        if args.sims < 1 or args.games < 1 or args.minutes < 0:
-            raise ValueError("--sims and --games must be at least 1, --minutes at least 0")
+        for flag, value, low in (("--sims", args.sims, 1), ("--games", args.games, 1)):
+            if value < low:
+                raise ValueError(f"{flag} must be at least {low}, got {value}")
+        if not 0 <= args.minutes < float("inf"):
+            raise ValueError(f"--minutes must be at least 0 (0: no limit), got {args.minutes}")
         if args.run is None:
             args.game, args.defaults = named_defaults(args.config)
             if args.game != "connect_four":

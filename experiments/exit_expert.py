@@ -49,11 +49,13 @@ def parse(argv):
     parser.add_argument(
         "--full_rounds", type=int, default=1, help="repeat every match this many times (new keys)"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=flags.seed, default=0)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     if args.sims is not None and args.sims < 1:
         parser.error(f"--sims must be at least 1, got {args.sims}")
+    if args.prior_weight is not None and not 0 <= args.prior_weight < float("inf"):
+        parser.error(f"--prior_weight must be >= 0 (0: plain UCT), got {args.prior_weight}")
     if args.full_rounds < 1:
         parser.error(f"--full_rounds must be at least 1, got {args.full_rounds}")
     args.out = args.out or os.path.join(args.workdir, "exit_expert")

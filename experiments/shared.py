@@ -126,8 +126,10 @@ def parse(argv):
     args = parser.parse_args(argv)
     if args.pair_games < 2 or args.pair_games % 2:
         parser.error(f"--pair_games must be even and at least 2, got {args.pair_games}")
-    if args.sims < 1 or not 0 <= args.eps <= 1:
-        parser.error("--sims must be at least 1 and --eps in [0, 1]")
+    if args.sims < 1:
+        parser.error(f"--sims must be at least 1, got {args.sims}")
+    if not 0 <= args.eps <= 1:
+        parser.error(f"--eps (the share of random moves) must be in [0, 1], got {args.eps}")
     try:
         configs = make_configs(args.games, flags.config_overrides(args, config_flags))
     except ValueError as e:

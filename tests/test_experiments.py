@@ -237,6 +237,12 @@ def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
         ("experiment1", ["--final_games=-2"], "--final_games: every value must be at least 2"),
         ("recipes", ["--seeds=a"], "--seeds: expected comma-separated integers, got 'a'"),
         ("exit_datasets", ["--anchors=-5"], "--anchors: every value must be at least 1"),
+        ("exit_expert", ["--workdir=x", "--prior_weight=-1"], "--prior_weight must be >= 0"),
+        ("final_move", ["ckpt:x", "--seed=-1"], "--seed: must be in [0, 4294967295], got -1"),
+        ("recipes", ["--seed=x"], "--seed: expected a whole number, got 'x'"),
+        ("openings_curve", ["--workdir=x", "--opponent=random", "--every=0"], "--every must"),
+        ("openings_curve", ["--workdir=x", "--opponent=random", "--empty_games=3"], "got 3"),
+        ("shared", ["--eps=2"], "--eps (the share of random moves) must be in [0, 1], got 2.0"),
     ],
 )
 def test_experiment_flags_are_checked(module, argv, message, capsys):
@@ -346,6 +352,8 @@ def test_connect_four_toy_run_trains_and_plays_every_opponent(tmp_path, capsys):
     "argv, message",
     [
         (["--heuristic=lines9"], "invalid choice: 'lines9'"),
+        (["--games=0"], "--games must be at least 1, got 0"),
+        (["--minutes=-1"], "--minutes must be at least 0 (0: no limit), got -1.0"),
         (["--mcts_sims=400,x"], "--mcts_sims: expected comma-separated integers"),
         (["--config=hex"], "--config=hex is a hex config, not Connect 4"),
         (["--config=nope"], "unknown config 'nope'; available: connect_four, connect_four_thesis"),
