@@ -18,6 +18,8 @@ whose programs are all compiled in it, on a machine's first run: see docs/benchm
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -65,8 +67,12 @@ def table_row(mode: str, r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    from azjax.flags import Parser
+
+    parser = Parser(
+        prog="python -m benchmarks.first_evaluation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--game", default="tictactoe")
     parser.add_argument("--size", type=int, default=None, help="board size (games that have one)")
@@ -77,12 +83,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in MODES for m in modes):
-        parser.exit(2, f"benchmarks.first_evaluation: error: --modes takes {', '.join(MODES)}\n")
+        parser.error(f"--modes takes {', '.join(MODES)}, comma-separated; got {args.modes!r}")
     if args.iterations < 1 or args.rounds < 1:
-        parser.exit(2, "benchmarks.first_evaluation: error: --iterations and --rounds >= 1\n")
+        parser.error(
+            f"--iterations and --rounds must be >= 1, got {args.iterations} and {args.rounds}"
+        )
     flags = [f"--game={args.game}", f"--iterations={args.iterations}"]
     flags += [f"--size={args.size}"] if args.size is not None else []
     flags += [f"--eval_interval={args.iterations}", "--no_progress", *args.train_flags]
+    from azjax.commands import train  # its flags checked here, in one line, before any run
+
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            train.parse([*flags, "--eval_compile_ahead=auto"])
+    except SystemExit:
+        parser.error(f"azjax-train {said.getvalue().strip().partition(' error: ')[2]}")
     print(f"# azjax-train {' '.join(flags)}, the compilation cache off")
     print(
         "| --eval_compile_ahead | wall s | self-play s | learning s | evaluation s | share "

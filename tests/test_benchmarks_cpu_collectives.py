@@ -30,4 +30,6 @@ def test_rejects_a_bad_duration():
         text=True,
         timeout=120,
     )
-    assert out.returncode == 2 and "--seconds must be positive" in out.stderr
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "python -m benchmarks.cpu_collectives: error: --seconds must be positive, got 0.0"
+    ]  # one line, no usage block

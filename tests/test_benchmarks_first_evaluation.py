@@ -57,6 +57,16 @@ def test_rejects_bad_flags_in_one_line(bad, capsys):
     assert len(err) == 1 and "benchmarks.first_evaluation: error:" in err[0]
 
 
-def test_a_failed_run_is_reported(capsys):
-    assert first_evaluation.main(["--game=tictactoe", "--size=9", "--modes=off"]) == 1
-    assert "exited 2" in capsys.readouterr().err
+def test_train_flags_are_checked_before_any_run(capsys):
+    with pytest.raises(SystemExit) as e:
+        first_evaluation.main(["--game=tictactoe", "--size=9", "--modes=off"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "python -m benchmarks.first_evaluation: error: azjax-train unrecognized arguments: --size=9"
+    )
+
+
+def test_a_failed_run_is_reported(tmp_path):
+    with pytest.raises(RuntimeError, match="exited 2"):
+        first_evaluation.run_once(["--game=tictactoe", "--size=9"], str(tmp_path))
