@@ -311,6 +311,9 @@ def test_place_says_when_its_rounds_ran_out_before_it_settled(tmp_path, capsys):
             "--rounds must be auto or a whole",
         ),
         (["ladder", "--game=tictactoe", "--table=/"], "is a folder; choose a file as --table"),
+        (["place", "random", "--game=tictactoe", "--table=/no.json"], "'/no.json': no such file"),
+        (["curve", "/nowhere", "--measures=matches", "--table=/t.json"], "--measures=...,ladder"),
+        (["errors", "random", "--game=tictactoe", "--positions=0"], "'0': no such file"),
     ],
 )
 def test_bad_ladder_input_is_one_line(argv, message, capsys):

@@ -460,12 +460,19 @@ def test_evaluate_checks_before_playing(tmp_path, capsys, argv, needle):
     [
         (["match", "random", "random", "--game=tictactoe", "--out="], "--out: an empty path"),
         (["export", "pretrained/hex6", "--name=x", "--to="], "--to: an empty path"),
+        (["ladder", "--game=tictactoe", "--table="], "--table: an empty path"),
+        (["place", "random", "--game=tictactoe", "--table="], "--table: an empty path"),
+        (["errors", "random", "--game=tictactoe", "--positions="], "--positions: an empty path"),
+        (["train", "--game=tictactoe", "--workdir="], "--workdir: an empty path"),
     ],
 )
 def test_an_empty_path_is_not_the_default_folder(capsys, argv, needle):
-    """`--out=` wrote into runs/eval/ and `--to=` into the package's store, as if left out."""
+    """`--out=` wrote into runs/eval/, `--to=` into the package's store, `--table=` over the
+    package's ladder table and train.py's `--workdir=` into runs/<game>, as if left out."""
+    from azjax.commands import train
+
     with pytest.raises(SystemExit) as exit_info:
-        evaluate.main(argv)
+        train.main(argv[1:]) if argv[0] == "train" else evaluate.main(argv)
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and needle in err and len(err.strip().splitlines()) == 1
 

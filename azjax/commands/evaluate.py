@@ -205,6 +205,7 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     )
     curve.add_argument(
         "--table",
+        type=flags.path,
         default=None,
         help="with --measures=ladder: the ladder table (default: the package's)",
     )
@@ -220,6 +221,7 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     errors.add_argument("agents", nargs="+", metavar="AGENT")
     errors.add_argument(
         "--positions",
+        type=flags.path,
         default=None,
         help="a set of solved positions (default: the package's for the game, azjax/solved/)",
     )
@@ -232,7 +234,10 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "--span", type=int, default=2, help="pairs at most this many rungs apart play (default 2)"
     )
     ladder.add_argument(
-        "--table", default=None, help="the table's path (default: the package's, azjax/ladders/)"
+        "--table",
+        type=flags.path,
+        default=None,
+        help="the table's path (default: the package's, azjax/ladders/)",
     )
     ladder.add_argument(
         "--extend",
@@ -253,7 +258,9 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     place.add_argument(
         "--games", type=int, default=16, help="games per rung and round (default 16)"
     )
-    place.add_argument("--table", default=None, help="the ladder table (default: the package's)")
+    place.add_argument(
+        "--table", type=flags.path, default=None, help="the ladder table (default: the package's)"
+    )
     export = commands.add_parser(
         "export", help="a run's network as a small folder (azjax/pretrained), e.g. to ship"
     )
@@ -332,7 +339,9 @@ def check_args(args, folder: str) -> None:
             ladder_max_sims=args.ladder_max_sims,
             every=args.every,
         )
-        parse_measures(args.measures, errors_only=args.errors_only)
+        measures = parse_measures(args.measures, errors_only=args.errors_only)
+        if args.table is not None and measures is not None and "ladder" not in measures:
+            raise ValueError("--table is the ladder's table: give it with --measures=...,ladder")
         parse_rounds(args.rounds)
     flags.check_out(folder)
 

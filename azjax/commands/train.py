@@ -57,6 +57,7 @@ def build_parser(
     )
     parser.add_argument(
         "--workdir",
+        type=flags.path,
         default=None,
         help="folder for checkpoints, metrics and TensorBoard events (default: runs/<game>, or "
         "runs/<game>-N for a new run when that holds one)",
@@ -138,7 +139,7 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     pre.add_argument("--game", default=None)
     pre.add_argument("--games", default=None)
     pre.add_argument("--config", default=None)
-    pre.add_argument("--workdir", default=None)
+    pre.add_argument("--workdir", type=flags.path, default=None)
     pre.add_argument("--resume", action="store_true")
     pre.add_argument("--resume_step", default=None)
     known, _ = pre.parse_known_args(argv)

@@ -32,6 +32,8 @@ def require_set(game: Game, path: str | None = None) -> sv.SolvedSet:
     """The game's solved positions (`path`: another set); ValueError naming the games that have
     a set where there is none."""
     solved = sv.load_set(game, path)
+    if solved is None and path is not None:
+        raise ValueError(f"--positions {path!r}: no such file (leave it out for the package's set)")
     if solved is None:
         have = ", ".join(sorted(sv.shipped())) or "none"
         raise ValueError(

@@ -220,6 +220,8 @@ def place_agent(
 def require_ladder(game: Game, path: str | None = None) -> Ladder:
     """The ladder of `game`; ValueError naming the command that makes one where none exists."""
     ladder = load_ladder(game, path)
+    if ladder is None and path is not None:
+        raise ValueError(f"--table {path!r}: no such file (leave it out for the package's table)")
     if ladder is None:
         raise ValueError(
             f"no ladder table for {game.name} {dict(game.rules)}; make one with "
