@@ -93,3 +93,10 @@ def test_agents_flag_errors(capsys):
     assert play.main(["--agent=ckpt:pretrained/tictactoe", "--agents=random,random"]) == 2
     err = capsys.readouterr().err
     assert "cannot be used with --agent" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_failing_gtp_engine_is_one_line_and_exit_1(capsys):
+    """`cat` echoes the commands back: not a GTP engine (evaluate.py says the same)."""
+    assert play.main(["--game=tictactoe", "--agents=gtp:cat,random", "--games=1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("play.py: error: GTP engine: ")

@@ -20,7 +20,8 @@ without asking (colours alternating) and ends with a summary. Not with --agent, 
 
 Ctrl-C (or SIGTERM) stops at once, also in the middle of the agent's search (exit code 130 or
 143). Input bytes that are not valid in the locale's encoding are read as U+FFFD, not fatal.
-Errors are one line and exit code 2 (`--debug` shows tracebacks).
+Errors are one line and exit code 2 (`--debug` shows tracebacks); a GTP agent's engine that
+fails during a game is one line and exit code 1, as in evaluate.py.
 """
 
 from __future__ import annotations
@@ -159,8 +160,8 @@ def split_agents(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`azjax-play` and `python play.py`: the exit code (0, 2 for an error, 130 or 143 when
-    stopped by a signal)."""
+    """`azjax-play` and `python play.py`: the exit code (0, 2 for an error, 1 for a failing GTP
+    engine, 130 or 143 when stopped by a signal)."""
     from azjax import cli
 
     argv = sys.argv[1:] if argv is None else argv
@@ -170,6 +171,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    from azjax.eval import GTPError
+
+    try:
+        return _play(argv)
+    except GTPError as e:  # a GTP agent's engine that fails: one line, as evaluate.py's
+        if "--debug" in argv:
+            raise
+        print(f"{prog_name('play.py')}: error: GTP engine: {e}", file=sys.stderr)
+        return 1
+
+
+def _play(argv: list[str]) -> int:
     from azjax.eval.player import tolerant_stdin
 
     tolerant_stdin()

@@ -409,10 +409,10 @@ class GTPClient:
             code = "(still running)"
         else:  # the pipe is at its end: let the pump read the engine's last words
             self._stderr_pump.join(timeout=5)
-        tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
-        return GTPError(
-            f"{command!r}: the engine {self.command!r} exited with code {code}; "
-            f"its stderr ends:\n{tail}"
+        tail = " | ".join(line.strip() for line in self.stderr_tail if line.strip())
+        said = f"its stderr ends: {tail}" if tail else "nothing on stderr"
+        return GTPError(  # one line: the commands print it as their error line
+            f"{command!r}: the engine {self.command!r} exited with code {code}; {said}"
         )
 
     # ---- commands -------------------------------------------------------------------------
