@@ -49,6 +49,29 @@ def test_too_many_random_openings_are_refused():
     # more plies than any game lasts: refused by name, not numpy's "a cannot be empty"
     with pytest.raises(ValueError, match="only 0 distinct positions of 9 plies"):
         op.openings(TTT, "random:2:9", jax.random.PRNGKey(0))
+    # far more than the game has: refused once the draws stop finding new ones, not after
+    # 50 x 100,000 of them (which took minutes)
+    draws = []
+    counted = op.batch_functions(TTT)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(op, "batch_functions", lambda game: _Counting(counted, draws))
+        with pytest.raises(ValueError, match="only 9 distinct positions of 1 plies"):
+            op.openings(TTT, "random:100000:1", jax.random.PRNGKey(0))
+    assert len(draws) <= op.MISSES + 200
+
+
+class _Counting:
+    """batch_functions whose `init` counts the draws."""
+
+    def __init__(self, fns, draws):
+        self.fns, self.draws = fns, draws
+
+    def __getattr__(self, name):
+        return getattr(self.fns, name)
+
+    def init(self, n):
+        self.draws.append(n)
+        return self.fns.init(n)
 
 
 def test_both_colours_and_won_sides():

@@ -20,6 +20,7 @@ from azjax.eval.agent import batch_functions
 from games.base import Game
 
 KINDS = "none | all | random:N[:PLIES]"
+MISSES = 1000  # draws in a row without a new sequence that end `random_sequences`
 
 
 def parse(text: str) -> tuple[str, int, int]:
@@ -55,16 +56,19 @@ def random_sequences(
 ) -> list[tuple[int, ...]]:
     """`n` move sequences of `plies` uniformly random legal moves that leave the game unfinished
     (from `key`; None: seed 0), all different unless `distinct` is False (ValueError if `n`
-    distinct ones are not found)."""
+    distinct ones are not found: after 50 n draws, or at once when max(MISSES, 10 x found) draws
+    in a row found none new, as when `n` is more than the game has)."""
     fns = batch_functions(game)
     rng = np.random.default_rng(
         np.asarray(jax.random.key_data(key)).ravel() if key is not None else 0
     )
     found: dict[tuple[int, ...], None] = {}
     drawn: list[tuple[int, ...]] = []
+    misses = 0  # draws in a row that found nothing new: the space is spent after many
     for _ in range(50 * n):
-        if len(drawn) == n:
+        if len(drawn) == n or misses >= max(MISSES, 10 * len(found)):
             break
+        misses += 1
         moves, state = [], fns.init(1)
         for _ in range(plies):
             legal = np.flatnonzero(np.asarray(jax.device_get(fns.legal(state)))[0])
@@ -77,6 +81,7 @@ def random_sequences(
         if not distinct or tuple(moves) not in found:
             found[tuple(moves)] = None
             drawn.append(tuple(moves))
+            misses = 0
     if len(drawn) < n:
         raise ValueError(
             f"--openings=random:{n}:{plies}: only {len(drawn)} distinct positions "
