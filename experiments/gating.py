@@ -122,7 +122,7 @@ def parse(argv):
     parser.add_argument("--minutes", type=float, default=15.0, help="training budget of each run")
     parser.add_argument("--threshold", type=float, default=0.55, help="the gated run's --gating")
     parser.add_argument("--games", type=int, default=40, help="games per checkpoint vs MCTS")
-    parser.add_argument("--eval_seed", type=int, default=0, help="of the evaluation matches")
+    parser.add_argument("--eval_seed", type=flags.seed, default=0, help="of the evaluation matches")
     parser.add_argument("--eval_only", action="store_true", help="evaluate finished runs")
     parser.add_argument("--no_progress", action="store_true")
     add_errors_flag(parser)
@@ -137,7 +137,7 @@ def parse(argv):
         parser.error(f"--threshold must be in (0, 1), got {args.threshold}")
     if args.games < 2 or args.games % 2:
         parser.error(f"--games must be even and at least 2 (colours alternate), got {args.games}")
-    if args.minutes < 0:
+    if not 0 <= args.minutes < float("inf"):
         parser.error(f"--minutes must be >= 0 (0: no limit), got {args.minutes}")
     try:
         overrides = {
@@ -148,6 +148,10 @@ def parse(argv):
     except ValueError as e:
         parser.error(str(e))
     args.out = args.out or os.path.join("runs", f"gating_{args.game}")
+    try:
+        flags.check_out(args.out)  # before the training, not after it
+    except ValueError as e:
+        parser.error(str(e))
     return args, configs
 
 

@@ -53,6 +53,10 @@ def parse(argv):
         parser.error(f"--empty_games must be even and >= 0, got {args.empty_games}")
     op.parse(args.openings)  # ValueError naming the forms
     args.out = args.out or os.path.join(args.workdir, "openings_curve")
+    try:
+        flags.check_out(args.out)  # before the games, not after them
+    except ValueError as e:
+        parser.error(str(e))
     return args
 
 

@@ -184,8 +184,12 @@ def parse(argv):
         args.compare_sims = _sims_list("--compare_sims", args.compare_sims)
         if args.games < 1:
             raise ValueError(f"--games must be at least 1, got {args.games}")
-        if args.figure_games < 1 or args.curve_sims < 1:
-            raise ValueError("--figure_games and --curve_sims must be at least 1")
+        for flag, value in (
+            ("--figure_games", args.figure_games),
+            ("--curve_sims", args.curve_sims),
+        ):
+            if value < 1:
+                raise ValueError(f"{flag} must be at least 1, got {value}")
     except ValueError as e:
         parser.error(str(e))
     return args, overrides

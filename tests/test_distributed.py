@@ -132,7 +132,7 @@ def test_process_flags_without_distributed_are_refused(capsys):
     from azjax.commands import train
 
     assert train.main(["--game=tictactoe", "--num_processes=2"]) == 2
-    assert "--num_processes only make sense with --distributed" in capsys.readouterr().err
+    assert "--num_processes only makes sense with --distributed" in capsys.readouterr().err
     for flag, message in [
         ("--num_processes=0", "--num_processes must be >= 1, got 0"),
         ("--process_id=-1", "--process_id must be in [0, --num_processes - 1] (0-based), got -1"),

@@ -243,6 +243,11 @@ def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
         ("openings_curve", ["--workdir=x", "--opponent=random", "--every=0"], "--every must"),
         ("openings_curve", ["--workdir=x", "--opponent=random", "--empty_games=3"], "got 3"),
         ("shared", ["--eps=2"], "--eps (the share of random moves) must be in [0, 1], got 2.0"),
+        ("tictactoe", ["--figure_games=-1"], "--figure_games must be at least 1, got -1"),
+        ("gating", ["--eval_seed=-1"], "--eval_seed: must be in [0, 4294967295], got -1"),
+        ("gating", ["--minutes=nan"], "--minutes must be >= 0 (0: no limit), got nan"),
+        ("gating", ["--out=/etc/passwd"], "--out '/etc/passwd' is a file, not a folder"),
+        ("openings_curve", ["--workdir=x", "--opponent=random", "--out=/etc/passwd"], "a file"),
     ],
 )
 def test_experiment_flags_are_checked(module, argv, message, capsys):

@@ -251,7 +251,8 @@ def _main(argv: list[str]) -> int:
     }
     if not args.distributed and any(v is not None for v in multi.values()):
         given = ", ".join(k for k, v in multi.items() if v is not None)
-        raise ValueError(f"{given} only make sense with --distributed")
+        verb = "makes" if given.count(",") == 0 else "make"
+        raise ValueError(f"{given} only {verb} sense with --distributed")
     if args.num_processes is not None and args.num_processes < 1:
         raise ValueError(f"--num_processes must be >= 1, got {args.num_processes}")
     if args.process_id is not None and not 0 <= args.process_id < (args.num_processes or 2**31):
