@@ -441,6 +441,10 @@ def train_and_evaluate(
             "extra_evaluation=azjax.eval.TrainingOpponent(config) to train_and_evaluate"
         )
     primary = parallel.is_primary()
+    if (resume or resume_step is not None) and not os.path.isdir(workdir):  # made by nothing
+        raise CheckpointError(
+            f"--resume: no run folder {workdir!r}; leave --resume out to start one"
+        )
     if primary:
         check_workdir(workdir)
     else:

@@ -22,6 +22,7 @@ def test_command_line_options_and_errors(capsys):
         (["--game=othello", "--size=5"], "size must be an even integer"),
         (["--game=hex", "--swap=maybe"], "--swap: expected true or false, got 'maybe'"),
         (["--game=hex", "--human_color=red"], "--human_color"),
+        (["--game=hex", "--human_color="], "--human_color: ''; use first, second"),
         (["--game=hex", "--gtp", "--human_color=white"], "not --gtp"),
         (["--game=tictactoe", "--agent=alphago"], "unknown agent 'alphago'"),
         (["--game=tictactoe", "--agent=mcts:sims=0"], "sims"),

@@ -250,6 +250,7 @@ def test_export_errors_are_one_line(run, tmp_path, capsys):
     _fails(capsys, ["export", run, "--name=mine", to, "--force"], "not an exported network")
     _fails(capsys, ["export", f"{tmp_path}/none", "--name=x", to], "no run folder")
     _fails(capsys, ["export", f"{run}@9", "--name=x", to], "no checkpoint 9")
+    _fails(capsys, ["export", f"{run}@9", "--name=ttt", to], "no checkpoint 9")  # before 'exists'
     _fails(capsys, ["export", run, "--name=x", to, "--card", "source=me"], "--card source")
     _fails(capsys, ["export", run, "--name=x", to, "--card", "novalue"], "KEY=VALUE")
     _fails(capsys, ["export", run, "--name=x", to, "--dtype=int8"], "--dtype")

@@ -366,6 +366,9 @@ def test_unwritable_workdirs_are_one_line(tmp_path, capsys):
     afile.write_text("x")
     _fails(capsys, train.main, TOY + [f"--workdir={afile}"], "is a file")
     _fails(capsys, train.main, TOY + [f"--workdir={afile}/run"], "cannot be written")
+    missing = tmp_path / "missing"  # --resume of a folder that is not there leaves none behind
+    _fails(capsys, train.main, TOY + [f"--workdir={missing}", "--resume"], "no run folder")
+    assert not missing.exists()
     if os.geteuid() != 0:  # root writes through permissions
         ro = tmp_path / "ro"
         ro.mkdir()

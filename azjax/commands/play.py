@@ -139,7 +139,7 @@ def parse(argv: list[str]) -> tuple[games.Game, argparse.Namespace]:
         raise ValueError("--human_color is for play in the terminal, not --gtp")
     if args.gtp and args.agent.strip().partition(":")[0] == "human":
         raise ValueError("--agent=human cannot serve GTP: stdin carries the protocol")
-    colour = (args.human_color or "first").lower()
+    colour = ("first" if args.human_color is None else args.human_color).lower()
     if colour not in HUMAN_COLOURS:
         raise ValueError(f"--human_color: {args.human_color!r}; use first, second, black or white")
     args.human = HUMAN_COLOURS[colour]

@@ -178,6 +178,7 @@ def export(
     check_name(name)
     if dtype not in DTYPES:
         raise PretrainedError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    config, variables, step = load_checkpoint(run, step)  # a bad run first, then the target
     folder = os.path.join(to, name)
     if os.path.exists(folder) and not force:
         raise PretrainedError(f"{folder} exists; pass --force to replace it")
@@ -190,7 +191,6 @@ def export(
         raise PretrainedError(
             f"--card {', '.join(reserved)}: filled in by the export; choose other keys"
         )
-    config, variables, step = load_checkpoint(run, step)
     host = jax.tree_util.tree_map(lambda x: np.asarray(x, np.float32), variables)
     stored = jax.tree_util.tree_map(lambda x: x.astype(dtype), host)
     if not all(np.all(np.isfinite(x)) for x in jax.tree_util.tree_leaves(stored)):
