@@ -103,6 +103,8 @@ class Parser(argparse.ArgumentParser):
         if flag in self.hints:
             return f" ({self.hints[flag]})"
         known = [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+        if flag in known:  # the subcommand's own flag, given before the subcommand's name
+            return f" ({flag} goes after the command's name: {self.prog} ... {flag}=...)"
         near = difflib.get_close_matches(flag, known, n=2, cutoff=0.75) if flag else []
         if near:
             return f" (did you mean {' or '.join(near)}?)"

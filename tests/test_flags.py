@@ -122,6 +122,10 @@ def test_a_subcommands_unknown_flag_is_matched_against_its_own_flags(capsys):
     assert err.endswith("--gmaes=3 (prog ladder --help lists the flags)")
     err = error_of(parser, [], capsys)
     assert err.endswith("required: command (prog --help)")
+    err = error_of(parser, ["--games=3", "match"], capsys)  # before the command: not its flag
+    assert err.endswith(
+        "--games=3 (--games goes after the command's name: prog match ... --games=...)"
+    )
 
 
 def test_config_flags_can_be_chosen_or_skipped():

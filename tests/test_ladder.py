@@ -306,6 +306,7 @@ def test_place_says_when_its_rounds_ran_out_before_it_settled(tmp_path, capsys):
         (["ladder", "--game=tictactoe", "--rungs=5:7"], "must include 4"),
         (["ladder", "--game=tictactoe", "--rungs=lots"], "--rungs must be LO:HI"),
         (["place", "random", "--game=hex", "--size=3"], "no ladder table for hex"),
+        (["place", "ckpt:pretrained/tictactoe", "--game=hex"], "is for tictactoe {}, but"),
         (
             ["place", "random", "--game=tictactoe", "--rounds=lots"],
             "--rounds must be auto or a whole",

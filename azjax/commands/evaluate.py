@@ -478,10 +478,10 @@ def run_place(args, game, folder: str) -> None:
     rounds = parse_rounds(args.rounds)
     if args.games < 1:
         raise ValueError(f"--games must be >= 1, got {args.games}")
-    ladder = require_ladder(game, args.table)
-    agents = [parse_agent(spec, game, seed=args.seed) for spec in args.agents]
-    records = []
+    agents = [parse_agent(spec, game, seed=args.seed) for spec in args.agents]  # another
+    records = []  # game's ckpt: named before the table (which that game may not have)
     try:
+        ladder = require_ladder(game, args.table)
         for spec, agent in zip(args.agents, agents):
             records.append(_place_one(args, game, ladder, spec, agent, rounds))
     finally:
