@@ -139,9 +139,9 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     match.add_argument(
         "--openings",
         default="none",
-        help="none | all (every legal first move, each played with both colours; "
-        "--games is then twice their number) | random:N[:PLIES] (N random "
-        "positions after PLIES plies, default 2). Against a perfect player "
+        help="none | all (every legal first move) | random:N[:PLIES] (N random "
+        "positions after PLIES plies, default 2): each opening is played with both colours, "
+        "and --games is then twice their number. Against a perfect player "
         "(Hex up to 5x5, Tic-Tac-Toe) the record counts the won sides won",
     )
     tour = commands.add_parser("tournament", parents=[common], help="round robin, Elo")
