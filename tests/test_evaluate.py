@@ -189,7 +189,7 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
         (["curve", "{run}", "--every=0"], "--every must be at least 1"),
         (
             ["curve", "{run}", "--measures=ladder", "--table={tmp}/none.json"],
-            "no ladder table for tictactoe",
+            "none.json': no such file (leave it out for the package's table)",
         ),
     ],
 )
