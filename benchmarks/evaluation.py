@@ -88,6 +88,8 @@ def main(argv=None) -> int:
     parser.add_argument("--eval_interval", type=int, default=RECIPE["eval_interval"])
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     settings = {**RECIPE, "eval_games": args.eval_games, "eval_interval": args.eval_interval}
     if args.size is not None:
         settings["size"] = args.size

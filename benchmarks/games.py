@@ -159,13 +159,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--markdown", metavar="PATH", help="also write the table as markdown ('-': stdout)"
     )
     args = parser.parse_args(argv)
-    if min(args.batch_sizes) < 1 or args.repeats < 1 or not args.min_seconds > 0:
+    if min(args.batch_sizes) < 1 or args.repeats < 1 or not 0 < args.min_seconds < float("inf"):
         parser.error(
             f"--batch_sizes and --repeats must be at least 1 and --min_seconds positive, got "
             f"{args.batch_sizes}, {args.repeats}, {args.min_seconds}"
         )
-    if args.markdown not in (None, "-") and os.path.isdir(args.markdown):
-        parser.error(f"--markdown={args.markdown} is a folder: give a file, or - for stdout")
+    if args.markdown not in (None, "-"):
+        try:  # before the measurement, whose table would be lost
+            flags.check_file_out(flags.path(args.markdown), "--markdown")
+        except (ValueError, argparse.ArgumentTypeError) as e:
+            parser.error(f"{e} (a file, or - for stdout)")
     return args
 
 
@@ -194,6 +197,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
         if args.markdown == "-":
             print(text, end="")
         else:
+            os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
             with open(args.markdown, "w") as f:
                 f.write(text)
     return rows

@@ -147,6 +147,8 @@ def main(argv=None) -> int:
         parser.error(f"--repeats must be at least 1, got {args.repeats}")
     if args.loop_devices < 0:
         parser.error(f"--loop_devices must be 0 or more, got {args.loop_devices}")
+    if args.train_steps < 1:
+        parser.error(f"--train_steps must be at least 1 (steps to time), got {args.train_steps}")
     if args.loop_devices:
         return _main_loop(parser, args)
     config = _config(parser, args, RECIPE)

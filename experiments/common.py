@@ -94,7 +94,7 @@ def add_run_flags(parser, name: str) -> None:
         default=None,
         help="Experiment 1's run folder (default runs/exp1_<game>[_full])",
     )
-    parser.add_argument("--out", default=None, help=f"default <workdir>/{name}")
+    parser.add_argument("--out", type=flags.path, default=None, help=f"default <workdir>/{name}")
     flags.add_config_flags(parser, names=("search",), default_text="the checkpoint's")
     parser.add_argument("--seed", type=flags.seed, default=0)
 

@@ -63,7 +63,9 @@ def opponents(depths: list[int], mcts_sims: list[int], heuristic: str, seed: int
 def parse(argv):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", default=None, help="play this run's latest network; no training")
-    parser.add_argument("--workdir", default="runs/exp_connect_four", help="training run folder")
+    parser.add_argument(
+        "--workdir", type=flags.path, default="runs/exp_connect_four", help="training run folder"
+    )
     parser.add_argument(
         "--config",
         default="connect_four",
@@ -78,7 +80,7 @@ def parse(argv):
     parser.add_argument(
         "--heuristic", default="lines2", choices=tuple(HEURISTICS), help="Minimax's heuristic"
     )
-    parser.add_argument("--out", default=None, help="default <run>/connect_four")
+    parser.add_argument("--out", type=flags.path, default=None, help="default <run>/connect_four")
     parser.add_argument("--no_progress", action="store_true")
     config_flags = flags.add_config_flags(
         parser.add_argument_group("training settings (over configs/<--config>.py)"),

@@ -86,7 +86,7 @@ def parse(argv):
         )
     parser.add_argument("--methods", default=",".join(METHODS), help=", ".join(METHODS))
     parser.add_argument("--seeds", type=int, default=2)
-    parser.add_argument("--out", default=os.path.join("runs", "exit_datasets"))
+    parser.add_argument("--out", type=flags.path, default=os.path.join("runs", "exit_datasets"))
     args = parser.parse_args(argv)
     for name, value in SCALES[args.full].items():
         if getattr(args, name) is None:
@@ -98,8 +98,17 @@ def parse(argv):
         args.anchors = parse_ints("--anchors", args.anchors, 1)
     except ValueError as e:
         parser.error(str(e))
-    if args.seeds < 1 or args.iterations < 1:
-        parser.error("--seeds and --iterations must be at least 1")
+    for name in ("seeds", "iterations"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    if args.size < 2:
+        parser.error(f"--size must be at least 2, got {args.size}")
+    try:
+        for method in args.methods:  # every run's config checked before the first trains
+            config_for(method, 0, args)
+        flags.check_out(args.out)
+    except ValueError as e:
+        parser.error(str(e))
     return args
 
 

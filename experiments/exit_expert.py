@@ -32,7 +32,7 @@ from experiments.exit_common import expert_agent, opening_match
 
 def parse(argv):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", required=True, help="an ExIt run folder")
+    parser.add_argument("--workdir", type=flags.path, required=True, help="an ExIt run folder")
     parser.add_argument("--step", type=int, default=None, help="checkpoint (default latest)")
     parser.add_argument(
         "--sims",
@@ -50,7 +50,7 @@ def parse(argv):
         "--full_rounds", type=int, default=1, help="repeat every match this many times (new keys)"
     )
     parser.add_argument("--seed", type=flags.seed, default=0)
-    parser.add_argument("--out", default=None)
+    parser.add_argument("--out", type=flags.path, default=None)
     args = parser.parse_args(argv)
     if args.sims is not None and args.sims < 1:
         parser.error(f"--sims must be at least 1, got {args.sims}")

@@ -74,7 +74,7 @@ def parse(argv):
     parser.add_argument("--batch_size", type=int, default=250, help="positions per step (250)")
     parser.add_argument("--learning_rate", type=float, default=1e-3, help="Adam (1e-3)")
     parser.add_argument("--seeds", type=int, default=1, help="repetitions (new data each)")
-    parser.add_argument("--out", default=os.path.join("runs", "exit_targets"))
+    parser.add_argument("--out", type=flags.path, default=os.path.join("runs", "exit_targets"))
     args = parser.parse_args(argv)
     for name, value in SCALES[args.full].items():
         if getattr(args, name) is None:
@@ -84,6 +84,10 @@ def parse(argv):
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
     if args.size < 2:
         parser.error(f"--size must be at least 2, got {args.size}")
+    try:
+        flags.check_out(args.out)  # before the work, not after it
+    except ValueError as e:
+        parser.error(str(e))
     return args
 
 

@@ -193,8 +193,10 @@ def plot(rows: list[dict], title: str, mcts_label: str, path: str) -> None:
 def parse(argv):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--game", default="hex")
-    parser.add_argument("--workdir", default=None, help="default runs/exp1_<game>[_full]")
-    parser.add_argument("--out", default=None, help="default <workdir>/results")
+    parser.add_argument(
+        "--workdir", type=flags.path, default=None, help="default runs/exp1_<game>[_full]"
+    )
+    parser.add_argument("--out", type=flags.path, default=None, help="default <workdir>/results")
     parser.add_argument("--full", action="store_true", help="configs/<game>_thesis.py (Table 5.1)")
     parser.add_argument(
         "--minutes", type=float, default=22.0, help="training time budget (0: none)"
@@ -236,6 +238,11 @@ def parse(argv):
         parser.error("--final_simulations must be at least 1, --eval_games even and at least 2")
     args.workdir = args.workdir or default_workdir(args.game, args.full)
     args.out = args.out or os.path.join(args.workdir, "results")
+    for folder, flag in ((args.workdir, "--workdir"), (args.out, "--out")):
+        try:
+            flags.check_out(folder, flag)  # before the training, not after it
+        except ValueError as e:
+            parser.error(str(e))
     return args, overrides
 
 

@@ -118,7 +118,7 @@ def evaluate_run(workdir: str, games: int, seed: int, log) -> list[dict]:
 def parse(argv):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--game", default="connect_four")
-    parser.add_argument("--out", default=None, help="default runs/gating_<game>")
+    parser.add_argument("--out", type=flags.path, default=None, help="default runs/gating_<game>")
     parser.add_argument("--minutes", type=float, default=15.0, help="training budget of each run")
     parser.add_argument("--threshold", type=float, default=0.55, help="the gated run's --gating")
     parser.add_argument("--games", type=int, default=40, help="games per checkpoint vs MCTS")

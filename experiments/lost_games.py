@@ -188,9 +188,15 @@ def main(argv=None) -> int:
     p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("match", help="a match.json written by `evaluate.py match`")
     p.add_argument("--from_ply", type=int, default=8, help="the first ply judged (default 8)")
-    p.add_argument("--out", default=None, help="default: lost_games.json beside the match")
+    p.add_argument(
+        "--out", type=flags.path, default=None, help="default: lost_games.json beside the match"
+    )
     args = p.parse_args(argv)
+    if args.from_ply < 0:
+        p.error(f"--from_ply must be >= 0, got {args.from_ply}")
     try:
+        if args.out:
+            flags.check_file_out(args.out, "--out")  # before the solver's work, not after it
         try:
             with open(args.match) as f:
                 match = json.load(f)

@@ -32,7 +32,7 @@ from experiments.common import Log, wilson
 
 def parse(argv):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", required=True, help="the run folder")
+    parser.add_argument("--workdir", type=flags.path, required=True, help="the run folder")
     parser.add_argument("--opponent", required=True, help="an agent spec (evaluate.py's)")
     parser.add_argument("--sims", type=int, default=50, help="the checkpoints' simulations")
     parser.add_argument("--openings", default="all", help=f"{op.KINDS} (default all)")
@@ -43,7 +43,9 @@ def parse(argv):
         default=20,
         help="games from the empty board for the last checkpoint (even)",
     )
-    parser.add_argument("--out", default=None, help="default <workdir>/openings_curve")
+    parser.add_argument(
+        "--out", type=flags.path, default=None, help="default <workdir>/openings_curve"
+    )
     parser.add_argument("--seed", type=flags.seed, default=0)
     args = parser.parse_args(argv)
     for flag, value in (("--sims", args.sims), ("--every", args.every)):

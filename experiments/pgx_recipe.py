@@ -411,7 +411,9 @@ def main(argv=None) -> int:
     t.add_argument("--game", choices=sorted(PGX_NAMES), default="connect_four")
     t.add_argument("--size", type=int, help="the board's size (hex only; azjax's default 11)")
     t.add_argument("--minutes", type=float, default=20.0, help="wall-clock budget (20)")
-    t.add_argument("--out", required=True, help="folder for variables.pkl and run.json")
+    t.add_argument(
+        "--out", type=flags.path, required=True, help="folder for variables.pkl and run.json"
+    )
     t.add_argument("--batch", type=int, default=128, help="self-play games an iteration (128)")
     t.add_argument("--sims", type=int, default=32, help="simulations a move (32)")
     t.add_argument("--steps", type=int, default=64, help="moves an iteration (64)")
@@ -444,12 +446,16 @@ def main(argv=None) -> int:
             for n in ("batch", "sims", "steps", "train_batch", "blocks", "filters")
             if getattr(args, n) < 1
         ]
-        if small or not args.minutes > 0 or not args.lr > 0:
-            p.error(f"--{(small or ['minutes or --lr'])[0]} must be positive")
+        if small:
+            p.error(f"--{small[0]} must be positive, got {getattr(args, small[0])}")
+        for name in ("minutes", "lr"):
+            if not 0 < getattr(args, name) < float("inf"):
+                p.error(f"--{name} must be positive and finite, got {getattr(args, name)}")
         if args.batch * args.steps < args.train_batch:
             p.error("--train_batch must be at most --batch x --steps (the samples an iteration)")
         try:
             env = pairing(args.game, args.size).env
+            flags.check_out(args.out)  # before the training, which would be lost
         except ValueError as err:
             p.error(str(err))
         record = train(args, env)

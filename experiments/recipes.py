@@ -475,7 +475,7 @@ def parse(argv: list[str]):
         "this many games a rung and round, rounds until it settles (0: not, the default; 16 as "
         "evaluate.py place)",
     )
-    p.add_argument("--out", default=None, help="default runs/recipes_<game>")
+    p.add_argument("--out", type=flags.path, default=None, help="default runs/recipes_<game>")
     p.add_argument("--rate_only", action="store_true", help="rate the finished runs only")
     p.add_argument("--seed", type=flags.seed, default=0, help="the rating tournament's seed")
     args = p.parse_args(argv)
@@ -508,6 +508,7 @@ def parse(argv: list[str]):
     args.anchors = split_specs(args.anchors)
     args.out = args.out or os.path.join("runs", f"recipes_{args.game}")
     try:
+        flags.check_out(args.out)  # before the training, not after it
         configs = build_configs(args)
     except ValueError as e:
         p.error(str(e))

@@ -110,7 +110,7 @@ def parse(argv):
     parser.add_argument(
         "--games", default="connect_four,othello:size=6", help="the shared run's games"
     )
-    parser.add_argument("--out", default="runs/shared", help="default runs/shared")
+    parser.add_argument("--out", type=flags.path, default="runs/shared", help="default runs/shared")
     parser.add_argument("--sims", type=int, default=25, help="simulations in the tables (25)")
     parser.add_argument("--pair_games", type=int, default=20, help="games a pair (even)")
     parser.add_argument("--eps", type=float, default=0.05, help="epsilon-greedy moves")

@@ -348,7 +348,9 @@ def main(argv=None) -> int:
     )
     p.add_argument("--per_game", type=int, default=2, help="positions drawn from each game")
     p.add_argument("--seed", type=flags.seed, default=0)
-    p.add_argument("--out", default=None, help="default: the package's set for the game")
+    p.add_argument(
+        "--out", type=flags.path, default=None, help="default: the package's set for the game"
+    )
     args = p.parse_args(argv)
     try:
         game = games.make(args.game, **_options(args))

@@ -158,7 +158,7 @@ def _sims_list(flag: str, text: str) -> list[int]:
 
 def parse(argv):
     parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", default="runs/exp_tictactoe")
+    parser.add_argument("--workdir", type=flags.path, default="runs/exp_tictactoe")
     parser.add_argument(
         "--eval_only",
         action="store_true",

@@ -79,8 +79,10 @@ def parse(argv):
     parser.add_argument(
         "--minutes", type=float, default=0.0, help="each target run's time budget (0: none)"
     )
-    parser.add_argument("--workdir", default="runs/transfer", help="default runs/transfer")
-    parser.add_argument("--out", default=None, help="default <workdir>/results")
+    parser.add_argument(
+        "--workdir", type=flags.path, default="runs/transfer", help="default runs/transfer"
+    )
+    parser.add_argument("--out", type=flags.path, default=None, help="default <workdir>/results")
     parser.add_argument("--sims", default="3,25", help="simulations, one round robin each")
     parser.add_argument("--games", type=int, default=100, help="games per pair (even)")
     parser.add_argument("--eps", type=float, default=0.05, help="epsilon-greedy moves")

@@ -18,7 +18,11 @@ def test_prints_the_evaluations_share_both_ways(capsys):
 
 @pytest.mark.parametrize(
     "argv, message",
-    [(["--game=chess"], "unknown game 'chess'"), (["--game=tictactoe", "--size=5"], "size")],
+    [
+        (["--game=chess"], "unknown game 'chess'"),
+        (["--game=tictactoe", "--size=5"], "size"),
+        (["--game=tictactoe", "--repeats=0"], "--repeats must be at least 1, got 0"),
+    ],
 )
 def test_bad_input_is_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as e:

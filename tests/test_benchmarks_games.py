@@ -37,7 +37,10 @@ def test_bad_sizes_are_refused_before_measuring(capsys, tmp_path):
     for argv, needle in (
         (["--batch_sizes", "0"], "--batch_sizes and --repeats must be at least 1"),
         (["--repeats", "0"], "--batch_sizes and --repeats must be at least 1"),
-        ([f"--markdown={tmp_path}"], "is a folder: give a file"),
+        ([f"--markdown={tmp_path}"], "is a folder; choose a file as --markdown"),
+        (["--markdown=/etc/passwd/x.md"], "'/etc/passwd' is a file"),
+        (["--markdown="], "an empty path"),
+        (["--min_seconds=inf"], "--min_seconds positive, got [1, 64, 1024, 4096], 3, inf"),
     ):
         with pytest.raises(SystemExit) as exit_info:
             bench.parse_args(["--games", "tictactoe", *argv])

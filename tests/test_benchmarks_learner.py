@@ -41,3 +41,5 @@ def test_refuses_a_batch_the_devices_do_not_divide_and_a_bad_count():
     )
     out = _run("--loop_devices=-1", timeout=120)
     assert out.returncode == 2 and "--loop_devices must be 0 or more" in out.stderr
+    out = _run("--train_steps=0", timeout=120)  # it divided by zero
+    assert out.returncode == 2 and "--train_steps must be at least 1" in out.stderr
