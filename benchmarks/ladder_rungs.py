@@ -73,11 +73,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         sims = parse_rungs(args.rungs, anchored=False)
-        if args.eval_games < 2 or args.repeats < 1:
-            raise ValueError(
-                f"--eval_games must be >= 2 and --repeats >= 1, got {args.eval_games}, "
-                f"{args.repeats}"
-            )
+        if args.eval_games < 2 or args.eval_games % 2:
+            raise ValueError(f"--eval_games must be even and >= 2, got {args.eval_games}")
+        if args.repeats < 1:
+            raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
         config, variables, step = load_checkpoint(args.checkpoint, args.step)
     except (ValueError, CheckpointError) as e:
         parser.exit(2, f"benchmarks.ladder_rungs: error: {e}\n")

@@ -220,6 +220,8 @@ def parse(argv):
     )
     option_flags = flags.add_game_flags(parser.add_argument_group("game options"), None)
     args = parser.parse_args(argv)
+    if not 0 <= args.minutes < float("inf"):
+        parser.error(f"--minutes must be >= 0 (0: no limit), got {args.minutes}")
     try:
         overrides = {
             **flags.config_overrides(args, config_flags),

@@ -92,8 +92,8 @@ def parse(argv):
     unknown = [c for c in args.configs if c not in CONFIGS]
     if unknown or not args.configs:
         parser.error(f"--configs: unknown {unknown}; accepted: {', '.join(CONFIGS)}")
-    if not args.seconds > 0:
-        parser.error(f"--seconds must be positive, got {args.seconds}")
+    if not 0 < args.seconds < float("inf"):
+        parser.error(f"--seconds must be positive and finite, got {args.seconds}")
     check_run_flags(parser, args, "experiment3")
     return args
 
