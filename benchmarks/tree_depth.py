@@ -143,7 +143,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m benchmarks.tree_depth",
         description="How deep the Gumbel and PUCT self-play searches' walks go in a batch.",
     )
-    p.add_argument("--game", default="hex", help=f"one of {', '.join(games.names())}")
+    p.add_argument("--game", default=None, help=f"one of {', '.join(games.names())} (hex)")
     p.add_argument("--size", type=int, help="board size (default 11 for Hex, else the game's)")
     p.add_argument("--batch", type=int, default=1024, help="positions searched at once")
     p.add_argument("--simulations", type=int, default=32)
@@ -153,10 +153,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="resnet (untrained, --blocks x --filters) or pretrained:NAME, a shipped network "
         "(its game, size and search settings)",
     )
-    p.add_argument("--blocks", type=int, default=3)
-    p.add_argument("--filters", type=int, default=64)
+    p.add_argument("--blocks", type=int, default=None, help="the resnet's (3)")
+    p.add_argument("--filters", type=int, default=None, help="the resnet's (64)")
     p.add_argument("--seed", type=flags.seed, default=0)
     args = p.parse_args(argv)
+    if args.network.startswith("pretrained:"):  # its own game, size and network
+        names = ("game", "size", "blocks", "filters")
+        given = [f"--{n}" for n in names if getattr(args, n) is not None]
+        if given:
+            p.error(f"{', '.join(given)}: {args.network} brings its own; leave them out")
+    for name, default in (("game", "hex"), ("blocks", 3), ("filters", 64)):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     if args.game not in games.names():
         p.error(f"unknown game {args.game!r}; one of {', '.join(games.names())}")
     if args.network.startswith("pretrained:"):
