@@ -74,9 +74,13 @@ class Parser(argparse.ArgumentParser):
     of the (sub)command given, or with `hints[flag]`: why it is no flag here (`game_option_hints`).
     Flags are taken whole: argparse's prefix matching would read `--batch=8` as `--batch_games`
     and `--lr=0.1` as whichever flag alone starts so, silently; here they are unknown flags.
+    `module` (an experiment's or benchmark's `__spec__.name`) names it `python -m MODULE`, as its
+    other errors are named (`cli.script`), rather than argparse's `FILE.py`.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, module: str | None = None, **kwargs):
+        if module is not None:
+            kwargs.setdefault("prog", f"python -m {module}")
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self.hints: dict[str, str] = {}

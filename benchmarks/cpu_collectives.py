@@ -97,9 +97,7 @@ def run(mode: str, seconds: float, compile_beside: bool) -> tuple[int, float]:
 def main(argv: list[str] | None = None) -> int:
     from azjax import flags  # imports JAX; the devices are split below, before the backend starts
 
-    parser = flags.Parser(
-        prog="python -m benchmarks.cpu_collectives", description=__doc__.split("\n\n")[0]
-    )
+    parser = flags.Parser(module=__spec__.name, description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=("wait", "queue"), default="wait")
     parser.add_argument("--seconds", type=float, default=90.0, help="how long to make calls")
     parser.add_argument("--compile", action="store_true", help="compile on a thread beside them")

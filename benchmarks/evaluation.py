@@ -79,7 +79,11 @@ def iteration_seconds(config: cfg.Config, repeats: int) -> float:
 
 
 def main(argv=None) -> int:
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--game", default="hex")
     parser.add_argument(
         "--size", type=int, default=None, help="board size (Hex, Othello; default 6)"

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from azjax.flags import Parser
 
     parser = Parser(
-        prog="python -m benchmarks.first_evaluation",
+        module=__spec__.name,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -139,7 +139,7 @@ def markdown_table(rows: list[Row]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = flags.Parser(prog="python -m benchmarks.games", description=__doc__.split("\n")[0])
+    parser = flags.Parser(module=__spec__.name, description=__doc__.split("\n")[0])
     parser.add_argument("--games", nargs="+", choices=list(GAMES), default=list(GAMES))
     # underscores as every other command spells its flags; the dashed spellings still work
     parser.add_argument(

@@ -64,7 +64,11 @@ def table(seconds: dict[int, float]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--checkpoint", required=True, help="a run folder or pretrained/NAME")
     parser.add_argument("--step", type=int, default=None, help="the run's checkpoint (latest)")
     parser.add_argument("--rungs", default="8:13", help="LO:HI, the rungs 2^LO..2^HI")

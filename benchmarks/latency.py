@@ -113,10 +113,10 @@ def run(game_name: str, options: dict, sims: int, repeats: int) -> list[tuple[st
 
 
 def main(argv=None) -> int:
-    pre = flags.Parser(add_help=False)
+    pre = flags.Parser(module=__spec__.name, add_help=False)
     pre.add_argument("--game", default="hex", choices=games.names())
     known, _ = pre.parse_known_args(argv)
-    parser = flags.Parser(description=__doc__, parents=[pre])
+    parser = flags.Parser(module=__spec__.name, description=__doc__, parents=[pre])
     parser.add_argument("--sims", type=int, default=1000, help="simulations per search")
     parser.add_argument("--repeats", type=int, default=5, help="timed searches per line")
     defaults = {"size": 6} if known.game == "hex" else {}

@@ -129,7 +129,11 @@ def loop_learner(config: cfg.Config, devices: int, repeats: int) -> tuple[float,
 
 
 def main(argv=None) -> int:
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--game", default="hex")
     parser.add_argument("--size", type=int, default=RECIPE["size"])
     parser.add_argument("--train_steps", type=int, default=RECIPE["train_steps"])

@@ -106,7 +106,11 @@ def time_forward(config: cfg.Config, repeats: int) -> tuple[float, float | None]
 
 
 def main(argv=None) -> int:
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--game", default=None, help="default: the config's game, else hex")
     parser.add_argument(
         "--size", type=int, default=None, help="board size (default: the config's, else 6)"

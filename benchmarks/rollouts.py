@@ -164,10 +164,10 @@ def parse_probs(text: str) -> list[float]:
 
 def main(argv=None) -> int:
     xla_flags.enable()  # as the commands do, before the backend starts
-    pre = flags.Parser(add_help=False)
+    pre = flags.Parser(module=__spec__.name, add_help=False)
     pre.add_argument("--game", default="hex", choices=games.names())
     known, _ = pre.parse_known_args(argv)
-    parser = flags.Parser(description=__doc__, parents=[pre])
+    parser = flags.Parser(module=__spec__.name, description=__doc__, parents=[pre])
     parser.add_argument("--rollout", default="random", choices=["random", "policy"])
     parser.add_argument("--probs", default="0,0.1,0.3,0.5,1", help="rollout probabilities")
     parser.add_argument("--batch", type=int, default=256, help="positions searched at once")

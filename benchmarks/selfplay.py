@@ -537,7 +537,7 @@ QUICK = dict(batch=64, simulations=8, blocks=3, filters=64, steps=4, repeats=2)
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = flags.Parser(
-        prog="python -m benchmarks.selfplay",
+        module=__spec__.name,
         description="Self-play positions per second: azjax vs the pgx + mctx AlphaZero recipe.",
     )
     p.add_argument("--games", default="hex,othello", help="comma-separated: hex, othello")

@@ -140,7 +140,7 @@ def table(figures: dict[str, Depths]) -> str:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = flags.Parser(
-        prog="python -m benchmarks.tree_depth",
+        module=__spec__.name,
         description="How deep the Gumbel and PUCT self-play searches' walks go in a batch.",
     )
     p.add_argument("--game", default=None, help=f"one of {', '.join(games.names())} (hex)")

@@ -61,7 +61,11 @@ def opponents(depths: list[int], mcts_sims: list[int], heuristic: str, seed: int
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--run", default=None, help="play this run's latest network; no training")
     parser.add_argument(
         "--workdir", type=flags.path, default="runs/exp_connect_four", help="training run folder"

@@ -75,7 +75,11 @@ SCALES = {
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--full", action="store_true", help="accelerator scale")
     for name, value in SCALES[False].items():
         parser.add_argument(

@@ -31,7 +31,11 @@ from experiments.exit_common import expert_agent, opening_match
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--workdir", type=flags.path, required=True, help="an ExIt run folder")
     parser.add_argument("--step", type=int, default=None, help="checkpoint (default latest)")
     parser.add_argument(

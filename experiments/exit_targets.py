@@ -62,7 +62,11 @@ SCALES = {  # CPU scale / the paper's (9x9 Hex, 100,000 positions, 10,000 simula
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--full", action="store_true", help="the paper's scale")
     for name in SCALES[False]:
         parser.add_argument(

@@ -191,7 +191,11 @@ def plot(rows: list[dict], title: str, mcts_label: str, path: str) -> None:
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--game", default="hex")
     parser.add_argument(
         "--workdir", type=flags.path, default=None, help="default runs/exp1_<game>[_full]"

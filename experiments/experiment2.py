@@ -97,7 +97,11 @@ def plot_scores(rounds: list[dict], probs: list[float], path: str, title: str) -
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_run_flags(parser, "experiment2")
     parser.add_argument("--probs", default="0,0.2,0.4,0.6,0.8,1", help="rollout probabilities")
     parser.add_argument(

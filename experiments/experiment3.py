@@ -67,7 +67,11 @@ def table_row(name: str, record: dict) -> str:
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_run_flags(parser, "experiment3")
     parser.add_argument(
         "--configs", default=",".join(CONFIGS), help=f"comma-separated, of {', '.join(CONFIGS)}"

@@ -52,7 +52,7 @@ def lcb_moves(visits: np.ndarray, q: np.ndarray, *, share: float, width: float) 
 
 
 def main(argv=None) -> int:
-    p = flags.Parser(description=__doc__.split("\n\n")[0])
+    p = flags.Parser(module=__spec__.name, description=__doc__.split("\n\n")[0])
     p.add_argument("agent", help="a ckpt: agent that searches with PUCT, e.g. ckpt:RUN,sims=50")
     p.add_argument("--shares", default="0.2,0.35,0.5", help="visit shares (0.2,0.35,0.5)")
     p.add_argument("--widths", default="0,0.5,1", help="widths of the bound (0,0.5,1)")

@@ -116,7 +116,11 @@ def evaluate_run(workdir: str, games: int, seed: int, log) -> list[dict]:
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--game", default="connect_four")
     parser.add_argument("--out", type=flags.path, default=None, help="default runs/gating_<game>")
     parser.add_argument("--minutes", type=float, default=15.0, help="training budget of each run")

@@ -185,7 +185,7 @@ def report(summary: dict, from_ply: int) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = flags.Parser(description=__doc__.split("\n\n")[0])
+    p = flags.Parser(module=__spec__.name, description=__doc__.split("\n\n")[0])
     p.add_argument("match", help="a match.json written by `evaluate.py match`")
     p.add_argument("--from_ply", type=int, default=8, help="the first ply judged (default 8)")
     p.add_argument(

@@ -31,7 +31,11 @@ from experiments.common import Log, wilson
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--workdir", type=flags.path, required=True, help="the run folder")
     parser.add_argument("--opponent", required=True, help="an agent spec (evaluate.py's)")
     parser.add_argument("--sims", type=int, default=50, help="the checkpoints' simulations")

@@ -405,7 +405,7 @@ def place(args) -> Placement:
 
 
 def main(argv=None) -> int:
-    p = flags.Parser(description=__doc__.split("\n\n")[0])
+    p = flags.Parser(module=__spec__.name, description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train the recipe for --minutes")
     t.add_argument("--game", choices=sorted(PGX_NAMES), default="connect_four")

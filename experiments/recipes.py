@@ -418,11 +418,11 @@ def format_table(table: list[dict], summaries: dict) -> str:
 
 
 def parse(argv: list[str]):
-    pre = flags.Parser(add_help=False)
+    pre = flags.Parser(module=__spec__.name, add_help=False)
     pre.add_argument("--game", default="hex")
     game = pre.parse_known_args(argv)[0].game
     p = flags.Parser(
-        prog="python -m experiments.recipes",
+        module=__spec__.name,
         description="Recipes trained side by side for the same wall time, then rated together.",
     )
     p.add_argument("--game", default="hex", help=f"one of {', '.join(games.names())}")

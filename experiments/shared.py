@@ -106,7 +106,11 @@ def final_errors(args, name: str, config, log) -> dict | None:
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--games", default="connect_four,othello:size=6", help="the shared run's games"
     )

@@ -323,7 +323,7 @@ def _options(args) -> dict:
 
 
 def main(argv=None) -> int:
-    p = flags.Parser(description=__doc__.split("\n\n")[0])
+    p = flags.Parser(module=__spec__.name, description=__doc__.split("\n\n")[0])
     p.add_argument("--game", default="othello", choices=sorted({*KINDS, *PERFECT}))
     p.add_argument("--size", type=int, default=6, help="Othello's or Hex's board (default 6)")
     p.add_argument("--rows", type=int, default=6, help="Connect Four's rows (default 6)")

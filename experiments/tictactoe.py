@@ -157,7 +157,11 @@ def _sims_list(flag: str, text: str) -> list[int]:
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--workdir", type=flags.path, default="runs/exp_tictactoe")
     parser.add_argument(
         "--eval_only",

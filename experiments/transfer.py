@@ -62,7 +62,11 @@ CPU_RUN = dict(iterations=30, checkpoint_interval=5, eval_interval=0)
 
 
 def parse(argv):
-    parser = flags.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.Parser(
+        module=__spec__.name,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--game", default="othello", help="the target game (default othello)")
     parser.add_argument(
         "--source", default=None, help="an existing source run, PATH[@STEP] (default: train one)"

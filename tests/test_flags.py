@@ -133,3 +133,24 @@ def test_config_flags_can_be_chosen_or_skipped():
     assert names == ["search", "num_simulations"]
     _, names, _ = parser_with("hex", skip=("game", "eval_games"))
     assert "game" not in names and "eval_games" not in names and "eval_epsilon" in names
+
+
+def test_every_script_names_itself_as_it_is_run_in_its_parse_errors(capsys):
+    """An experiment's or benchmark's argparse errors say `python -m MODULE`, as its other errors
+    (`cli.script`) do, not argparse's `FILE.py`; its pre-parser (reading --game) too."""
+    from benchmarks import rollouts
+    from experiments import transfer
+
+    for module, main in (
+        ("experiments.transfer", transfer.main),
+        ("benchmarks.rollouts", rollouts.main),
+    ):
+        with pytest.raises(SystemExit) as exit:
+            main(["--bogus"])
+        assert exit.value.code == 2
+        assert capsys.readouterr().err.startswith(f"python -m {module}: error: unrecognized")
+    with pytest.raises(SystemExit):
+        rollouts.main(["--game=chess"])  # the pre-parser's error
+    assert capsys.readouterr().err.startswith(
+        "python -m benchmarks.rollouts: error: argument --game"
+    )
