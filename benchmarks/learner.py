@@ -30,6 +30,7 @@ import time
 import jax
 import jax.numpy as jnp
 
+import games
 from azjax import cli, flags, loop, network, parallel, replay, training
 from azjax import config as cfg
 from configs.cpu import CPU_SCALE, cpu_recipe
@@ -135,7 +136,12 @@ def main(argv=None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--game", default="hex")
-    parser.add_argument("--size", type=int, default=RECIPE["size"])
+    parser.add_argument(
+        "--size",
+        type=int,
+        default=None,
+        help=f"board size, for games that have one (default {RECIPE['size']})",
+    )
     parser.add_argument("--train_steps", type=int, default=RECIPE["train_steps"])
     parser.add_argument("--train_batch_size", type=int, default=RECIPE["train_batch_size"])
     parser.add_argument("--repeats", type=int, default=3)
@@ -174,31 +180,42 @@ def main(argv=None) -> int:
 
 def _config(parser: argparse.ArgumentParser, args, recipe: dict) -> cfg.Config:
     """The game's config with `recipe` and the flags' sizes over it; exit 2 on a bad value."""
+    if args.game not in games.names():
+        parser.error(f"--game: unknown game {args.game!r}; choose from {', '.join(games.names())}")
+    takes_size = "size" in games.option_names(args.game)
+    if args.size is not None and not takes_size:
+        parser.error(flags.not_an_option("size", args.game))
     overrides = {
-        **recipe,
-        "size": args.size,
+        **{k: v for k, v in recipe.items() if k != "size"},
         "train_steps": args.train_steps,
         "train_batch_size": args.train_batch_size,
     }
+    if takes_size:
+        overrides["size"] = RECIPE["size"] if args.size is None else args.size
     try:
         return cfg.load(args.game, overrides)
     except ValueError as e:
-        parser.exit(2, f"benchmarks.learner: error: {e}\n")
+        parser.error(str(e))
 
 
 def _main_loop(parser: argparse.ArgumentParser, args) -> int:
     devices = parallel.split_cpu(args.loop_devices)  # before JAX starts
     if devices != args.loop_devices:
-        parser.exit(2, f"benchmarks.learner: error: JAX has started with {devices} CPU devices\n")
+        parser.error(
+            f"--loop_devices={args.loop_devices}: JAX has started with {devices} CPU devices"
+        )
     config = _config(parser, args, cpu_recipe(args.game))
+    if config.batch_games % devices:  # the recipe's, not a flag here
+        parser.error(
+            f"--loop_devices={devices}: the CPU recipe's {config.batch_games} games an iteration "
+            f"do not divide over {devices} devices; choose a divisor of {config.batch_games}"
+        )
     try:
         parallel.check_divisible(
-            parallel.make_mesh(jax.devices()[:devices]),
-            batch_games=config.batch_games,
-            train_batch_size=config.train_batch_size,
+            parallel.make_mesh(jax.devices()[:devices]), train_batch_size=config.train_batch_size
         )
     except ValueError as e:
-        parser.exit(2, f"benchmarks.learner: error: {e}\n")
+        parser.error(str(e))
     first, best, ready = loop_learner(config, devices, args.repeats)
     n = config.train_steps
     print(

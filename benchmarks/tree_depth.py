@@ -173,6 +173,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             p.error(f"no shipped network {name!r}; one of {', '.join(pretrained.names())}")
     elif args.network != "resnet":
         p.error(f"--network takes resnet or pretrained:NAME, got {args.network!r}")
+    if args.size is not None and "size" not in games.option_names(args.game):
+        p.error(flags.not_an_option("size", args.game))  # it listed every config field
     if args.size is None and args.game == "hex":
         args.size = 11
     for name in ("batch", "simulations", "blocks", "filters"):

@@ -55,6 +55,10 @@ def test_the_command_prints_every_search(capsys, monkeypatch):
         (["--game=chess"], "unknown game 'chess'"),
         (["--simulations=0"], "at least 1"),
         (["--game=hex", "--size=1"], "size must be"),
+        (
+            ["--game=tictactoe", "--size=5"],
+            "--size is not an option of tictactoe; its options: none",
+        ),
         (["--blocks=0"], "--blocks must be at least 1, got 0"),
         (["--network=pretrained:hex6", "--game=othello"], "--game: pretrained:hex6 brings its own"),
     ],
