@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     try:
         config = cfg.load(args.game, settings)
     except ValueError as e:
-        parser.exit(2, f"benchmarks.evaluation: error: {e}\n")
+        parser.error(str(e))
     iteration = iteration_seconds(config, args.repeats)
     print(
         f"# {config.game} {dict(config.game_options)}, {config.num_blocks}x{config.num_filters} "

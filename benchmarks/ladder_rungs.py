@@ -83,7 +83,7 @@ def main(argv=None) -> int:
             raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
         config, variables, step = load_checkpoint(args.checkpoint, args.step)
     except (ValueError, CheckpointError) as e:
-        parser.exit(2, f"benchmarks.ladder_rungs: error: {e}\n")
+        parser.error(str(e))
     seconds = rung_seconds(
         config, variables, sims, eval_games=args.eval_games, repeats=args.repeats
     )

@@ -135,12 +135,12 @@ def main(argv=None) -> int:
             if args.size is not None or "size" not in overrides:
                 overrides["size"] = 6 if args.size is None else args.size
         elif args.size is not None:
-            raise ValueError(f"--size: {game_name} has no size option")
+            raise ValueError(flags.not_an_option("size", game_name))
         if args.batch_games is not None:
             overrides["batch_games"] = args.batch_games
         config = cfg.load(game_name, overrides)
     except ValueError as e:
-        parser.exit(2, f"benchmarks.network_share: error: {e}\n")
+        parser.error(str(e))
     game = config.make_game()
     steps = args.steps or game.max_game_length
     positions = steps * config.batch_games

@@ -111,13 +111,14 @@ def check_run_flags(parser, args, name: str) -> None:
     args.out = args.out or os.path.join(args.workdir, name)
 
 
-def open_run(args, name: str):
+def open_run(args, module: str):
     """(config, game, checkpoint step, Log into <out>/log.txt) of args.workdir's latest
-    checkpoint, or None after printing why there is none."""
+    checkpoint, or None after printing why there is none (as `python -m MODULE`, its
+    `__spec__.name`)."""
     try:
         config, step = latest_config(args.workdir)
     except (ValueError, FileNotFoundError) as e:
-        print(f"{name}: error: {e}", file=sys.stderr)
+        print(f"python -m {module}: error: {e}", file=sys.stderr)
         return None
     return config, config.make_game(), step, Log(os.path.join(args.out, "log.txt"))
 

@@ -131,7 +131,7 @@ def parse(argv):
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
-    run = open_run(args, "experiment2")
+    run = open_run(args, __spec__.name)
     if run is None:
         return 2
     config, game, step, log = run

@@ -75,7 +75,7 @@ def main(argv=None) -> int:
         game = checkpoint.read_config(args.workdir).make_game()
         opponent = parse_agent(args.opponent, game)
     except (ValueError, FileNotFoundError) as e:
-        print(f"openings_curve: error: {e}", file=sys.stderr)
+        print(f"python -m {__spec__.name}: error: {e}", file=sys.stderr)
         return 2
     chosen = steps[:: args.every] + ([steps[-1]] if (len(steps) - 1) % args.every else [])
     log = Log(os.path.join(args.out, "log.txt"))

@@ -39,4 +39,4 @@ def test_a_missing_run_is_one_line(capsys, tmp_path):
     with pytest.raises(SystemExit) as e:
         ladder_rungs.main([f"--checkpoint={tmp_path / 'none'}"])
     assert e.value.code == 2
-    assert "benchmarks.ladder_rungs: error: no run folder" in capsys.readouterr().err
+    assert "python -m benchmarks.ladder_rungs: error: no run folder" in capsys.readouterr().err

@@ -25,7 +25,10 @@ def test_times_self_play_with_the_network_and_the_stub_and_the_forward_pass(caps
     [
         (["--game=go"], "unknown game 'go'"),
         (["--game=othello", "--size=7"], "size must be an even integer"),
-        (["--game=connect_four", "--size=5"], "--size: connect_four has no size option"),
+        (
+            ["--game=connect_four", "--size=5"],
+            "--size is not an option of connect_four; its options: rows, cols, connect",
+        ),
         (["--game=hex", "--config=othello"], "--game=hex but --config=othello is othello"),
         (["--repeats=0"], "--repeats must be at least 1"),
         (["--steps=0"], "--steps must be at least 1"),
