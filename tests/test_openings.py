@@ -132,6 +132,18 @@ def test_evaluate_match_every_opening(tmp_path, capsys):
     assert record["by_opening"][4]["opening"] == TTT.action_to_str(4)
 
 
+def test_games_beside_openings_are_twice_their_number_or_refused(tmp_path, capsys):
+    moves = op.openings(TTT, "random:3:2", jax.random.PRNGKey(0))
+    assert op.games_played("random:3:2", moves, None) == 6 == op.games_played("random:3", moves, 6)
+    assert op.games_played("none", [()], 10) == 10
+    with pytest.raises(ValueError, match="--games=10 with --openings=random:3:2: each of its 3"):
+        op.games_played("random:3:2", moves, 10)  # was overridden silently
+    argv = ["match", "random", "random", "--game=tictactoe", "--openings=all", "--games=5"]
+    assert evaluate.main([*argv, f"--out={tmp_path / 'm'}"]) == 2
+    assert "give --games=18 or leave --games out" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()  # refused before any game
+
+
 def test_hex_openings_are_scored_against_the_solver():
     hex3 = games.make("hex", size=3)
     moves = op.openings(hex3, "all")

@@ -91,6 +91,8 @@ from azjax import flags, solved
 from azjax.commands import describe, split_cpu
 from azjax.commands import prog as prog_name
 
+GAMES = {"match": 100, "tournament": 20}  # --games without --openings (with them: twice theirs)
+
 
 def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, list[str]]:
     """The parser, and the names of its game option flags (every option of every game);
@@ -135,18 +137,20 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
 
     match = commands.add_parser("match", parents=[common], help="two agents, N games")
     match.add_argument("agents", nargs=2, metavar="AGENT")
-    match.add_argument("--games", type=int, default=100, help="games (default 100)")
+    match.add_argument("--games", type=int, default=None, help=f"games (default {GAMES['match']})")
     match.add_argument(
         "--openings",
         default="none",
         help="none | all (every legal first move) | random:N[:PLIES] (N random "
         "positions after PLIES plies, default 2): each opening is played with both colours, "
-        "and --games is then twice their number. Against a perfect player "
-        "(Hex up to 5x5, Tic-Tac-Toe) the record counts the won sides won",
+        "and --games is then twice their number (the default; no other is taken). Against a "
+        "perfect player (Hex up to 5x5, Tic-Tac-Toe) the record counts the won sides won",
     )
     tour = commands.add_parser("tournament", parents=[common], help="round robin, Elo")
     tour.add_argument("agents", nargs="+", metavar="AGENT")
-    tour.add_argument("--games", type=int, default=20, help="games per pair (default 20)")
+    tour.add_argument(
+        "--games", type=int, default=None, help=f"games per pair (default {GAMES['tournament']})"
+    )
     tour.add_argument(
         "--openings",
         default="none",
@@ -324,6 +328,12 @@ def reserve(folder: str) -> str:
             path = f"{folder}-{k}"
 
 
+def default_games(args) -> None:
+    """match's and tournament's --games where neither it nor --openings was given."""
+    if args.command in GAMES and args.games is None and args.openings == "none":
+        args.games = GAMES[args.command]
+
+
 def check_args(args, folder: str) -> None:
     """What can be checked before any game: the curve's options, the output `folder` (the agents'
     numbers are checked against their bounds when the specs are parsed, also before any game)."""
@@ -356,6 +366,7 @@ def run(args, option_flags: list[str]) -> None:
         run_export(args)
         return
     name = out_folder(args)
+    default_games(args)
     check_args(args, name)
     no_game = args.command == "curve" and args.game is None  # the run's game
     game = None if no_game else resolve_game(args, option_flags)

@@ -314,7 +314,7 @@ def run_match(
     specs: list[str],
     folder: str,
     *,
-    games: int,
+    games: int | None,
     seed: int = 0,
     openings: str = "none",
     log: Callable[[str], None] | None = None,
@@ -325,7 +325,8 @@ def run_match(
     (`azjax.eval.records.format_match` prints it).
 
     `openings` (`azjax.eval.openings`): "all" or "random:N[:PLIES]" play each opening once with
-    each colour instead (`games` is then twice the number of openings); the record then holds
+    each colour instead (`games`, None or twice their number, is then twice their number: any
+    other is refused); the record then holds
     every opening's two results and, where a perfect player is at hand, the won sides A won.
     `log` (if given) gets one line once both agents are made, before their searches compile:
     who plays how many games.
@@ -334,8 +335,7 @@ def run_match(
 
     k_open, k_play = jax.random.split(jax.random.PRNGKey(seed))
     moves = op.openings(game, openings, k_open)
-    if openings != "none":
-        games = 2 * len(moves)
+    games = op.games_played(openings, moves, games)
     check_games(games)
     head = dict(
         game=game.name, game_options=game.options, games=games, seed=seed, openings=openings

@@ -51,6 +51,23 @@ def openings(game: Game, text: str, key=None) -> list[tuple[int, ...]]:
     return random_sequences(game, n, plies, key)
 
 
+def games_played(text: str, moves: list[tuple[int, ...]], games: int | None) -> int:
+    """The games a match from the openings `text` names (`moves`) plays: each opening once with
+    each colour, twice their number; without openings `games`. ValueError for a `games` given
+    beside openings that is not that number (it was overridden silently), or none without."""
+    if text == "none":
+        if games is None:
+            raise ValueError("give the number of games (--games)")
+        return games
+    if games is not None and games != 2 * len(moves):
+        raise ValueError(
+            f"--games={games} with --openings={text}: each of its {len(moves)} openings is "
+            f"played once with each colour, {2 * len(moves)} games; give --games="
+            f"{2 * len(moves)} or leave --games out"
+        )
+    return 2 * len(moves)
+
+
 def random_sequences(
     game: Game, n: int, plies: int, key=None, *, distinct: bool = True
 ) -> list[tuple[int, ...]]:

@@ -24,7 +24,7 @@ def run_tournament(
     specs: list[str],
     folder: str,
     *,
-    games: int,
+    games: int | None,
     seed: int = 0,
     openings: str = "none",
     log=print,
@@ -33,15 +33,15 @@ def run_tournament(
     tournament.json and win_ratio.png into `folder` and returns the record.
 
     `openings` (`azjax.eval.openings`): "all" or "random:N[:PLIES]" start every pair's games from
-    those openings, each once with each colour (`games` is then twice their number), so that
+    those openings, each once with each colour (`games`, None or twice their number, is then
+    twice their number: any other is refused), so that
     players that search deterministically do not play one game per colour over and over."""
     from azjax.eval import openings as op
 
     k_open, k_play = jax.random.split(jax.random.PRNGKey(seed))
     moves = op.openings(game, openings, k_open)
     starts = op.both_colours(moves) if openings != "none" else None
-    if starts is not None:
-        games = len(starts)
+    games = op.games_played(openings, moves, games)
     check_games(games)
     if len(specs) < 2:
         raise ValueError("tournament: give at least two agents")
