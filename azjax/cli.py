@@ -51,6 +51,12 @@ def user_message(e: BaseException, memory_hint: str = MEMORY_HINT) -> str | None
     return None
 
 
+def fail(prog: str, message: object, code: int = 2) -> int:
+    """Print the one line `PROG: error: MESSAGE` to stderr; return the exit `code`."""
+    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    return code
+
+
 def run(
     prog: str,
     body: Callable[[list[str]], int],
@@ -89,8 +95,7 @@ def run(
         message = user_message(e, memory_hint)
         if message is None or debug:
             raise
-        print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
-        _leave_if_stuck(prog, 2)
+        _leave_if_stuck(prog, fail(prog, message))
         return 2
 
 

@@ -188,8 +188,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Depths]:
     try:
         figures = run(args)
     except ValueError as e:  # a size the game does not take
-        print(f"python -m benchmarks.tree_depth: error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(cli.fail(f"python -m {__spec__.name}", e)) from None
     print(table(figures))
     return figures
 

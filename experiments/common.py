@@ -7,10 +7,9 @@ import argparse
 import json
 import math
 import os
-import sys
 import time
 
-from azjax import flags
+from azjax import cli, flags
 from azjax.checkpoint import initial_variables, read_config  # noqa: F401  (re-exported)
 from azjax.checkpoint import load_checkpoint as restore_variables  # noqa: F401
 from azjax.checkpoint import steps as checkpoint_steps
@@ -118,7 +117,7 @@ def open_run(args, module: str):
     try:
         config, step = latest_config(args.workdir)
     except (ValueError, FileNotFoundError) as e:
-        print(f"python -m {module}: error: {e}", file=sys.stderr)
+        cli.fail(f"python -m {module}", e)
         return None
     return config, config.make_game(), step, Log(os.path.join(args.out, "log.txt"))
 

@@ -152,8 +152,7 @@ def main(argv=None) -> int:
         for _, _, spec in rivals:
             parse_agent(spec, game).close()  # a bad spec or game is refused before any game
     except (ValueError, FileNotFoundError) as e:
-        print(f"python -m {__spec__.name}: error: {e}", file=sys.stderr)
-        return 2
+        return cli.fail(f"python -m {__spec__.name}", e)
     args.out = args.out or os.path.join(run, "connect_four")
     log = Log(os.path.join(args.out, "log.txt"))
     log(

@@ -72,8 +72,7 @@ def main(argv=None) -> int:
     try:
         config, variables, step = load_checkpoint(args.workdir, args.step)
     except (ValueError, FileNotFoundError) as e:
-        print(f"python -m {__spec__.name}: error: {e}", file=sys.stderr)
-        return 2
+        return cli.fail(f"python -m {__spec__.name}", e)
     log = Log(os.path.join(args.out, "log.txt"))
     t0 = time.time()
     game = config.make_game()

@@ -75,8 +75,7 @@ def main(argv=None) -> int:
         game = checkpoint.read_config(args.workdir).make_game()
         opponent = parse_agent(args.opponent, game)
     except (ValueError, FileNotFoundError) as e:
-        print(f"python -m {__spec__.name}: error: {e}", file=sys.stderr)
-        return 2
+        return cli.fail(f"python -m {__spec__.name}", e)
     chosen = steps[:: args.every] + ([steps[-1]] if (len(steps) - 1) % args.every else [])
     log = Log(os.path.join(args.out, "log.txt"))
     key = jax.random.PRNGKey(args.seed)

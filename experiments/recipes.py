@@ -533,11 +533,6 @@ def parse(argv: list[str]):
     return args, configs
 
 
-def _fail(message: str) -> int:
-    print(f"python -m experiments.recipes: error: {message}", file=sys.stderr)
-    return 2
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     user_env = leave_accelerator_to_runs()
@@ -552,7 +547,10 @@ def main(argv: list[str] | None = None) -> int:
     t_train = time.time() - t_start
     runs = [n for n in configs if n in summaries]
     if not runs or len(runs) + len(args.anchors) < 2:
-        return _fail(f"too few finished runs to rate in {args.out}: {', '.join(runs) or 'none'}")
+        return cli.fail(
+            f"python -m {__spec__.name}",
+            f"too few finished runs to rate in {args.out}: {', '.join(runs) or 'none'}",
+        )
     game = configs[runs[0]].make_game()
     specs = [f"ckpt:{os.path.join(args.out, r)},sims={args.sims}" for r in runs] + args.anchors
     names = runs + args.anchors

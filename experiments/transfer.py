@@ -225,8 +225,7 @@ def main(argv=None) -> int:
         t_source = time.time() - t_start
         runs = train_targets(args, target_config, source, log)
     except ValueError as e:  # a source that does not fit: one line, as train.py says it
-        print(f"python -m {__spec__.name}: error: {e}", file=sys.stderr)
-        return 2
+        return cli.fail(f"python -m {__spec__.name}", e)
     t_train = time.time() - t_start - t_source
     rounds = tournaments(args, target_config, runs, log)
     total = points(rounds)

@@ -87,7 +87,7 @@ import sys
 import time
 
 import games
-from azjax import flags, solved
+from azjax import cli, flags, solved
 from azjax.commands import describe, split_cpu
 from azjax.commands import prog as prog_name
 
@@ -643,8 +643,6 @@ def run_export(args) -> None:
 def main(argv: list[str] | None = None) -> int:
     """`azjax-evaluate` and `python evaluate.py`: the exit code (0; 2 for bad input, 1 for a
     failing GTP engine; 130 or 143 when stopped by a signal)."""
-    from azjax import cli
-
     argv = sys.argv[1:] if argv is None else argv
     return cli.run(
         prog_name("evaluate.py"),
@@ -673,8 +671,7 @@ def _main(argv: list[str]) -> int:
 
         if not isinstance(e, GTPError) or args.debug:
             raise
-        print(f"{prog_name('evaluate.py')}: error: GTP engine: {e}", file=sys.stderr)
-        return 1
+        return cli.fail(prog_name("evaluate.py"), f"GTP engine: {e}", code=1)
     return 0
 
 

@@ -30,7 +30,7 @@ import argparse
 import sys
 
 import games
-from azjax import flags
+from azjax import cli, flags
 from azjax.commands import describe
 from azjax.commands import prog as prog_name
 
@@ -162,8 +162,6 @@ def split_agents(text: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """`azjax-play` and `python play.py`: the exit code (0, 2 for an error, 1 for a failing GTP
     engine, 130 or 143 when stopped by a signal)."""
-    from azjax import cli
-
     argv = sys.argv[1:] if argv is None else argv
     return cli.run(
         prog_name("play.py"), _main, argv, threaded=True, memory_hint="lower the agent's sims="
@@ -178,8 +176,7 @@ def _main(argv: list[str]) -> int:
     except GTPError as e:  # a GTP agent's engine that fails: one line, as evaluate.py's
         if "--debug" in argv:
             raise
-        print(f"{prog_name('play.py')}: error: GTP engine: {e}", file=sys.stderr)
-        return 1
+        return cli.fail(prog_name("play.py"), f"GTP engine: {e}", code=1)
 
 
 def _play(argv: list[str]) -> int:
