@@ -80,6 +80,26 @@ class Log:
 
 
 # ---- what experiments 2 and 3 share: a finished Experiment 1 run to play with --------------------
+def add_scale_flags(parser, scales: dict[bool, dict], full_help: str) -> None:
+    """--full (`full_help`) and a flag for each setting of `scales` ({False: this machine's
+    scale, True: --full's}), of its value's type, left None for `set_scale` to fill."""
+    parser.add_argument("--full", action="store_true", help=full_help)
+    for name, value in scales[False].items():
+        parser.add_argument(
+            f"--{name}",
+            type=type(value),
+            default=None,
+            help=f"default {value} (--full: {scales[True][name]})",
+        )
+
+
+def set_scale(args, scales: dict[bool, dict]) -> None:
+    """The settings of the scale chosen (--full or not) that no flag gave."""
+    for name, value in scales[args.full].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
 def add_run_flags(parser, name: str) -> None:
     """--game, --full, --workdir, --out, --search, --seed of an experiment on Experiment 1's run."""
     parser.add_argument("--game", default="hex", help="for the default --workdir (default hex)")

@@ -37,7 +37,7 @@ from azjax.checkpoint import load_checkpoint, steps
 from azjax.eval.agent import network_apply, random_agent
 from azjax.eval.stats import elo
 from azjax.exit import ExpertSpec
-from experiments.common import Log, parse_ints, write_results
+from experiments.common import Log, add_scale_flags, parse_ints, set_scale, write_results
 from experiments.exit_common import expert_agent, greedy_agent, opening_match
 
 METHODS = {  # name: config overrides (on top of the scale's)
@@ -80,21 +80,12 @@ def parse(argv):
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--full", action="store_true", help="accelerator scale")
-    for name, value in SCALES[False].items():
-        parser.add_argument(
-            f"--{name}",
-            type=type(value),
-            default=None,
-            help=f"default {value} (--full: {SCALES[True][name]})",
-        )
+    add_scale_flags(parser, SCALES, "accelerator scale")
     parser.add_argument("--methods", default=",".join(METHODS), help=", ".join(METHODS))
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--out", type=flags.path, default=os.path.join("runs", "exit_datasets"))
     args = parser.parse_args(argv)
-    for name, value in SCALES[args.full].items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
+    set_scale(args, SCALES)
     args.methods = [m for m in args.methods.split(",") if m]
     if not args.methods or any(m not in METHODS for m in args.methods):
         parser.error(f"--methods: accepted {', '.join(METHODS)}; got {args.methods}")

@@ -12,7 +12,7 @@ per legal opening with each colour, as an Elo difference (paper: TPT 50 +- 13 st
 
     python -m experiments.exit_targets                         # CPU scale: 5x5 Hex, minutes
     python -m experiments.exit_targets --full                  # the paper's scale (accelerator)
-    python -m experiments.exit_targets --size=3 --positions=64 --test_positions=16 --sims=8 \
+    python -m experiments.exit_targets --size=3 --positions=64 --test_positions=16 --sims=8 \\
         --train_steps=4 --num_filters=4 --out=/tmp/t           # a smoke test
 
 Writes <out>/results.json and <out>/log.txt (default runs/exit_targets).
@@ -34,7 +34,7 @@ from azjax import cli, flags, training
 from azjax.exit import ExpertSpec, make_round
 from azjax.network import init_variables, make_apply, make_network
 from azjax.replay import Batch
-from experiments.common import Log, write_results
+from experiments.common import Log, add_scale_flags, set_scale, write_results
 from experiments.exit_common import elo_difference, greedy_agent, opening_match
 
 SCALES = {  # CPU scale / the paper's (9x9 Hex, 100,000 positions, 10,000 simulations)
@@ -67,22 +67,13 @@ def parse(argv):
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--full", action="store_true", help="the paper's scale")
-    for name in SCALES[False]:
-        parser.add_argument(
-            f"--{name}",
-            type=int,
-            default=None,
-            help=f"default {SCALES[False][name]} (--full: {SCALES[True][name]})",
-        )
+    add_scale_flags(parser, SCALES, "the paper's scale")
     parser.add_argument("--batch_size", type=int, default=250, help="positions per step (250)")
     parser.add_argument("--learning_rate", type=float, default=1e-3, help="Adam (1e-3)")
     parser.add_argument("--seeds", type=int, default=1, help="repetitions (new data each)")
     parser.add_argument("--out", type=flags.path, default=os.path.join("runs", "exit_targets"))
     args = parser.parse_args(argv)
-    for name, value in SCALES[args.full].items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
+    set_scale(args, SCALES)
     for name in (*SCALES[False], "batch_size", "seeds"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")

@@ -3,7 +3,7 @@ MCTS players, every legal move valued exactly by a solver.
 
     python -m experiments.solved_positions --game=othello --size=6   # -> azjax/solved/
     python -m experiments.solved_positions --game=connect_four --empties=14:20
-    python -m experiments.solved_positions --game=hex --size=5 --opening_plies=2 \
+    python -m experiments.solved_positions --game=hex --size=5 --opening_plies=2 \\
         --pairs=mcts:sims=64/mcts:sims=512,mcts:sims=1024/mcts:sims=1024
     python -m experiments.solved_positions --game=tictactoe --games=120 --opening_plies=2
 
