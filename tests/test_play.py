@@ -53,6 +53,7 @@ def test_two_agents_are_watched_game_after_game(capsys):
     assert out.count("  a b c") >= 10  # the board after every move: at least 5 plies a game
     assert "O (white), minimax, plays" in out and "X (black), minimax, plays" in out
     assert "2 games: random won 0, minimax won " in out  # minimax never loses Tic-Tac-Toe
+    assert "(random: compiling its move for the first move)" in out  # no search to compile
 
 
 def test_watching_asks_for_a_rematch_until_told_no():

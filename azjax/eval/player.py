@@ -80,7 +80,8 @@ class Player:
         import jax
 
         if not self._quiet:  # the first call compiles the search: say why it waits
-            print(f"({self.agent.name}: compiling its search for the first move)", flush=True)
+            what = "its search" if self.agent.search is not None else "its move"
+            print(f"({self.agent.name}: compiling {what} for the first move)", flush=True)
             self._quiet = True
         self._key, key = jax.random.split(self._key)
         return int(self._act(self.agent.variables, key, state))
