@@ -22,6 +22,7 @@ import dataclasses
 import difflib
 import math
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -134,11 +135,15 @@ def check_out(folder: str, flag: str = "--out") -> None:
             existing = os.path.dirname(existing)
         if not os.path.isdir(existing):
             raise ValueError(f"{flag} {folder!r} cannot be made: {existing!r} is a file")
-    if not os.access(existing, os.W_OK | os.X_OK):
+    try:  # a file made and removed: os.access lets root pass everywhere, /proc and /sys too
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as e:
         raise ValueError(
-            f"{flag} {folder!r} cannot be written ({existing!r} is not writable); "
+            f"{flag} {folder!r} cannot be written (making a file in {existing!r} failed: "
+            f"{e.strerror or e}); "
             f"choose another {flag}"
-        )
+        ) from None
 
 
 def check_file_out(path: str, flag: str) -> None:

@@ -1,5 +1,7 @@
 """azjax/flags.py: flags from Config fields and game options, their values and their errors."""
 
+import os
+
 import pytest
 
 from azjax import flags
@@ -154,3 +156,16 @@ def test_every_script_names_itself_as_it_is_run_in_its_parse_errors(capsys):
     assert capsys.readouterr().err.startswith(
         "python -m benchmarks.rollouts: error: argument --game"
     )
+
+
+def test_an_output_folder_is_checked_by_making_a_file_there(tmp_path):
+    """check_out makes (and removes) a file in the nearest folder that exists: os.access let
+    root through to /proc, where the results were then lost after the games."""
+    flags.check_out(str(tmp_path / "new" / "deeper"))  # made later, by the first file
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc here")
+    with pytest.raises(
+        ValueError, match="'/proc/azjax' cannot be written .making a file in '/proc'"
+    ):
+        flags.check_out("/proc/azjax")
