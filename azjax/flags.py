@@ -141,8 +141,7 @@ def check_out(folder: str, flag: str = "--out") -> None:
     except OSError as e:
         raise ValueError(
             f"{flag} {folder!r} cannot be written (making a file in {existing!r} failed: "
-            f"{e.strerror or e}); "
-            f"choose another {flag}"
+            f"{e.strerror or e}); choose another {flag}"
         ) from None
 
 

@@ -325,9 +325,9 @@ def run_match(
     (`azjax.eval.records.format_match` prints it).
 
     `openings` (`azjax.eval.openings`): "all" or "random:N[:PLIES]" play each opening once with
-    each colour instead (`games`, None or twice their number, is then twice their number: any
-    other is refused); the record then holds
-    every opening's two results and, where a perfect player is at hand, the won sides A won.
+    each colour instead (`games` then None, or twice their number: any other is refused); the
+    record then holds every opening's two results and, where a perfect player is at hand, the
+    won sides A won.
     `log` (if given) gets one line once both agents are made, before their searches compile:
     who plays how many games.
     """

@@ -33,9 +33,9 @@ def run_tournament(
     tournament.json and win_ratio.png into `folder` and returns the record.
 
     `openings` (`azjax.eval.openings`): "all" or "random:N[:PLIES]" start every pair's games from
-    those openings, each once with each colour (`games`, None or twice their number, is then
-    twice their number: any other is refused), so that
-    players that search deterministically do not play one game per colour over and over."""
+    those openings, each once with each colour (`games` then None, or twice their number: any
+    other is refused), so that players that search deterministically do not play one game per
+    colour over and over."""
     from azjax.eval import openings as op
 
     k_open, k_play = jax.random.split(jax.random.PRNGKey(seed))
