@@ -135,7 +135,7 @@ def main(argv=None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--game", default="hex")
+    parser.add_argument("--game", default="hex", choices=games.names())
     parser.add_argument(
         "--size",
         type=int,
@@ -180,8 +180,6 @@ def main(argv=None) -> int:
 
 def _config(parser: argparse.ArgumentParser, args, recipe: dict) -> cfg.Config:
     """The game's config with `recipe` and the flags' sizes over it; exit 2 on a bad value."""
-    if args.game not in games.names():
-        parser.error(f"--game: unknown game {args.game!r}; choose from {', '.join(games.names())}")
     takes_size = "size" in games.option_names(args.game)
     if args.size is not None and not takes_size:
         parser.error(flags.not_an_option("size", args.game))
