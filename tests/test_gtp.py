@@ -43,6 +43,9 @@ def test_protocol_commands_and_ids():
     assert engine.handle("   # a comment") == "" and engine.handle("") == ""
     assert engine.handle("play b a1 # the corner") == ok()
     assert engine.handle("known_command").startswith("? syntax error")
+    assert engine.handle("known_command komi") == ok("true")  # GTP's required commands, all
+    assert engine.handle("komi 6.5") == ok() and engine.handle("komi -7") == ok()
+    assert engine.handle("komi six").startswith("? syntax error: komi takes a number")
     assert engine.handle("9 quit") == "=9 \n\n" and engine.finished
 
 

@@ -32,7 +32,9 @@ Conventions:
 - input is read with undecodable bytes replaced (U+FFFD), and what is echoed back of a bad
   argument is cut to ``ECHO_LIMIT`` characters;
 - ``boardsize N`` (or ``boardsize N N``) rebuilds the game with ``size=N`` and clears the board;
-  for games without a size option only their own square size is accepted.
+  for games without a size option only their own square size is accepted;
+- ``komi X`` (a required GTP command, which controllers such as GoGui's twogtp send before each
+  game) takes any number and changes nothing: none of these games has komi.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ COMMANDS = (
     "quit",
     "boardsize",
     "clear_board",
+    "komi",
     "play",
     "genmove",
     "undo",
@@ -229,6 +232,14 @@ class GTPEngine:
     def cmd_clear_board(self, args) -> str:
         del self.history[1:], self.actions[:]
         return ""
+
+    def cmd_komi(self, args) -> str:
+        (value,) = _arity(args, 1)
+        try:
+            float(value)
+        except ValueError:
+            raise _Failure(f"syntax error: komi takes a number, got {_quote(value)}") from None
+        return ""  # accepted, as GTP asks, and ignored: none of these games scores a komi
 
     def cmd_play(self, args) -> str:
         colour, vertex = _arity(args, 2)
