@@ -305,7 +305,10 @@ def test_place_says_when_its_rounds_ran_out_before_it_settled(tmp_path, capsys):
     [
         (["ladder", "--game=tictactoe", "--rungs=5:7"], "must include 4"),
         (["ladder", "--game=tictactoe", "--rungs=lots"], "--rungs must be LO:HI"),
-        (["place", "random", "--game=hex", "--size=3"], "no ladder table for hex"),
+        (
+            ["place", "random", "--game=hex", "--size=3"],
+            "make one with azjax-evaluate ladder --game=hex --size=3 --swap=false --rungs=2:9",
+        ),
         (["place", "ckpt:pretrained/tictactoe", "--game=hex"], "is for tictactoe {}, but"),
         (
             ["place", "random", "--game=tictactoe", "--rounds=lots"],

@@ -27,6 +27,7 @@ import numpy as np
 from azjax.eval.agent import Agent, SearchSetup, search_agent
 from azjax.eval.match import play_games
 from azjax.eval.stats import elo, is_connected
+from azjax.flags import value_text
 from azjax.ladder import (
     ANCHOR_SIMS,
     Ladder,
@@ -223,9 +224,11 @@ def require_ladder(game: Game, path: str | None = None) -> Ladder:
     if ladder is None and path is not None:
         raise ValueError(f"--table {path!r}: no such file (leave it out for the package's table)")
     if ladder is None:
+        flags = " ".join(
+            f"--{k}={value_text(v)}" for k, v in {"game": game.name, **game.rules}.items()
+        )
         raise ValueError(
-            f"no ladder table for {game.name} {dict(game.rules)}; make one with "
-            f"azjax-evaluate ladder --game={game.name} ... --rungs=2:9 --games=20 (python "
-            "evaluate.py in a checkout)"
+            f"no ladder table for {game.name} {dict(game.rules)}; make one with azjax-evaluate "
+            f"ladder {flags} --rungs=2:9 --games=20 (python evaluate.py in a checkout)"
         )
     return ladder

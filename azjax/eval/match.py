@@ -342,9 +342,9 @@ def run_match(
     )
     agents = [parse_agent(s, game, seed=seed) for s in specs]
     if log is not None:  # after the specs are checked: a bad one is the only line printed
-        log(
-            f"{game.name}: {' vs '.join(specs)}, {games} games after compiling the agents' searches"
-        )
+        searches = any(agent.search is not None for agent in agents)
+        wait = " after compiling the agents' searches" if searches else ""
+        log(f"{game.name}: {' vs '.join(specs)}, {games} games{wait}")
     try:
         outcome = play_games(
             game,
