@@ -73,6 +73,9 @@ def test_watching_asks_for_a_rematch_until_told_no():
         raise EOFError
 
     assert len(watch(game, (first_legal, first_legal), ("A", "B"), read=end_of_input)) == 1
+    watch(game, (first_legal, first_legal), ("A", "A"), games=1, write=lines.append)
+    assert lines[-1] == "1 game: A #1 won 1, A #2 won 0, 0 drawn"  # the same spec twice
+    assert "\ngame 1: X (black) A #1, O (white) A #2" in lines
 
 
 def test_agents_flag_errors(capsys):

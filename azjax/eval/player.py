@@ -256,9 +256,12 @@ def watch(
     ``games`` that many games are played; without, the viewer is asked "rematch? [y/N]" after
     each (the end of input is a no). Ends with a summary line. Returns the first agent's return
     (+1 / 0 / -1) in each game. ``players`` are ``player(state) -> action`` as in `play_human`
-    (negative: resign), each with an optional ``sync``."""
+    (negative: resign), each with an optional ``sync``. Two equal names are told apart as
+    ``NAME #1`` and ``NAME #2``."""
     import jax
 
+    if names[0] == names[1]:
+        names = (f"{names[0]} #1", f"{names[1]} #2")
     step = jax.jit(game.step)  # compiled once for all the games
     scores: list[float] = []
     while True:
