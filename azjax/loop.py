@@ -400,6 +400,42 @@ def _earlier_seconds(metrics: Metrics | None, workdir: str, iteration: int) -> f
     return seconds
 
 
+def start_line(config: Config, workdir: str, devices: int, backend: str, *, resume: bool) -> str:
+    """The line a session starts with: what it trains, where, for how long, on what; on a CPU
+    with a GPU-sized batch (512 games or more an iteration), a second naming the CPU recipe."""
+    if config.games:
+        from azjax.shared import game_configs  # azjax/shared.py imports this module
+
+        what = f"{'+'.join(game_configs(config))} (one shared network)"
+    else:
+        options = " ".join(f"{k}={v}" for k, v in config.game_options.items())
+        what = f"{config.game} {options}".strip()  # as the closing message names it
+    ends = []
+    if config.iterations:
+        ends += [
+            f"to iteration {config.iterations}" if resume else f"{config.iterations} iterations"
+        ]
+    if config.time_budget:
+        ends += [f"{config.time_budget:g} minute{'s' * (config.time_budget != 1)}"]
+    algorithm = "Expert Iteration, " if config.algorithm == "exit" else ""
+    line = (
+        f"{'continuing' if resume else 'training'} {what} in {workdir}: {' or '.join(ends)}, "
+        f"{algorithm}{config.batch_games} games an iteration at {config.num_simulations} "
+        f"simulations ({config.search}), on {devices} {backend} device{'s' * (devices != 1)}"
+    )
+    if backend == "cpu" and config.batch_games >= 512:
+        from azjax.config import load, named_defaults
+
+        cpu = load(config.game, named_defaults("cpu", config.game)[1])
+        line += (
+            f"\nnote: {config.batch_games} games an iteration is a GPU's size; on a CPU "
+            f"--config=cpu ({cpu.batch_games} games at {cpu.num_simulations} simulations, a "
+            f"{cpu.num_blocks}x{cpu.num_filters} network) learns faster per minute "
+            '(docs/strength.md, "Time to strength on the CPU")'
+        )
+    return line
+
+
 def _announce_clock(config: Config, iteration: int, earlier: float) -> None:
     """On resuming: how long the run has trained, against its time budget."""
     note = f"resuming at iteration {iteration} after {earlier / 60:.1f} minutes of training"
@@ -514,6 +550,9 @@ def _train(
         # the run's clock: its earlier sessions' time counts, so that a resumed run keeps its
         # time budget and its rate schedule where the checkpoint left them
         t_run = t_start - _earlier_seconds(metrics, workdir, it)
+        if primary:
+            backend = jax.default_backend()
+            print(start_line(config, workdir, devices, backend, resume=resume), file=sys.stderr)
         if resume and primary:
             _announce_clock(config, it, t_start - t_run)
         limit = config.iterations or math.inf  # 0: no limit, the time budget ends the run

@@ -92,6 +92,23 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
         assert row["train/learning_rate"] == pytest.approx(want)
 
 
+def test_the_start_line_says_what_trains_and_names_the_cpu_recipe_for_a_gpu_batch():
+    config = cfg.load("hex", {"batch_games": 1024, "time_budget": 30})
+    line = loop.start_line(config, "runs/h", 2, "cpu", resume=False)
+    first, note = line.split("\n")
+    assert first == (
+        "training hex size=6 swap=False in runs/h: 100 iterations or 30 minutes, 1024 games an "
+        "iteration at 64 simulations (puct), on 2 cpu devices"
+    )
+    assert note.startswith("note: 1024 games an iteration is a GPU's size; on a CPU --config=cpu")
+    assert "(128 games at 32 simulations, a 2x32 network)" in note  # configs/cpu.py's, for Hex
+    assert "\n" not in loop.start_line(config, "runs/h", 1, "gpu", resume=False)
+    small = cfg.load("othello", {"batch_games": 128, "iterations": 40, "algorithm": "exit"})
+    line = loop.start_line(small, "runs/o", 1, "cpu", resume=True)
+    assert line.startswith("continuing othello size=6 in runs/o: to iteration 40, Expert Iteration")
+    assert "\n" not in line  # a CPU-sized batch: no note
+
+
 def test_a_resumed_run_keeps_its_clock(run, tmp_path, capsys):
     """The time budget and the rate's schedule count the earlier sessions' time (the last row's
     run_seconds), so a run killed and resumed trains what it would have without the kill."""
@@ -106,7 +123,9 @@ def test_a_resumed_run_keeps_its_clock(run, tmp_path, capsys):
     argv = [f"--workdir={workdir}", "--resume", "--time_budget=1"]
     argv += ["--lr_schedule=cosine", "--no_progress"]
     assert train.main(argv) == 0
-    assert "after 0.9 minutes of training of its time_budget of 1" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "after 0.9 minutes of training of its time_budget of 1" in err
+    assert f"continuing tictactoe in {workdir}: 1 minute, 16 games an iteration at 4 " in err
     rows = _metrics(workdir)
     summary = json.load(open(os.path.join(workdir, "summary.json")))
     assert summary["stopped_by"] == "time_budget" and summary["run_seconds"] >= 60

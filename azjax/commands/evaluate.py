@@ -42,8 +42,9 @@ first agent moves first in the even-numbered games.
 - errors: each agent's exact error rate on the game's solved positions (azjax/solved.py: the share
   of middle-game positions where its move throws a win or a draw away, by a solver's values;
   Tic-Tac-Toe, Connect Four, 5x5 and 6x6 Hex, 6x6 Othello and 8x8 Othello's endgame ship a set),
-  with 95% intervals, and each later agent against the first position by position; writes errors.json. No opponent, no match noise: the finest measure of
-  strength here, and it does not saturate short of perfect play.
+  with 95% intervals, and each later agent against the first position by position; writes
+  errors.json. No opponent, no match noise: the finest measure of strength here, and it does not
+  saturate short of perfect play.
 - ladder: rates the rungs of the Elo ladder, pure MCTS (UCT, random rollouts) at 2^k simulations
   (--rungs=LO:HI), by a round robin of the pairs at most --span rungs apart; ML Elo with the
   16-simulation rung at 0; writes the table (default: the package's, azjax/ladders/). With
