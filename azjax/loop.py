@@ -551,10 +551,10 @@ def _train(
         # time budget and its rate schedule where the checkpoint left them
         t_run = t_start - _earlier_seconds(metrics, workdir, it)
         if primary:
-            backend = jax.default_backend()
-            print(start_line(config, workdir, devices, backend, resume=resume), file=sys.stderr)
-        if resume and primary:
-            _announce_clock(config, it, t_start - t_run)
+            line = start_line(config, workdir, devices, jax.default_backend(), resume=resume)
+            print(line, file=sys.stderr)
+            if resume:
+                _announce_clock(config, it, t_start - t_run)
         limit = config.iterations or math.inf  # 0: no limit, the time budget ends the run
         evaluate = None
         if config.eval_interval:  # a resumed run's placement starts at its last rating
