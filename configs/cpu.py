@@ -69,16 +69,17 @@ CPU_SCALE = dict(
 # draws) and its hour scored 0.66 against MCTS-10,000 (docs/strength.md, "The score utility"). On
 # Connect Four the decayed rate, 90 steps an iteration and openings of 0..4 plies were each not told
 # apart from its recipe at 20 minutes (exact error rates 0.174, 0.165 and 0.158 against 0.161 -
-# 0.162; docs/strength.md, "The Othello recipe's additions on Connect Four"). Since session 84
-# Connect Four's policy head is a 1x1 convolution (`policy_head_kernel=1`, a sixth less arithmetic):
-# at 20 minutes its exact error rates were 0.139 against 0.149 (z = -2.4, seeds 0 and 1) and 0.120
-# against 0.121 (seeds 2 and 3, on a VM twice as fast), over the hour 0.078 against 0.084 (z = -1.1,
-# one seed), with 14 - 18% more games, and it won its same-seed pairs head to head 163 - 95 with 42
-# draws over the five (docs/strength.md, "A 1x1 policy head"); on 6x6 Othello and Hex it was level
-# (0.097 against 0.098, 0.0113 against 0.0115), so they keep 3x3. `pretrained/connect_four` is an
-# hour of this recipe since session 85, 1x1 head included, so `--init_from` loads all of it.
-# Tic-Tac-Toe's self-play starts from random openings of 0..4 plies in its config
-# (configs/tictactoe.py), so here too.
+# 0.162; docs/strength.md, "The Othello recipe's additions on Connect Four"), nor branched restarts
+# (0.132 against 0.137, two seeds, and 36 - 62 head to head; "Branched restarts on Connect Four").
+# Since session 84 Connect Four's policy head is a 1x1 convolution (`policy_head_kernel=1`, a sixth
+# less arithmetic): at 20 minutes its exact error rates were 0.139 against 0.149 (z = -2.4, seeds 0
+# and 1) and 0.120 against 0.121 (seeds 2 and 3, on a VM twice as fast), over the hour 0.078 against
+# 0.084 (z = -1.1, one seed), with 14 - 18% more games, and it won its same-seed pairs head to head
+# 163 - 95 with 42 draws over the five (docs/strength.md, "A 1x1 policy head"); on 6x6 Othello and
+# Hex it was level (0.097 against 0.098, 0.0113 against 0.0115), so they keep 3x3.
+# `pretrained/connect_four` is an hour of this recipe since session 85, 1x1 head included, so
+# `--init_from` loads all of it. Tic-Tac-Toe's self-play starts from random openings of 0..4 plies
+# in its config (configs/tictactoe.py), so here too.
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
