@@ -29,7 +29,9 @@ CPU_SCALE = dict(
 # target's length, the two erred alike (0.003 and 0.004) and the 0..4 hour won 209 of 240 against
 # MCTSBot-10,000, under the target, where the 0..2 hour beside it won 217 and session 40's and 41's
 # 229 and 224 (docs/strength.md, "The Hex hour from 0..4-ply openings"). The learning rate decayed
-# to 0 was not told apart (0.012 against 0.011 at 20 minutes, 30-30), so Hex keeps a constant rate.
+# to 0 was not told apart (0.012 against 0.011 at 20 minutes, 30-30), so Hex keeps a constant rate;
+# branched restarts were level too (0.0103 against 0.0108, 57 - 63; docs/strength.md, "Branched
+# restarts on 6×6 Hex").
 # Hex trains on a random symmetry (180 degrees) of each sampled position: +120 Elo at 6 minutes, two
 # seeds (docs/strength.md, "Recipes side by side"). On 6x6 Othello the 8 symmetries gained +64 Elo
 # at 6 minutes (two seeds) and random openings nothing measurable there (for an hour they did:
