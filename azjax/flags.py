@@ -23,7 +23,7 @@ import difflib
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 import games
@@ -44,6 +44,19 @@ def auto_or_count(text: str, flag: str) -> int | None:
     if count < 1:
         raise ValueError(f"{flag} must be auto or a whole number >= 1, got {text!r}")
     return count
+
+
+def names(text: str, flag: str, choices: Collection[str]) -> list[str]:
+    """A flag that takes a comma-separated list of `choices` (`--games=hex,othello`): the names
+    in order; ValueError naming `flag`, the unknown ones and the choices otherwise."""
+    given = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in given if name not in choices]
+    if unknown or not given:
+        raise ValueError(
+            f"{flag}: unknown {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(choices)}"
+        )
+    return given
 
 
 SEED_LIMIT = 2**32 - 1  # JAX keys keep 32 bits of a seed

@@ -67,7 +67,7 @@ def table_row(mode: str, r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from azjax.flags import Parser
+    from azjax.flags import Parser, names
 
     parser = Parser(
         module=__spec__.name,
@@ -81,9 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="times each mode runs")
     parser.add_argument("train_flags", nargs="*", help="more azjax-train flags, after --")
     args = parser.parse_args(argv)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    if not modes or any(m not in MODES for m in modes):
-        parser.error(f"--modes takes {', '.join(MODES)}, comma-separated; got {args.modes!r}")
+    try:
+        modes = names(args.modes, "--modes", MODES)
+    except ValueError as e:
+        parser.error(str(e))
     if args.iterations < 1 or args.rounds < 1:
         parser.error(
             f"--iterations and --rounds must be >= 1, got {args.iterations} and {args.rounds}"

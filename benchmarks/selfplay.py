@@ -615,14 +615,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if getattr(args, name) is not None and getattr(args, name) < 1:
             p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
 
-    names = [g.strip() for g in args.games.split(",") if g.strip()]
-    unknown = [g for g in names if g not in GAMES]
-    if unknown or not names:
-        p.error(
-            f"--games: unknown {', '.join(unknown) or '(none given)'}; "
-            f"choose from {', '.join(GAMES)}"
-        )
-    args.games = names
+    try:
+        args.games = flags.names(args.games, "--games", GAMES)
+    except ValueError as e:
+        p.error(str(e))
     try:
         args.device_count = resolve_devices(args.devices)
     except ValueError as e:

@@ -169,3 +169,12 @@ def test_an_output_folder_is_checked_by_making_a_file_there(tmp_path):
         ValueError, match="'/proc/azjax' cannot be written .making a file in '/proc'"
     ):
         flags.check_out("/proc/azjax")
+
+
+def test_a_list_flag_keeps_its_order_and_names_what_it_does_not_know():
+    """flags.names: the benchmarks' --games, --modes and --parts."""
+    assert flags.names(" off, auto,", "--modes", ("auto", "on", "off")) == ["off", "auto"]
+    with pytest.raises(ValueError, match=r"^--games: unknown chess, go; choose from hex, othello$"):
+        flags.names("hex,chess,go", "--games", {"hex": 1, "othello": 2})
+    with pytest.raises(ValueError, match=r"^--parts: unknown \(none given\); choose from train$"):
+        flags.names(" , ", "--parts", ("train",))
