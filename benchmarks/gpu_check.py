@@ -1,0 +1,119 @@
+"""The GPU figures docs/benchmarks.md still lacks, as one prepared run for a short GPU lease.
+
+    python -m benchmarks.gpu_check                                  # every part in turn
+    python -m benchmarks.gpu_check --parts=selfplay --out=runs/gpu  # one part
+    python -m benchmarks.gpu_check --quick                          # toy sizes: a CPU smoke run
+
+Each part runs the project's own commands one after another, each in its own process (so one
+that fails or runs out of memory leaves the next its device); what a command prints goes to the
+terminal and to OUT/PART.txt:
+- `selfplay`: `python -m benchmarks.selfplay --batch 1024 --steps 4 --repeats 4 --markdown`,
+  Hex 11x11 and Othello 8x8. On a GPU Othello's rollout variant takes 16 plies a loop turn (its
+  default there since session 38), so its "rollouts / no rollouts" line is issue 13's last
+  missing figure (>= 0.8x asked; 0.69x at 4 plies, about 0.83x estimated at 16), beside PUCT /
+  Gumbel and both against the pgx + mctx recipe.
+- `bf16`: the same with `--dtype=bfloat16`, to set beside `selfplay`'s float32 run.
+- `train`: the README's main command for 4 minutes (`train.py --game=hex --batch_games=1024
+  --time_budget=4`, in OUT/train-TIME): its closing message gives the in-loop evaluation's
+  seconds, the compiling among them and their share of the session (issue 13: at most 10% at
+  the default settings).
+On the H200 of session 34 the self-play benchmark of both games took 65 - 79 s a run,
+compilation included: `selfplay` and `train` together should fit a 10-minute command.
+
+`--quick` runs the same parts at toy sizes (the self-play benchmark's `--quick`, a 5x5 Hex
+run of two iterations): a smoke run on a CPU. The exit status is 1 when a part failed
+(the closing line names it), 2 for bad flags.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+from azjax import flags
+
+SELFPLAY = ["-m", "benchmarks.selfplay", "--batch", "1024", "--steps", "4", "--repeats", "4"]
+TRAIN = [
+    "-m",
+    "azjax.commands.train",
+    "--game=hex",
+    "--batch_games=1024",
+    "--time_budget=4",
+    "--no_progress",
+]
+QUICK_SELFPLAY = ["-m", "benchmarks.selfplay", "--quick"]
+QUICK_TRAIN = [
+    *("-m", "azjax.commands.train", "--game=hex", "--size=5", "--config=cpu", "--iterations=2"),
+    "--batch_games=4",
+    *("--num_simulations=4", "--train_steps=2", "--eval_interval=1", "--eval_games=2"),
+    "--no_progress",
+]
+PARTS = ("selfplay", "bf16", "train")
+
+
+def commands(part: str, out: str, quick: bool = False) -> list[list[str]]:
+    """The commands (argument lists after the Python interpreter) that `part` runs."""
+    selfplay = [*(QUICK_SELFPLAY if quick else SELFPLAY), "--markdown"]
+    if part == "selfplay":
+        return [selfplay]
+    if part == "bf16":
+        return [[*selfplay, "--dtype=bfloat16"]]
+    if part == "train":
+        workdir = os.path.join(out, time.strftime("train-%Y%m%d-%H%M%S"))  # a new run each time
+        return [[*(QUICK_TRAIN if quick else TRAIN), f"--workdir={workdir}"]]
+    raise ValueError(f"unknown part {part!r}; choose from {', '.join(PARTS)}")
+
+
+def run_part(part: str, out: str, quick: bool) -> bool:
+    """Runs `part`'s commands, teeing their output to OUT/PART.txt; True when all exit 0."""
+    ok = True
+    with open(os.path.join(out, f"{part}.txt"), "w") as log:
+        for argv in commands(part, out, quick):
+            line = f"$ python {' '.join(argv)}"
+            print(line, flush=True)
+            log.write(line + "\n")
+            start = time.perf_counter()
+            proc = subprocess.Popen(
+                [sys.executable, *argv],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+            for text in proc.stdout:
+                sys.stdout.write(text)
+                log.write(text)
+            status = proc.wait()
+            line = f"# exit {status} after {time.perf_counter() - start:.0f} s"
+            print(line, flush=True)
+            log.write(line + "\n")
+            ok = ok and status == 0
+    return ok
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = flags.Parser(module=__spec__.name, description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help=f"comma-separated, run in this order: {', '.join(PARTS)} (default all)",
+    )
+    p.add_argument("--out", default="runs/gpu_check", help="folder for each part's output")
+    p.add_argument("--quick", action="store_true", help="toy sizes (a smoke run on a CPU)")
+    args = p.parse_args(argv)
+    try:
+        parts = flags.names(args.parts, "--parts", PARTS)
+        flags.check_out(args.out)
+    except ValueError as e:
+        p.error(str(e))
+    os.makedirs(args.out, exist_ok=True)
+    failed = [part for part in parts if not run_part(part, args.out, args.quick)]
+    print(f"# parts failed: {', '.join(failed)}" if failed else "# every part ran")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""benchmarks.gpu_check runs each part's commands in turn, teeing them to OUT/PART.txt, and says
+which parts failed (the commands themselves are stood in for: their own tests run them)."""
+
+import pytest
+
+from benchmarks import gpu_check
+
+
+def test_parts_run_the_project_commands_at_real_and_toy_sizes():
+    selfplay, bf16, train = (gpu_check.commands(p, "OUT") for p in gpu_check.PARTS)
+    assert selfplay == [[*gpu_check.SELFPLAY, "--markdown"]]
+    assert "1024" in selfplay[0] and "benchmarks.selfplay" in selfplay[0]
+    assert bf16 == [[*selfplay[0], "--dtype=bfloat16"]]
+    assert train[0][:2] == ["-m", "azjax.commands.train"]
+    assert "--batch_games=1024" in train[0] and train[0][-1].startswith("--workdir=OUT/train-")
+    quick = gpu_check.commands("train", "OUT", quick=True)[0]
+    assert "--size=5" in quick and "--iterations=2" in quick
+    assert "--quick" in gpu_check.commands("bf16", "OUT", quick=True)[0]
+    with pytest.raises(ValueError, match="choose from selfplay, bf16, train"):
+        gpu_check.commands("latency", "OUT")
+
+
+def test_each_part_is_logged_and_a_failure_named(tmp_path, monkeypatch, capsys):
+    fake = {
+        "selfplay": [["-c", "print('positions/s 123')"]],
+        "bf16": [["-c", "import sys; print('out of memory'); sys.exit(3)"]],
+        "train": [["-c", "print('in-loop evaluation: 9 s, 4% of the session')"]],
+    }
+    monkeypatch.setattr(gpu_check, "commands", lambda part, out, quick=False: fake[part])
+    assert gpu_check.main([f"--out={tmp_path}"]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "# parts failed: bf16"
+    assert (tmp_path / "selfplay.txt").read_text().splitlines()[1] == "positions/s 123"
+    bf16 = (tmp_path / "bf16.txt").read_text()
+    assert "out of memory" in bf16 and "# exit 3 after" in bf16
+    assert "4% of the session" in (tmp_path / "train.txt").read_text()
+    assert gpu_check.main([f"--out={tmp_path}", "--parts=train,selfplay"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "# every part ran"
+
+
+def test_rejects_an_unknown_part(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        gpu_check.main([f"--out={tmp_path}", "--parts=selfplay,speed"])
+    assert e.value.code == 2
+    assert "--parts: unknown speed; choose from selfplay, bf16, train" in capsys.readouterr().err
