@@ -35,22 +35,15 @@ from collections.abc import Sequence
 
 from azjax import flags
 
-SELFPLAY = ["-m", "benchmarks.selfplay", "--batch", "1024", "--steps", "4", "--repeats", "4"]
-TRAIN = [
-    "-m",
-    "azjax.commands.train",
-    "--game=hex",
-    "--batch_games=1024",
-    "--time_budget=4",
-    "--no_progress",
-]
-QUICK_SELFPLAY = ["-m", "benchmarks.selfplay", "--quick"]
-QUICK_TRAIN = [
-    *("-m", "azjax.commands.train", "--game=hex", "--size=5", "--config=cpu", "--iterations=2"),
-    "--batch_games=4",
-    *("--num_simulations=4", "--train_steps=2", "--eval_interval=1", "--eval_games=2"),
-    "--no_progress",
-]
+SELFPLAY = "-m benchmarks.selfplay --batch 1024 --steps 4 --repeats 4".split()
+TRAIN = (
+    "-m azjax.commands.train --game=hex --batch_games=1024 --time_budget=4 --no_progress"
+).split()
+QUICK_SELFPLAY = "-m benchmarks.selfplay --quick".split()
+QUICK_TRAIN = (
+    "-m azjax.commands.train --game=hex --size=5 --config=cpu --iterations=2 --batch_games=4 "
+    "--num_simulations=4 --train_steps=2 --eval_interval=1 --eval_games=2 --no_progress"
+).split()
 PARTS = ("selfplay", "bf16", "train")
 
 
