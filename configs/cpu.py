@@ -31,7 +31,9 @@ CPU_SCALE = dict(
 # 229 and 224 (docs/strength.md, "The Hex hour from 0..4-ply openings"). The learning rate decayed
 # to 0 was not told apart (0.012 against 0.011 at 20 minutes, 30-30), so Hex keeps a constant rate;
 # branched restarts were level too (0.0103 against 0.0108, 57 - 63; docs/strength.md, "Branched
-# restarts on 6×6 Hex").
+# restarts on 6×6 Hex"). Gumbel's root considering 8 moves, not 16, erred less on the set over
+# four seeds at 20 minutes (0.0096 against 0.0114, z about -2.2) but was level head to head (121 -
+# 119): not yet adopted, no hour run ("Gumbel's considered moves").
 # Hex trains on a random symmetry (180 degrees) of each sampled position: +120 Elo at 6 minutes, two
 # seeds (docs/strength.md, "Recipes side by side"). On 6x6 Othello the 8 symmetries gained +64 Elo
 # at 6 minutes (two seeds) and random openings nothing measurable there (for an hour they did:
