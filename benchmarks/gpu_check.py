@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from azjax import flags
+from azjax import cli, flags
 
 SELFPLAY = "-m benchmarks.selfplay --batch 1024 --steps 4 --repeats 4".split()
 TRAIN = (
@@ -109,4 +109,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.script("benchmarks.gpu_check", main))
