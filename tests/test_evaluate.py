@@ -181,7 +181,10 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
         (["curve", "{run}", "--game=hex"], "is a tictactoe {} run, not hex"),
         (["curve", "{run}", "--errors_only"], "--errors_only: no solved positions for tictactoe"),
         (["curve", "{run}", "--measures=errors"], "--measures=errors: no solved positions"),
-        (["curve", "{run}", "--measures=elo"], "--measures: unknown 'elo'; give one or more of"),
+        (
+            ["curve", "{run}", "--measures=elo"],
+            "--measures: unknown elo; choose from matches, errors, ladder",
+        ),
         (["curve", "{run}", "--errors_only", "--measures=ladder"], "not both"),
         (["curve", "{run}", "--ladder_games=0"], "--ladder_games must be at least 1"),
         (["curve", "{run}", "--rounds=0"], "--rounds must be auto or a whole number"),

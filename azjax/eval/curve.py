@@ -26,6 +26,7 @@ import os
 
 import jax
 
+from azjax import flags
 from azjax.checkpoint import initial_variables, load_checkpoint, read_config, steps
 from azjax.eval.agent import SearchSetup, network_apply, search_agent
 from azjax.eval.errors import choose_moves, rate_record
@@ -60,13 +61,7 @@ def parse_measures(text: str | None, *, errors_only: bool = False) -> tuple[str,
         return ("errors",)
     if text is None:
         return None
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in MEASURES]
-    if unknown or not names:
-        raise ValueError(
-            f"--measures: {'unknown ' + repr(unknown[0]) if unknown else 'none given'}; "
-            f"give one or more of {', '.join(MEASURES)}, comma-separated"
-        )
+    names = flags.names(text, "--measures", MEASURES)
     return tuple(m for m in MEASURES if m in names)
 
 
