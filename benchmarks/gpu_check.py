@@ -4,9 +4,9 @@
     python -m benchmarks.gpu_check --parts=selfplay --out=runs/gpu  # one part
     python -m benchmarks.gpu_check --quick                          # toy sizes: a CPU smoke run
 
-Each part runs the project's own commands one after another, each in its own process (so one
-that fails or runs out of memory leaves the next its device); what a command prints goes to the
-terminal and to OUT/PART.txt:
+Each part runs one of the project's own commands, each in its own process (so one that fails or
+runs out of memory leaves the next its device); what it prints goes to the terminal and to
+OUT/PART.txt:
 - `selfplay`: `python -m benchmarks.selfplay --batch 1024 --steps 4 --repeats 4 --markdown`,
   Hex 11x11 and Othello 8x8. On a GPU Othello's rollout variant takes 16 plies a loop turn (its
   default there since session 38), so its "rollouts / no rollouts" line is issue 13's last
@@ -47,44 +47,42 @@ QUICK_TRAIN = (
 PARTS = ("selfplay", "bf16", "train")
 
 
-def commands(part: str, out: str, quick: bool = False) -> list[list[str]]:
-    """The commands (argument lists after the Python interpreter) that `part` runs."""
+def command(part: str, out: str, quick: bool = False) -> list[str]:
+    """The command (its argument list after the Python interpreter) that `part` runs."""
     selfplay = [*(QUICK_SELFPLAY if quick else SELFPLAY), "--markdown"]
     if part == "selfplay":
-        return [selfplay]
+        return selfplay
     if part == "bf16":
-        return [[*selfplay, "--dtype=bfloat16"]]
+        return [*selfplay, "--dtype=bfloat16"]
     if part == "train":
         workdir = os.path.join(out, time.strftime("train-%Y%m%d-%H%M%S"))  # a new run each time
-        return [[*(QUICK_TRAIN if quick else TRAIN), f"--workdir={workdir}"]]
+        return [*(QUICK_TRAIN if quick else TRAIN), f"--workdir={workdir}"]
     raise ValueError(f"unknown part {part!r}; choose from {', '.join(PARTS)}")
 
 
 def run_part(part: str, out: str, quick: bool) -> bool:
-    """Runs `part`'s commands, teeing their output to OUT/PART.txt; True when all exit 0."""
-    ok = True
+    """Runs `part`'s command, teeing its output to OUT/PART.txt; True when it exits 0."""
+    argv = command(part, out, quick)
     with open(os.path.join(out, f"{part}.txt"), "w") as log:
-        for argv in commands(part, out, quick):
-            line = f"$ python {' '.join(argv)}"
-            print(line, flush=True)
-            log.write(line + "\n")
-            start = time.perf_counter()
-            proc = subprocess.Popen(
-                [sys.executable, *argv],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-            for text in proc.stdout:
-                sys.stdout.write(text)
-                log.write(text)
-            status = proc.wait()
-            line = f"# exit {status} after {time.perf_counter() - start:.0f} s"
-            print(line, flush=True)
-            log.write(line + "\n")
-            ok = ok and status == 0
-    return ok
+        line = f"$ python {' '.join(argv)}"
+        print(line, flush=True)
+        log.write(line + "\n")
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        for text in proc.stdout:
+            sys.stdout.write(text)
+            log.write(text)
+        status = proc.wait()
+        line = f"# exit {status} after {time.perf_counter() - start:.0f} s"
+        print(line, flush=True)
+        log.write(line + "\n")
+    return status == 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""benchmarks.gpu_check runs each part's commands in turn, teeing them to OUT/PART.txt, and says
+"""benchmarks.gpu_check runs each part's command in turn, teeing it to OUT/PART.txt, and says
 which parts failed (the commands themselves are stood in for: their own tests run them)."""
 
 import pytest
@@ -7,26 +7,26 @@ from benchmarks import gpu_check
 
 
 def test_parts_run_the_project_commands_at_real_and_toy_sizes():
-    selfplay, bf16, train = (gpu_check.commands(p, "OUT") for p in gpu_check.PARTS)
-    assert selfplay == [[*gpu_check.SELFPLAY, "--markdown"]]
-    assert "1024" in selfplay[0] and "benchmarks.selfplay" in selfplay[0]
-    assert bf16 == [[*selfplay[0], "--dtype=bfloat16"]]
-    assert train[0][:2] == ["-m", "azjax.commands.train"]
-    assert "--batch_games=1024" in train[0] and train[0][-1].startswith("--workdir=OUT/train-")
-    quick = gpu_check.commands("train", "OUT", quick=True)[0]
+    selfplay, bf16, train = (gpu_check.command(p, "OUT") for p in gpu_check.PARTS)
+    assert selfplay == [*gpu_check.SELFPLAY, "--markdown"]
+    assert "1024" in selfplay and "benchmarks.selfplay" in selfplay
+    assert bf16 == [*selfplay, "--dtype=bfloat16"]
+    assert train[:2] == ["-m", "azjax.commands.train"]
+    assert "--batch_games=1024" in train and train[-1].startswith("--workdir=OUT/train-")
+    quick = gpu_check.command("train", "OUT", quick=True)
     assert "--size=5" in quick and "--iterations=2" in quick
-    assert "--quick" in gpu_check.commands("bf16", "OUT", quick=True)[0]
+    assert "--quick" in gpu_check.command("bf16", "OUT", quick=True)
     with pytest.raises(ValueError, match="choose from selfplay, bf16, train"):
-        gpu_check.commands("latency", "OUT")
+        gpu_check.command("latency", "OUT")
 
 
 def test_each_part_is_logged_and_a_failure_named(tmp_path, monkeypatch, capsys):
     fake = {
-        "selfplay": [["-c", "print('positions/s 123')"]],
-        "bf16": [["-c", "import sys; print('out of memory'); sys.exit(3)"]],
-        "train": [["-c", "print('in-loop evaluation: 9 s, 4% of the session')"]],
+        "selfplay": ["-c", "print('positions/s 123')"],
+        "bf16": ["-c", "import sys; print('out of memory'); sys.exit(3)"],
+        "train": ["-c", "print('in-loop evaluation: 9 s, 4% of the session')"],
     }
-    monkeypatch.setattr(gpu_check, "commands", lambda part, out, quick=False: fake[part])
+    monkeypatch.setattr(gpu_check, "command", lambda part, out, quick=False: fake[part])
     assert gpu_check.main([f"--out={tmp_path}"]) == 1
     out = capsys.readouterr().out
     assert out.splitlines()[-1] == "# parts failed: bf16"
