@@ -33,7 +33,8 @@ CPU_SCALE = dict(
 # branched restarts were level too (0.0103 against 0.0108, 57 - 63; docs/strength.md, "Branched
 # restarts on 6×6 Hex"). Gumbel's root considering 8 moves, not 16, erred less on the set over
 # four seeds at 20 minutes (0.0096 against 0.0114, z about -2.2) but was level head to head (121 -
-# 119): not yet adopted, no hour run ("Gumbel's considered moves").
+# 119), and level over an hour (session 93: 0.904 against 0.913 vs MCTSBot-10,000, 5 against 8
+# errors of the set): not adopted ("The Hex hour with Gumbel considering 8 moves").
 # Hex trains on a random symmetry (180 degrees) of each sampled position: +120 Elo at 6 minutes, two
 # seeds (docs/strength.md, "Recipes side by side"). On 6x6 Othello the 8 symmetries gained +64 Elo
 # at 6 minutes (two seeds) and random openings nothing measurable there (for an hour they did:
