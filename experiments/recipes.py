@@ -29,13 +29,14 @@ sqrt(seeds) together with the networks' own rating error. Where two recipes diff
 that, this experiment does not tell them apart.
 
 Where the package has solved positions for the game (`azjax.solved`: 6x6 and 8x8 Othello, Connect
-Four, 5x5 and 6x6 Hex, Tic-Tac-Toe), every run's last `--error_checkpoints` checkpoints (default 6)
-are also measured by the exact error rate, the share of the set's positions where the network's move
-throws a win or a draw away, and each recipe is compared with the first position by position (the
-mean difference of the per-position error shares, over the recipe's runs and checkpoints, and its z
-over the positions). It separates recipes that a round robin of hundreds of games does not
-(docs/strength.md, sessions 22 - 23), though its z counts the positions, not the seeds: read it
-beside each seed's rate.
+Four, 5x5 and 6x6 Hex, Tic-Tac-Toe), every run's last `--error_checkpoints` checkpoints (default
+6; none from the first half of the run's iterations, so that a recipe with fewer iterations in the
+time is not measured earlier in its run) are also measured by the exact error rate, the share of the
+set's positions where the network's move throws a win or a draw away, and each recipe is compared
+with the first position by position (the mean difference of the per-position error shares, over
+the recipe's runs and checkpoints, and its z over the positions). It separates recipes that a
+round robin of hundreds of games does not (docs/strength.md, sessions 22 - 23), though its z counts
+the positions, not the seeds: read it beside each seed's rate.
 
 With `--ladder_games=N` every run's final network (as rated above) is also placed on the game's
 Elo ladder of pure MCTS (`azjax/ladders/`, as `evaluate.py place ckpt:RUN,sims=S --games=N` places
@@ -348,7 +349,7 @@ def error_rates(game, out: str, runs: list[str], *, sims: int, last: int, seed: 
     rates = {}
     for run in runs:
         folder = os.path.join(out, run)
-        steps = checkpoint_steps(folder)[-last:]
+        steps = error_steps(checkpoint_steps(folder), last)
         # one agent a run, its search compiled once; each checkpoint's variables swapped in
         agent = parse_agent(f"ckpt:{folder}@{steps[-1]},sims={sims}", game)
         wrong = []
@@ -357,8 +358,19 @@ def error_rates(game, out: str, runs: list[str], *, sims: int, last: int, seed: 
             net = dataclasses.replace(agent, variables=variables)
             wrong.append(errs(solved, choose_moves(game, net, solved, states, key)))
         rates[run] = np.mean(wrong, axis=0)
-        log(f"{run}: exact error rate {rates[run].mean():.3f} (last {len(wrong)} checkpoints)")
+        log(
+            f"{run}: exact error rate {rates[run].mean():.3f} (last {len(wrong)} checkpoints, "
+            f"iterations {steps[0]} - {steps[-1]})"
+        )
     return rates
+
+
+def error_steps(steps: list[int], last: int) -> list[int]:
+    """The last `last` of a run's checkpoint steps (ascending), none from the first half of its
+    iterations: a recipe that trains fewer iterations in the time (a wider network, a larger
+    batch) has its checkpoints closer together in time, and its last six would reach back to the
+    first minutes of its run where the others' stay in their second half."""
+    return [step for step in steps if 2 * step >= steps[-1]][-last:]
 
 
 def error_table(recipes: list[str], rates: dict) -> list[dict]:
@@ -464,8 +476,9 @@ def parse(argv: list[str]):
         "--error_checkpoints",
         type=int,
         default=6,
-        help="also measure the exact error rate of each run's last N checkpoints where the "
-        "package has solved positions for the game (azjax/solved.py; default 6, 0: not)",
+        help="also measure the exact error rate of each run's last N checkpoints (none from the "
+        "first half of its iterations) where the package has solved positions for the game "
+        "(azjax/solved.py; default 6, 0: not)",
     )
     p.add_argument(
         "--ladder_games",

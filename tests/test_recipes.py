@@ -197,3 +197,13 @@ def test_the_error_table_pools_each_recipes_runs_and_compares_position_by_positi
     share[:9], share[9] = 1.0, 0.548  # a mean of 0.09548
     (one,) = recipes.error_table(["a"], {"a-s0": share})
     assert "| a | 0.095 | 0.095 |" in recipes.format_errors([one])
+
+
+def test_the_error_rate_never_reaches_into_the_first_half_of_a_run():
+    # a run of 51 iterations, checkpoints every 5: its last six, all from its second half
+    long = [5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 51]
+    assert recipes.error_steps(long, 6) == [30, 35, 40, 45, 50, 51]
+    # a wider network's 24 iterations in the same time: three, not the last six back to its 5th
+    assert recipes.error_steps([5, 10, 15, 20, 24], 6) == [15, 20, 24]
+    assert recipes.error_steps([5, 10, 15, 20, 24], 2) == [20, 24]
+    assert recipes.error_steps([1], 6) == [1] and recipes.error_steps([3, 5], 6) == [3, 5]
