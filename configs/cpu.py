@@ -71,7 +71,9 @@ CPU_SCALE = dict(
 # "The cosine schedule with a second seed", "The mobility planes", "Branched restarts", "TD(λ) value
 # targets"). The score utility (`score_utility=0.2`, the ownership head's margin mixed into every
 # search's values) was not told apart at 20 minutes (two seeds, 0.110 against 0.106, 110-120 with 10
-# draws) and its hour scored 0.66 against MCTS-10,000 (docs/strength.md, "The score utility"). On
+# draws) and its hour scored 0.66 against MCTS-10,000 (docs/strength.md, "The score utility");
+# nor the ownership target at weight 3 (0.103 against 0.098, 59-54 with 7 draws), while 48 filters
+# played 47% of the games and erred more (0.106, 51-66; "Ownership weight 3 and 48 filters"). On
 # Connect Four the decayed rate, 90 steps an iteration and openings of 0..4 plies were each not told
 # apart from its recipe at 20 minutes (exact error rates 0.174, 0.165 and 0.158 against 0.161 -
 # 0.162; docs/strength.md, "The Othello recipe's additions on Connect Four"), nor branched restarts
