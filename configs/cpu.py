@@ -75,8 +75,9 @@ CPU_SCALE = dict(
 # nor the ownership target at weight 3 (0.103 against 0.098, 59-54 with 7 draws), while 48 filters
 # played 47% of the games and erred more (0.106, 51-66; "Ownership weight 3 and 48 filters"). On
 # Connect Four the decayed rate, 90 steps an iteration and openings of 0..4 plies were each not told
-# apart from its recipe at 20 minutes (exact error rates 0.174, 0.165 and 0.158 against 0.161 -
-# 0.162; docs/strength.md, "The Othello recipe's additions on Connect Four"), nor branched restarts
+# apart from its recipe at 20 minutes (session 60: one seed, the 3x3 head; exact error rates 0.174,
+# 0.165 and 0.158 against 0.161 - 0.162; docs/strength.md, "The Othello recipe's additions on
+# Connect Four"; random openings were measured again below), nor branched restarts
 # (0.132 against 0.137, two seeds, and 36 - 62 head to head; "Branched restarts on Connect Four").
 # Since session 84 Connect Four's policy head is a 1x1 convolution (`policy_head_kernel=1`, a sixth
 # less arithmetic): at 20 minutes its exact error rates were 0.139 against 0.149 (z = -2.4, seeds 0
@@ -84,9 +85,15 @@ CPU_SCALE = dict(
 # 0.084 (z = -1.1, one seed), with 14 - 18% more games, and it won its same-seed pairs head to head
 # 163 - 95 with 42 draws over the five (docs/strength.md, "A 1x1 policy head"); on 6x6 Othello and
 # Hex it was level (0.097 against 0.098, 0.0113 against 0.0115), so they keep 3x3.
-# `pretrained/connect_four` is an hour of this recipe since session 85, 1x1 head included, so
-# `--init_from` loads all of it. Tic-Tac-Toe's self-play starts from random openings of 0..4 plies
-# in its config (configs/tictactoe.py), so here too.
+# Since session 96 Connect Four's self-play starts from random openings of 0..2 plies
+# (`opening_plies=2`): with the 1x1 head, two seeds at 20 minutes, its exact error rates were
+# 0.131 and 0.143 against 0.154 and 0.144 (z = -2.8), it won its same-seed pairs 73 - 37 with 10
+# draws and scored 0.775 against 0.694 against OpenSpiel's MCTSBot-3000 from the empty board (80
+# games each); 0..4 plies erred least (0.133, 0.127; z = -4.3) but won less (58 - 44 against the
+# recipe, 41 - 61 against 0..2; 0.719 against the bot) (docs/strength.md, "Random openings on
+# Connect Four"). `pretrained/connect_four` is an hour of session 85's recipe (the 1x1 head, no
+# random openings), so `--init_from` loads all of it. Tic-Tac-Toe's self-play starts from random
+# openings of 0..4 plies in its config (configs/tictactoe.py), so here too.
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
@@ -99,7 +106,7 @@ CPU_SCALE_BY_GAME = {
         lr_schedule="cosine",
         branch_prob=0.5,
     ),
-    "connect_four": dict(search="puct", augment=True, policy_head_kernel=1),
+    "connect_four": dict(search="puct", augment=True, policy_head_kernel=1, opening_plies=2),
 }
 
 
