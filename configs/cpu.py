@@ -86,14 +86,14 @@ CPU_SCALE = dict(
 # 163 - 95 with 42 draws over the five (docs/strength.md, "A 1x1 policy head"); on 6x6 Othello and
 # Hex it was level (0.097 against 0.098, 0.0113 against 0.0115), so they keep 3x3.
 # Since session 96 Connect Four's self-play starts from random openings of 0..2 plies
-# (`opening_plies=2`): with the 1x1 head, two seeds at 20 minutes, its exact error rates were
-# 0.131 and 0.143 against 0.154 and 0.144 (z = -2.8), it won its same-seed pairs 73 - 37 with 10
-# draws and scored 0.775 against 0.694 against OpenSpiel's MCTSBot-3000 from the empty board (80
-# games each); 0..4 plies erred least (0.133, 0.127; z = -4.3) but won less (58 - 44 against the
-# recipe, 41 - 61 against 0..2; 0.719 against the bot) (docs/strength.md, "Random openings on
-# Connect Four"). `pretrained/connect_four` is an hour of session 85's recipe (the 1x1 head, no
-# random openings), so `--init_from` loads all of it. Tic-Tac-Toe's self-play starts from random
-# openings of 0..4 plies in its config (configs/tictactoe.py), so here too.
+# (`opening_plies=2`): with the 1x1 head, three seeds at 20 minutes, its exact error rates were
+# 0.131, 0.143 and 0.146 against 0.154, 0.144 and 0.147, it won its same-seed pairs 101 - 56 with
+# 23 draws and scored 0.704 against 0.650 against OpenSpiel's MCTSBot-3000 from the empty board
+# (120 games each); 0..4 plies (two seeds) erred least (0.133, 0.127; z = -4.3) but won less
+# (58 - 44 against the recipe, 41 - 61 against 0..2; 0.719 against the bot) (docs/strength.md,
+# "Random openings on Connect Four"). `pretrained/connect_four` is an hour of session 85's recipe
+# (the 1x1 head, no random openings), so `--init_from` loads all of it. Tic-Tac-Toe's self-play
+# starts from random openings of 0..4 plies in its config (configs/tictactoe.py), so here too.
 CPU_SCALE_BY_GAME = {
     "hex": dict(opening_plies=2, augment=True, ownership_weight=1.5),
     "othello": dict(
