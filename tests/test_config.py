@@ -216,6 +216,7 @@ def test_the_cpu_recipe_applies_to_any_game():
     assert c4.augment and c4.train_steps == 30 and c4.ownership_weight == 0  # as measured
     assert (c4.search, c4.puct_values) == ("puct", "raw")  # docs/strength.md, as measured
     assert c4.policy_head_kernel == 1 and run.policy_head_kernel == othello.policy_head_kernel == 3
+    assert c4.opening_plies == 2  # random openings, three seeds in session 96
 
 
 @pytest.mark.parametrize(
