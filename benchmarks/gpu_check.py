@@ -9,9 +9,9 @@ runs out of memory leaves the next its device); what it prints goes to the termi
 OUT/PART.txt:
 - `selfplay`: `python -m benchmarks.selfplay --batch 1024 --steps 4 --repeats 4 --markdown`,
   Hex 11x11 and Othello 8x8. On a GPU Othello's rollout variant takes 16 plies a loop turn (its
-  default there since session 38), so its "rollouts / no rollouts" line is issue 13's last
-  missing figure (>= 0.8x asked; 0.69x at 4 plies, about 0.83x estimated at 16), beside PUCT /
-  Gumbel and both against the pgx + mctx recipe.
+  default there since session 38), so its "rollouts / no rollouts" line is issue 13's rollout
+  figure (>= 0.8x asked; 0.69x at 4 plies, 0.81x at 16 on an H200 in session 97), beside
+  PUCT / Gumbel and both against the pgx + mctx recipe.
 - `bf16`: the same with `--dtype=bfloat16`, to set beside `selfplay`'s float32 run.
 - `train`: the README's main command for 4 minutes (`train.py --game=hex --batch_games=1024
   --time_budget=4`, in OUT/train-TIME): its closing message gives the in-loop evaluation's
