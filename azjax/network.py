@@ -36,6 +36,13 @@ trunk's modules, for transfer between games (`azjax.transfer`). With `freeze_tru
 in inference mode even when training (its batch statistics are used, not updated) and no gradient
 flows into it: only the heads learn (seed 004's second transfer setting).
 
+Searches apply the network with each batch norm folded into the convolution before it
+(`make_apply`, `fold_batchnorm`): in inference mode a batch norm is a per-channel scale and shift,
+so `conv(x, w) * s + b` is `conv(x, w * s) + b`, the same function in one operation fewer a layer.
+The convolution then ends in a bias, the residual's addition and the ReLU, which XLA on a GPU
+fuses into cuDNN's convolution (`conv-bias-activation`) instead of running a separate pass over
+the activations after each one. The learner trains the unfolded network (batch statistics).
+
 Parameters and batch statistics are one pytree ("variables") passed into pure functions.
 Computation runs in `dtype` (bfloat16 on accelerators); parameters are kept in float32 and the
 outputs are returned in float32.
@@ -63,25 +70,32 @@ HEAD_MODULES = {
     "value": ("ConvBlock_2", "Dense_1", "Dense_2"),
     **{name: (name,) for name in AUX_HEADS},
 }
+BN_EPSILON = 1e-5  # every batch norm's (Flax's default), which `fold_batchnorm` divides by
 VALUE_HEADS = ("tanh", "wdl")  # a value in [-1, 1] by tanh, or by win/draw/loss probabilities
+
+
+def batch_norm(x, train: bool, dtype):
+    return nn.BatchNorm(
+        use_running_average=not train, momentum=0.9, epsilon=BN_EPSILON, dtype=dtype
+    )(x)
+
+
+def conv_norm(x, filters: int, kernel: int, train: bool, dtype, folded: bool):
+    """A convolution then its batch norm, or (`folded`, inference only) the convolution with a
+    bias that `fold_batchnorm` made of the batch norm: the same parameter scope `Conv_0`."""
+    x = nn.Conv(filters, (kernel, kernel), padding="SAME", use_bias=folded, dtype=dtype)(x)
+    return x if folded else batch_norm(x, train, dtype)
 
 
 class ConvBlock(nn.Module):
     filters: int
     kernel: int = 3
     dtype: Any = jnp.float32
+    folded: bool = False  # the batch norm folded into the convolution (`fold_batchnorm`)
 
     @nn.compact
     def __call__(self, x, train: bool):
-        x = nn.Conv(
-            self.filters,
-            (self.kernel, self.kernel),
-            padding="SAME",
-            use_bias=False,
-            dtype=self.dtype,
-        )(x)
-        x = nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(x)
-        return nn.relu(x)
+        return nn.relu(conv_norm(x, self.filters, self.kernel, train, self.dtype, self.folded))
 
 
 def pool_channels(filters: int) -> int:
@@ -124,6 +138,7 @@ class ResidualBlock(nn.Module):
     filters: int
     dtype: Any = jnp.float32
     pooled: bool = False  # KataGo's global pooling bias structure in the first convolution
+    folded: bool = False  # the batch norms folded into the convolutions (not with `pooled`)
 
     @nn.compact
     def __call__(self, x, train: bool):
@@ -133,17 +148,13 @@ class ResidualBlock(nn.Module):
                 self.filters + extra, (3, 3), padding="SAME", use_bias=False, dtype=self.dtype
             )(x)
             y, g = y[..., : self.filters], y[..., self.filters :]
-            g = nn.relu(
-                nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(g)
-            )
+            g = nn.relu(batch_norm(g, train, self.dtype))
             bias = nn.Dense(self.filters, dtype=self.dtype)(global_pool(g))
             y = y + bias[:, None, None, :]
-            y = nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(y)
-            y = nn.relu(y)
+            y = nn.relu(batch_norm(y, train, self.dtype))
         else:
-            y = ConvBlock(self.filters, dtype=self.dtype)(x, train)
-        y = nn.Conv(self.filters, (3, 3), padding="SAME", use_bias=False, dtype=self.dtype)(y)
-        y = nn.BatchNorm(use_running_average=not train, momentum=0.9, dtype=self.dtype)(y)
+            y = ConvBlock(self.filters, dtype=self.dtype, folded=self.folded)(x, train)
+        y = conv_norm(y, self.filters, 3, train, self.dtype, self.folded)
         return nn.relu(x + y)
 
 
@@ -168,6 +179,9 @@ class PolicyValueNet(nn.Module):
     value_head: str = "tanh"  # VALUE_HEADS
     global_pool: bool = False  # KataGo's global pooling in the blocks and the value head
     policy_head_kernel: int = 3  # the policy head's convolution, 3x3 or 1x1
+    # Inference only: each batch norm folded into its convolution, the variables from
+    # `fold_batchnorm` (`make_apply` does both); not with `global_pool`.
+    folded: bool = False
 
     @nn.compact
     def __call__(
@@ -189,23 +203,28 @@ class PolicyValueNet(nn.Module):
             raise ValueError("with_soft_policy=True needs a network with soft_policy_head")
         if with_opponent_policy and not self.opponent_policy_head:
             raise ValueError("with_opponent_policy=True needs a network with opponent_policy_head")
+        if self.folded and (train or self.global_pool):
+            raise ValueError("a folded network is for inference, and not with global_pool")
         trunk_train = train and not self.freeze_trunk
-        x = ConvBlock(self.num_filters, dtype=self.dtype)(obs.astype(self.dtype), trunk_train)
+        dtype, folded = self.dtype, self.folded
+        x = ConvBlock(self.num_filters, dtype=dtype, folded=folded)(
+            obs.astype(self.dtype), trunk_train
+        )
         for _ in range(self.num_blocks):
-            x = ResidualBlock(self.num_filters, dtype=self.dtype, pooled=self.global_pool)(
-                x, trunk_train
-            )
+            x = ResidualBlock(
+                self.num_filters, dtype=dtype, pooled=self.global_pool, folded=folded
+            )(x, trunk_train)
         if self.freeze_trunk:
             x = jax.lax.stop_gradient(x)
 
-        p = ConvBlock(self.num_filters, kernel=self.policy_head_kernel, dtype=self.dtype)(x, train)
+        p = ConvBlock(self.num_filters, self.policy_head_kernel, dtype, folded)(x, train)
         p = p.reshape(p.shape[0], -1)
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(p)
 
         if self.global_pool:  # KataGo's value head: channels pooled over the board
             v = global_pool(ConvBlock(self.num_filters, kernel=1, dtype=self.dtype)(x, train))
         else:
-            v = ConvBlock(1, kernel=1, dtype=self.dtype)(x, train).reshape(x.shape[0], -1)
+            v = ConvBlock(1, 1, dtype, folded)(x, train).reshape(x.shape[0], -1)
         v = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v))
         if self.value_head == "wdl":  # win, draw, loss for the mover
             wdl = nn.Dense(3, dtype=self.dtype)(v).astype(jnp.float32)
@@ -255,9 +274,50 @@ def init_variables(net: PolicyValueNet, game, key) -> dict:
     return net.init(key, dummy, train=False)
 
 
-def make_apply(net: PolicyValueNet) -> Callable:
+def fold_batchnorm(variables: dict) -> dict:
+    """{'params': ...} of the folded network (`PolicyValueNet(folded=True)`) that computes what
+    `variables` ({'params', 'batch_stats'}) compute in inference mode: in every scope that holds a
+    convolution `Conv_0` and its batch norm `BatchNorm_0`, the norm's per-channel multiplier
+    m = scale / sqrt(var + eps) goes into the kernel (kernel * m) and the rest into a bias
+    (bias - mean * m). Pure and cheap (a few multiplies per kernel weight): `make_apply` folds at
+    every call, so it works on whatever variables it is given."""
+
+    def fold(params: dict, stats: dict) -> dict:
+        out = {}
+        for name, sub in params.items():
+            if name == "BatchNorm_0" and "Conv_0" in params:
+                continue
+            if name == "Conv_0" and "BatchNorm_0" in params:
+                norm, moments = params["BatchNorm_0"], stats["BatchNorm_0"]
+                m = norm["scale"] * jax.lax.rsqrt(moments["var"] + BN_EPSILON)
+                out[name] = {
+                    "kernel": sub["kernel"] * m,
+                    "bias": norm["bias"] - moments["mean"] * m,
+                }
+            elif name in stats:  # a module with batch norms inside
+                out[name] = fold(sub, stats[name])
+            else:
+                out[name] = sub
+        return out
+
+    return {"params": fold(variables["params"], variables["batch_stats"])}
+
+
+def make_apply(net: PolicyValueNet, fold: bool = True) -> Callable:
     """apply(variables, obs[B, H, W, C]) -> (logits[B, A], value[B]) in inference mode;
-    `with_ownership=True` (a network with `ownership_head`) adds the ownership[B, H * W]."""
+    `with_ownership=True` (a network with `ownership_head`) adds the ownership[B, H * W].
+    It applies the network with its batch norms folded into the convolutions (the module
+    docstring), unless `fold=False` or the network has `global_pool` (whose pooled blocks are not
+    folded): the same function up to rounding."""
+    if fold and isinstance(net, PolicyValueNet) and not net.global_pool:
+        folded = net.clone(folded=True)
+
+        def apply(variables, obs, with_ownership: bool = False):
+            return folded.apply(
+                fold_batchnorm(variables), obs, train=False, with_ownership=with_ownership
+            )
+
+        return apply
 
     def apply(variables, obs, with_ownership: bool = False):
         return net.apply(variables, obs, train=False, with_ownership=with_ownership)

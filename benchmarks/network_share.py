@@ -10,7 +10,9 @@ network and with a stand-in that only reads the observation (`benchmarks.selfpla
 turns, each after a compiling call; then the network's forward pass alone at the search's batch
 (`batch_games` positions a call), with XLA's count of its floating-point operations. Printed:
 positions/s of both, the network's share of self-play (1 - stub time / network time), and the
-forward pass's milliseconds, evaluations/s and GFLOP/s. Where the share is near 1, self-play is
+forward pass's milliseconds, evaluations/s and GFLOP/s, and its time with the batch norms apart
+from the convolutions against folded into them, as the searches apply it (`make_apply`; on a GPU
+the folded convolutions end in cuDNN's fused bias and ReLU). Where the share is near 1, self-play is
 the network's arithmetic: only a smaller network, fewer simulations or faster hardware make it
 faster, and the search's plumbing is not where the time goes (docs/benchmarks.md, "Where the CPU
 recipe's self-play time goes").
@@ -76,15 +78,16 @@ def time_selfplay(config: cfg.Config, steps: int, repeats: int) -> dict[str, tup
     return {name: (first[name], statistics.median(times[name])) for name in chunks}
 
 
-def time_forward(config: cfg.Config, repeats: int) -> tuple[float, float | None]:
+def time_forward(config: cfg.Config, repeats: int, fold: bool = True) -> tuple[float, float | None]:
     """(best seconds of one forward pass of `batch_games` positions, its floating-point
-    operations by XLA's cost analysis, or None where the backend does not count them)."""
+    operations by XLA's cost analysis, or None where the backend does not count them); with
+    `fold=False` the batch norms apart from the convolutions (`azjax.network.make_apply`)."""
     game = config.make_game()
     net = make_network(config, game)
     variables = init_variables(net, game, jax.random.PRNGKey(0))
     shape = (config.batch_games, *game.observation_shape)
     obs = (jax.random.uniform(jax.random.PRNGKey(1), shape) < 0.3).astype(jnp.float32)
-    forward = jax.jit(make_apply(net))
+    forward = jax.jit(make_apply(net, fold=fold))
     compiled = forward.lower(variables, obs).compile()
     flops = None
     try:
@@ -165,6 +168,12 @@ def main(argv=None) -> int:
         f"forward pass alone, {config.batch_games} positions: {seconds * 1e3:.2f} ms, "
         f"{config.batch_games / seconds:,.0f} evaluations/s{rate}"
     )
+    if not config.global_pool:  # the searches' folded batch norms against the learner's form
+        apart, _ = time_forward(config, args.repeats, fold=False)
+        print(
+            f"the same with the batch norms apart (not folded into the convolutions): "
+            f"{apart * 1e3:.2f} ms; folded / apart = {seconds / apart:.2f}x"
+        )
     return 0
 
 

@@ -14,10 +14,12 @@ For each game the same policy-value ResNet (`azjax.network.PolicyValueNet`, floa
   with a `recurrent_fn` that steps the pgx environment (reward = the mover's `state.rewards`,
   discount -1, 0 once terminated), finished games reset by `pgx.experimental.auto_reset`, and
   `jax.lax.scan` over moves recording what the example records.
-Only the game and search plumbing differ: same network shape (the observation planes and action
-count are each game's own: pgx's Hex has 4 planes and a swap action, 122 actions, azjax's
-`games.make("hex", size=11)` 3 planes and 121; pgx's Othello 2 planes, azjax's 3), same batch,
-simulations and number of considered actions.
+Only the game and search plumbing differ, and how the network is applied: azjax folds each batch
+norm into its convolution at search time (`azjax.network.make_apply`), the recipe applies it as
+pgx's example does, batch norms apart (`make_apply(net, fold=False)`). Same network shape (the
+observation planes and action count are each game's own: pgx's Hex has 4 planes and a swap
+action, 122 actions, azjax's `games.make("hex", size=11)` 3 planes and 121; pgx's Othello 2
+planes, azjax's 3), same batch, simulations and number of considered actions.
 `--network stub` swaps the ResNet for a stand-in that only reads the observation, which times the
 plumbing alone (what an accelerator, where the network is cheap, would mostly see).
 
@@ -340,8 +342,12 @@ def _azjax_variant(
 def _recipe_variant(env, setting: Setting, states, key) -> _Variant:
     net = _network(setting, env.num_actions)
     variables = net.init(key, jnp.zeros((1, *env.observation_shape), jnp.float32))
-    fn = make_recipe_selfplay(
-        env, make_apply(net), setting.simulations, setting.steps, setting.max_considered_actions
+    fn = make_recipe_selfplay(  # the example's network: batch norms not folded
+        env,
+        make_apply(net, fold=False),
+        setting.simulations,
+        setting.steps,
+        setting.max_considered_actions,
     )
     mesh = _mesh(setting)
     return _Variant("recipe", "gumbel", "none", _split(mesh, fn), *_place(mesh, variables, states))

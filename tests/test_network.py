@@ -65,3 +65,63 @@ def test_bfloat16_computes_in_bfloat16_and_keeps_float32_parameters():
     assert logits.dtype == jnp.float32 and value.dtype == jnp.float32  # outputs cast back
     jaxpr = str(jax.make_jaxpr(network.make_apply(net))(variables, obs))
     assert "bf16" in jaxpr
+
+
+def _with_learned_statistics(variables, seed: int = 3):
+    """`variables` with batch statistics and norm parameters away from their initial values
+    (mean 0, var 1, scale 1, bias 0), so that folding them is tested for real."""
+    leaves, tree = jax.tree_util.tree_flatten_with_path(variables)
+    keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
+
+    def moved(path, leaf, key):
+        name = jax.tree_util.keystr(path)
+        if "BatchNorm" not in name:
+            return leaf
+        if name.endswith("['var']"):
+            return leaf * jax.random.uniform(key, leaf.shape, minval=0.2, maxval=3.0)
+        return leaf + 0.5 * jax.random.normal(key, leaf.shape)
+
+    return jax.tree_util.tree_unflatten(tree, [moved(p, x, k) for (p, x), k in zip(leaves, keys)])
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"ownership_weight": 0.5}, {"policy_head_kernel": 1, "value_head": "wdl"}],
+    ids=["plain", "ownership", "1x1-policy-wdl"],
+)
+def test_searches_apply_the_network_with_its_batch_norms_folded_into_the_convolutions(overrides):
+    net, variables = _net(**overrides)
+    variables = _with_learned_statistics(variables)
+    obs = jax.random.bernoulli(jax.random.PRNGKey(4), 0.4, (16, *HEX.observation_shape))
+    obs = obs.astype(jnp.float32)
+    with_ownership = "ownership_weight" in overrides
+    apart = net.apply(variables, obs, train=False, with_ownership=with_ownership)
+    folded = network.make_apply(net)(variables, obs, with_ownership=with_ownership)
+    assert len(folded) == len(apart) == 2 + with_ownership
+    for a, b in zip(folded, apart):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * float(jnp.abs(b).max()))
+    assert float(jnp.abs(apart[0]).std()) > 0.1  # the logits are not flat: a real comparison
+    # the folded variables: a bias in each convolution that had a norm, no norm left
+    params = network.fold_batchnorm(variables)["params"]
+    names = {jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(params)}
+    assert not any("BatchNorm" in n for n in names)
+    assert "['ConvBlock_0']['Conv_0']['bias']" in names
+    assert "['ResidualBlock_0']['Conv_0']['bias']" in names
+    # unfolded on request: exactly the module's own inference
+    exact = network.make_apply(net, fold=False)(variables, obs, with_ownership=with_ownership)
+    for a, b in zip(exact, apart):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_folded_network_is_for_inference_and_global_pooling_is_applied_unfolded():
+    net, variables = _net()
+    obs = jnp.zeros((2, *HEX.observation_shape), jnp.float32)
+    with pytest.raises(ValueError, match="inference"):
+        net.clone(folded=True).apply(network.fold_batchnorm(variables), obs, train=True)
+    pooled, pooled_variables = _net(global_pool=True)
+    pooled_variables = _with_learned_statistics(pooled_variables)
+    for a, b in zip(
+        network.make_apply(pooled)(pooled_variables, obs),
+        pooled.apply(pooled_variables, obs, train=False),
+    ):
+        np.testing.assert_array_equal(a, b)
