@@ -12,13 +12,24 @@ OUT/PART.txt:
   default there since session 38), so its "rollouts / no rollouts" line is issue 13's rollout
   figure (>= 0.8x asked; 0.69x at 4 plies, 0.81x at 16 on an H200 in session 97), beside
   PUCT / Gumbel and both against the pgx + mctx recipe.
-- `bf16`: the same with `--dtype=bfloat16`, to set beside `selfplay`'s float32 run.
+- `network`: `python -m benchmarks.network_share --config=hex --size=11 --batch_games=1024`,
+  the README's main command's self-play on 11x11 Hex with its network and with a stub, the
+  network's share of a move, and its forward pass with the batch norms folded into the
+  convolutions (as the searches apply it since session 98) against apart (as the recipe does):
+  the fold was made for the GPU (cuDNN's fused bias and ReLU) and had not met one yet.
+- `bf16`: the same as `selfplay` with `--dtype=bfloat16`, beside its float32 run.
+- `plumbing`: `selfplay` on 11x11 Hex with `--network stub`: azjax's game and search against
+  the recipe's alone, where Hex's 1.15x at 1024 (1.2x asked) has to be found if not in the
+  network.
+- `batch256`: `selfplay` at batch 256, the issue's other batch size.
 - `train`: the README's main command for 4 minutes (`train.py --game=hex --batch_games=1024
   --time_budget=4`, in OUT/train-TIME): its closing message gives the in-loop evaluation's
   seconds, the compiling among them and their share of the session (issue 13: at most 10% at
   the default settings).
-On the H200 of session 34 the self-play benchmark of both games took 65 - 79 s a run,
-compilation included: `selfplay` and `train` together should fit a 10-minute command.
+The parts run in the order given (by default the order above, most wanted first). On the H200 of
+session 97 `selfplay` took about 4 minutes with a cold compilation cache (Othello's rollout
+variant compiles for 137 s) and `train` 5: a 10-minute command fits `selfplay,network` and one
+more, and a second call the rest.
 
 `--quick` runs the same parts at toy sizes (the self-play benchmark's `--quick`, a 5x5 Hex
 run of two iterations): a smoke run on a CPU. The exit status is 1 when a part failed
@@ -39,12 +50,18 @@ SELFPLAY = "-m benchmarks.selfplay --batch 1024 --steps 4 --repeats 4".split()
 TRAIN = (
     "-m azjax.commands.train --game=hex --batch_games=1024 --time_budget=4 --no_progress"
 ).split()
+NETWORK = (
+    "-m benchmarks.network_share --config=hex --size=11 --batch_games=1024 --steps=8 --repeats=3"
+).split()
 QUICK_SELFPLAY = "-m benchmarks.selfplay --quick".split()
+QUICK_NETWORK = (
+    "-m benchmarks.network_share --config=cpu --size=5 --batch_games=4 --steps=2 --repeats=1"
+).split()
 QUICK_TRAIN = (
     "-m azjax.commands.train --game=hex --size=5 --config=cpu --iterations=2 --batch_games=4 "
     "--num_simulations=4 --train_steps=2 --eval_interval=1 --eval_games=2 --no_progress"
 ).split()
-PARTS = ("selfplay", "bf16", "train")
+PARTS = ("selfplay", "network", "bf16", "plumbing", "batch256", "train")
 
 
 def command(part: str, out: str, quick: bool = False) -> list[str]:
@@ -52,8 +69,14 @@ def command(part: str, out: str, quick: bool = False) -> list[str]:
     selfplay = [*(QUICK_SELFPLAY if quick else SELFPLAY), "--markdown"]
     if part == "selfplay":
         return selfplay
+    if part == "network":
+        return QUICK_NETWORK if quick else NETWORK
     if part == "bf16":
         return [*selfplay, "--dtype=bfloat16"]
+    if part == "plumbing":
+        return [*selfplay, "--games=hex", "--network=stub"]
+    if part == "batch256":
+        return selfplay if quick else [*selfplay, "--batch=256"]
     if part == "train":
         workdir = os.path.join(out, time.strftime("train-%Y%m%d-%H%M%S"))  # a new run each time
         return [*(QUICK_TRAIN if quick else TRAIN), f"--workdir={workdir}"]

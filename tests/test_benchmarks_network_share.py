@@ -16,8 +16,10 @@ def test_times_self_play_with_the_network_and_the_stub_and_the_forward_pass(caps
     share = next(line for line in out if line.startswith("the network's share of self-play: "))
     # as measured: at this toy size, on a loaded machine, the stub may take the longer
     assert int(share.rsplit(" ", 1)[1].rstrip("%")) <= 100
-    forward = out[-1]
+    forward, apart = out[-2:]
     assert forward.startswith("forward pass alone, 4 positions: ") and "evaluations/s" in forward
+    # the searches' folded batch norms against the module's own form, timed in the same run
+    assert apart.startswith("the same with the batch norms apart") and "folded / apart = " in apart
 
 
 @pytest.mark.parametrize(
