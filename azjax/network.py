@@ -207,9 +207,7 @@ class PolicyValueNet(nn.Module):
             raise ValueError("a folded network is for inference, and not with global_pool")
         trunk_train = train and not self.freeze_trunk
         dtype, folded = self.dtype, self.folded
-        x = ConvBlock(self.num_filters, dtype=dtype, folded=folded)(
-            obs.astype(self.dtype), trunk_train
-        )
+        x = ConvBlock(self.num_filters, dtype=dtype, folded=folded)(obs.astype(dtype), trunk_train)
         for _ in range(self.num_blocks):
             x = ResidualBlock(
                 self.num_filters, dtype=dtype, pooled=self.global_pool, folded=folded
@@ -309,18 +307,12 @@ def make_apply(net: PolicyValueNet, fold: bool = True) -> Callable:
     It applies the network with its batch norms folded into the convolutions (the module
     docstring), unless `fold=False` or the network has `global_pool` (whose pooled blocks are not
     folded): the same function up to rounding."""
+    module, prepare = net, lambda variables: variables
     if fold and isinstance(net, PolicyValueNet) and not net.global_pool:
-        folded = net.clone(folded=True)
-
-        def apply(variables, obs, with_ownership: bool = False):
-            return folded.apply(
-                fold_batchnorm(variables), obs, train=False, with_ownership=with_ownership
-            )
-
-        return apply
+        module, prepare = net.clone(folded=True), fold_batchnorm
 
     def apply(variables, obs, with_ownership: bool = False):
-        return net.apply(variables, obs, train=False, with_ownership=with_ownership)
+        return module.apply(prepare(variables), obs, train=False, with_ownership=with_ownership)
 
     return apply
 
