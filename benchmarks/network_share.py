@@ -12,10 +12,11 @@ turns, each after a compiling call; then the network's forward pass alone at the
 positions/s of both, the network's share of self-play (1 - stub time / network time), and the
 forward pass's milliseconds, evaluations/s and GFLOP/s, and its time with the batch norms apart
 from the convolutions against folded into them, as the searches apply it (`make_apply`; on a GPU
-the folded convolutions end in cuDNN's fused bias and ReLU). Where the share is near 1, self-play is
-the network's arithmetic: only a smaller network, fewer simulations or faster hardware make it
-faster, and the search's plumbing is not where the time goes (docs/benchmarks.md, "Where the CPU
-recipe's self-play time goes").
+the folded convolutions end in cuDNN's fused bias and ReLU), and whether XLA computes the fold
+once a chunk (its `rsqrt`s outside the program's while loops) or in every simulation. Where the
+share is near 1, self-play is the network's arithmetic: only a smaller network, fewer simulations
+or faster hardware make it faster, and the search's plumbing is not where the time goes
+(docs/benchmarks.md, "Where the CPU recipe's self-play time goes").
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import math
 import platform
+import re
 import statistics
 import sys
 import time
@@ -41,7 +43,8 @@ from benchmarks.selfplay import StubNet
 
 def selfplay_chunk(config: cfg.Config, game, net, variables, steps: int):
     """chunk(key, states) -> states after `steps` moves of `config`'s self-play with `net`,
-    jitted, its trajectory waited for."""
+    jitted, its trajectory waited for; `chunk.hlo(key, states)` is the optimised HLO text of the
+    program it runs (XLA's in-memory cache hands back the one compiled by the first call)."""
     play = jax.jit(config_selfplay(config, game, make_apply(net), steps))
 
     def chunk(key, states):
@@ -49,12 +52,51 @@ def selfplay_chunk(config: cfg.Config, game, net, variables, steps: int):
         jax.block_until_ready(traj)
         return states
 
+    chunk.hlo = lambda key, states: play.lower(variables, key, states).compile().as_text()
     return chunk
 
 
-def time_selfplay(config: cfg.Config, steps: int, repeats: int) -> dict[str, tuple[float, float]]:
-    """{"network": (compile+first s, median s), "stub": (...)}: a chunk of `steps` moves of
-    `batch_games` games with each, the two in turns for `repeats` rounds."""
+# an instruction's called computations: `calls=%f`, `body=%b`, `branch_computations={%x, %y}`
+_CALLS = re.compile(r"\b(calls|body|condition|to_apply|branch_computations)=(\{[^}]*\}|%[\w.\-]+)")
+
+
+def ops_in_loops(hlo: str, op: str) -> tuple[int, int]:
+    """(inside, total): how many `op` instructions of an optimised HLO module's text run in a
+    while loop (in a loop's body or condition, or in a computation they call, at any depth), and
+    how many there are in all. The fold's `rsqrt`s outside every loop means that XLA hoisted the
+    fold out of the search's loops (its loop-invariant code motion): computed once a program,
+    not once a simulation."""
+    calls: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    roots: set[str] = set()
+    name = None
+    for line in hlo.splitlines():
+        if line and not line[0].isspace() and line.rstrip().endswith("{"):
+            words = line.split()
+            name = words[1] if words[0] == "ENTRY" else words[0]
+            calls.setdefault(name, set())
+        elif name is not None:
+            counts[name] = counts.get(name, 0) + len(re.findall(rf"\s{op}\(", line))
+            for kind, targets in _CALLS.findall(line):
+                targets = re.findall(r"%[\w.\-]+", targets)
+                calls[name].update(targets)
+                if kind in ("body", "condition"):
+                    roots.update(targets)
+    inside, stack = set(), list(roots)
+    while stack:
+        c = stack.pop()
+        if c not in inside:
+            inside.add(c)
+            stack.extend(calls.get(c, ()))
+    return sum(counts.get(c, 0) for c in inside), sum(counts.values())
+
+
+def time_selfplay(
+    config: cfg.Config, steps: int, repeats: int
+) -> tuple[dict[str, tuple[float, float]], str]:
+    """({"network": (compile+first s, median s), "stub": (...)}, the network's program as
+    optimised HLO text): a chunk of `steps` moves of `batch_games` games with each, the two in
+    turns for `repeats` rounds."""
     game = config.make_game()
     key = jax.random.PRNGKey(0)
     net = make_network(config, game)
@@ -75,7 +117,8 @@ def time_selfplay(config: cfg.Config, steps: int, repeats: int) -> dict[str, tup
             t0 = time.perf_counter()
             states[name] = chunk(jax.random.fold_in(key, i + 1), states[name])
             times[name].append(time.perf_counter() - t0)
-    return {name: (first[name], statistics.median(times[name])) for name in chunks}
+    hlo = chunks["network"].hlo(key, states["network"])
+    return {name: (first[name], statistics.median(times[name])) for name in chunks}, hlo
 
 
 def time_forward(config: cfg.Config, repeats: int, fold: bool = True) -> tuple[float, float | None]:
@@ -153,7 +196,7 @@ def main(argv=None) -> int:
         f"{config.num_blocks}x{config.num_filters} ResNet ({config.dtype}); {steps} moves a "
         f"chunk; backend {jax.default_backend()} ({platform.processor() or platform.machine()})"
     )
-    played = time_selfplay(config, steps, args.repeats)
+    played, hlo = time_selfplay(config, steps, args.repeats)
     print("| self-play with | first call s (compile) | s a chunk (median) | positions/s |")
     print("|---|--:|--:|--:|")
     for name, (first, seconds) in played.items():
@@ -173,6 +216,11 @@ def main(argv=None) -> int:
         print(
             f"the same with the batch norms apart (not folded into the convolutions): "
             f"{apart * 1e3:.2f} ms; folded / apart = {seconds / apart:.2f}x"
+        )
+        inside, total = ops_in_loops(hlo, "rsqrt")
+        print(
+            f"the fold's rsqrt in self-play's program: {inside} of {total} inside its while loops"
+            + (" (hoisted: folded once a chunk)" if total and not inside else "")
         )
     return 0
 

@@ -1,6 +1,8 @@
 """benchmarks.network_share at a toy size: both self-plays and the forward pass timed, the share
 printed, and bad input refused in one line with exit code 2."""
 
+import jax
+import jax.numpy as jnp
 import pytest
 
 from benchmarks import network_share
@@ -16,10 +18,23 @@ def test_times_self_play_with_the_network_and_the_stub_and_the_forward_pass(caps
     share = next(line for line in out if line.startswith("the network's share of self-play: "))
     # as measured: at this toy size, on a loaded machine, the stub may take the longer
     assert int(share.rsplit(" ", 1)[1].rstrip("%")) <= 100
-    forward, apart = out[-2:]
+    forward, apart, hoisted = out[-3:]
     assert forward.startswith("forward pass alone, 4 positions: ") and "evaluations/s" in forward
     # the searches' folded batch norms against the module's own form, timed in the same run
     assert apart.startswith("the same with the batch norms apart") and "folded / apart = " in apart
+    # XLA computes the fold (a per-channel rsqrt a convolution) once a chunk, not once a simulation
+    assert hoisted.startswith("the fold's rsqrt in self-play's program: 0 of ")
+    assert hoisted.endswith("inside its while loops (hoisted: folded once a chunk)")
+
+
+def test_ops_in_loops_tells_a_hoisted_op_from_one_the_loop_runs():
+    def f(w, x):  # rsqrt(w + 1) is invariant, rsqrt(x * x + i) depends on the loop's carry
+        body = lambda i, x: jnp.tanh(x * jax.lax.rsqrt(w + 1.0)) + jax.lax.rsqrt(x * x + i)
+        return jax.lax.fori_loop(0, 5, body, x)
+
+    hlo = jax.jit(f).lower(jnp.ones(3), jnp.ones(3)).compile().as_text()
+    assert network_share.ops_in_loops(hlo, "rsqrt") == (1, 2)
+    assert network_share.ops_in_loops(hlo, "cosine") == (0, 0)
 
 
 @pytest.mark.parametrize(
