@@ -383,41 +383,22 @@ def evaluate(args, game, folder: str) -> None:
     """The command's games, their results written into `folder`."""
     from azjax import eval as ev
 
-    if args.command == "match":
-        record = ev.run_match(
-            game,
-            args.agents,
-            folder,
-            games=args.games,
-            seed=args.seed,
-            openings=args.openings,
-            log=_say,
-        )
-        print(ev.format_match(record))
-        print(f"wrote {os.path.join(folder, 'match.json')}")
-    elif args.command == "tournament":
-        record = ev.run_tournament(
-            game,
-            args.agents,
-            folder,
-            games=args.games,
-            seed=args.seed,
-            openings=args.openings,
-            log=_say,
-        )
-        print(ev.format_tournament(record))
-        print(f"wrote {os.path.join(folder, 'tournament.json')} and win_ratio.png")
-    elif args.command == "errors":
-        record = ev.run_errors(
-            game,
-            args.agents,
-            folder,
-            seed=args.seed,
-            path=args.positions,
-            log=_say,
-        )
-        print(ev.format_errors(record))
-        print(f"wrote {os.path.join(folder, 'errors.json')}")
+    # the commands that play their agents and print what they wrote: run, format, files
+    played = {
+        "match": (ev.run_match, ev.format_match, "match.json"),
+        "tournament": (ev.run_tournament, ev.format_tournament, "tournament.json"),
+        "errors": (ev.run_errors, ev.format_errors, "errors.json"),
+    }
+    if args.command in played:
+        run, format_record, wrote = played[args.command]
+        if args.command == "errors":
+            given = {"path": args.positions}
+        else:
+            given = {"games": args.games, "openings": args.openings}
+        record = run(game, args.agents, folder, seed=args.seed, log=_say, **given)
+        print(format_record(record))
+        also = " and win_ratio.png" if args.command == "tournament" else ""
+        print(f"wrote {os.path.join(folder, wrote)}{also}")
     elif args.command == "ladder":
         run_ladder(args, game)
     elif args.command == "place":
