@@ -233,6 +233,12 @@ class Config:
         low=0.0,
         high=1.0,
     )
+    value_weight: float = _field(
+        1.0,
+        "weight of the value term in the loss (1: AlphaZero's equal weights; below 1 the value "
+        "head fits its targets less closely, as MuZero Reanalyse's 0.25)",
+        low=0.0,
+    )
     ownership_weight: float = _field(
         0.0,
         "weight of an auxiliary loss on who holds each cell at the game's end (KataGo's "

@@ -405,7 +405,9 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
 
     play.round, play.stats = round_fn, stats_fn  # the two jitted programs of a round
     learner = training.make_learner(
-        training.make_train_step(net, optimizer, config.weight_decay),
+        training.make_train_step(
+            net, optimizer, config.weight_decay, value_weight=config.value_weight
+        ),
         make_sampler(config.train_batch_size, mesh),
         max(config.train_steps, 1),
     )

@@ -241,6 +241,7 @@ def make_iteration(
             optimizer,
             config.weight_decay,
             partial_policy=config.full_search_prob < 1,
+            value_weight=config.value_weight,
             ownership_weight=config.ownership_weight,
             soft_policy_weight=config.soft_policy_weight,
             soft_policy_temperature=config.soft_policy_temperature,

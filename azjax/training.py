@@ -3,6 +3,7 @@
     loss = (z - v)^2 - pi . log p + c * ||theta||^2        (seed 000, section 4.4)
 
 averaged over the batch; pi is the search policy, z the game's outcome for the position's mover.
+`value_weight` w scales the value term (w (z - v)^2; 1 by default, AlphaZero's).
 With `ownership_weight` w > 0 the network also predicts who holds each cell at the end of the
 game (KataGo's ownership target, Wu 2019 section 4.1) and the loss adds
 w * mean over cells of (o - o_hat)^2, o in {-1, 0, +1} from the mover's view (`replay`).
@@ -55,7 +56,7 @@ class TrainState:
 
 class Losses(NamedTuple):
     total: jax.Array
-    value: jax.Array
+    value: jax.Array  # the value term unweighted (`value_weight` scales it in `total`)
     policy: jax.Array
     l2: jax.Array
     ownership: jax.Array  # the weighted ownership term; 0 without it
@@ -144,6 +145,7 @@ def make_train_step(
     weight_decay: float,
     *,
     partial_policy: bool = False,
+    value_weight: float = 1.0,
     ownership_weight: float = 0.0,
     soft_policy_weight: float = 0.0,
     soft_policy_temperature: float = 4.0,
@@ -155,7 +157,8 @@ def make_train_step(
     rate, since both apply it last). With
     `net.freeze_trunk` the trunk's parameters and batch statistics come back unchanged. With
     `partial_policy` (playout cap randomisation) some positions have no policy target (an
-    all-zero one): the policy loss is the mean over the positions that have one. With
+    all-zero one): the policy loss is the mean over the positions that have one. The value term
+    counts `value_weight` times (Losses.value is the term unweighted). With
     `ownership_weight` > 0 (a network with `ownership_head`, batches with `ownership`) the loss
     adds the weighted ownership term, and with `soft_policy_weight` > 0 (a network with
     `soft_policy_head`) the weighted soft policy term at `soft_policy_temperature`, and with
@@ -211,7 +214,7 @@ def make_train_step(
             value_loss = jnp.mean((batch.value - value) ** 2)
         policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy)) * policy_scale
         l2 = weight_decay * sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
-        total = value_loss + policy_loss + l2 + ownership_loss + soft_loss + opponent_loss
+        total = value_weight * value_loss + policy_loss + l2 + ownership_loss + soft_loss + opponent_loss
         losses = Losses(
             total, value_loss, policy_loss, l2, ownership_loss, soft_loss, opponent_loss
         )

@@ -410,6 +410,38 @@ def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
     assert float(none.policy) == 0.0
 
 
+def test_value_weight_scales_the_value_term_and_its_gradient():
+    config = cfg.load("tictactoe", {"weight_decay": 0.0, "optimizer": "sgd", "momentum": 0.0})
+    game = config.make_game()
+    net = network.make_network(config, game)
+    variables = network.init_variables(net, game, jax.random.PRNGKey(0))
+    opt = training.make_optimizer(config)
+    state = training.init_train_state(variables, opt)
+    obs = (jax.random.uniform(jax.random.PRNGKey(1), (4, 3, 3, 3)) < 0.3).astype(jnp.float32)
+    batch = Batch(obs, jax.nn.one_hot(jnp.array([0, 4, 2, 8]), 9), jnp.array([1.0, -1, 1, 0]))
+    moved, losses = {}, {}
+    for w in (0.0, 1.0, 2.0):
+        step = jax.jit(training.make_train_step(net, opt, 0.0, value_weight=w))
+        after, losses[w] = step(state, batch)
+        moved[w] = jax.tree_util.tree_map(
+            jnp.subtract, after.variables["params"], variables["params"]
+        )
+    # the value term itself is logged unweighted; the total counts it w times
+    for w in (0.0, 2.0):
+        np.testing.assert_allclose(float(losses[w].value), float(losses[1.0].value), rtol=1e-6)
+        expected = float(losses[1.0].policy) + w * float(losses[1.0].value)
+        np.testing.assert_allclose(float(losses[w].total), expected, rtol=1e-5)
+    # plain SGD: the step is linear in the loss's terms, so w = 2's step is 2 x w = 1's less w = 0's
+    for none, one, two in zip(
+        *map(jax.tree_util.tree_leaves, (moved[0.0], moved[1.0], moved[2.0]))
+    ):
+        np.testing.assert_allclose(two, 2 * one - none, rtol=1e-3, atol=1e-6)
+    # without the value term the value head's last layer gets no gradient at all
+    value_out = [k for k in moved[0.0] if k.startswith("Dense_")][-1]
+    assert float(jnp.max(jnp.abs(moved[0.0][value_out]["kernel"]))) == 0.0
+    assert float(jnp.max(jnp.abs(moved[1.0][value_out]["kernel"]))) > 0.0
+
+
 @pytest.fixture(scope="module")
 def learner_setup():
     """A tiny Tic-Tac-Toe network, its optimizer state, train step and replay sampler."""
