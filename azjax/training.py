@@ -214,7 +214,14 @@ def make_train_step(
             value_loss = jnp.mean((batch.value - value) ** 2)
         policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy)) * policy_scale
         l2 = weight_decay * sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
-        total = value_weight * value_loss + policy_loss + l2 + ownership_loss + soft_loss + opponent_loss
+        total = (
+            value_weight * value_loss
+            + policy_loss
+            + l2
+            + ownership_loss
+            + soft_loss
+            + opponent_loss
+        )
         losses = Losses(
             total, value_loss, policy_loss, l2, ownership_loss, soft_loss, opponent_loss
         )
