@@ -391,13 +391,18 @@ def test_train_step_fits_a_fixed_batch():
         np.testing.assert_allclose(half, full / 2, rtol=1e-3, atol=1e-7)
 
 
-def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
-    config = cfg.load("tictactoe", {"weight_decay": 0.0})
+def _tictactoe_learner(overrides: dict):
+    """(net, variables, optimizer, train state) of a Tic-Tac-Toe config with `overrides`."""
+    config = cfg.load("tictactoe", overrides)
     game = config.make_game()
     net = network.make_network(config, game)
     variables = network.init_variables(net, game, jax.random.PRNGKey(0))
     opt = training.make_optimizer(config)
-    state = training.init_train_state(variables, opt)
+    return net, variables, opt, training.init_train_state(variables, opt)
+
+
+def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
+    net, _, opt, state = _tictactoe_learner({"weight_decay": 0.0})
     two = (jax.random.uniform(jax.random.PRNGKey(1), (2, 3, 3, 3)) < 0.3).astype(jnp.float32)
     obs = jnp.concatenate([two, two])  # the same two positions twice: the same BatchNorm stats
     policy = jax.nn.one_hot(jnp.array([0, 4, 0, 4]), 9)
@@ -411,12 +416,8 @@ def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
 
 
 def test_value_weight_scales_the_value_term_and_its_gradient():
-    config = cfg.load("tictactoe", {"weight_decay": 0.0, "optimizer": "sgd", "momentum": 0.0})
-    game = config.make_game()
-    net = network.make_network(config, game)
-    variables = network.init_variables(net, game, jax.random.PRNGKey(0))
-    opt = training.make_optimizer(config)
-    state = training.init_train_state(variables, opt)
+    plain_sgd = {"weight_decay": 0.0, "optimizer": "sgd", "momentum": 0.0}
+    net, variables, opt, state = _tictactoe_learner(plain_sgd)
     obs = (jax.random.uniform(jax.random.PRNGKey(1), (4, 3, 3, 3)) < 0.3).astype(jnp.float32)
     batch = Batch(obs, jax.nn.one_hot(jnp.array([0, 4, 2, 8]), 9), jnp.array([1.0, -1, 1, 0]))
     moved, losses = {}, {}
