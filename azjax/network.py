@@ -307,14 +307,32 @@ def make_apply(net: PolicyValueNet, fold: bool = True) -> Callable:
     It applies the network with its batch norms folded into the convolutions (the module
     docstring), unless `fold=False` or the network has `global_pool` (whose pooled blocks are not
     folded): the same function up to rounding."""
-    module, prepare = net, lambda variables: variables
-    if fold and isinstance(net, PolicyValueNet) and not net.global_pool:
-        module, prepare = net.clone(folded=True), fold_batchnorm
+    if not (fold and isinstance(net, PolicyValueNet) and not net.global_pool):
+
+        def apply(variables, obs, with_ownership: bool = False):
+            return net.apply(variables, obs, train=False, with_ownership=with_ownership)
+
+        return apply
+    module = net.clone(folded=True)
+
+    def prepare(variables):  # folded variables have no batch stats: folding twice is a no-op
+        return fold_batchnorm(variables) if "batch_stats" in variables else variables
 
     def apply(variables, obs, with_ownership: bool = False):
         return module.apply(prepare(variables), obs, train=False, with_ownership=with_ownership)
 
+    apply.prepare = prepare
     return apply
+
+
+def prepare_variables(apply: Callable | None, variables):
+    """`variables` as `apply` (of `make_apply`) takes them ready for many calls: folded, where it
+    folds the batch norms into the convolutions, and unchanged otherwise (or without `apply`).
+    Searches and self-play call it once, outside their loops, so that the fold is computed once a
+    program rather than at each simulation's forward pass (XLA:GPU did not hoist it out of mctx's
+    while loop; XLA:CPU did). `apply` takes what it returns as it takes `variables`."""
+    prepare = getattr(apply, "prepare", None)
+    return variables if prepare is None or variables is None else prepare(variables)
 
 
 def num_parameters(variables) -> int:

@@ -58,6 +58,7 @@ import jax.numpy as jnp
 import mctx
 
 from azjax import symmetry, tree_search
+from azjax.network import prepare_variables
 from azjax.noise import dirichlet_over_legal
 from azjax.selection import tie_break, uct_policy
 from games.base import Game
@@ -384,6 +385,7 @@ def make_search(
         raise ValueError(f"chunk must be at least 1 game, got {chunk}")
     if spec.score_utility > 0 and (apply is None or spec.evaluator != "network"):
         raise ValueError("score_utility needs the network evaluator (its ownership head)")
+    network = apply  # (prepare_variables needs make_apply's own function, unwrapped)
     if apply is not None:  # the utility first, so that the symmetries average it
         apply = scored(apply, spec.score_utility)
         if spec.net_symmetries > 1:
@@ -446,6 +448,7 @@ def make_search(
         raise ValueError(f"unknown search {spec.search!r}; use puct, gumbel or uct")
 
     def chunked(variables, key, states):  # the chunk is chosen when the batch size is known
+        variables = prepare_variables(network, variables)  # once, outside the loops
         size = (
             chunk
             if chunk is not None

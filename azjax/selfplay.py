@@ -46,6 +46,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from azjax import replay
+from azjax.network import prepare_variables
 from azjax.parallel import AXIS
 from azjax.search import SearchSpec, improved_policy, make_evaluator, make_search, select_action
 from games.base import Game, absorbing, sample_legal
@@ -254,6 +255,7 @@ def make_selfplay(
         return restarted, record
 
     def selfplay(variables, key, states):
+        variables = prepare_variables(apply, variables)  # once a chunk, outside its loops
         keys = jax.random.split(key, num_steps)
         if on_move is None:
             return jax.lax.scan(lambda s, k: one_move(variables, s, k), states, keys)

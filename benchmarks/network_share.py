@@ -12,8 +12,9 @@ turns, each after a compiling call; then the network's forward pass alone at the
 positions/s of both, the network's share of self-play (1 - stub time / network time), and the
 forward pass's milliseconds, evaluations/s and GFLOP/s, and its time with the batch norms apart
 from the convolutions against folded into them, as the searches apply it (`make_apply`; on a GPU
-the folded convolutions end in cuDNN's fused bias and ReLU), and whether XLA computes the fold
-once a chunk (its `rsqrt`s outside the program's while loops) or in every simulation. Where the
+the folded convolutions end in cuDNN's fused bias and ReLU), and whether the compiled chunk
+computes the fold once (its `rsqrt`s outside the program's while loops: self-play folds before
+its loops, `azjax.network.prepare_variables`) or inside them. Where the
 share is near 1, self-play is the network's arithmetic: only a smaller network, fewer simulations
 or faster hardware make it faster, and the search's plumbing is not where the time goes
 (docs/benchmarks.md, "Where the CPU recipe's self-play time goes").
@@ -57,15 +58,16 @@ def selfplay_chunk(config: cfg.Config, game, net, variables, steps: int):
 
 
 # an instruction's called computations: `calls=%f`, `body=%b`, `branch_computations={%x, %y}`
-_CALLS = re.compile(r"\b(calls|body|condition|to_apply|branch_computations)=(\{[^}]*\}|%[\w.\-]+)")
+_CALLS = re.compile(r"\b(calls|body|condition|to_apply|branch_computations)=(\{[^}]*\}|%?[\w.\-]+)")
 
 
 def ops_in_loops(hlo: str, op: str) -> tuple[int, int]:
-    """(inside, total): how many `op` instructions of an optimised HLO module's text run in a
-    while loop (in a loop's body or condition, or in a computation they call, at any depth), and
-    how many there are in all. The fold's `rsqrt`s outside every loop means that XLA hoisted the
-    fold out of the search's loops (its loop-invariant code motion): computed once a program,
-    not once a simulation."""
+    """(inside, total): how many `op` instructions of an HLO module's text (optimised:
+    `compile().as_text()`, or as lowered: `lower(...).as_text(dialect="hlo")`) run in a while
+    loop (in a loop's body or condition, or in a computation they call, at any depth), and how
+    many there are in all. Self-play and the searches fold the batch norms once, outside their
+    loops (`azjax.network.prepare_variables`): a fold's `rsqrt` inside a loop would be computed
+    once a move or a simulation rather than once a chunk."""
     calls: dict[str, set[str]] = {}
     counts: dict[str, int] = {}
     roots: set[str] = set()
@@ -73,12 +75,12 @@ def ops_in_loops(hlo: str, op: str) -> tuple[int, int]:
     for line in hlo.splitlines():
         if line and not line[0].isspace() and line.rstrip().endswith("{"):
             words = line.split()
-            name = words[1] if words[0] == "ENTRY" else words[0]
+            name = (words[1] if words[0] == "ENTRY" else words[0]).lstrip("%")
             calls.setdefault(name, set())
         elif name is not None:
             counts[name] = counts.get(name, 0) + len(re.findall(rf"\s{op}\(", line))
             for kind, targets in _CALLS.findall(line):
-                targets = re.findall(r"%[\w.\-]+", targets)
+                targets = re.findall(r"[\w.\-]+", targets)
                 calls[name].update(targets)
                 if kind in ("body", "condition"):
                     roots.update(targets)

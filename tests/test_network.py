@@ -125,3 +125,29 @@ def test_a_folded_network_is_for_inference_and_global_pooling_is_applied_unfolde
         pooled.apply(pooled_variables, obs, train=False),
     ):
         np.testing.assert_array_equal(a, b)
+
+
+def test_self_play_and_the_search_fold_once_outside_their_loops(float32_net):
+    """The fold (a per-channel rsqrt a convolution) stands before self-play's and the search's
+    while loops in the program as lowered, whatever XLA then hoists (XLA:GPU did not hoist it
+    out of mctx's loop), and a search on variables folded beforehand plays as on the raw ones."""
+    from azjax.search import SearchSpec, make_search
+    from azjax.selfplay import init_states, make_selfplay
+    from benchmarks.network_share import ops_in_loops
+
+    net, variables = float32_net
+    variables = _with_learned_statistics(variables)
+    apply = network.make_apply(net)
+    folded = network.prepare_variables(apply, variables)
+    assert set(folded) == {"params"} and network.prepare_variables(apply, folded) is folded
+    assert network.prepare_variables(network.make_apply(net, fold=False), variables) is variables
+    spec = SearchSpec(search="gumbel", num_simulations=4)
+    states, key = init_states(HEX, 2), jax.random.PRNGKey(5)
+    search = jax.jit(make_search(HEX, spec, apply))
+    a, b = search(variables, key, states), search(folded, key, states)
+    np.testing.assert_array_equal(a.action, b.action)
+    np.testing.assert_allclose(a.action_weights, b.action_weights, atol=1e-5)
+    for fn in (make_search(HEX, spec, apply), make_selfplay(HEX, spec, apply, 2, 0)):
+        hlo = jax.jit(fn).lower(variables, key, states).as_text(dialect="hlo")
+        inside, total = ops_in_loops(hlo, "rsqrt")
+        assert total >= 3 and inside == 0  # one rsqrt a folded convolution (2 blocks + 3)
