@@ -313,10 +313,17 @@ def make_apply(net: PolicyValueNet, fold: bool = True) -> Callable:
             return net.apply(variables, obs, train=False, with_ownership=with_ownership)
 
         return apply
-    module = net.clone(folded=True)
+    module, compute = net.clone(folded=True), jnp.dtype(net.dtype)
 
     def prepare(variables):  # folded variables have no batch stats: folding twice is a no-op
-        return fold_batchnorm(variables) if "batch_stats" in variables else variables
+        if "batch_stats" not in variables:
+            return variables
+        folded = fold_batchnorm(variables)
+        if compute == jnp.float32:
+            return folded
+        # every layer computes in `compute` and casts its float32 parameters to it at each call:
+        # cast once (the same values; a cast of an already cast parameter is none)
+        return jax.tree_util.tree_map(lambda x: x.astype(compute), folded)
 
     def apply(variables, obs, with_ownership: bool = False):
         return module.apply(prepare(variables), obs, train=False, with_ownership=with_ownership)
@@ -327,7 +334,8 @@ def make_apply(net: PolicyValueNet, fold: bool = True) -> Callable:
 
 def prepare_variables(apply: Callable | None, variables):
     """`variables` as `apply` (of `make_apply`) takes them ready for many calls: folded, where it
-    folds the batch norms into the convolutions, and unchanged otherwise (or without `apply`).
+    folds the batch norms into the convolutions (and cast to the network's compute dtype where
+    that is not float32), and unchanged otherwise (or without `apply`).
     Searches and self-play call it once, outside their loops, so that the fold is computed once a
     program rather than at each simulation's forward pass (XLA:GPU did not hoist it out of mctx's
     while loop; XLA:CPU did). `apply` takes what it returns as it takes `variables`."""

@@ -151,3 +151,34 @@ def test_self_play_and_the_search_fold_once_outside_their_loops(float32_net):
         hlo = jax.jit(fn).lower(variables, key, states).as_text(dialect="hlo")
         inside, total = ops_in_loops(hlo, "rsqrt")
         assert total >= 3 and inside == 0  # one rsqrt a folded convolution (2 blocks + 3)
+
+
+def test_bfloat16_variables_are_cast_once_outside_the_loops_to_the_same_outputs():
+    """A bfloat16 network's layers cast their float32 parameters at every call: the prepared
+    variables are cast once (the same outputs, bit for bit), and the search's loops then hold
+    one cast fewer a parameter than with an `apply` that cannot prepare them."""
+    from azjax.search import SearchSpec, make_search
+    from azjax.selfplay import init_states
+    from benchmarks.network_share import ops_in_loops
+
+    net, variables = _net(dtype="bfloat16")
+    variables = _with_learned_statistics(variables)
+    apply = network.make_apply(net)
+    prepared = network.prepare_variables(apply, variables)
+    leaves = jax.tree_util.tree_leaves(prepared)
+    assert {x.dtype for x in leaves} == {jnp.dtype("bfloat16")}
+    obs = jax.random.bernoulli(jax.random.PRNGKey(6), 0.4, (8, *HEX.observation_shape))
+    for a, b in zip(apply(variables, obs.astype(jnp.float32)), apply(prepared, obs)):
+        np.testing.assert_array_equal(a, b)
+    bare = lambda v, o, **kw: apply(v, o, **kw)  # noqa: E731  (no `prepare`: folds at each call)
+    spec, states = SearchSpec(search="gumbel", num_simulations=4), init_states(HEX, 2)
+    casts = [
+        ops_in_loops(
+            jax.jit(make_search(HEX, spec, fn))
+            .lower(variables, jax.random.PRNGKey(0), states)
+            .as_text(dialect="hlo"),
+            "convert",
+        )[0]
+        for fn in (bare, apply)
+    ]
+    assert casts[0] - casts[1] == len(leaves)
