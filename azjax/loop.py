@@ -29,7 +29,9 @@ the first interval) evaluates its last iteration too (`eval_final`).
 
 Before the first iteration the run's memory is checked against the device's (`azjax.memory`);
 after each, its losses and parameters (`azjax.health`: a diverging run stops unsaved). What
-self-play played is counted on the device (`azjax.play_stats`) and logged as selfplay/....
+self-play played is counted on the device (`azjax.play_stats`) and logged as selfplay/...; the
+learner's value and policy losses on the positions the chunk settled, which it has never drawn,
+and on those it could draw (`HeldOut`, `make_heldout`), as heldout/....
 
 Gating (`--gating`, `azjax.gating`): self-play is played by the best network kept in the run
 state; every `gating_interval` iterations the learner's network plays it (`gating_games` games)
@@ -93,7 +95,14 @@ from azjax.loop_eval import Evaluations, last_ratings, make_evaluation
 from azjax.memory import check_memory
 from azjax.metrics import Metrics, MoveTicker, Progress, run_seconds
 from azjax.network import make_apply, make_network, num_parameters
-from azjax.play_stats import VARIETY_PLIES, PlayStats, PlaySummary, play_stats, summarise
+from azjax.play_stats import (
+    VARIETY_PLIES,
+    HeldOut,
+    PlayStats,
+    PlaySummary,
+    play_stats,
+    summarise,
+)
 from azjax.search import SearchSpec
 from azjax.selfplay import init_states, make_selfplay
 from azjax.training import Losses
@@ -144,8 +153,9 @@ class Iteration(NamedTuple):
 
 
 def _iteration_keys(run: RunState, iteration) -> jax.Array:
-    """[3] keys (play, train, eval) of `iteration`, folded from the run's base key."""
-    return jax.random.split(jax.random.fold_in(run.key, iteration), 3)
+    """[4] keys (play, train, eval, held-out sample) of `iteration`, folded from the run's base
+    key (the first three as when there were three: JAX's partitionable split)."""
+    return jax.random.split(jax.random.fold_in(run.key, iteration), 4)
 
 
 def make_sampler(
@@ -183,6 +193,42 @@ def make_sampler(
     return augmented
 
 
+def make_heldout(net, batch_size: int, mesh: Mesh | None = None) -> Callable:
+    """heldout(variables, buffer, fresh bool[R, B], key) -> `HeldOut`: the network's inference
+    losses on `batch_size` positions drawn among `fresh` (those the last self-play chunk
+    settled) and as many among the buffer's other settled positions (the seen ones); with
+    `mesh` the buffer split along B as the learner's sampler takes it."""
+
+    def draw(buffer, key, among, axis_name=None):
+        return replay.sample(buffer, key, batch_size, axis_name, among=among)
+
+    if mesh is not None:
+        draw = jax.shard_map(
+            functools.partial(draw, axis_name=parallel.AXIS),
+            mesh=mesh,
+            in_specs=(replay.partition_specs(parallel.AXIS), P(), P(None, parallel.AXIS)),
+            out_specs=P(parallel.AXIS),
+        )
+
+    def heldout(variables, buffer, fresh, key):
+        k_fresh, k_seen = jax.random.split(key)
+        seen = buffer.ready & ~fresh
+        value, policy = training.inference_losses(net, variables, draw(buffer, k_fresh, fresh))
+        seen_value, seen_policy = training.inference_losses(
+            net, variables, draw(buffer, k_seen, seen)
+        )
+        return HeldOut(
+            positions=jnp.sum(fresh & buffer.ready, dtype=jnp.int32),
+            seen_positions=jnp.sum(seen, dtype=jnp.int32),
+            value=value,
+            policy=policy,
+            seen_value=seen_value,
+            seen_policy=seen_policy,
+        )
+
+    return heldout
+
+
 def _then_stats(play: Callable, stats: Callable, mesh: Mesh) -> Callable:
     """Iteration.play: the self-play program, then its statistics in a program of their own,
     started once self-play has ended on every device (`parallel.settle`; the two jitted programs
@@ -190,7 +236,7 @@ def _then_stats(play: Callable, stats: Callable, mesh: Mesh) -> Callable:
 
     def play_then_count(run, states, buffer):
         states, buffer, summary = parallel.settle(play(run, states, buffer), mesh)
-        return states, buffer, stats(summary, buffer)
+        return states, buffer, stats(summary, buffer, run)
 
     play_then_count.play, play_then_count.stats = play, stats
     return play_then_count
@@ -222,7 +268,7 @@ def make_iteration(
     games_sh = parallel.sharding(mesh, P(parallel.AXIS))
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
     summary_sh = parallel.shardings(
-        mesh, PlaySummary(P(parallel.AXIS), *[P(None, parallel.AXIS)] * 3)
+        mesh, PlaySummary(P(parallel.AXIS), *[P(None, parallel.AXIS)] * 4)
     )
 
     selfplay = config_selfplay(config, game, make_apply(net), steps, mesh, on_move=on_move)
@@ -230,10 +276,18 @@ def make_iteration(
     def play(run, states, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]
         states, traj = selfplay(gating.selfplay_variables(run), k_play, states)
+        settled = buffer.ready
         buffer = replay.add(
             buffer, traj, value_mix=config.value_target_mix, value_lambda=config.value_lambda
         )
-        return states, buffer, summarise(traj)
+        return states, buffer, summarise(traj)._replace(fresh=buffer.ready & ~settled)
+
+    heldout = make_heldout(net, config.train_batch_size, mesh)
+
+    def stats(summary, buffer, run):
+        key = _iteration_keys(run, run.iteration + 1)[3]
+        measured = heldout(run.train.variables, buffer, summary.fresh, key)
+        return play_stats(summary, buffer, measured)
 
     learner = training.make_learner(
         training.make_train_step(
@@ -305,7 +359,7 @@ def make_iteration(
                 out_shardings=(games_sh, buffer_sh, summary_sh),
                 donate_argnums=(1, 2),
             ),
-            jax.jit(play_stats, out_shardings=rep),
+            jax.jit(stats, out_shardings=rep),
             mesh,
         ),
         learn=learn,
@@ -718,6 +772,15 @@ def _play_values(played: PlayStats, positions: int, seconds: float, devices: int
         first_wins, draws, _ = (int(n) for n in played.outcomes)
         values["selfplay/first_player_wins"] = first_wins / int(played.games)
         values["selfplay/draws"] = draws / int(played.games)
+    held = played.heldout
+    if held is not None:
+        values["heldout/positions"] = int(held.positions)
+        if int(held.positions) > 0:
+            values["heldout/value"] = float(held.value)
+            values["heldout/policy"] = float(held.policy)
+        if int(held.seen_positions) > 0:
+            values["heldout/seen_value"] = float(held.seen_value)
+            values["heldout/seen_policy"] = float(held.seen_policy)
     return values
 
 

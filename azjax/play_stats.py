@@ -1,8 +1,9 @@
 """What a self-play chunk played, counted on the device: games finished, positions ready in the
 replay buffer, the variety of the openings (distinct positions at VARIETY_PLIES, by a hash of
-their observations), the first player's wins, draws and losses, and the replay's mean policy
-surprise. Self-play returns a `PlaySummary` per game, split over the devices as the games are;
-`play_stats` reduces it to the iteration's `PlayStats` (azjax/loop.py logs them as selfplay/...).
+their observations), the first player's wins, draws and losses, the replay's mean policy
+surprise, and the learner's losses on positions it has never drawn (`HeldOut`). Self-play
+returns a `PlaySummary` per game, split over the devices as the games are; `play_stats` reduces
+it to the iteration's `PlayStats` (azjax/loop.py logs them as selfplay/..., heldout/...).
 """
 
 from __future__ import annotations
@@ -28,6 +29,26 @@ class PlayStats(NamedTuple):
     # int32[3]: the games finished in the chunk won by the player who moved first (player 0),
     # drawn, and won by the second; None where self-play does not count them (ExIt)
     outcomes: jax.Array | None = None
+    # the learner's losses on positions it has never drawn; None where not measured
+    heldout: HeldOut | None = None
+
+
+class HeldOut(NamedTuple):
+    """The learner's network, as the iteration's training is about to start, judged in inference
+    mode (`azjax.training.inference_losses`) on a sample of the positions the chunk settled
+    (their games ended in it, so the learner could never draw them: held out) and on a sample of
+    those it could draw before (seen): the same network, the same loss, unseen against seen
+    positions. A held-out loss well above the seen one is a network fitting its replay window
+    rather than the game (KataGo logs a validation loss for the same reason). The samples'
+    losses where there are no such positions mean nothing: `positions` and `seen_positions`
+    say how many there were."""
+
+    positions: jax.Array  # int32[], positions the chunk settled
+    seen_positions: jax.Array  # int32[], positions with a known outcome before the chunk
+    value: jax.Array  # float32[], the value term on a sample of the settled positions
+    policy: jax.Array  # float32[], the policy term on the same sample
+    seen_value: jax.Array  # float32[], the value term on a sample of the seen positions
+    seen_policy: jax.Array  # float32[], the policy term on that sample
 
 
 def observation_hashes(obs: jax.Array, batch_dims: int = 1) -> jax.Array:
@@ -54,6 +75,7 @@ class PlaySummary(NamedTuple):
     ply: jax.Array  # int32[T, B], the ply of each position played
     hashes: jax.Array  # uint32[T, B], `observation_hashes` of each position played
     outcomes: jax.Array  # int32[3, B]: finished games won by the first player, drawn, lost
+    fresh: jax.Array | None = None  # bool[R, B]: the replay's positions the chunk settled
 
 
 def summarise(traj) -> PlaySummary:
@@ -76,11 +98,14 @@ def variety(ply: jax.Array, hashes: jax.Array) -> tuple[jax.Array, jax.Array]:
     return distinct, reached
 
 
-def play_stats(summary: PlaySummary, buffer: replay.Buffer) -> PlayStats:
+def play_stats(
+    summary: PlaySummary, buffer: replay.Buffer, heldout: HeldOut | None = None
+) -> PlayStats:
     return PlayStats(
         jnp.sum(summary.finished, dtype=jnp.int32),
         replay.num_ready(buffer),
         *variety(summary.ply, summary.hashes),
         surprise=None if buffer.surprise is None else replay.mean_surprise(buffer),
         outcomes=jnp.sum(summary.outcomes, axis=1, dtype=jnp.int32),
+        heldout=heldout,
     )

@@ -333,10 +333,12 @@ def sample(
     *,
     surprise_fraction: float = 0.0,
     opponent_frames=None,
+    among: jax.Array | None = None,
 ) -> Batch:
-    """`batch_size` positions drawn (with replacement) among those with a known outcome:
-    uniformly, or with `surprise_fraction` = f > 0 (a buffer with surprises) a share f of the
-    weight in proportion to each position's policy surprise (module doc). With
+    """`batch_size` positions drawn (with replacement) among those with a known outcome (or
+    among those of `among`, bool[R, B], a subset of them, such as the positions the last `add`
+    settled): uniformly, or with `surprise_fraction` = f > 0 (a buffer with surprises) a share
+    f of the weight in proportion to each position's policy surprise (module doc). With
     `opponent_frames` (the game's `Game.opponent_frames`, int32[2, A]; a buffer made with
     `opponent=True`) the batch has each position's opponent policy target (module doc).
 
@@ -359,7 +361,7 @@ def sample(
     if opponent_frames is not None and buffer.last is None:
         raise ValueError("opponent_frames needs a buffer made with opponent=True")
     rows = buffer.ready.shape[0]
-    tickets = buffer.ready.astype(jnp.int32)  # [R, B]
+    tickets = (buffer.ready if among is None else among & buffer.ready).astype(jnp.int32)
     if surprise_fraction > 0:
         tickets = tickets * _surprise_tickets(buffer, surprise_fraction, axis_name)
     cdf = jnp.cumsum(tickets.T.reshape(-1), dtype=jnp.int32)  # column-major over [R, B]

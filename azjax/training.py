@@ -139,6 +139,36 @@ def wdl_target(value: jax.Array) -> jax.Array:
     return jnp.stack([jnp.maximum(v, 0.0), 1.0 - jnp.abs(v), jnp.maximum(-v, 0.0)], axis=-1)
 
 
+def _value_loss(value: jax.Array, wdl_logits: jax.Array | None, target: jax.Array) -> jax.Array:
+    """float32[]: the value term over a batch: the squared error of the value [N], or with a
+    win/draw/loss head the cross-entropy of its logits [N, 3] against `wdl_target`."""
+    if wdl_logits is not None:
+        return jnp.mean(optax.softmax_cross_entropy(wdl_logits, wdl_target(target)))
+    return jnp.mean((target - value) ** 2)
+
+
+def _policy_loss(logits: jax.Array, policy: jax.Array) -> jax.Array:
+    """float32[]: the policy cross-entropy averaged over the positions with a policy target (an
+    all-zero target, a fast search's, adds nothing and is not counted)."""
+    has_target = jnp.sum(policy, axis=-1) > 0
+    ce = optax.softmax_cross_entropy(logits, policy)
+    return jnp.sum(ce) / jnp.maximum(jnp.sum(has_target), 1)
+
+
+def inference_losses(net, variables, batch: Batch) -> tuple[jax.Array, jax.Array]:
+    """(value, policy): the value and policy terms of the loss (`make_train_step`'s, unweighted)
+    of the network `variables` in inference mode (batch norms from their statistics) on
+    `batch`; the policy term over the positions with a policy target. The learner's
+    `Losses.value` and `.policy` are the same terms in training mode on the batches it steps on;
+    the loop reads these on positions the learner has never drawn (`azjax.play_stats.HeldOut`).
+    """
+    wdl = net.value_head == "wdl"
+    logits, value, *extra = net.apply(variables, batch.obs, train=False, with_value_logits=wdl)
+    return _value_loss(value, extra[0] if wdl else None, batch.value), _policy_loss(
+        logits, batch.policy
+    )
+
+
 def make_train_step(
     net,
     optimizer,
@@ -207,11 +237,7 @@ def make_train_step(
             reply_ce = optax.softmax_cross_entropy(extra.pop(0), batch.opponent_policy)
             replies = jnp.maximum(jnp.sum(has_reply), 1)
             opponent_loss = opponent_policy_weight * jnp.sum(reply_ce * has_reply) / replies
-        if wdl:
-            value_ce = optax.softmax_cross_entropy(extra.pop(0), wdl_target(batch.value))
-            value_loss = jnp.mean(value_ce)
-        else:
-            value_loss = jnp.mean((batch.value - value) ** 2)
+        value_loss = _value_loss(value, extra.pop(0) if wdl else None, batch.value)
         policy_loss = jnp.mean(optax.softmax_cross_entropy(logits, batch.policy)) * policy_scale
         l2 = weight_decay * sum(jnp.sum(p**2) for p in jax.tree_util.tree_leaves(params))
         total = (

@@ -71,6 +71,21 @@ def test_sample_draws_only_settled_positions():
     assert 0.35 < np.mean(ts == 0) < 0.65
 
 
+def test_sample_among_a_subset_of_the_settled_positions():
+    done = np.zeros((4, 2), bool)
+    done[1, 0] = done[3, 1] = True  # slot 0 settles t = 0, 1; slot 1 every t
+    returns = np.zeros((4, 2, 2))
+    returns[1, 0] = returns[3, 1] = [1, -1]
+    players = np.array([[0, 0], [1, 1], [0, 0], [1, 1]], np.int32)
+    buf = replay.add(replay.init(4, 2, (1, 1, 1), 3), _traj(done, returns, players))
+    among = np.zeros((4, 2), bool)
+    among[1, 0] = among[2, 1] = among[2, 0] = True  # (2, 0) is not settled: never drawn
+    draw = jax.jit(replay.sample, static_argnums=2)
+    batch = draw(buf, jax.random.PRNGKey(1), 256, among=jnp.asarray(among))
+    drawn = set(zip(np.asarray(batch.policy[:, 0]).tolist(), np.asarray(batch.policy[:, 1])))
+    assert drawn == {(1.0, 0.0), (2.0, 1.0)}
+
+
 def _won_in_three(q):
     """Two slots, 3 moves: slot 0 a game player 0 wins at its third move, slot 1 a game that
     goes on; players 0, 1, 0 in both; root values q float32[3, 2]."""

@@ -54,6 +54,10 @@ def test_a_run_writes_metrics_checkpoints_and_summary(run):
     for r in rows:  # shares of the iteration's finished games
         first, draws = r["selfplay/first_player_wins"], r["selfplay/draws"]
         assert 0 <= first <= 1 and 0 <= draws <= 1 and first + draws <= 1
+    for r in rows:  # the learner's losses on the positions settled in the chunk, held out
+        assert r["heldout/positions"] > 0
+        assert np.isfinite([r["heldout/value"], r["heldout/policy"]]).all()
+    assert np.isfinite([rows[-1]["heldout/seen_value"], rows[-1]["heldout/seen_policy"]]).all()
     config = cfg.Config.from_json(open(os.path.join(run, "config.json")).read())
     assert all(r["train/learning_rate"] == pytest.approx(config.learning_rate) for r in rows)
     for name in ("mcts", "previous"):  # the score is what the W/D/L of its 4 games make
@@ -399,6 +403,34 @@ def _tictactoe_learner(overrides: dict):
     variables = network.init_variables(net, game, jax.random.PRNGKey(0))
     opt = training.make_optimizer(config)
     return net, variables, opt, training.init_train_state(variables, opt)
+
+
+def test_heldout_losses_judge_the_network_on_settled_and_seen_positions_apart():
+    from azjax import replay
+
+    net, variables, _, _ = _tictactoe_learner({})
+    obs = (jax.random.uniform(jax.random.PRNGKey(2), (2, 1, 3, 3, 3)) < 0.4).astype(jnp.float32)
+    returns = jnp.zeros((2, 1, 2)).at[1, 0].set(jnp.array([1.0, -1.0]))  # player 0 wins at t=1
+    traj = replay.Trajectory(
+        obs=obs,
+        policy=jax.nn.one_hot(jnp.array([[4], [0]]), 9),
+        player=jnp.array([[0], [1]], jnp.int32),
+        done=jnp.array([[False], [True]]),
+        returns=returns,
+    )
+    buffer = replay.add(replay.init(4, 1, (3, 3, 3), 9), traj)
+    fresh = jnp.zeros((4, 1), bool).at[0, 0].set(True)  # t=0 held out, t=1 seen
+    held = jax.jit(loop.make_heldout(net, 8))(variables, buffer, fresh, jax.random.PRNGKey(3))
+    assert (int(held.positions), int(held.seen_positions)) == (1, 1)
+    for t, value, policy in ((0, held.value, held.policy), (1, held.seen_value, held.seen_policy)):
+        one = Batch(obs[t], traj.policy[t], jnp.array([1.0 if t == 0 else -1.0]))
+        expected = training.inference_losses(net, variables, one)
+        np.testing.assert_allclose([float(value), float(policy)], expected, rtol=1e-5)
+        # by hand: the squared error of the inference value, the policy's cross-entropy
+        logits, v = network.make_apply(net, fold=False)(variables, obs[t])
+        np.testing.assert_allclose(float(value), (float(one.value[0]) - float(v[0])) ** 2, 1e-5)
+        ce = -jax.nn.log_softmax(logits[0])[int(jnp.argmax(one.policy[0]))]
+        np.testing.assert_allclose(float(policy), float(ce), rtol=1e-5)
 
 
 def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
