@@ -276,11 +276,11 @@ def make_iteration(
     def play(run, states, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]
         states, traj = selfplay(gating.selfplay_variables(run), k_play, states)
-        settled = buffer.ready
+        before = buffer
         buffer = replay.add(
             buffer, traj, value_mix=config.value_target_mix, value_lambda=config.value_lambda
         )
-        return states, buffer, summarise(traj)._replace(fresh=buffer.ready & ~settled)
+        return states, buffer, summarise(traj)._replace(fresh=replay.settled_since(before, buffer))
 
     heldout = make_heldout(net, config.train_batch_size, mesh)
 

@@ -321,6 +321,14 @@ def add(
     return buffer
 
 
+def settled_since(before: Buffer, after: Buffer) -> jax.Array:
+    """bool[R, B]: the positions of `after` (`before` with chunks added) whose outcome became
+    known since `before`: not settled then, or written since (a row the ring has reused holds
+    a new position, whatever its old one was)."""
+    written = after.row_step >= before.step  # [R]
+    return after.ready & (~before.ready | written[:, None])
+
+
 def num_ready(buffer: Buffer) -> jax.Array:
     return jnp.sum(buffer.ready, dtype=jnp.int32)
 

@@ -86,6 +86,23 @@ def test_sample_among_a_subset_of_the_settled_positions():
     assert drawn == {(1.0, 0.0), (2.0, 1.0)}
 
 
+def test_settled_since_counts_new_positions_in_rows_the_ring_reused():
+    # 3 rows, 1 slot: a game of 3 moves fills the ring and settles; the next, of 2 moves,
+    # overwrites rows 0 and 1 and settles there too: those 2 are new, row 2 is the old game's
+    done = np.array([[0], [0], [1]], bool)
+    returns = np.zeros((3, 1, 2))
+    returns[2, 0] = [1, -1]
+    players = np.array([[0], [1], [0]], np.int32)
+    first = replay.add(replay.init(3, 1, (1, 1, 1), 3), _traj(done, returns, players))
+    np.testing.assert_array_equal(replay.settled_since(replay.init(3, 1, (1, 1, 1), 3), first), 1)
+    second = replay.add(first, _traj(done[1:], returns[1:], players[1:]))
+    assert second.ready.all()
+    np.testing.assert_array_equal(replay.settled_since(first, second)[:, 0], [1, 1, 0])
+    # a chunk that settles nothing new
+    third = replay.add(second, _traj(np.zeros((1, 1), bool), np.zeros((1, 1, 2)), players[:1]))
+    np.testing.assert_array_equal(replay.settled_since(second, third), 0)
+
+
 def _won_in_three(q):
     """Two slots, 3 moves: slot 0 a game player 0 wins at its third move, slot 1 a game that
     goes on; players 0, 1, 0 in both; root values q float32[3, 2]."""
