@@ -44,7 +44,7 @@ from azjax.checkpoint import RunState, run_keys
 from azjax.config import Config
 from azjax.gating import GateState, init_gate
 from azjax.network import init_variables, make_network
-from azjax.play_stats import PlayStats
+from azjax.play_stats import HeldOut, PlayStats
 from azjax.training import TrainState, make_optimizer
 
 TRUNK = "trunk"  # the key of the shared residual blocks in each collection
@@ -250,9 +250,10 @@ def update_order(seed: int, iteration: int, num_games: int) -> list[int]:
 def _combine(stats: list[PlayStats]) -> PlayStats:
     """One iteration's PlayStats over the games: games and variety summed, `ready` the least
     (the learner waits for every game's replay), the policy surprise the games' mean, the
-    outcomes summed."""
+    outcomes summed, the held-out losses the games' means (as loss/... are) over counts summed."""
     surprises = [s.surprise for s in stats if s.surprise is not None]
     outcomes = [s.outcomes for s in stats if s.outcomes is not None]
+    held = [s.heldout for s in stats if s.heldout is not None]
     return PlayStats(
         games=sum(s.games for s in stats),
         ready=jnp.min(jnp.stack([s.ready for s in stats])),
@@ -260,6 +261,26 @@ def _combine(stats: list[PlayStats]) -> PlayStats:
         reached=sum(s.reached for s in stats),
         surprise=jnp.mean(jnp.stack(surprises)) if surprises else None,
         outcomes=sum(outcomes) if outcomes else None,
+        heldout=_combine_heldout(held) if held else None,
+    )
+
+
+def _combine_heldout(held: list[HeldOut]) -> HeldOut:
+    """The games' held-out losses: each the mean over the games that had such positions (a
+    game's sample of none means nothing), the counts summed."""
+
+    def mean(losses, counts):
+        has = jnp.stack(counts) > 0
+        return jnp.sum(jnp.where(has, jnp.stack(losses), 0.0)) / jnp.maximum(jnp.sum(has), 1)
+
+    new, seen = [h.positions for h in held], [h.seen_positions for h in held]
+    return HeldOut(
+        positions=sum(new),
+        seen_positions=sum(seen),
+        value=mean([h.value for h in held], new),
+        policy=mean([h.policy for h in held], new),
+        seen_value=mean([h.seen_value for h in held], seen),
+        seen_policy=mean([h.seen_policy for h in held], seen),
     )
 
 
