@@ -267,6 +267,7 @@ class ExItStats(NamedTuple):
     rounds: jax.Array  # int32[], rounds played
     surprise: None = None  # the loop's PlayStats field: an ExIt run keeps no policy surprises
     outcomes: None = None  # the loop's PlayStats field: ExIt's rounds are not counted by result
+    heldout: None = None  # the loop's PlayStats field: ExIt's datasets are not split by it
 
     def metrics(self) -> dict[str, float]:
         """The ExIt metrics the loop logs beside its own."""
