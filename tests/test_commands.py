@@ -128,6 +128,17 @@ def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
         train.closing_message(summary, "runs/t")
     )
     assert "--measures=ladder" not in said  # the error rate, never put off, shows it
+    losses = {"loss/total": 1.5, "loss/value": 0.4, "loss/policy": 1.1}
+    summary.update(last=losses)
+    assert "last iteration: loss 1.500 (value 0.400, policy 1.100)\n" in (
+        train.closing_message(summary, "runs/t")
+    )
+    held = {"heldout/value": 0.42, "heldout/policy": 1.05}
+    summary.update(last={**losses, **held, "heldout/seen_value": 0.39, "heldout/seen_policy": 1.0})
+    assert (
+        "last iteration: loss 1.500 (value 0.400, policy 1.100); on positions it never trained "
+        "on value 0.420, policy 1.050, on those it could value 0.390, policy 1.000\n"
+    ) in train.closing_message(summary, "runs/t")
     del summary["trends"]["eval/error_rate"]
     said = train.closing_message(summary, "runs/t", prog="train.py")
     assert "python evaluate.py curve runs/t --measures=ladder" in said

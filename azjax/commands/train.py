@@ -366,6 +366,12 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
             f"last iteration: loss {last['loss/total']:.3f} (value {last['loss/value']:.3f}, "
             f"policy {last['loss/policy']:.3f})"
         )
+        if "heldout/value" in last and "heldout/seen_value" in last:  # README, Held-out losses
+            lines[-1] += (
+                f"; on positions it never trained on value {last['heldout/value']:.3f}, policy "
+                f"{last['heldout/policy']:.3f}, on those it could value "
+                f"{last['heldout/seen_value']:.3f}, policy {last['heldout/seen_policy']:.3f}"
+            )
     moved = [
         _trend(metric, t) for metric, t in summary.get("trends", {}).items() if t["evaluations"] > 1
     ]
