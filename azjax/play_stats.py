@@ -39,7 +39,8 @@ class HeldOut(NamedTuple):
     (their games ended in it, so the learner could never draw them: held out) and on a sample of
     those it could draw before (seen): the same network, the same loss, unseen against seen
     positions. A held-out loss well above the seen one is a network fitting its replay window
-    rather than the game (KataGo logs a validation loss for the same reason). The samples'
+    rather than the game, or play that has moved on from the games it learnt from (KataGo logs
+    a validation loss for the same reason). The samples'
     losses where there are no such positions mean nothing: `positions` and `seen_positions`
     say how many there were."""
 
