@@ -40,9 +40,8 @@ class HeldOut(NamedTuple):
     those it could draw before (seen): the same network, the same loss, unseen against seen
     positions. A held-out loss well above the seen one is a network fitting its replay window
     rather than the game, or play that has moved on from the games it learnt from (KataGo logs
-    a validation loss for the same reason). The samples'
-    losses where there are no such positions mean nothing: `positions` and `seen_positions`
-    say how many there were."""
+    a validation loss for the same reason). A sample's losses where there are no such positions
+    mean nothing: `positions` and `seen_positions` say how many there were."""
 
     positions: jax.Array  # int32[], positions the chunk settled
     seen_positions: jax.Array  # int32[], positions with a known outcome before the chunk
