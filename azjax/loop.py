@@ -31,7 +31,8 @@ Before the first iteration the run's memory is checked against the device's (`az
 after each, its losses and parameters (`azjax.health`: a diverging run stops unsaved). What
 self-play played is counted on the device (`azjax.play_stats`) and logged as selfplay/...; the
 learner's value and policy losses on the positions the chunk settled, which it has never drawn,
-and on those it could draw (`HeldOut`, `make_heldout`), as heldout/....
+on those the chunk before settled and on all it could draw (`HeldOut`, `make_heldout`), as
+heldout/....
 
 Gating (`--gating`, `azjax.gating`): self-play is played by the best network kept in the run
 state; every `gating_interval` iterations the learner's network plays it (`gating_games` games)
@@ -194,16 +195,19 @@ def make_sampler(
 
 
 # each iteration's held-out losses are measured on this many positions drawn from those the
-# chunk settled, and as many from the others: a squared error's mean to about +-0.02 (its SD
-# over positions about 0.5), for two inference passes (about 1% of a CPU recipe's iteration)
+# chunk settled, as many from those the chunk before settled and as many from the others: a
+# squared error's mean to about +-0.02 (its SD over positions about 0.5), for three inference
+# passes (about 1.5% of a CPU recipe's iteration)
 HELDOUT_POSITIONS = 1024
 
 
-def make_heldout(net, batch_size: int, mesh: Mesh | None = None) -> Callable:
+def make_heldout(net, batch_size: int, mesh: Mesh | None = None, *, chunk_steps: int) -> Callable:
     """heldout(variables, buffer, fresh bool[R, B], key) -> `HeldOut`: the network's inference
     losses on `batch_size` positions drawn among `fresh` (those the last self-play chunk
-    settled) and as many among the buffer's other settled positions (the seen ones); with
-    `mesh` the buffer split along B as the learner's sampler takes it."""
+    settled), as many among those the chunk before settled (written in the `chunk_steps` moves
+    before the last chunk's, settled before it: the learner has had them for one iteration) and
+    as many among the buffer's other settled positions (the seen ones); with `mesh` the buffer
+    split along B as the learner's sampler takes it."""
 
     def draw(buffer, key, among, axis_name=None):
         return replay.sample(buffer, key, batch_size, axis_name, among=among)
@@ -217,12 +221,16 @@ def make_heldout(net, batch_size: int, mesh: Mesh | None = None) -> Callable:
         )
 
     def heldout(variables, buffer, fresh, key):
-        k_fresh, k_seen = jax.random.split(key)
+        k_fresh, k_seen, k_prev = jax.random.split(key, 3)
         seen = buffer.ready & ~fresh
-        value, policy = training.inference_losses(net, variables, draw(buffer, k_fresh, fresh))
-        seen_value, seen_policy = training.inference_losses(
-            net, variables, draw(buffer, k_seen, seen)
-        )
+        # rows the chunk before wrote; the last chunk's ready ones are all fresh
+        prev = seen & (buffer.row_step >= buffer.step - 2 * chunk_steps)[:, None]
+
+        def losses(k, among):
+            return training.inference_losses(net, variables, draw(buffer, k, among))
+
+        (value, policy), (seen_value, seen_policy) = losses(k_fresh, fresh), losses(k_seen, seen)
+        prev_value, prev_policy = losses(k_prev, prev)
         return HeldOut(
             positions=jnp.sum(fresh & buffer.ready, dtype=jnp.int32),
             seen_positions=jnp.sum(seen, dtype=jnp.int32),
@@ -230,6 +238,9 @@ def make_heldout(net, batch_size: int, mesh: Mesh | None = None) -> Callable:
             policy=policy,
             seen_value=seen_value,
             seen_policy=seen_policy,
+            prev_positions=jnp.sum(prev, dtype=jnp.int32),
+            prev_value=prev_value,
+            prev_policy=prev_policy,
         )
 
     return heldout
@@ -289,7 +300,9 @@ def make_iteration(
         return states, buffer, summarise(traj)._replace(fresh=replay.settled_since(before, buffer))
 
     devices = parallel.num_devices(mesh)  # each draws its share of the sample
-    heldout = make_heldout(net, math.ceil(HELDOUT_POSITIONS / devices) * devices, mesh)
+    heldout = make_heldout(
+        net, math.ceil(HELDOUT_POSITIONS / devices) * devices, mesh, chunk_steps=steps
+    )
 
     def stats(summary, buffer, run):
         key = _iteration_keys(run, run.iteration + 1)[3]
@@ -788,6 +801,10 @@ def _play_values(played: PlayStats, positions: int, seconds: float, devices: int
         if int(held.seen_positions) > 0:
             values["heldout/seen_value"] = float(held.seen_value)
             values["heldout/seen_policy"] = float(held.seen_policy)
+        values["heldout/prev_positions"] = int(held.prev_positions)
+        if int(held.prev_positions) > 0:
+            values["heldout/prev_value"] = float(held.prev_value)
+            values["heldout/prev_policy"] = float(held.prev_policy)
     return values
 
 

@@ -41,7 +41,13 @@ class HeldOut(NamedTuple):
     positions. A held-out loss well above the seen one is a network fitting its replay window
     rather than the game, or play that has moved on from the games it learnt from (KataGo logs
     a validation loss for the same reason). A sample's losses where there are no such positions
-    mean nothing: `positions` and `seen_positions` say how many there were."""
+    mean nothing: `positions` and `seen_positions` say how many there were.
+
+    The positions the chunk before settled (`prev_...`, among the seen ones) help tell the two
+    apart: the learner has had them for one iteration's training, in which it draws a position
+    `train_steps * train_batch_size / positions in the window` times on average (7,680 / 35,000,
+    about 0.2, on 6x6 Hex's CPU recipe), so most were never drawn. A gap they have closed is the
+    network catching up with new play; one they keep is the network fitting what it drew."""
 
     positions: jax.Array  # int32[], positions the chunk settled
     seen_positions: jax.Array  # int32[], positions with a known outcome before the chunk
@@ -49,6 +55,9 @@ class HeldOut(NamedTuple):
     policy: jax.Array  # float32[], the policy term on the same sample
     seen_value: jax.Array  # float32[], the value term on a sample of the seen positions
     seen_policy: jax.Array  # float32[], the policy term on that sample
+    prev_positions: jax.Array  # int32[], positions the chunk before settled
+    prev_value: jax.Array  # float32[], the value term on a sample of those
+    prev_policy: jax.Array  # float32[], the policy term on the same sample
 
 
 def observation_hashes(obs: jax.Array, batch_dims: int = 1) -> jax.Array:

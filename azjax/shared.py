@@ -274,6 +274,7 @@ def _combine_heldout(held: list[HeldOut]) -> HeldOut:
         return jnp.sum(jnp.where(has, jnp.stack(losses), 0.0)) / jnp.maximum(jnp.sum(has), 1)
 
     new, seen = [h.positions for h in held], [h.seen_positions for h in held]
+    prev = [h.prev_positions for h in held]
     return HeldOut(
         positions=sum(new),
         seen_positions=sum(seen),
@@ -281,6 +282,9 @@ def _combine_heldout(held: list[HeldOut]) -> HeldOut:
         policy=mean([h.policy for h in held], new),
         seen_value=mean([h.seen_value for h in held], seen),
         seen_policy=mean([h.seen_policy for h in held], seen),
+        prev_positions=sum(prev),
+        prev_value=mean([h.prev_value for h in held], prev),
+        prev_policy=mean([h.prev_policy for h in held], prev),
     )
 
 

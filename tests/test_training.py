@@ -58,6 +58,10 @@ def test_a_run_writes_metrics_checkpoints_and_summary(run):
         assert r["heldout/positions"] > 0
         assert np.isfinite([r["heldout/value"], r["heldout/policy"]]).all()
     assert np.isfinite([rows[-1]["heldout/seen_value"], rows[-1]["heldout/seen_policy"]]).all()
+    # and on those the chunk before settled: none before the second iteration
+    assert rows[0]["heldout/prev_positions"] == 0 and "heldout/prev_value" not in rows[0]
+    assert rows[-1]["heldout/prev_positions"] > 0
+    assert np.isfinite([rows[-1]["heldout/prev_value"], rows[-1]["heldout/prev_policy"]]).all()
     config = cfg.Config.from_json(open(os.path.join(run, "config.json")).read())
     assert all(r["train/learning_rate"] == pytest.approx(config.learning_rate) for r in rows)
     for name in ("mcts", "previous"):  # the score is what the W/D/L of its 4 games make
@@ -405,32 +409,46 @@ def _tictactoe_learner(overrides: dict):
     return net, variables, opt, training.init_train_state(variables, opt)
 
 
-def test_heldout_losses_judge_the_network_on_settled_and_seen_positions_apart():
+def test_heldout_losses_judge_the_network_on_settled_previous_and_seen_positions_apart():
     from azjax import replay
 
     net, variables, _, _ = _tictactoe_learner({})
-    obs = (jax.random.uniform(jax.random.PRNGKey(2), (2, 1, 3, 3, 3)) < 0.4).astype(jnp.float32)
-    returns = jnp.zeros((2, 1, 2)).at[1, 0].set(jnp.array([1.0, -1.0]))  # player 0 wins at t=1
-    traj = replay.Trajectory(
-        obs=obs,
-        policy=jax.nn.one_hot(jnp.array([[4], [0]]), 9),
-        player=jnp.array([[0], [1]], jnp.int32),
-        done=jnp.array([[False], [True]]),
-        returns=returns,
-    )
-    buffer = replay.add(replay.init(4, 1, (3, 3, 3), 9), traj)
-    fresh = jnp.zeros((4, 1), bool).at[0, 0].set(True)  # t=0 held out, t=1 seen
-    held = jax.jit(loop.make_heldout(net, 8))(variables, buffer, fresh, jax.random.PRNGKey(3))
-    assert (int(held.positions), int(held.seen_positions)) == (1, 1)
-    for t, value, policy in ((0, held.value, held.policy), (1, held.seen_value, held.seen_policy)):
-        one = Batch(obs[t], traj.policy[t], jnp.array([1.0 if t == 0 else -1.0]))
-        expected = training.inference_losses(net, variables, one)
+    obs = (jax.random.uniform(jax.random.PRNGKey(2), (3, 3, 3, 3)) < 0.4).astype(jnp.float32)
+    winner = jnp.array([1.0, -1.0, 1.0])  # player 0's return in each one-move game
+
+    def chunk(t):  # one move, which ends its game: settled by the chunk that played it
+        returns = jnp.stack([winner[t], -winner[t]]).reshape(1, 1, 2)
+        return replay.Trajectory(
+            obs=obs[t][None, None],
+            policy=jax.nn.one_hot(jnp.array([[t]]), 9),
+            player=jnp.zeros((1, 1), jnp.int32),
+            done=jnp.ones((1, 1), bool),
+            returns=returns,
+        )
+
+    before = replay.add(replay.add(replay.init(4, 1, (3, 3, 3), 9), chunk(0)), chunk(1))
+    buffer = replay.add(before, chunk(2))
+    fresh = replay.settled_since(before, buffer)  # the last chunk's; the one before: chunk 1
+    heldout = jax.jit(loop.make_heldout(net, 8, chunk_steps=1))
+    held = heldout(variables, buffer, fresh, jax.random.PRNGKey(3))
+    counts = (held.positions, held.seen_positions, held.prev_positions)
+    assert tuple(map(int, counts)) == (1, 2, 1)
+
+    def one(t):  # position t alone, with its targets
+        return Batch(obs[t][None], jax.nn.one_hot(jnp.array([t]), 9), winner[t][None])
+
+    for t, value, policy in ((2, held.value, held.policy), (1, held.prev_value, held.prev_policy)):
+        expected = training.inference_losses(net, variables, one(t))
         np.testing.assert_allclose([float(value), float(policy)], expected, rtol=1e-5)
         # by hand: the squared error of the inference value, the policy's cross-entropy
-        logits, v = network.make_apply(net, fold=False)(variables, obs[t])
-        np.testing.assert_allclose(float(value), (float(one.value[0]) - float(v[0])) ** 2, 1e-5)
-        ce = -jax.nn.log_softmax(logits[0])[int(jnp.argmax(one.policy[0]))]
+        logits, v = network.make_apply(net, fold=False)(variables, obs[t][None])
+        np.testing.assert_allclose(float(value), (float(winner[t]) - float(v[0])) ** 2, 1e-5)
+        ce = -jax.nn.log_softmax(logits[0])[t]
         np.testing.assert_allclose(float(policy), float(ce), rtol=1e-5)
+    # the seen sample draws among chunks 0 and 1: each loss lies between theirs
+    apart = np.array([training.inference_losses(net, variables, one(t)) for t in (0, 1)])
+    seen = np.array([float(held.seen_value), float(held.seen_policy)])
+    assert (apart.min(0) - 1e-5 <= seen).all() and (seen <= apart.max(0) + 1e-5).all()
 
 
 def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
