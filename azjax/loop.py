@@ -202,12 +202,11 @@ HELDOUT_POSITIONS = 1024
 
 
 def make_heldout(net, batch_size: int, mesh: Mesh | None = None, *, chunk_steps: int) -> Callable:
-    """heldout(variables, buffer, fresh bool[R, B], key) -> `HeldOut`: the network's inference
-    losses on `batch_size` positions drawn among `fresh` (those the last self-play chunk
-    settled), as many among those the chunk before settled (written in the `chunk_steps` moves
-    before the last chunk's, settled before it: the learner has had them for one iteration) and
-    as many among the buffer's other settled positions (the seen ones); with `mesh` the buffer
-    split along B as the learner's sampler takes it."""
+    """heldout(variables, buffer, key) -> `HeldOut`: the network's inference losses on
+    `batch_size` positions drawn among those the last self-play chunk (`chunk_steps` moves)
+    settled, as many among those the chunk before settled and as many among the buffer's other
+    settled positions (the seen ones); with `mesh` the buffer split along B as the learner's
+    sampler takes it."""
 
     def draw(buffer, key, among, axis_name=None):
         return replay.sample(buffer, key, batch_size, axis_name, among=among)
@@ -220,11 +219,12 @@ def make_heldout(net, batch_size: int, mesh: Mesh | None = None, *, chunk_steps:
             out_specs=P(parallel.AXIS),
         )
 
-    def heldout(variables, buffer, fresh, key):
+    def heldout(variables, buffer, key):
         k_fresh, k_seen, k_prev = jax.random.split(key, 3)
+        last = buffer.step - chunk_steps  # the last chunk's first step
+        fresh = replay.settled_between(buffer, last, buffer.step)
+        prev = replay.settled_between(buffer, last - chunk_steps, last)
         seen = buffer.ready & ~fresh
-        # rows the chunk before wrote; the last chunk's ready ones are all fresh
-        prev = seen & (buffer.row_step >= buffer.step - 2 * chunk_steps)[:, None]
 
         def losses(k, among):
             return training.inference_losses(net, variables, draw(buffer, k, among))
@@ -232,7 +232,7 @@ def make_heldout(net, batch_size: int, mesh: Mesh | None = None, *, chunk_steps:
         (value, policy), (seen_value, seen_policy) = losses(k_fresh, fresh), losses(k_seen, seen)
         prev_value, prev_policy = losses(k_prev, prev)
         return HeldOut(
-            positions=jnp.sum(fresh & buffer.ready, dtype=jnp.int32),
+            positions=jnp.sum(fresh, dtype=jnp.int32),
             seen_positions=jnp.sum(seen, dtype=jnp.int32),
             value=value,
             policy=policy,
@@ -285,7 +285,7 @@ def make_iteration(
     games_sh = parallel.sharding(mesh, P(parallel.AXIS))
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
     summary_sh = parallel.shardings(
-        mesh, PlaySummary(P(parallel.AXIS), *[P(None, parallel.AXIS)] * 4)
+        mesh, PlaySummary(P(parallel.AXIS), *[P(None, parallel.AXIS)] * 3)
     )
 
     selfplay = config_selfplay(config, game, make_apply(net), steps, mesh, on_move=on_move)
@@ -293,11 +293,10 @@ def make_iteration(
     def play(run, states, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]
         states, traj = selfplay(gating.selfplay_variables(run), k_play, states)
-        before = buffer
         buffer = replay.add(
             buffer, traj, value_mix=config.value_target_mix, value_lambda=config.value_lambda
         )
-        return states, buffer, summarise(traj)._replace(fresh=replay.settled_since(before, buffer))
+        return states, buffer, summarise(traj)
 
     devices = parallel.num_devices(mesh)  # each draws its share of the sample
     heldout = make_heldout(
@@ -306,7 +305,7 @@ def make_iteration(
 
     def stats(summary, buffer, run):
         key = _iteration_keys(run, run.iteration + 1)[3]
-        measured = heldout(run.train.variables, buffer, summary.fresh, key)
+        measured = heldout(run.train.variables, buffer, key)
         return play_stats(summary, buffer, measured)
 
     learner = training.make_learner(

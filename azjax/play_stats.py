@@ -84,7 +84,6 @@ class PlaySummary(NamedTuple):
     ply: jax.Array  # int32[T, B], the ply of each position played
     hashes: jax.Array  # uint32[T, B], `observation_hashes` of each position played
     outcomes: jax.Array  # int32[3, B]: finished games won by the first player, drawn, lost
-    fresh: jax.Array | None = None  # bool[R, B]: the replay's positions the chunk settled
 
 
 def summarise(traj) -> PlaySummary:

@@ -30,7 +30,9 @@ position's target by the root values they change, not by the whole outcome. Comp
 an entry's `value` accumulates the first sum as its game goes on (each new position adds its
 term to the earlier entries of its column) and settling adds l^(T-t) z_t; no further array.
 
-Observations are stored as uint8 (the planes are 0/1), policies as float32.
+Observations are stored as uint8 (the planes are 0/1), policies as float32. Each position keeps
+the global step whose move settled its target (`settled`, -1 until then): the positions of the
+games a given chunk ended are `settled_between` its first step and the next chunk's.
 
 Ownership targets (`init(..., ownership=True)`, KataGo's auxiliary target): who holds each cell
 at the end of the position's game, +1 the mover, -1 the opponent, 0 empty, in the mover's network
@@ -79,6 +81,7 @@ class Buffer:
     value: jax.Array  # float32[R, B], value target for the mover once known (see module doc)
     ready: jax.Array  # bool[R, B], outcome known (samplable)
     row_step: jax.Array  # int32[R], global step that last wrote the row (-1: never)
+    settled: jax.Array  # int32[R, B], global step whose move settled the target (-1: not yet)
     episode_start: jax.Array  # int32[B], global step of the current game's first position
     step: jax.Array  # int32[], global steps written so far
     ownership: jax.Array | None = None  # int8[R, B, H*W] once known (module doc), or None
@@ -148,6 +151,7 @@ def init(
         value=jnp.zeros((rows, batch_games), jnp.float32),
         ready=jnp.zeros((rows, batch_games), bool),
         row_step=jnp.full((rows,), -1, jnp.int32),
+        settled=jnp.full((rows, batch_games), -1, jnp.int32),
         episode_start=jnp.zeros((batch_games,), jnp.int32),
         step=jnp.int32(0),
         ownership=jnp.zeros((rows, batch_games, cells), jnp.int8) if ownership else None,
@@ -166,6 +170,7 @@ def partition_specs(axis: str) -> Buffer:
         value=column,
         ready=column,
         row_step=P(),
+        settled=column,
         episode_start=P(axis),
         step=P(),
         ownership=column,  # matches nothing in a buffer without it
@@ -212,6 +217,9 @@ def add_step(
         policy=jax.lax.dynamic_update_index_in_dim(buffer.policy, policy, r, 0),
         player=jax.lax.dynamic_update_index_in_dim(buffer.player, player.astype(jnp.int8), r, 0),
         ready=jax.lax.dynamic_update_index_in_dim(buffer.ready, jnp.zeros_like(done), r, 0),
+        settled=jax.lax.dynamic_update_index_in_dim(
+            buffer.settled, jnp.full(done.shape, -1, jnp.int32), r, 0
+        ),
         row_step=row_step,
     )
     if buffer.surprise is not None:
@@ -250,6 +258,7 @@ def add_step(
     return buffer.replace(
         value=jnp.where(settle, outcome, buffer.value),
         ready=buffer.ready | settle,
+        settled=jnp.where(settle, buffer.step, buffer.settled),
         episode_start=jnp.where(done, buffer.step + 1, buffer.episode_start),
         step=buffer.step + 1,
     )
@@ -321,12 +330,11 @@ def add(
     return buffer
 
 
-def settled_since(before: Buffer, after: Buffer) -> jax.Array:
-    """bool[R, B]: the positions of `after` (`before` with chunks added) whose outcome became
-    known since `before`: not settled then, or written since (a row the ring has reused holds
-    a new position, whatever its old one was)."""
-    written = after.row_step >= before.step  # [R]
-    return after.ready & (~before.ready | written[:, None])
+def settled_between(buffer: Buffer, start, stop) -> jax.Array:
+    """bool[R, B]: the positions whose outcome became known at a global step in [start, stop):
+    with start and stop a chunk's first step and the next chunk's, the positions of the games
+    that ended in that chunk, wherever their first moves were written."""
+    return buffer.ready & (buffer.settled >= start) & (buffer.settled < stop)
 
 
 def num_ready(buffer: Buffer) -> jax.Array:

@@ -86,21 +86,31 @@ def test_sample_among_a_subset_of_the_settled_positions():
     assert drawn == {(1.0, 0.0), (2.0, 1.0)}
 
 
-def test_settled_since_counts_new_positions_in_rows_the_ring_reused():
-    # 3 rows, 1 slot: a game of 3 moves fills the ring and settles; the next, of 2 moves,
-    # overwrites rows 0 and 1 and settles there too: those 2 are new, row 2 is the old game's
+def test_settled_between_counts_new_positions_in_rows_the_ring_reused():
+    # 3 rows, 1 slot: a game of 3 moves fills the ring and settles at step 2; the next, of 2
+    # moves, overwrites rows 0 and 1 and settles there at step 4: those 2 are new, row 2 is the
+    # old game's
     done = np.array([[0], [0], [1]], bool)
     returns = np.zeros((3, 1, 2))
     returns[2, 0] = [1, -1]
     players = np.array([[0], [1], [0]], np.int32)
     first = replay.add(replay.init(3, 1, (1, 1, 1), 3), _traj(done, returns, players))
-    np.testing.assert_array_equal(replay.settled_since(replay.init(3, 1, (1, 1, 1), 3), first), 1)
+    np.testing.assert_array_equal(first.settled[:, 0], [2, 2, 2])
+    np.testing.assert_array_equal(replay.settled_between(first, 0, 3), 1)
+    # a chunk of the last move alone settles the game's earlier positions too
+    np.testing.assert_array_equal(replay.settled_between(first, 2, 3), 1)
+    np.testing.assert_array_equal(replay.settled_between(first, 0, 2), 0)
     second = replay.add(first, _traj(done[1:], returns[1:], players[1:]))
     assert second.ready.all()
-    np.testing.assert_array_equal(replay.settled_since(first, second)[:, 0], [1, 1, 0])
-    # a chunk that settles nothing new
+    np.testing.assert_array_equal(second.settled[:, 0], [4, 4, 2])
+    np.testing.assert_array_equal(replay.settled_between(second, 3, 5)[:, 0], [1, 1, 0])
+    np.testing.assert_array_equal(replay.settled_between(second, 0, 3)[:, 0], [0, 0, 1])
+    # a chunk that settles nothing new, and writes over a settled row: not settled until its
+    # game ends
     third = replay.add(second, _traj(np.zeros((1, 1), bool), np.zeros((1, 1, 2)), players[:1]))
-    np.testing.assert_array_equal(replay.settled_since(second, third), 0)
+    np.testing.assert_array_equal(replay.settled_between(third, 5, 6), 0)
+    np.testing.assert_array_equal(third.settled[:, 0], [4, 4, -1])
+    np.testing.assert_array_equal(replay.settled_between(third, 0, 6)[:, 0], [1, 1, 0])
 
 
 def _won_in_three(q):

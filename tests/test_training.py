@@ -426,11 +426,11 @@ def test_heldout_losses_judge_the_network_on_settled_previous_and_seen_positions
             returns=returns,
         )
 
-    before = replay.add(replay.add(replay.init(4, 1, (3, 3, 3), 9), chunk(0)), chunk(1))
-    buffer = replay.add(before, chunk(2))
-    fresh = replay.settled_since(before, buffer)  # the last chunk's; the one before: chunk 1
+    buffer = replay.init(4, 1, (3, 3, 3), 9)
+    for t in range(3):  # the last chunk's position is held out; the one before: chunk 1
+        buffer = replay.add(buffer, chunk(t))
     heldout = jax.jit(loop.make_heldout(net, 8, chunk_steps=1))
-    held = heldout(variables, buffer, fresh, jax.random.PRNGKey(3))
+    held = heldout(variables, buffer, jax.random.PRNGKey(3))
     counts = (held.positions, held.seen_positions, held.prev_positions)
     assert tuple(map(int, counts)) == (1, 2, 1)
 
