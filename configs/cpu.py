@@ -34,7 +34,9 @@ CPU_SCALE = dict(
 # restarts on 6×6 Hex"). Gumbel's root considering 8 moves, not 16, erred less on the set over
 # four seeds at 20 minutes (0.0096 against 0.0114, z about -2.2) but was level head to head (121 -
 # 119), and level over an hour (session 93: 0.904 against 0.913 vs MCTSBot-10,000, 5 against 8
-# errors of the set): not adopted ("The Hex hour with Gumbel considering 8 moves").
+# errors of the set): not adopted ("The Hex hour with Gumbel considering 8 moves"). A value term
+# weighted 0.5 and a window of 2,000 games were level with the recipe on the set (0.0080 and 0.0093
+# against 0.0091, two seeds) and changed no held-out loss (session 101: "The Hex gap").
 # Hex trains on a random symmetry (180 degrees) of each sampled position: +120 Elo at 6 minutes, two
 # seeds (docs/strength.md, "Recipes side by side"). On 6x6 Othello the 8 symmetries gained +64 Elo
 # at 6 minutes (two seeds) and random openings nothing measurable there (for an hour they did:
