@@ -79,7 +79,6 @@ class Buffer:
     policy: jax.Array  # float32[R, B, A], search policy in the network's frame
     player: jax.Array  # int8[R, B], mover of the position
     value: jax.Array  # float32[R, B], value target for the mover once known (see module doc)
-    ready: jax.Array  # bool[R, B], outcome known (samplable)
     row_step: jax.Array  # int32[R], global step that last wrote the row (-1: never)
     settled: jax.Array  # int32[R, B], global step whose move settled the target (-1: not yet)
     episode_start: jax.Array  # int32[B], global step of the current game's first position
@@ -87,6 +86,11 @@ class Buffer:
     ownership: jax.Array | None = None  # int8[R, B, H*W] once known (module doc), or None
     surprise: jax.Array | None = None  # float32[R, B], KL(policy || prior) (module doc), or None
     last: jax.Array | None = None  # bool[R, B], the position's move ended its game, or None
+
+    @property
+    def ready(self) -> jax.Array:
+        """bool[R, B]: the outcome is known (the position can be sampled)."""
+        return self.settled >= 0
 
 
 # tickets for a sampling weight of 1 under surprise weighting: a weight is drawn to within 1/32
@@ -149,7 +153,6 @@ def init(
         policy=jnp.zeros((rows, batch_games, num_actions), jnp.float32),
         player=jnp.zeros((rows, batch_games), jnp.int8),
         value=jnp.zeros((rows, batch_games), jnp.float32),
-        ready=jnp.zeros((rows, batch_games), bool),
         row_step=jnp.full((rows,), -1, jnp.int32),
         settled=jnp.full((rows, batch_games), -1, jnp.int32),
         episode_start=jnp.zeros((batch_games,), jnp.int32),
@@ -168,7 +171,6 @@ def partition_specs(axis: str) -> Buffer:
         policy=column,
         player=column,
         value=column,
-        ready=column,
         row_step=P(),
         settled=column,
         episode_start=P(axis),
@@ -201,7 +203,7 @@ def add_step(
     positions' `surprise` (float32[B])."""
     mixed = _check_mix(value_mix, root_value)
     bootstrapped = _check_lambda(value_lambda, value_mix, root_value)
-    rows = buffer.ready.shape[0]
+    rows = buffer.settled.shape[0]
     r = buffer.step % rows
     row_step = buffer.row_step.at[r].set(buffer.step)
     obs8 = obs.astype(jnp.uint8)
@@ -216,7 +218,6 @@ def add_step(
         obs=jax.lax.dynamic_update_index_in_dim(buffer.obs, obs8, r, 0),
         policy=jax.lax.dynamic_update_index_in_dim(buffer.policy, policy, r, 0),
         player=jax.lax.dynamic_update_index_in_dim(buffer.player, player.astype(jnp.int8), r, 0),
-        ready=jax.lax.dynamic_update_index_in_dim(buffer.ready, jnp.zeros_like(done), r, 0),
         settled=jax.lax.dynamic_update_index_in_dim(
             buffer.settled, jnp.full(done.shape, -1, jnp.int32), r, 0
         ),
@@ -257,7 +258,6 @@ def add_step(
         buffer = buffer.replace(ownership=jnp.where(settle[..., None], held, buffer.ownership))
     return buffer.replace(
         value=jnp.where(settle, outcome, buffer.value),
-        ready=buffer.ready | settle,
         settled=jnp.where(settle, buffer.step, buffer.settled),
         episode_start=jnp.where(done, buffer.step + 1, buffer.episode_start),
         step=buffer.step + 1,
@@ -334,7 +334,7 @@ def settled_between(buffer: Buffer, start, stop) -> jax.Array:
     """bool[R, B]: the positions whose outcome became known at a global step in [start, stop):
     with start and stop a chunk's first step and the next chunk's, the positions of the games
     that ended in that chunk, wherever their first moves were written."""
-    return buffer.ready & (buffer.settled >= start) & (buffer.settled < stop)
+    return (buffer.settled >= jnp.maximum(start, 0)) & (buffer.settled < stop)
 
 
 def num_ready(buffer: Buffer) -> jax.Array:

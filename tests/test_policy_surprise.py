@@ -36,7 +36,7 @@ def _buffer(surprise, ready):
     return buf.replace(
         policy=jnp.asarray(tag),
         surprise=jnp.asarray(surprise, jnp.float32)[:, None],
-        ready=jnp.asarray(ready)[:, None],
+        settled=jnp.where(jnp.asarray(ready), 0, -1).astype(jnp.int32)[:, None],
     )
 
 
@@ -62,7 +62,7 @@ def test_the_replays_mean_surprise_counts_the_ready_positions_only():
     ready = np.array([True, True, True, True, False])
     buf = _buffer(np.array([0.0, 1.0, 3.0, 0.0, 9.0]), ready)
     assert float(replay.mean_surprise(buf)) == pytest.approx(1.0)
-    assert float(replay.mean_surprise(buf.replace(ready=jnp.zeros_like(buf.ready)))) == 0.0
+    assert float(replay.mean_surprise(buf.replace(settled=jnp.full_like(buf.settled, -1)))) == 0.0
 
 
 def test_sampling_is_uniform_without_surprise_or_weighting():

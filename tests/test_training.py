@@ -556,8 +556,10 @@ def test_the_learner_computes_what_one_rolled_scan_computes(learner_setup, per_c
     got_state, got_losses = training.learn(
         learner, jax.jit(learner.chunk, donate_argnums=0), state, buffer, key
     )
-    chex.assert_trees_all_close(got_state, want_state, rtol=1e-5, atol=1e-6)
-    chex.assert_trees_all_close(got_losses, want_losses, rtol=1e-5, atol=1e-6)
+    # the same samples and steps; XLA may fuse (and so round) the two programs differently: 12
+    # Adam steps at rate 0.01 have left parameters 4e-5 apart (relative) under one such fusion
+    chex.assert_trees_all_close(got_state, want_state, rtol=1e-4, atol=1e-6)
+    chex.assert_trees_all_close(got_losses, want_losses, rtol=1e-4, atol=1e-6)
     assert int(got_state.step) == 12
 
 
