@@ -240,6 +240,8 @@ def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
         ("exit_expert", ["--workdir=x", "--prior_weight=-1"], "--prior_weight must be >= 0"),
         ("final_move", ["ckpt:x", "--seed=-1"], "--seed: must be in [0, 4294967295], got -1"),
         ("recipes", ["--seed=x"], "--seed: expected a whole number, got 'x'"),
+        ("decided", ["x", "--batch=0"], "--batch must be at least 1, got 0"),
+        ("decided", ["x", "--rounds=-2"], "--rounds must be at least 1, got -2"),
         ("openings_curve", ["--workdir=x", "--opponent=random", "--every=0"], "--every must"),
         ("openings_curve", ["--workdir=x", "--opponent=random", "--empty_games=3"], "got 3"),
         ("shared", ["--eps=2"], "--eps (the share of random moves) must be in [0, 1], got 2.0"),
