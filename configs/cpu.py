@@ -36,7 +36,11 @@ CPU_SCALE = dict(
 # 119), and level over an hour (session 93: 0.904 against 0.913 vs MCTSBot-10,000, 5 against 8
 # errors of the set): not adopted ("The Hex hour with Gumbel considering 8 moves"). A value term
 # weighted 0.5 and a window of 2,000 games were level with the recipe on the set (0.0080 and 0.0093
-# against 0.0091, two seeds) and changed no held-out loss (session 101: "The Hex gap").
+# against 0.0091, two seeds) and changed no held-out loss (session 101: "The Hex gap"); so were
+# policy surprise weighting at 0.5 and the root value mixed into the value target at 0.5 (0.0088
+# and 0.0101 against 0.0089; session 102). Hex's self-play does not resign: a trained network knows
+# the winner at the first searched move, and resigning there would cut 65 - 88% of the moves
+# (`experiments.decided`; docs/strength.md, "Resignation").
 # Hex trains on a random symmetry (180 degrees) of each sampled position: +120 Elo at 6 minutes, two
 # seeds (docs/strength.md, "Recipes side by side"). On 6x6 Othello the 8 symmetries gained +64 Elo
 # at 6 minutes (two seeds) and random openings nothing measurable there (for an hour they did:
