@@ -12,7 +12,8 @@ length) without resigning, and for each finished game finds the first recorded m
 value is below -t for the player to move. Printed per threshold: the share of games where that
 happens, the share of those the mover did not go on to lose (won or drawn: a wrong
 resignation), the moves after it (what resigning there saves, as a share of all the moves
-played), and the median move of the game where it happens.
+played), and the median move of the game where it happens; then the lowest of the thresholds
+that AlphaZero's rule would accept (`WRONG_LIMIT`: under 5% of its resignations wrong).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from azjax.loop import config_selfplay
 from azjax.network import make_apply, make_network
 from azjax.selfplay import init_states
 from experiments.common import parse_floats
+
+WRONG_LIMIT = 0.05  # AlphaZero's: resignations wrong in under 5% of the games played out
 
 
 class Game(NamedTuple):
@@ -89,6 +92,13 @@ def resignation(games: list[Game], threshold: float) -> Resignation:
     )
 
 
+def accepted(rows: list[Resignation], limit: float = WRONG_LIMIT) -> Resignation | None:
+    """The row of the lowest threshold whose resignations are wrong in under `limit` of the
+    games where they happen (a threshold no game reaches has none wrong); None if there is none."""
+    ok = [r for r in rows if r.wrong < limit * r.resigned or r.resigned == 0]
+    return min(ok, key=lambda r: r.threshold, default=None)
+
+
 def play(location: str, *, batch: int, rounds: int, seed: int):
     """(config, [T, B] root values, movers, done, returns [T, B, 2]) of `rounds` chunks of the
     self-play of the network at `location` (RUN[@STEP], `checkpoint.parse_location`; the latest
@@ -143,12 +153,20 @@ def main(argv=None) -> int:
     )
     print("| t | games resigned | wrong | moves saved | median move of resigning |")
     print("| --: | --: | --: | --: | --: |")
-    for t in thresholds:
-        r = resignation(games, t)
+    rows = [resignation(games, t) for t in thresholds]
+    for r in rows:
         wrong = r.wrong / r.resigned if r.resigned else 0.0
         print(
-            f"| {t:g} | {r.resigned / r.games:.3f} | {wrong:.3f} ({r.wrong}) | "
+            f"| {r.threshold:g} | {r.resigned / r.games:.3f} | {wrong:.3f} ({r.wrong}) | "
             f"{r.saved / r.moves:.3f} | {r.median_move:g} |"
+        )
+    best = accepted(rows)
+    if best is None:
+        print(f"no threshold given has under {WRONG_LIMIT:.0%} of its resignations wrong")
+    else:
+        print(
+            f"AlphaZero's rule (under {WRONG_LIMIT:.0%} wrong) takes t = {best.threshold:g}: "
+            f"{best.saved / best.moves:.1%} of the moves saved"
         )
     return 0
 

@@ -43,6 +43,17 @@ def test_resignation_counts_the_moves_after_the_first_value_below_the_threshold(
     assert decided.resignation([drawn], 0.9).wrong == 1
 
 
+def test_alphazeros_rule_takes_the_lowest_threshold_with_under_5_percent_wrong():
+    def row(threshold, resigned, wrong):
+        return decided.Resignation(threshold, 100, resigned, wrong, 1000, 10, 1.0)
+
+    rows = [row(0.95, 40, 1), row(0.8, 80, 8), row(0.9, 60, 2), row(0.99, 0, 0)]
+    assert decided.accepted(rows).threshold == 0.9  # 2 of 60 wrong; 0.8's 8 of 80 is 10%
+    assert decided.accepted([row(0.8, 20, 1)]) is None  # exactly 5% is not under it
+    assert decided.accepted([row(0.8, 20, 1), row(0.99, 0, 0)]).threshold == 0.99
+    assert decided.accepted([]) is None
+
+
 def test_decided_plays_a_shipped_network_and_prints_a_row_per_threshold(capsys):
     assert (
         decided.main(["pretrained/tictactoe", "--batch=8", "--rounds=2", "--thresholds=0.5,0.9"])
@@ -52,6 +63,11 @@ def test_decided_plays_a_shipped_network_and_prints_a_row_per_threshold(capsys):
     assert "pretrained/tictactoe: tictactoe" in out and "games of 8 slots ended in 18 moves" in out
     rows = [line for line in out.splitlines() if line.startswith("| 0.")]
     assert [row.split(" | ")[0] for row in rows] == ["| 0.5", "| 0.9"]
+    # the rule's line names the lowest threshold whose printed share wrong is under 5%
+    wrong = {row.split(" | ")[0][2:]: float(row.split(" | ")[2].split()[0]) for row in rows}
+    ok = [t for t, share in wrong.items() if share < 0.05]
+    want = f"takes t = {min(ok, key=float)}:" if ok else "no threshold given has under 5%"
+    assert want in out.splitlines()[-1]
 
 
 @pytest.mark.parametrize(
