@@ -144,16 +144,15 @@ def main(argv=None) -> int:
     if not games:
         print(f"decided: no game ended in {value.shape[0]} moves: raise --rounds", file=sys.stderr)
         return 2
-    moves = sum(len(g.value) for g in games)
+    rows = [resignation(games, t) for t in thresholds]
     print(
         f"{args.run}: {config.game} {dict(config.game_options)}, {config.search} at "
         f"{config.num_simulations} simulations; {len(games)} games of {value.shape[1]} slots "
-        f"ended in {value.shape[0]} moves ({time.time() - start:.0f} s), {moves / len(games):.1f} "
-        "moves a game"
+        f"ended in {value.shape[0]} moves ({time.time() - start:.0f} s), "
+        f"{rows[0].moves / len(games):.1f} moves a game"
     )
     print("| t | games resigned | wrong | moves saved | median move of resigning |")
     print("| --: | --: | --: | --: | --: |")
-    rows = [resignation(games, t) for t in thresholds]
     for r in rows:
         wrong = r.wrong / r.resigned if r.resigned else 0.0
         print(
