@@ -174,6 +174,21 @@ class Config:
         low=0.0,
         high=1.0,
     )
+    resign_threshold: float = _field(
+        0.0,
+        "AlphaZero's resignation: a self-play game ends, the mover losing, where the search's "
+        "root value for the mover falls below -t (0: never; 0.9 = a root value below -0.9; "
+        "`python -m experiments.decided` measures how often a threshold would err)",
+        low=0.0,
+        high=0.999,
+    )
+    resign_playout: float = _field(
+        0.1,
+        "with resign_threshold > 0, the share of self-play's game slots whose games never "
+        "resign and are played out (AlphaZero's tenth)",
+        low=0.0,
+        high=1.0,
+    )
     full_search_prob: float = _field(
         1.0,
         "playout cap randomisation (KataGo): the probability that a move is searched with "
@@ -690,6 +705,11 @@ def validate(config: Config) -> Config:
         raise ValueError(
             "net_symmetries needs algorithm=alphazero on one game (not Expert Iteration's expert "
             "or shared learning)"
+        )
+    if config.resign_threshold and config.algorithm != "alphazero":
+        raise ValueError(
+            "resign_threshold needs algorithm=alphazero (Expert Iteration's apprentice games "
+            "are played out)"
         )
     if config.decisive_moves and config.algorithm != "alphazero":
         raise ValueError(

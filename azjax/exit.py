@@ -268,6 +268,9 @@ class ExItStats(NamedTuple):
     surprise: None = None  # the loop's PlayStats field: an ExIt run keeps no policy surprises
     outcomes: None = None  # the loop's PlayStats field: ExIt's rounds are not counted by result
     heldout: None = None  # the loop's PlayStats field: ExIt's datasets are not split by it
+    resigned: None = None  # the loop's PlayStats field: ExIt's apprentice games never resign
+    resign_checked: None = None
+    resign_wrong: None = None
 
     def metrics(self) -> dict[str, float]:
         """The ExIt metrics the loop logs beside its own."""

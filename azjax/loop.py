@@ -105,7 +105,7 @@ from azjax.play_stats import (
     summarise,
 )
 from azjax.search import SearchSpec
-from azjax.selfplay import init_states, make_selfplay
+from azjax.selfplay import check_resignations, init_states, make_selfplay
 from azjax.training import Losses
 
 
@@ -119,8 +119,9 @@ def config_selfplay(
     on_move: Callable | None = None,
 ) -> Callable:
     """`make_selfplay` as `config` plays it (its search with root noise, sampled plies, openings,
-    branches, policy target, playout caps, ownership and policy surprise), `steps` moves a call
-    with the network's `apply`: the training loop's self-play, and `benchmarks.network_share`'s."""
+    branches, policy target, playout caps, ownership, policy surprise and resignation), `steps`
+    moves a call with the network's `apply`: the training loop's self-play, and
+    `benchmarks.network_share`'s."""
     return make_selfplay(
         game,
         SearchSpec.from_config(config, explore=True),
@@ -135,15 +136,32 @@ def config_selfplay(
         fast_simulations=config.fast_simulations,
         ownership=config.ownership_weight > 0,
         surprise=config.policy_surprise > 0,
+        resign_threshold=config.resign_threshold,
+        resign_playout=config.resign_playout,
         on_move=on_move,
     )
+
+
+class Playing(NamedTuple):
+    """What self-play carries from one iteration to the next (`Iteration.play`'s states); a
+    session starts it afresh (`init_playing`)."""
+
+    games: Any  # the B games in play, each a game state (leading axis B)
+    # bool[B, 2]: in the game of each played-out slot, the players whose root value has fallen
+    # below the resignation threshold (`azjax.selfplay.check_resignations`; False without it)
+    resign_low: jax.Array
+
+
+def init_playing(game, batch_games: int) -> Playing:
+    """B start positions, no player yet below the resignation threshold."""
+    return Playing(init_states(game, batch_games), jnp.zeros((batch_games, 2), bool))
 
 
 class Iteration(NamedTuple):
     """The jitted pieces of a run on one mesh. None of them copies anything to the host."""
 
     init_run: Callable  # () -> RunState, replicated
-    init_states: Callable  # () -> B start states, split along B
+    init_states: Callable  # () -> `Playing`: B start states, split along B
     init_buffer: Callable  # () -> an empty replay.Buffer, split along B
     play: Callable  # (run, states, buffer) -> (states, buffer, PlayStats); donates states, buffer
     learn: Callable  # (run, buffer, lr_scale=1.0) -> (TrainState, mean Losses); donates run.train
@@ -285,18 +303,28 @@ def make_iteration(
     games_sh = parallel.sharding(mesh, P(parallel.AXIS))
     buffer_sh = parallel.shardings(mesh, replay.partition_specs(parallel.AXIS))
     summary_sh = parallel.shardings(
-        mesh, PlaySummary(P(parallel.AXIS), *[P(None, parallel.AXIS)] * 3)
+        mesh,
+        PlaySummary(P(parallel.AXIS), *[P(None, parallel.AXIS)] * 3, *[P(parallel.AXIS)] * 3),
     )
 
     selfplay = config_selfplay(config, game, make_apply(net), steps, mesh, on_move=on_move)
 
-    def play(run, states, buffer):
+    def play(run, states: Playing, buffer):
         k_play = _iteration_keys(run, run.iteration + 1)[0]
-        states, traj = selfplay(gating.selfplay_variables(run), k_play, states)
+        games, traj = selfplay(gating.selfplay_variables(run), k_play, states.games)
         buffer = replay.add(
             buffer, traj, value_mix=config.value_target_mix, value_lambda=config.value_lambda
         )
-        return states, buffer, summarise(traj)
+        if not config.resign_threshold:
+            return Playing(games, states.resign_low), buffer, summarise(traj)
+        low, checked, wrong = check_resignations(
+            states.resign_low,
+            traj,
+            config.resign_threshold,
+            config.resign_playout,
+            parallel.num_devices(mesh),
+        )
+        return Playing(games, low), buffer, summarise(traj, checked, wrong)
 
     devices = parallel.num_devices(mesh)  # each draws its share of the sample
     heldout = make_heldout(
@@ -356,7 +384,7 @@ def make_iteration(
     return Iteration(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),
         init_states=jax.jit(
-            functools.partial(init_states, game, config.batch_games), out_shardings=games_sh
+            functools.partial(init_playing, game, config.batch_games), out_shardings=games_sh
         ),
         init_buffer=jax.jit(
             functools.partial(
@@ -660,7 +688,13 @@ def _train(
                 states, buffer, played = fns.play(run, states, buffer)
                 played = parallel.fetch(played)  # the iteration's one copy before learning
                 t1 = time.time()
-                values = _play_values(played, steps * config.batch_games, t1 - t0, devices)
+                values = _play_values(
+                    played,
+                    steps * config.batch_games,
+                    t1 - t0,
+                    devices,
+                    resigning=config.resign_threshold > 0,
+                )
                 if hasattr(played, "metrics"):  # ExIt's own (azjax/exit.py)
                     values.update(played.metrics())
                 train = run.train
@@ -772,7 +806,9 @@ def _best(workdir: str) -> dict | None:
         return None
 
 
-def _play_values(played: PlayStats, positions: int, seconds: float, devices: int) -> dict[str, Any]:
+def _play_values(
+    played: PlayStats, positions: int, seconds: float, devices: int, *, resigning: bool = False
+) -> dict[str, Any]:
     values: dict[str, Any] = dict(
         games=int(played.games),
         positions=positions,
@@ -791,6 +827,11 @@ def _play_values(played: PlayStats, positions: int, seconds: float, devices: int
         first_wins, draws, _ = (int(n) for n in played.outcomes)
         values["selfplay/first_player_wins"] = first_wins / int(played.games)
         values["selfplay/draws"] = draws / int(played.games)
+    if resigning and played.resigned is not None:
+        if int(played.games) > 0:
+            values["selfplay/resigned"] = int(played.resigned) / int(played.games)
+        values["selfplay/resign_checked"] = int(played.resign_checked)
+        values["selfplay/resign_wrong"] = int(played.resign_wrong)
     held = played.heldout
     if held is not None:
         values["heldout/positions"] = int(held.positions)

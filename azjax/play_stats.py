@@ -1,6 +1,7 @@
 """What a self-play chunk played, counted on the device: games finished, positions ready in the
 replay buffer, the variety of the openings (distinct positions at VARIETY_PLIES, by a hash of
-their observations), the first player's wins, draws and losses, the replay's mean policy
+their observations), the first player's wins, draws and losses, the games resigned, the
+replay's mean policy
 surprise, and the learner's losses on positions it has never drawn (`HeldOut`). Self-play
 returns a `PlaySummary` per game, split over the devices as the games are; `play_stats` reduces
 it to the iteration's `PlayStats` (azjax/loop.py logs them as selfplay/..., heldout/...).
@@ -31,6 +32,14 @@ class PlayStats(NamedTuple):
     outcomes: jax.Array | None = None
     # the learner's losses on positions it has never drawn; None where not measured
     heldout: HeldOut | None = None
+    # int32[]: the games finished in the chunk that ended by a resignation (`azjax.selfplay`);
+    # None where self-play does not count them (ExIt)
+    resigned: jax.Array | None = None
+    # int32[]: in the played-out games the chunk finished, the players whose root value fell
+    # below the resignation threshold, and those of them that did not lose
+    # (`azjax.selfplay.check_resignations`); None as `resigned`
+    resign_checked: jax.Array | None = None
+    resign_wrong: jax.Array | None = None
 
 
 class HeldOut(NamedTuple):
@@ -84,16 +93,26 @@ class PlaySummary(NamedTuple):
     ply: jax.Array  # int32[T, B], the ply of each position played
     hashes: jax.Array  # uint32[T, B], `observation_hashes` of each position played
     outcomes: jax.Array  # int32[3, B]: finished games won by the first player, drawn, lost
+    resigned: jax.Array  # int32[B], finished games that ended by a resignation
+    resign_checked: jax.Array  # int32[B], `check_resignations`'s counts (0 without resigning)
+    resign_wrong: jax.Array  # int32[B]
 
 
-def summarise(traj) -> PlaySummary:
+def summarise(traj, checked: jax.Array | None = None, wrong: jax.Array | None = None):
+    """The chunk `traj`'s `PlaySummary`, with `azjax.selfplay.check_resignations`'s counts
+    (int32[B]) where self-play resigns."""
     first = traj.returns[..., 0]  # [T, B], player 0's final return where done
     ended = [traj.done & (first > 0), traj.done & (first == 0), traj.done & (first < 0)]
+    resigned = jnp.zeros_like(traj.done) if traj.resigned is None else traj.resigned
+    none = jnp.zeros(traj.done.shape[1], jnp.int32)
     return PlaySummary(
         jnp.sum(traj.done, axis=0, dtype=jnp.int32),
         traj.ply,
         observation_hashes(traj.obs, 2),
         jnp.stack([jnp.sum(e, axis=0, dtype=jnp.int32) for e in ended]),
+        jnp.sum(resigned, axis=0, dtype=jnp.int32),
+        none if checked is None else checked,
+        none if wrong is None else wrong,
     )
 
 
@@ -116,4 +135,7 @@ def play_stats(
         surprise=None if buffer.surprise is None else replay.mean_surprise(buffer),
         outcomes=jnp.sum(summary.outcomes, axis=1, dtype=jnp.int32),
         heldout=heldout,
+        resigned=jnp.sum(summary.resigned, dtype=jnp.int32),
+        resign_checked=jnp.sum(summary.resign_checked, dtype=jnp.int32),
+        resign_wrong=jnp.sum(summary.resign_wrong, dtype=jnp.int32),
     )

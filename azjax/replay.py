@@ -38,7 +38,9 @@ Ownership targets (`init(..., ownership=True)`, KataGo's auxiliary target): who 
 at the end of the position's game, +1 the mover, -1 the opponent, 0 empty, in the mover's network
 frame (`Game.ownership`). They are settled like the value targets: when a game ends, the
 trajectory's `ownership` of its final position (one board per player) goes to every entry of the
-game, the mover's board to each. int8; `None` in a buffer made without them.
+game, the mover's board to each. int8; `None` in a buffer made without them. A game that self-play
+resigned never reached its final board: its positions get `UNKNOWN_OWNER` in every cell, which
+the learner's ownership term leaves out (`azjax.training`).
 
 Policy surprise weighting (`init(..., surprise=True)`, KataGo's, Wu 2020 "Other Methods"): each
 position also keeps how much its search changed the network's mind, KL(search policy || network
@@ -93,6 +95,10 @@ class Buffer:
         return self.settled >= 0
 
 
+# the ownership target of a resigned game's positions (their final board was never reached): every
+# cell, outside int8's -1, 0, +1, so that the learner can leave it out
+UNKNOWN_OWNER = -128
+
 # tickets for a sampling weight of 1 under surprise weighting: a weight is drawn to within 1/32
 SURPRISE_TICKETS = 32
 # the weights average 1, so the tickets of N positions add up to at most (32 + 1/2) N: int32 holds
@@ -116,13 +122,18 @@ class Trajectory(NamedTuple):
     # float32[T, B]: KL(recorded policy || network prior) of the position; 0 where the policy is
     # empty (a fast search's). None when self-play does not record it
     surprise: jax.Array | None = None
+    # bool[T, B]: the mover resigned instead of moving (`done` too; `returns` its loss). None when
+    # self-play does not resign
+    resigned: jax.Array | None = None
 
 
 class Batch(NamedTuple):
     obs: jax.Array  # float32[N, H, W, C]
     policy: jax.Array  # float32[N, A]
     value: jax.Array  # float32[N]
-    ownership: jax.Array | None = None  # float32[N, H*W], from a buffer that keeps ownership
+    # float32[N, H*W], from a buffer that keeps ownership (UNKNOWN_OWNER in every cell of a
+    # resigned game's position)
+    ownership: jax.Array | None = None
     # float32[N, A]: the opponent's next search policy in the position's frame (all zero where
     # there is none), when `sample` is given `opponent_frames`
     opponent_policy: jax.Array | None = None

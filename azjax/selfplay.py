@@ -23,6 +23,15 @@ the branch, in the other game, keeps its own outcome).
     selfplay = make_selfplay(game, spec, apply, num_steps, sample_moves)
     states, traj = selfplay(variables, key, states)   # states: B games, traj: [T, B] Trajectory
 
+Resignation (`resign_threshold` = t > 0; AlphaZero's, Silver et al. 2017): a game ends where
+the search's root value for the mover falls below -t, the mover losing, instead of being played
+out. The games of a share `resign_playout` of the slots (the first ceil(share * B) of each
+device's) never resign, AlphaZero's played-out tenth: they keep the learner seeing endgames
+and the positions a resignation would have misjudged (`experiments.decided` measures how often
+it would err, and the training loop counts it in those games: `check_resignations`). A resigned
+game's positions get their ownership target left out of the loss
+(`replay.UNKNOWN_OWNER`): its final board was never reached.
+
 Policy surprise (`surprise=True`, for the replay's surprise weighting, `azjax.replay`): each
 move's recorded policy target is compared with the network's own prior at the root, one more
 network call on the B positions (a fast search's empty target is not, and records 0).
@@ -36,6 +45,7 @@ its device got: a run on D devices plays what D separate one-device runs with th
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -114,6 +124,8 @@ def make_selfplay(
     fast_simulations: int = 0,
     ownership: bool = False,
     surprise: bool = False,
+    resign_threshold: float = 0.0,
+    resign_playout: float = 0.1,
     on_move: Callable[[Any], None] | None = None,
 ) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
@@ -139,6 +151,10 @@ def make_selfplay(
     final board's is the ownership target of the game's positions, `replay.add`), and with
     `surprise` each position's policy surprise (float32[T, B], module doc; needs `apply`).
 
+    With `resign_threshold` = t > 0 a mover whose root value is below -t resigns, except in the
+    first ceil(`resign_playout` * B) slots (module doc); the trajectory records which moves
+    were resignations (`resigned`, bool[T, B]).
+
     `on_move(t)`, if given, is called on the host (`jax.debug.callback`) as move t (0-based) of
     the `num_steps` starts: a progress display within the iteration. With `mesh`, B is
     split along its "data" axis (states P("data"), trajectory P(None, "data"), variables and key
@@ -159,6 +175,11 @@ def make_selfplay(
         )
     if not 0.0 <= branch_prob <= 1.0:
         raise ValueError(f"branch_prob must be in [0, 1], got {branch_prob}")
+    if not 0.0 <= resign_threshold < 1.0:
+        raise ValueError(f"resign_threshold must be in [0, 1) (0: never), got {resign_threshold}")
+    if not 0.0 <= resign_playout <= 1.0:
+        raise ValueError(f"resign_playout must be in [0, 1], got {resign_playout}")
+    resigning = resign_threshold > 0
     capped = full_search_prob < 1.0
     if capped and policy_target == "improved":
         raise ValueError("policy_target=improved needs each move's tree: full_search_prob=1")
@@ -225,17 +246,28 @@ def make_selfplay(
         action = select_action(k_act, spec, out, states.num_moves < sample_moves)
         nxt = jax.vmap(game.step)(states, action)
         done = jax.vmap(game.is_terminal)(nxt)
+        player = jax.vmap(game.current_player)(states)
+        returns = jax.vmap(game.returns)(nxt)
+        owned = jax.vmap(lambda s: owners(game, s))(nxt) if ownership else None
+        resign = None
+        if resigning:
+            resign = resigns(value, resign_threshold, resign_playout) & ~done
+            returns = jnp.where(resign[:, None], resigned_returns(player, returns.dtype), returns)
+            if ownership:
+                owned = jnp.where(resign[:, None, None], jnp.int8(replay.UNKNOWN_OWNER), owned)
+            done = done | resign
         policy = target(out, action) * full  # [B, A], in the game's frame
         record = replay.Trajectory(
             obs=jax.vmap(game.observe)(states),
             policy=jax.vmap(game.actions_to_policy)(states, policy),
-            player=jax.vmap(game.current_player)(states),
+            player=player,
             done=done,
-            returns=jax.vmap(game.returns)(nxt),
+            returns=returns,
             ply=states.num_moves,
             root_value=value,
-            ownership=jax.vmap(lambda s: owners(game, s))(nxt) if ownership else None,
+            ownership=owned,
             surprise=surprise_of(variables, states, policy, full) if surprise else None,
+            resigned=resign,
         )
         if branch_prob > 0:  # (without it the keys are those of runs before the option)
             k_open, k_branch = jax.random.split(k_open)
@@ -281,6 +313,48 @@ def make_selfplay(
         out_specs=(P(AXIS), P(None, AXIS)),
         check_vma=False,
     )
+
+
+def playout_slots(batch: int, playout: float, devices: int = 1) -> jax.Array:
+    """bool[batch]: the slots whose games never resign, the first ceil(`playout` * b) of each
+    device's b = batch / `devices` (the games are split over the devices in contiguous blocks)."""
+    local = batch // devices
+    return jnp.arange(batch) % local < math.ceil(playout * local)
+
+
+def resigns(value: jax.Array, threshold: float, playout: float) -> jax.Array:
+    """bool[B]: the movers that resign, those with a root value (`value`, float32[B], for the
+    mover) below -`threshold`, outside the `playout_slots`, which play out."""
+    return (value < -threshold) & ~playout_slots(value.shape[0], playout)
+
+
+def check_resignations(low, traj: replay.Trajectory, threshold: float, playout: float, devices=1):
+    """(low, checked, wrong): how often resigning would have been wrong, counted in the games of
+    the `playout_slots` (`devices` as self-play split the B games), which never resign.
+    `low` (bool[B, 2], carried from chunk to chunk) marks the players whose root value has
+    fallen below -`threshold` in the slot's game so far; for the games the chunk `traj` ended,
+    `checked` (int32[B]) counts those players and `wrong` (int32[B]) the ones among them that
+    did not lose (AlphaZero's false positives, kept under 5% there)."""
+    plays_out = playout_slots(traj.done.shape[1], playout, devices)
+
+    def body(low, x):
+        value, player, done, returns = x
+        below = plays_out & (value < -threshold)
+        low = low | (below[:, None] & (player[:, None] == jnp.arange(2)))
+        ended = low & done[:, None]
+        wrong = ended & (returns >= 0)
+        counts = jnp.sum(ended, axis=1, dtype=jnp.int32), jnp.sum(wrong, axis=1, dtype=jnp.int32)
+        return low & ~done[:, None], counts
+
+    xs = (traj.root_value, traj.player, traj.done, traj.returns)
+    low, (checked, wrong) = jax.lax.scan(body, low, xs)
+    return low, jnp.sum(checked, axis=0), jnp.sum(wrong, axis=0)
+
+
+def resigned_returns(player: jax.Array, dtype) -> jax.Array:
+    """[B, 2]: the returns of games whose mover (`player`, int[B]) resigned: -1 for the mover,
+    +1 for the other player."""
+    return jnp.where(player[:, None] == jnp.arange(2), -1, 1).astype(dtype)
 
 
 def branched(game: Game, key, states, done, fresh, prob: float):

@@ -250,10 +250,12 @@ def update_order(seed: int, iteration: int, num_games: int) -> list[int]:
 def _combine(stats: list[PlayStats]) -> PlayStats:
     """One iteration's PlayStats over the games: games and variety summed, `ready` the least
     (the learner waits for every game's replay), the policy surprise the games' mean, the
-    outcomes summed, the held-out losses the games' means (as loss/... are) over counts summed."""
+    outcomes and resignations summed, the held-out losses the games' means (as loss/... are)
+    over counts summed."""
     surprises = [s.surprise for s in stats if s.surprise is not None]
     outcomes = [s.outcomes for s in stats if s.outcomes is not None]
     held = [s.heldout for s in stats if s.heldout is not None]
+    resigned = [s for s in stats if s.resigned is not None]
     return PlayStats(
         games=sum(s.games for s in stats),
         ready=jnp.min(jnp.stack([s.ready for s in stats])),
@@ -262,6 +264,9 @@ def _combine(stats: list[PlayStats]) -> PlayStats:
         surprise=jnp.mean(jnp.stack(surprises)) if surprises else None,
         outcomes=sum(outcomes) if outcomes else None,
         heldout=_combine_heldout(held) if held else None,
+        resigned=sum(s.resigned for s in resigned) if resigned else None,
+        resign_checked=sum(s.resign_checked for s in resigned) if resigned else None,
+        resign_wrong=sum(s.resign_wrong for s in resigned) if resigned else None,
     )
 
 

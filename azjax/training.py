@@ -6,7 +6,8 @@ averaged over the batch; pi is the search policy, z the game's outcome for the p
 `value_weight` w scales the value term (w (z - v)^2; 1 by default, AlphaZero's).
 With `ownership_weight` w > 0 the network also predicts who holds each cell at the end of the
 game (KataGo's ownership target, Wu 2019 section 4.1) and the loss adds
-w * mean over cells of (o - o_hat)^2, o in {-1, 0, +1} from the mover's view (`replay`).
+w * mean over cells of (o - o_hat)^2, o in {-1, 0, +1} from the mover's view (`replay`); the
+positions of a resigned game, whose final board was never reached, are left out of that mean.
 With `soft_policy_weight` s > 0 a second policy output learns the search policy softened to
 pi^(1/T) (normalised; T = `soft_policy_temperature`) and the loss adds s * (-pi_soft . log p_soft):
 KataGo's auxiliary soft policy target (KataGoMethods.md; T = 4, s = 8 there), a target that tells
@@ -43,6 +44,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from azjax import replay
 from azjax.network import trunk_labels, with_trunk
 from azjax.replay import Batch
 
@@ -169,6 +171,15 @@ def inference_losses(net, variables, batch: Batch) -> tuple[jax.Array, jax.Array
     )
 
 
+def _ownership_loss(target: jax.Array, predicted: jax.Array) -> jax.Array:
+    """float32[]: the mean squared error over the cells whose owner is known (`target`
+    float32[N, H*W]; a resigned game's positions are `replay.UNKNOWN_OWNER` throughout and add
+    nothing), the mean of every cell's where all are known."""
+    known = target > replay.UNKNOWN_OWNER / 2
+    scale = known.size / jnp.maximum(jnp.sum(known), 1)
+    return jnp.mean(jnp.where(known, (target - predicted) ** 2, 0.0)) * scale
+
+
 def make_train_step(
     net,
     optimizer,
@@ -222,7 +233,7 @@ def make_train_step(
         logits, value, *extra = outputs
         ownership_loss = soft_loss = opponent_loss = jnp.float32(0.0)
         if owned:
-            ownership_loss = ownership_weight * jnp.mean((batch.ownership - extra.pop(0)) ** 2)
+            ownership_loss = ownership_weight * _ownership_loss(batch.ownership, extra.pop(0))
         # a position without a policy target (all zero) adds nothing; average over the rest
         policy_scale = 1.0
         if partial_policy:

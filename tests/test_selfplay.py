@@ -7,12 +7,14 @@ import pytest
 
 import games
 from azjax import loop, play_stats
-from azjax.replay import Trajectory
+from azjax.replay import UNKNOWN_OWNER, Trajectory
 from azjax.search import SearchSpec, make_search
 from azjax.selfplay import (
     branched,
+    check_resignations,
     init_states,
     make_selfplay,
+    playout_slots,
     random_moves,
     random_opening,
     root_value,
@@ -211,6 +213,60 @@ def test_playout_cap_randomisation_keeps_policy_targets_of_full_searches_only():
         make_selfplay(TTT, spec, None, 5, 2, full_search_prob=0.5, fast_simulations=8)
 
 
+def test_a_mover_below_the_threshold_resigns_and_loses_outside_the_playout_slots():
+    # 4x4 Hex, 16 moves of 8 games, pure MCTS: rollouts give lost positions root values near -1
+    spec = SearchSpec.pure_mcts(16, explore=True)
+    options = dict(ownership=True, resign_threshold=0.3, resign_playout=0.25)
+    play = jax.jit(make_selfplay(HEX, spec, None, 16, 2, **options))
+    _, traj = jax.device_get(play(None, jax.random.PRNGKey(5), init_states(HEX, 8)))
+    resigned, low = traj.resigned, traj.root_value < -0.3
+    assert resigned.any() and not resigned[:, :2].any()  # slots 0 and 1 (a quarter) play out
+    assert low[:, :2].any()  # where their movers would have resigned
+    assert (resigned <= low).all() and traj.done[resigned].all()
+    # elsewhere every mover below the threshold resigned, unless its move ended the game
+    assert (resigned | traj.done)[:, 2:][low[:, 2:]].all()
+    mover = traj.player[resigned]
+    returns = traj.returns[resigned]  # [n, 2]: the mover lost, the other player won
+    np.testing.assert_array_equal(returns[np.arange(len(mover)), mover], -1.0)
+    np.testing.assert_array_equal(returns[np.arange(len(mover)), 1 - mover], 1.0)
+    assert (traj.ply[1:][resigned[:-1]] == 0).all()  # the slot starts a new game
+    # the final board was never reached: the resigned game's ownership target is unknown
+    assert (traj.ownership[resigned] == UNKNOWN_OWNER).all()
+    assert (np.abs(traj.ownership[~resigned]) <= 1).all()
+    counted = play_stats.summarise(traj)
+    np.testing.assert_array_equal(counted.resigned, resigned.sum(0))
+    for bad in (1.0, -0.1):
+        with pytest.raises(ValueError, match="resign_threshold must be in"):
+            make_selfplay(HEX, spec, None, 4, 2, resign_threshold=bad)
+    with pytest.raises(ValueError, match="resign_playout must be in"):
+        make_selfplay(HEX, spec, None, 4, 2, resign_threshold=0.5, resign_playout=1.5)
+
+
+def test_wrong_resignations_are_counted_in_the_played_out_games():
+    # 3 moves of 4 games, slots 0 and 1 played out (half of 4); players alternate 0, 1, 0
+    value = np.array([[-0.95, 0.1, -0.99, -0.95], [0.2, -0.95, -0.99, 0.0], [0.1, 0.0, 0.0, 0.0]])
+    done = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0]], bool)
+    first = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0]], np.float32)  # player 0 won
+    traj = Trajectory(
+        obs=jnp.zeros((3, 4, 1, 1, 1)),
+        policy=jnp.zeros((3, 4, 1)),
+        player=jnp.asarray(np.array([[0], [1], [0]]).repeat(4, 1), jnp.int32),
+        done=jnp.asarray(done),
+        returns=jnp.stack([jnp.asarray(first), -jnp.asarray(first)], axis=-1),
+        root_value=jnp.asarray(value, jnp.float32),
+    )
+    low = jnp.zeros((4, 2), bool).at[3, 1].set(True)  # carried from the chunk before
+    low, checked, wrong = jax.device_get(check_resignations(low, traj, 0.9, 0.5))
+    # slot 0: player 0 fell below -0.9 and won (wrong); slot 1: player 1 did and lost (right);
+    # slot 2 resigns, so is not checked; slot 3 (not played out either) keeps what it carried
+    np.testing.assert_array_equal(checked, [1, 1, 0, 0])
+    np.testing.assert_array_equal(wrong, [1, 0, 0, 0])
+    np.testing.assert_array_equal(low, [[0, 0], [0, 0], [0, 0], [0, 1]])  # ended games start over
+    # over 2 devices of 4 games each, the first of each device's plays out
+    assert np.flatnonzero(playout_slots(8, 0.25, devices=2)).tolist() == [0, 4]
+    assert np.flatnonzero(playout_slots(8, 0.1)).tolist() == [0]  # ceil(0.8)
+
+
 def test_each_move_is_told_to_the_host():
     seen = []
     play = jax.jit(
@@ -242,3 +298,10 @@ def test_the_summary_counts_finished_games_by_result():
     )
     values = loop._play_values(stats, positions=12, seconds=1.0, devices=1)
     assert values["selfplay/first_player_wins"] == 0.25 and values["selfplay/draws"] == 0.25
+    assert "selfplay/resigned" not in values  # logged by a run that resigns
+    stats = stats._replace(
+        resigned=jnp.int32(1), resign_checked=jnp.int32(3), resign_wrong=jnp.int32(1)
+    )
+    values = loop._play_values(stats, positions=12, seconds=1.0, devices=1, resigning=True)
+    assert values["selfplay/resigned"] == 0.25
+    assert (values["selfplay/resign_checked"], values["selfplay/resign_wrong"]) == (3, 1)

@@ -84,15 +84,21 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
     workdir = str(tmp_path / "copy")
     shutil.copytree(run, workdir)
     # the saved config is the base: no --game needed, only what changes (here the schedule, and
-    # the value target: TD(lambda) returns, and the restarts: branched, so those paths run end to
-    # end)
+    # the value target: TD(lambda) returns, the restarts: branched, and self-play resigning, so
+    # those paths run end to end)
     argv = [f"--workdir={workdir}", "--resume", "--iterations=4", "--lr_schedule=cosine"]
-    assert train.main(argv + ["--value_lambda=0.8", "--branch_prob=0.5", "--no_progress"]) == 0
+    more = ["--value_lambda=0.8", "--branch_prob=0.5", "--resign_threshold=0.5", "--no_progress"]
+    assert train.main(argv + more) == 0
     rows = _metrics(workdir)
     assert [r["iteration"] for r in rows] == [1, 2, 3, 4]
     assert all(np.isfinite(r["loss/value"]) for r in rows)
     saved = cfg.Config.from_json(open(os.path.join(workdir, "config.json")).read())
-    assert (saved.value_lambda, saved.branch_prob) == (0.8, 0.5)
+    assert (saved.value_lambda, saved.branch_prob, saved.resign_threshold) == (0.8, 0.5, 0.5)
+    # the share of the games that ended by a resignation, logged by the runs that resign
+    assert not any("selfplay/resigned" in r for r in rows[:2])
+    assert all(0 <= r["selfplay/resigned"] <= 1 for r in rows[2:])
+    # and how often a resignation would have been wrong in the played-out games
+    assert all(0 <= r["selfplay/resign_wrong"] <= r["selfplay/resign_checked"] for r in rows[2:])
     assert Checkpointer(workdir).steps() == [2, 4]
     peak = cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).learning_rate
     for row, progress in zip(rows[2:], (2.5 / 4, 3.5 / 4)):  # the middle of iterations 3, 4
@@ -619,3 +625,16 @@ def test_a_new_run_without_a_workdir_never_lands_on_an_old_one(tmp_path, monkeyp
     assert train.default_workdir("hex", resume=False) == os.path.join("runs", "hex-3")
     assert "--workdir=runs/hex --resume" in capsys.readouterr().err
     assert train.default_workdir("hex", resume=True) == os.path.join("runs", "hex")
+
+
+def test_the_ownership_term_leaves_out_the_positions_of_resigned_games():
+    from azjax.replay import UNKNOWN_OWNER
+
+    target = jnp.array([[1.0, -1.0, 0.0], [UNKNOWN_OWNER] * 3, [0.0, 1.0, 1.0]])
+    predicted = jnp.array([[0.5, -0.5, 0.0], [0.9, 0.9, 0.9], [0.0, 0.0, 1.0]])
+    known = jnp.array([0, 2])  # the middle position's game was resigned: its final board is unknown
+    want = jnp.mean((target[known] - predicted[known]) ** 2)
+    assert float(training._ownership_loss(target, predicted)) == pytest.approx(float(want))
+    # with every owner known, the plain mean over the cells, to the bit
+    assert training._ownership_loss(target[known], predicted[known]) == want
+    assert float(training._ownership_loss(target[1:2], predicted[1:2])) == 0.0  # none known
