@@ -308,8 +308,11 @@ def _checks(tmp: str) -> dict:
     out["match_search_equal"] = np.array_equal(np.asarray(got[0]), want)
 
     # The jitted iteration under a transfer guard: no copy to or from the host inside it (with
-    # the ownership target on, so its trajectory, buffer and sample are split over the devices too).
-    bf16 = cfg.load("tictactoe", dict(TOY, dtype="bfloat16", ownership_weight=1.0))
+    # the ownership target on, so its trajectory, buffer and sample are split over the devices too,
+    # and resignation, whose played-out slots are counted per device).
+    bf16 = cfg.load(
+        "tictactoe", dict(TOY, dtype="bfloat16", ownership_weight=1.0, resign_threshold=0.5)
+    )
     fns = loop.make_iteration(bf16, mesh)
     run, states, buf = fns.init_run(), fns.init_states(), fns.init_buffer()
     old_buffer = buf
