@@ -85,6 +85,13 @@ CPU_SCALE = dict(
 # 0.165 and 0.158 against 0.161 - 0.162; docs/strength.md, "The Othello recipe's additions on
 # Connect Four"; random openings were measured again below), nor branched restarts
 # (0.132 against 0.137, two seeds, and 36 - 62 head to head; "Branched restarts on Connect Four").
+# Since session 103 Othello's self-play resigns (`resign_threshold=0.9`, AlphaZero's rule, a tenth
+# of the slots played out): four seeds at 20 minutes finished 1.41 - 1.43 times the games (85% of
+# them resigned, 0.4 - 0.9% of the checked resignations wrong), erred in 0.095, 0.086, 0.093 and
+# 0.092 of the solved positions against the recipe's 0.092, 0.097, 0.092 and 0.098 (z = -1.4 and
+# -0.6 over the two runs) and won 252 to 208 of the 480 games between the two recipes (20 draws);
+# the hour with it is not measured, and `pretrained/othello6` was trained without it
+# (docs/strength.md, "Resignation in self-play on 6x6 Othello").
 # Since session 84 Connect Four's policy head is a 1x1 convolution (`policy_head_kernel=1`, a sixth
 # less arithmetic): at 20 minutes its exact error rates were 0.139 against 0.149 (z = -2.4, seeds 0
 # and 1) and 0.120 against 0.121 (seeds 2 and 3, on a VM twice as fast), over the hour 0.078 against
@@ -111,6 +118,7 @@ CPU_SCALE_BY_GAME = {
         mobility=True,
         lr_schedule="cosine",
         branch_prob=0.5,
+        resign_threshold=0.9,
     ),
     "connect_four": dict(search="puct", augment=True, policy_head_kernel=1, opening_plies=2),
 }

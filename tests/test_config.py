@@ -207,6 +207,7 @@ def test_the_cpu_recipe_applies_to_any_game():
     assert (othello.search, othello.puct_values, othello.c_puct) == ("puct", "raw", 1.25)
     assert othello.game_options["mobility"] and othello.make_game().observation_shape[-1] == 5
     assert (othello.lr_schedule, othello.branch_prob) == ("cosine", 0.5)  # two hours, session 49
+    assert othello.resign_threshold == 0.9 and run.resign_threshold == 0  # session 103; Hex never
     assert run.ownership_weight == 1.5  # measured on 6x6 Hex and Othello
     steps, _ = train.parse(["--game=othello", "--config=cpu", "--train_steps=20"])
     assert steps.train_steps == 20  # a flag over the recipe
