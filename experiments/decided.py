@@ -8,16 +8,18 @@ AlphaZero's self-play resigns a game once the mover's root value falls below -t 
 that under 5% of the resignations are wrong, checked on a tenth of the games played out). This
 plays a run's network in its own self-play (its config's search, root noise, sampled plies,
 openings and branches; `--batch` games in lock-step for `--rounds` chunks of the game's longest
-length) without resigning, and for each finished game finds the first recorded move whose root
-value is below -t for the player to move. Printed per threshold: the share of games where that
-happens, the share of those the mover did not go on to lose (won or drawn: a wrong
-resignation), the moves after it (what resigning there saves, as a share of all the moves
-played), and the median move of the game where it happens; then the lowest of the thresholds
-that AlphaZero's rule would accept (`WRONG_LIMIT`: under 5% of its resignations wrong).
+length) without resigning (a run trained with resignation too), and for each finished game
+finds the first recorded move whose root value is below -t for the player to move. Printed per
+threshold: the share of games where that happens, the share of those the mover did not go on to
+lose (won or drawn: a wrong resignation), the moves after it (what resigning there saves, as a
+share of all the moves played), and the median move of the game where it happens; then the
+lowest of the thresholds that AlphaZero's rule would accept (`WRONG_LIMIT`: under 5% of its
+resignations wrong).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from typing import NamedTuple
@@ -104,6 +106,9 @@ def play(location: str, *, batch: int, rounds: int, seed: int):
     self-play of the network at `location` (RUN[@STEP], `checkpoint.parse_location`; the latest
     checkpoint without a step), from B start positions."""
     config, variables, _ = load_checkpoint(*parse_location(location))
+    # a run that resigned (`resign_threshold`, Othello's CPU recipe) is played out here: what its
+    # resignations cut, and how often wrongly, is what this measures
+    config = dataclasses.replace(config, resign_threshold=0.0)
     game = config.make_game()
     length = game.max_game_length
     selfplay = jax.jit(

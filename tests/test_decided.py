@@ -82,3 +82,24 @@ def test_decided_refuses_bad_input_in_one_line(argv, message, capsys):
     assert decided.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_run_that_resigned_is_played_out(monkeypatch):
+    import dataclasses
+
+    load, make = decided.load_checkpoint, decided.config_selfplay
+
+    def resigning(*args):  # the shipped network as if trained with resignation
+        config, variables, meta = load(*args)
+        return dataclasses.replace(config, resign_threshold=0.5), variables, meta
+
+    played = []
+
+    def selfplay(config, *args, **kwargs):
+        played.append(config.resign_threshold)
+        return make(config, *args, **kwargs)
+
+    monkeypatch.setattr(decided, "load_checkpoint", resigning)
+    monkeypatch.setattr(decided, "config_selfplay", selfplay)
+    decided.play("pretrained/tictactoe", batch=4, rounds=1, seed=0)
+    assert played == [0.0]  # what resigning would cut is measured on games played out
