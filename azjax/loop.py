@@ -105,7 +105,7 @@ from azjax.play_stats import (
     summarise,
 )
 from azjax.search import SearchSpec
-from azjax.selfplay import check_resignations, init_states, make_selfplay
+from azjax.selfplay import RESIGN_WRONG_LIMIT, check_resignations, init_states, make_selfplay
 from azjax.training import Losses
 
 
@@ -675,6 +675,8 @@ def _train(
         if moves is not None:
             moves.progress = bar
         session = dict(games=0, positions=0)
+        # resignations checked in the session's played-out games, and whether it has warned
+        resigns, resigns_warned = dict(checked=0, wrong=0), False
         t_loop = time.time()
         last: dict[str, Any] = {}
         stop_reason = "iterations"
@@ -719,6 +721,13 @@ def _train(
                     )
                 session["games"] += values["games"]
                 session["positions"] += values["positions"]
+                if "selfplay/resign_checked" in values:
+                    resigns["checked"] += values["selfplay/resign_checked"]
+                    resigns["wrong"] += values["selfplay/resign_wrong"]
+                    warning = resign_warning(**resigns)
+                    if warning and not resigns_warned and primary:
+                        print(warning, file=sys.stderr)
+                    resigns_warned = resigns_warned or bool(warning)
 
                 if gate is not None and it % config.gating_interval == 0:
                     t_gate = time.time()
@@ -804,6 +813,22 @@ def _best(workdir: str) -> dict | None:
         return best_checkpoint(workdir)._asdict()
     except CheckpointError:
         return None
+
+
+# resignations checked in the played-out games before their wrong share is judged
+RESIGN_WARN_AFTER = 100
+
+
+def resign_warning(checked: int, wrong: int) -> str | None:
+    """The line a resigning run prints (once a session) when more than RESIGN_WRONG_LIMIT of the
+    resignations checked in its played-out games so far were wrong (after RESIGN_WARN_AFTER)."""
+    if checked < RESIGN_WARN_AFTER or wrong <= RESIGN_WRONG_LIMIT * checked:
+        return None
+    return (
+        f"warning: {wrong} of the {checked} resignations checked in played-out games were wrong "
+        f"({wrong / checked:.1%}), above AlphaZero's {RESIGN_WRONG_LIMIT:.0%}: raise "
+        f"--resign_threshold (python -m experiments.decided RUN measures each threshold's share)"
+    )
 
 
 def _play_values(

@@ -328,6 +328,10 @@ def resigns(value: jax.Array, threshold: float, playout: float) -> jax.Array:
     return (value < -threshold) & ~playout_slots(value.shape[0], playout)
 
 
+# AlphaZero kept the wrong share of its resignations, checked in the played-out games, under this
+RESIGN_WRONG_LIMIT = 0.05
+
+
 def check_resignations(low, traj: replay.Trajectory, threshold: float, playout: float, devices=1):
     """(low, checked, wrong): how often resigning would have been wrong, counted in the games of
     the `playout_slots` (`devices` as self-play split the B games), which never resign.

@@ -31,10 +31,10 @@ from azjax import cli, flags
 from azjax.checkpoint import CheckpointError, load_checkpoint, parse_location
 from azjax.loop import config_selfplay
 from azjax.network import make_apply, make_network
-from azjax.selfplay import init_states
+from azjax.selfplay import RESIGN_WRONG_LIMIT, init_states
 from experiments.common import parse_floats
 
-WRONG_LIMIT = 0.05  # AlphaZero's: resignations wrong in under 5% of the games played out
+WRONG_LIMIT = RESIGN_WRONG_LIMIT  # AlphaZero's: resignations wrong in under 5% of those checked
 
 
 class Game(NamedTuple):

@@ -267,6 +267,14 @@ def test_wrong_resignations_are_counted_in_the_played_out_games():
     assert np.flatnonzero(playout_slots(8, 0.1)).tolist() == [0]  # ceil(0.8)
 
 
+def test_a_run_warns_when_its_checked_resignations_are_wrong_too_often():
+    assert loop.resign_warning(checked=99, wrong=50) is None  # too few checked to judge
+    assert loop.resign_warning(checked=200, wrong=10) is None  # 5%: AlphaZero's limit, not above
+    line = loop.resign_warning(checked=200, wrong=11)
+    assert "11 of the 200 resignations" in line and "(5.5%)" in line
+    assert "raise --resign_threshold" in line and "\n" not in line
+
+
 def test_each_move_is_told_to_the_host():
     seen = []
     play = jax.jit(
