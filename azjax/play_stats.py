@@ -1,8 +1,8 @@
 """What a self-play chunk played, counted on the device: games finished, positions ready in the
 replay buffer, the variety of the openings (distinct positions at VARIETY_PLIES, by a hash of
-their observations), the first player's wins, draws and losses, the games resigned, the
-replay's mean policy
-surprise, and the learner's losses on positions it has never drawn (`HeldOut`). Self-play
+their observations), the first player's wins, draws and losses, the games resigned and how often
+a resignation would have been wrong, the replay's mean policy surprise, and the learner's losses
+on positions it has never drawn (`HeldOut`). Self-play
 returns a `PlaySummary` per game, split over the devices as the games are; `play_stats` reduces
 it to the iteration's `PlayStats` (azjax/loop.py logs them as selfplay/..., heldout/...).
 """
