@@ -96,6 +96,12 @@ def test_a_config_is_frozen():
             "full_search_prob=1 (each move's tree); got algorithm=alphazero, search=puct, "
             "full_search_prob=0.5",
         ),
+        ({"resign_threshold": 1.0}, "resign_threshold must be <= 0.999"),
+        ({"resign_playout": -0.1}, "resign_playout must be >= 0.0"),
+        (
+            {"resign_threshold": 0.9, "algorithm": "exit"},
+            "resign_threshold needs algorithm=alphazero",
+        ),
         ({"best_by": "first"}, "best_by must be one of auto, opponent, elo, error_rate"),
         ({"best_by": "opponent"}, "best_by=opponent needs an eval_opponent to score against"),
         ({"best_by": "elo", "eval_ladder": False}, "best_by=elo needs eval_ladder=true"),
