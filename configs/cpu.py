@@ -90,8 +90,11 @@ CPU_SCALE = dict(
 # them resigned, 0.4 - 0.9% of the checked resignations wrong), erred in 0.095, 0.086, 0.093 and
 # 0.092 of the solved positions against the recipe's 0.092, 0.097, 0.092 and 0.098 (z = -1.4 and
 # -0.6 over the two runs) and won 252 to 208 of the 480 games between the two recipes (20 draws);
-# the hour with it is not measured, and `pretrained/othello6` was trained without it
-# (docs/strength.md, "Resignation in self-play on 6x6 Othello").
+# its hour (session 104, on a VM that ran 403 iterations where session 46's ran 725) scored 0.756
+# against MCTS-10,000 where `pretrained/othello6`, trained without it, scored 0.80 in the same
+# commands, level head to head (0.49), erring in 0.079 of the solved positions against 0.067
+# (docs/strength.md, "Resignation in self-play on 6x6 Othello", "The Othello hour with
+# resignation").
 # Since session 84 Connect Four's policy head is a 1x1 convolution (`policy_head_kernel=1`, a sixth
 # less arithmetic): at 20 minutes its exact error rates were 0.139 against 0.149 (z = -2.4, seeds 0
 # and 1) and 0.120 against 0.121 (seeds 2 and 3, on a VM twice as fast), over the hour 0.078 against
