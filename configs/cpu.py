@@ -94,7 +94,9 @@ CPU_SCALE = dict(
 # against MCTS-10,000 where `pretrained/othello6`, trained without it, scored 0.80 in the same
 # commands, level head to head (0.49), erring in 0.079 of the solved positions against 0.067
 # (docs/strength.md, "Resignation in self-play on 6x6 Othello", "The Othello hour with
-# resignation").
+# resignation"). Connect Four's does not: at 0.9 (two seeds, 20 minutes) a third of its games
+# resigned, late, for 1.04 - 1.08 times the games, and it erred in 0.134 and 0.140 of the solved
+# positions against 0.126 and 0.115 (z = +3.9; "Resignation on Connect Four").
 # Since session 84 Connect Four's policy head is a 1x1 convolution (`policy_head_kernel=1`, a sixth
 # less arithmetic): at 20 minutes its exact error rates were 0.139 against 0.149 (z = -2.4, seeds 0
 # and 1) and 0.120 against 0.121 (seeds 2 and 3, on a VM twice as fast), over the hour 0.078 against
