@@ -13,7 +13,7 @@ finds the first recorded move whose root value is below -t for the player to mov
 threshold: the share of games where that happens, the share of those the mover did not go on to
 lose (won or drawn: a wrong resignation), the moves after it (what resigning there saves, as a
 share of all the moves played), and the median move of the game where it happens; then the
-lowest of the thresholds that AlphaZero's rule would accept (`WRONG_LIMIT`: under 5% of its
+lowest of the thresholds that AlphaZero's rule would accept (`RESIGN_WRONG_LIMIT`: under 5% of its
 resignations wrong).
 """
 
@@ -33,8 +33,6 @@ from azjax.loop import config_selfplay
 from azjax.network import make_apply, make_network
 from azjax.selfplay import RESIGN_WRONG_LIMIT, init_states
 from experiments.common import parse_floats
-
-WRONG_LIMIT = RESIGN_WRONG_LIMIT  # AlphaZero's: resignations wrong in under 5% of those checked
 
 
 class Game(NamedTuple):
@@ -94,7 +92,7 @@ def resignation(games: list[Game], threshold: float) -> Resignation:
     )
 
 
-def accepted(rows: list[Resignation], limit: float = WRONG_LIMIT) -> Resignation | None:
+def accepted(rows: list[Resignation], limit: float = RESIGN_WRONG_LIMIT) -> Resignation | None:
     """The row of the lowest threshold whose resignations are wrong in under `limit` of the
     games where they happen (a threshold no game reaches has none wrong); None if there is none."""
     ok = [r for r in rows if r.wrong < limit * r.resigned or r.resigned == 0]
@@ -166,11 +164,11 @@ def main(argv=None) -> int:
         )
     best = accepted(rows)
     if best is None:
-        print(f"no threshold given has under {WRONG_LIMIT:.0%} of its resignations wrong")
+        print(f"no threshold given has under {RESIGN_WRONG_LIMIT:.0%} of its resignations wrong")
     else:
         print(
-            f"AlphaZero's rule (under {WRONG_LIMIT:.0%} wrong) takes t = {best.threshold:g}: "
-            f"{best.saved / best.moves:.1%} of the moves saved"
+            f"AlphaZero's rule (under {RESIGN_WRONG_LIMIT:.0%} wrong) takes "
+            f"t = {best.threshold:g}: {best.saved / best.moves:.1%} of the moves saved"
         )
     return 0
 
