@@ -92,9 +92,11 @@ CPU_SCALE = dict(
 # -0.6 over the two runs) and won 252 to 208 of the 480 games between the two recipes (20 draws);
 # its hour (session 104, on a VM that ran 403 iterations where session 46's ran 725) scored 0.756
 # against MCTS-10,000 where `pretrained/othello6`, trained without it, scored 0.80 in the same
-# commands, level head to head (0.49), erring in 0.079 of the solved positions against 0.067
-# (docs/strength.md, "Resignation in self-play on 6x6 Othello", "The Othello hour with
-# resignation"). Connect Four's does not: at 0.9 (two seeds, 20 minutes) a third of its games
+# commands, level head to head (0.49), erring in 0.079 of the solved positions against 0.067;
+# the hour without it on the same VM (session 105) was level with it (0.769 against MCTS-10,000,
+# 0.081 of the solved positions, 0.49 head to head) (docs/strength.md, "Resignation in self-play
+# on 6x6 Othello", "The Othello hour with resignation", "The Othello hour without resignation on
+# the same VM"). Connect Four's does not: at 0.9 (two seeds, 20 minutes) a third of its games
 # resigned, late, for 1.04 - 1.08 times the games, and it erred in 0.134 and 0.140 of the solved
 # positions against 0.126 and 0.115 (z = +3.9; "Resignation on Connect Four").
 # Since session 84 Connect Four's policy head is a 1x1 convolution (`policy_head_kernel=1`, a sixth
