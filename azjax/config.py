@@ -203,6 +203,11 @@ class Config:
         "(1 .. num_simulations - 1; used when full_search_prob < 1)",
         low=0,
     )
+    tree_reuse: bool = _field(
+        False,
+        "each self-play search goes on from the subtree of the move played before (Leela "
+        "Zero's and KataGo's tree reuse; search=puct with full_search_prob=1)",
+    )
     replay_games: int = _field(5000, "replay capacity, in games of the longest length", low=1)
     policy_surprise: float = _field(
         0.0,
@@ -699,6 +704,14 @@ def validate(config: Config) -> Config:
             "policy_target=improved needs algorithm=alphazero, search=puct (Gumbel's own target "
             "is it already) and full_search_prob=1 (each move's tree); got "
             f"algorithm={config.algorithm}, search={config.search}, "
+            f"full_search_prob={config.full_search_prob}"
+        )
+    if config.tree_reuse and (
+        config.algorithm != "alphazero" or config.search != "puct" or config.full_search_prob < 1
+    ):
+        raise ValueError(
+            "tree_reuse needs algorithm=alphazero, search=puct and full_search_prob=1 (every "
+            f"move's tree); got algorithm={config.algorithm}, search={config.search}, "
             f"full_search_prob={config.full_search_prob}"
         )
     if config.net_symmetries > 1 and (config.games or config.algorithm != "alphazero"):

@@ -119,8 +119,8 @@ def config_selfplay(
     on_move: Callable | None = None,
 ) -> Callable:
     """`make_selfplay` as `config` plays it (its search with root noise, sampled plies, openings,
-    branches, policy target, playout caps, ownership, policy surprise and resignation), `steps`
-    moves a call with the network's `apply`: the training loop's self-play, and
+    branches, policy target, playout caps, ownership, policy surprise, resignation and tree
+    reuse), `steps` moves a call with the network's `apply`: the training loop's self-play, and
     `benchmarks.network_share`'s."""
     return make_selfplay(
         game,
@@ -138,6 +138,7 @@ def config_selfplay(
         surprise=config.policy_surprise > 0,
         resign_threshold=config.resign_threshold,
         resign_playout=config.resign_playout,
+        tree_reuse=config.tree_reuse,
         on_move=on_move,
     )
 

@@ -370,6 +370,7 @@ def make_search(
     apply: Callable | None = None,
     *,
     chunk: int | None = None,
+    keep_nodes: int = 0,
 ) -> Callable:
     """search(variables, key, states[B]) -> mctx.PolicyOutput over the B states.
 
@@ -380,9 +381,16 @@ def make_search(
     all at once, unless the batch's trees would take more than
     `tree_bytes()` (`chunk_games`). A UCT search with no network takes a `Budget` as its
     variables.
+
+    `keep_nodes` K > 0 (PUCT only; `azjax.tree_reuse`): search(variables, key, states, start)
+    continues the trees of `start` (a `tree_reuse.Start`, K nodes kept at most), which are of
+    K + num_simulations nodes, as its output's; `tree_reuse.reroot(out.search_tree, action,
+    limit=K)` keeps the played move's subtree for the next. The B games are searched at once.
     """
     if chunk is not None and chunk < 1:
         raise ValueError(f"chunk must be at least 1 game, got {chunk}")
+    if keep_nodes < 0 or (keep_nodes and spec.search != "puct"):
+        raise ValueError(f"tree reuse (keep_nodes={keep_nodes}) is PUCT's, got {spec.search}")
     if spec.score_utility > 0 and (apply is None or spec.evaluator != "network"):
         raise ValueError("score_utility needs the network evaluator (its ownership head)")
     network = apply  # (prepare_variables needs make_apply's own function, unwrapped)
@@ -398,7 +406,7 @@ def make_search(
         decisive_moves=spec.decisive_moves,
     )
 
-    def search(variables, key, states):
+    def search(variables, key, states, start=None):
         sims, capacity = spec.num_simulations, None
         if isinstance(variables, Budget):
             if spec.search != "uct" or apply is not None:
@@ -421,6 +429,8 @@ def make_search(
                 forced_playouts=spec.forced_playouts if spec.explore else 0.0,
                 dirichlet_fraction=spec.dirichlet_fraction if spec.explore else 0.0,
                 dirichlet_alpha=spec.dirichlet_alpha,
+                start=start,
+                capacity=keep_nodes - 1 + spec.num_simulations if keep_nodes else None,
             )
         if spec.search == "gumbel":
             return tree_search.gumbel_muzero_policy(
@@ -447,8 +457,10 @@ def make_search(
             )
         raise ValueError(f"unknown search {spec.search!r}; use puct, gumbel or uct")
 
-    def chunked(variables, key, states):  # the chunk is chosen when the batch size is known
+    def chunked(variables, key, states, start=None):  # the chunk is chosen at the batch size
         variables = prepare_variables(network, variables)  # once, outside the loops
+        if keep_nodes:
+            return search(variables, key, states, start)
         size = (
             chunk
             if chunk is not None
@@ -547,6 +559,8 @@ def _puct_policy(
     values: str = "minmax",
     fpu_reduction: float = 0.0,
     forced_playouts: float = 0.0,
+    start=None,
+    capacity: int | None = None,
 ) -> mctx.PolicyOutput:
     """`mctx.muzero_policy` (temperature 1), but for its root noise and its tie-breaks.
 
@@ -572,6 +586,9 @@ def _puct_policy(
     the moves the noise favours are looked at; the visits that forcing added are then taken back
     out of the policy (`pruned_visits`), which is what the move is drawn from and what the network
     learns.
+
+    `start` and `capacity`: `tree_search.search`'s (tree reuse, `azjax.tree_reuse`): a kept root
+    takes this root's prior, noise included, and keeps its visits.
     """
     k_act, k_noise, k_search = jax.random.split(key, 3)
     probs = jax.nn.softmax(root.prior_logits)  # [B, A]
@@ -607,6 +624,8 @@ def _puct_policy(
         invalid_actions=invalid_actions,
         extra_data=root.prior_logits,  # the network's logits, before the noise: `improved_policy`
         level_keys="hash",
+        capacity=capacity,
+        start=start,
     )
     weights = tree.summary().visit_probs  # [B, A]
     if forced_playouts:

@@ -56,12 +56,16 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from azjax import replay
+from azjax import tree_reuse as tree_reuse_lib
 from azjax.network import prepare_variables
 from azjax.parallel import AXIS
 from azjax.search import SearchSpec, improved_policy, make_evaluator, make_search, select_action
 from games.base import Game, absorbing, sample_legal
 
 POLICY_TARGETS = ("tpt", "cat", "improved")  # `make_selfplay`'s; config.py's policy_target
+# With tree reuse a kept subtree has at most this many times the simulations in nodes (a larger
+# one is not kept); the trees then have (REUSE_KEEP + 1) x the simulations in nodes.
+REUSE_KEEP = 3
 
 
 def init_states(game: Game, batch_games: int):
@@ -126,6 +130,7 @@ def make_selfplay(
     surprise: bool = False,
     resign_threshold: float = 0.0,
     resign_playout: float = 0.1,
+    tree_reuse: bool = False,
     on_move: Callable[[Any], None] | None = None,
 ) -> Callable:
     """selfplay(variables, key, states[B]) -> (states[B], Trajectory [num_steps, B]).
@@ -155,6 +160,10 @@ def make_selfplay(
     first ceil(`resign_playout` * B) slots (module doc); the trajectory records which moves
     were resignations (`resigned`, bool[T, B]).
 
+    With `tree_reuse` (PUCT, every move searched in full) each game's search goes on from the
+    subtree of the move played before (`azjax.tree_reuse`; module doc), within the call: its
+    first move, and a game's first after a restart, search afresh.
+
     `on_move(t)`, if given, is called on the host (`jax.debug.callback`) as move t (0-based) of
     the `num_steps` starts: a progress display within the iteration. With `mesh`, B is
     split along its "data" axis (states P("data"), trajectory P(None, "data"), variables and key
@@ -162,7 +171,13 @@ def make_selfplay(
     """
     if surprise and apply is None:
         raise ValueError("surprise compares the search with the network's prior: it needs apply")
-    search = make_search(game, spec, apply)
+    keep = REUSE_KEEP * spec.num_simulations if tree_reuse else 0
+    if tree_reuse and (spec.search != "puct" or full_search_prob < 1):
+        raise ValueError(
+            f"tree_reuse needs search=puct and full_search_prob=1 (every move's tree), got "
+            f"search={spec.search}, full_search_prob={full_search_prob}"
+        )
+    search = make_search(game, spec, apply, keep_nodes=keep)
     prior = make_evaluator(game, "network", apply) if surprise else None
     if policy_target not in POLICY_TARGETS:
         raise ValueError(
@@ -198,9 +213,12 @@ def make_selfplay(
         else None
     )
 
-    def searched(variables, key, states):
+    def searched(variables, key, states, start):
         """(search output, root value: float32[B] for the mover, full: bool[] whether this move
         had the full budget). Under playout cap randomisation the output has no tree."""
+        if tree_reuse:
+            out = search(variables, key, states, start)
+            return out, root_value(out), jnp.bool_(True)
         if not capped:
             out = search(variables, key, states)
             return out, root_value(out), jnp.bool_(True)
@@ -240,9 +258,10 @@ def make_selfplay(
             jax.random.split(key, batch)
         )
 
-    def one_move(variables, states, key):
+    def one_move(variables, carry, key):
+        states, start = carry if tree_reuse else (carry, None)
         k_search, k_act, k_open = jax.random.split(key, 3)
-        out, value, full = searched(variables, k_search, states)
+        out, value, full = searched(variables, k_search, states, start)
         action = select_action(k_act, spec, out, states.num_moves < sample_moves)
         nxt = jax.vmap(game.step)(states, action)
         done = jax.vmap(game.is_terminal)(nxt)
@@ -284,20 +303,34 @@ def make_selfplay(
         restarted = jax.tree_util.tree_map(
             lambda s, s0: jnp.where(_expand(done, s), s0, s), nxt, fresh
         )
+        if tree_reuse:  # a game that goes on keeps the played move's subtree
+            kept = tree_reuse_lib.reroot(out.search_tree, action, limit=keep)
+            kept = kept._replace(nodes=jnp.where(done, 0, kept.nodes))
+            return (restarted, kept), record
         return restarted, record
 
     def selfplay(variables, key, states):
         variables = prepare_variables(apply, variables)  # once a chunk, outside its loops
         keys = jax.random.split(key, num_steps)
+        carry = states
+        if tree_reuse:  # the chunk's first search keeps nothing
+            carry = (
+                states,
+                tree_reuse_lib.empty_start(
+                    states, game.num_actions, keep - 1 + spec.num_simulations
+                ),
+            )
         if on_move is None:
-            return jax.lax.scan(lambda s, k: one_move(variables, s, k), states, keys)
+            carry, traj = jax.lax.scan(lambda s, k: one_move(variables, s, k), carry, keys)
+        else:
 
-        def body(s, xs):  # tells the host of each move (a progress display), then plays it
-            k, t = xs
-            jax.debug.callback(on_move, t)
-            return one_move(variables, s, k)
+            def body(s, xs):  # tells the host of each move (a progress display), then plays it
+                k, t = xs
+                jax.debug.callback(on_move, t)
+                return one_move(variables, s, k)
 
-        return jax.lax.scan(body, states, (keys, jnp.arange(num_steps)))
+            carry, traj = jax.lax.scan(body, carry, (keys, jnp.arange(num_steps)))
+        return (carry[0] if tree_reuse else carry), traj
 
     if mesh is None:
         return selfplay

@@ -32,6 +32,8 @@ from mctx._src import action_selection, seq_halving
 from mctx._src import search as mctx_search
 from mctx._src.policies import _mask_invalid_actions
 
+from azjax import tree_reuse
+
 Tree = mctx.Tree
 # Levels of the walk down and of the climb back per loop turn (`simulate`, `backward`); None:
 # by backend (`unroll_levels`). The same trees for any value; only the speed differs: on the
@@ -342,13 +344,17 @@ def search(
     compact: tuple[int, ...] | None = None,
     capacity: int | None = None,
     level_keys: str = "split",
+    start: tree_reuse.Start | None = None,
 ) -> Tree:
     """`mctx.search` (same arguments, keys split the same way, the same tree) with `backward`.
 
     `capacity`: trees of capacity + 1 nodes (default num_simulations + 1); `num_simulations` may
     then be a traced int32 up to it, so that one program runs every count (the nodes past the
     count stay empty, and the tree's search is the same as in a tree of its own size).
-    `level_keys`: `simulate`'s (mctx's keys and trees with "split", the default)."""
+    `level_keys`: `simulate`'s (mctx's keys and trees with "split", the default).
+    `start` (`azjax.tree_reuse`): trees of capacity + 1 nodes to continue, each game's kept
+    nodes first; the new simulations' nodes follow them (`tree_reuse.continued`: the kept root
+    takes the new root's prior). Capacity must hold the kept nodes and the simulations."""
     batch_size = root.value.shape[0]
     batch = jnp.arange(batch_size)
     capacity = num_simulations if capacity is None else capacity
@@ -371,13 +377,16 @@ def search(
             level_keys=level_keys,
         )
         child = tree.children_index[batch, parent, action]
-        child = jnp.where(child == Tree.UNVISITED, sim + 1, child)
+        child = jnp.where(child == Tree.UNVISITED, first + sim, child)
         tree = mctx_search.expand(params, expand_key, tree, recurrent_fn, parent, action, child)
         return key, backward(tree, child, unroll=unroll)
 
     tree = mctx_search.instantiate_tree_from_root(
         root, capacity, root_invalid_actions=invalid_actions, extra_data=extra_data
     )
+    first = tree_reuse.first_new_node(start, batch_size)  # int32[B]
+    if start is not None:
+        tree = tree_reuse.continued(tree, start)
     return jax.lax.fori_loop(0, num_simulations, simulation, (rng_key, tree))[1]
 
 
