@@ -57,7 +57,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from azjax import symmetry, tree_search
+from azjax import symmetry, tree_reuse, tree_search
 from azjax.network import prepare_variables
 from azjax.noise import dirichlet_over_legal
 from azjax.selection import tie_break, uct_policy
@@ -430,7 +430,9 @@ def make_search(
                 dirichlet_fraction=spec.dirichlet_fraction if spec.explore else 0.0,
                 dirichlet_alpha=spec.dirichlet_alpha,
                 start=start,
-                capacity=keep_nodes - 1 + spec.num_simulations if keep_nodes else None,
+                capacity=(
+                    tree_reuse.capacity(keep_nodes, spec.num_simulations) if keep_nodes else None
+                ),
             )
         if spec.search == "gumbel":
             return tree_search.gumbel_muzero_policy(

@@ -317,7 +317,7 @@ def make_selfplay(
             carry = (
                 states,
                 tree_reuse_lib.empty_start(
-                    states, game.num_actions, keep - 1 + spec.num_simulations
+                    states, game.num_actions, keep_nodes=keep, num_simulations=spec.num_simulations
                 ),
             )
         if on_move is None:

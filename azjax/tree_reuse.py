@@ -1,8 +1,8 @@
 """Search-tree reuse: the played move's subtree kept as the next search's tree.
 
-    start = empty_start(states, num_actions, capacity)        # no tree kept yet
+    start = empty_start(states, num_actions, keep_nodes=K, num_simulations=N)   # none kept yet
     out = search(..., start=start)                            # `tree_search.search`
-    start = reroot(out.search_tree, action, limit=keep)       # after `action` is played
+    start = reroot(out.search_tree, action, limit=K)          # after `action` is played
 
 A search of N simulations spends most of them below the move it then plays (on the shipped
 6x6 Othello network's self-play about two thirds of them). Leela Zero and KataGo keep that
@@ -40,9 +40,15 @@ class Start(NamedTuple):
     nodes: chex.Array  # int32[B]
 
 
-def empty_start(states, num_actions: int, capacity: int) -> Start:
-    """A `Start` that keeps nothing, its trees of capacity + 1 nodes for the B `states` (their
-    shapes are what a search of that capacity builds)."""
+def capacity(keep_nodes: int, num_simulations: int) -> int:
+    """`tree_search.search`'s capacity (trees of capacity + 1 nodes) for a search of
+    `num_simulations` that continues up to `keep_nodes` kept nodes: its last new node's index."""
+    return keep_nodes - 1 + num_simulations
+
+
+def empty_start(states, num_actions: int, *, keep_nodes: int, num_simulations: int) -> Start:
+    """A `Start` that keeps nothing for the B `states`, its trees the shapes a search of
+    `num_simulations` keeping up to `keep_nodes` nodes builds (`capacity`)."""
     batch = jax.tree_util.tree_leaves(states)[0].shape[0]
     root = mctx.RootFnOutput(
         prior_logits=jnp.zeros((batch, num_actions), jnp.float32),
@@ -51,7 +57,10 @@ def empty_start(states, num_actions: int, capacity: int) -> Start:
     )
     invalid = jnp.zeros((batch, num_actions), bool)
     tree = mctx_search.instantiate_tree_from_root(
-        root, capacity, root_invalid_actions=invalid, extra_data=root.prior_logits
+        root,
+        capacity(keep_nodes, num_simulations),
+        root_invalid_actions=invalid,
+        extra_data=root.prior_logits,
     )
     return Start(tree, jnp.zeros((batch,), jnp.int32))
 

@@ -49,7 +49,9 @@ def kept_nodes(config, game, apply, variables, *, batch: int, plies: int, seed: 
         return states, kept, jax.vmap(game.is_terminal)(states)
 
     states = init_states(game, batch)
-    start = tree_reuse.empty_start(states, game.num_actions, keep - 1 + spec.num_simulations)
+    start = tree_reuse.empty_start(
+        states, game.num_actions, keep_nodes=keep, num_simulations=spec.num_simulations
+    )
     key, rows = jax.random.PRNGKey(seed), []
     for ply in range(plies):
         out = search(variables, jax.random.fold_in(key, ply), states, start)

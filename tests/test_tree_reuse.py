@@ -50,7 +50,7 @@ def searched():
     spec = SearchSpec.pure_mcts(SIMS, explore=True)
     search = jax.jit(make_search(HEX, spec, keep_nodes=KEEP))
     states = init_states(HEX, B)
-    start = tree_reuse.empty_start(states, HEX.num_actions, KEEP - 1 + SIMS)
+    start = tree_reuse.empty_start(states, HEX.num_actions, keep_nodes=KEEP, num_simulations=SIMS)
     out = search(None, jax.random.PRNGKey(0), states, start)
     action = jnp.argmax(out.action_weights, axis=-1).astype(jnp.int32)
     kept = jax.jit(lambda t, a: tree_reuse.reroot(t, a, limit=KEEP))(out.search_tree, action)
