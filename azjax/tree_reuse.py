@@ -141,13 +141,11 @@ def continued(fresh: Tree, start: Start) -> Tree:
         raw_values=start.tree.raw_values.at[:, root].set(fresh.raw_values[:, root]),
         root_invalid_actions=fresh.root_invalid_actions,
         extra_data=fresh.extra_data,
-    )
-    tree = jax.tree.map(pick, tree, fresh)
-    return tree.replace(
         embeddings=jax.tree.map(
-            lambda e, f: e.at[:, root].set(f[:, root]), tree.embeddings, fresh.embeddings
-        )
+            lambda e, f: e.at[:, root].set(f[:, root]), start.tree.embeddings, fresh.embeddings
+        ),
     )
+    return jax.tree.map(pick, tree, fresh)
 
 
 def first_new_node(start: Start | None, batch: int) -> chex.Array:
