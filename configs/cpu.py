@@ -38,9 +38,12 @@ CPU_SCALE = dict(
 # weighted 0.5 and a window of 2,000 games were level with the recipe on the set (0.0080 and 0.0093
 # against 0.0091, two seeds) and changed no held-out loss (session 101: "The Hex gap"); so were
 # policy surprise weighting at 0.5 and the root value mixed into the value target at 0.5 (0.0088
-# and 0.0101 against 0.0089; session 102). Hex's self-play does not resign: a trained network knows
-# the winner at the first searched move, and resigning there would cut 65 - 88% of the moves
-# (`experiments.decided`; docs/strength.md, "Resignation").
+# and 0.0101 against 0.0089; session 102). PUCT with tree reuse (`search=puct,tree_reuse=true`)
+# erred in 0.0087 of the set against PUCT's 0.0109 (four seeds, z = -1.0 and -2.6) and the recipe's
+# 0.0109 (two), every match between them level; its hour against MCTSBot-10,000 is not yet run, so
+# Hex keeps Gumbel (session 107: docs/strength.md, "Tree reuse on 6x6 Hex"). Hex's self-play does
+# not resign: a trained network knows the winner at the first searched move, and resigning there
+# would cut 65 - 88% of the moves (`experiments.decided`; docs/strength.md, "Resignation").
 # Hex trains on a random symmetry (180 degrees) of each sampled position: +120 Elo at 6 minutes, two
 # seeds (docs/strength.md, "Recipes side by side"). On 6x6 Othello the 8 symmetries gained +64 Elo
 # at 6 minutes (two seeds) and random openings nothing measurable there (for an hour they did:
