@@ -64,6 +64,10 @@ def test_sharded_selfplay_plays_what_one_device_plays_with_the_device_keys(found
     assert found["trajectory_spec"] == [None, "data"] and found["states_spec"] == ["data"]
 
 
+def test_sharded_selfplay_with_tree_reuse_plays_what_one_device_plays(found):
+    assert found["reuse_selfplay_max_diff"] < 1e-5
+
+
 def test_sharded_sampling_draws_the_one_device_sample(found):
     assert found["ready"] > 0  # positions to draw: the samples compared are not all zero
     assert found["sample_equal"] and found["sample_spec"] == ["data"]
@@ -212,19 +216,32 @@ def _checks(tmp: str) -> dict:
     key = jax.random.PRNGKey(7)
 
     # Self-play: the sharded chunk against each device's games played alone with its key.
-    sharded = jax.jit(make_selfplay(game, spec, make_apply(net), T, 3, mesh))
-    alone = jax.jit(make_selfplay(game, spec, make_apply(net), T, 3))
-    states = jax.device_put(init_states(game, B), parallel.sharding(mesh, jax.P("data")))
-    s_states, s_traj = sharded(variables, key, states)
-    pieces = [
-        alone(variables, jax.random.fold_in(key, i), init_states(game, B // d)) for i in range(d)
-    ]
     cat = lambda axis, *xs: jnp.concatenate(xs, axis=axis)  # noqa: E731
-    one_states = jax.tree_util.tree_map(lambda *x: cat(0, *x), *[p[0] for p in pieces])
-    one_traj = jax.tree_util.tree_map(lambda *x: cat(1, *x), *[p[1] for p in pieces])
+
+    def selfplay_both_ways(search_spec, **options):
+        """(the sharded chunk, each device's part played alone, concatenated)."""
+        sharded = jax.jit(make_selfplay(game, search_spec, make_apply(net), T, 3, mesh, **options))
+        alone = jax.jit(make_selfplay(game, search_spec, make_apply(net), T, 3, **options))
+        states = jax.device_put(init_states(game, B), parallel.sharding(mesh, jax.P("data")))
+        pieces = [
+            alone(variables, jax.random.fold_in(key, i), init_states(game, B // d))
+            for i in range(d)
+        ]
+        one_states = jax.tree_util.tree_map(lambda *x: cat(0, *x), *[p[0] for p in pieces])
+        one_traj = jax.tree_util.tree_map(lambda *x: cat(1, *x), *[p[1] for p in pieces])
+        return sharded(variables, key, states), (one_states, one_traj)
+
+    (s_states, s_traj), (one_states, one_traj) = selfplay_both_ways(spec)
     out["selfplay_max_diff"] = max(max_diff(s_traj, one_traj), max_diff(s_states, one_states))
     out["trajectory_spec"] = spec_of(s_traj.obs)
     out["states_spec"] = spec_of(jax.tree_util.tree_leaves(s_states)[0])[:1]
+    # ... and with tree reuse (PUCT), which carries each game's kept subtree from move to move
+    reuse_config = cfg.load("tictactoe", dict(TOY, search="puct"))
+    reuse_spec = SearchSpec.from_config(reuse_config, explore=True)
+    (r_states, r_traj), (r_one_states, r_one_traj) = selfplay_both_ways(reuse_spec, tree_reuse=True)
+    out["reuse_selfplay_max_diff"] = max(
+        max_diff(r_traj, r_one_traj), max_diff(r_states, r_one_states)
+    )
 
     # A buffer with settled positions, once on one device and once split along B. A chunk of
     # T = 4 moves ends no game of Tic-Tac-Toe: the last move is marked as an end, so that there
