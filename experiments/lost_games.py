@@ -14,6 +14,11 @@ drawn one to a loss). Printed, and written to lost_games.json beside the match:
 - per agent and colour, the games by the exact value of the position at `--from_ply` for that
   agent and how they ended, and the games over before `--from_ply` on a row of their own
   ("ended sooner": on 8x8 Othello from ply 38 these were wipeouts, session 73);
+- per agent and colour, the games in which it held a won position at some ply from
+  `--from_ply` on (there, or after a move of its opponent's that threw the game to it) and how
+  they ended: what converting every such game would have scored is the most any player could
+  score from `--from_ply` against the same opponent moves (the cap of docs/strength.md,
+  "Branched restarts");
 - per agent, its moves from `--from_ply` on, the *decision positions* among them (at least one
   legal move throws value away) and the moves that threw value away, and the ply of each game at
   which it first did.
@@ -130,11 +135,20 @@ def judge_all(moves: list[list[int]], records: list[dict], resigned: list[bool],
     return judged_games
 
 
+def held_won(judged: list[Move], colour: str) -> bool:
+    """Whether `colour` held a won position at some judged ply: at the first, at one of its own
+    moves, or after one of its opponent's (a throw that hands it the game)."""
+    return start_for(judged, colour) == 1 or any(
+        (m.best if m.colour == colour else -m.chosen) == 1 for m in judged
+    )
+
+
 def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[str]) -> dict:
     """The tables of the module's docstring, as a JSON-ready dict."""
     out = {}
     for index, name in enumerate(agents):
         by_value: dict[str, Counter] = {}
+        held: dict[str, Counter] = {}
         moves = decisions = throws = 0
         first_throws = []
         for record, judged in zip(records, judged_games):
@@ -147,6 +161,10 @@ def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[
             row[VALUES[end]] += 1
             if not judged:  # over before the first judged ply: no moves to count
                 continue
+            if held_won(judged, colour):
+                row = held.setdefault(colour, Counter())
+                row["games"] += 1
+                row[VALUES[end]] += 1
             own = [m for m in judged if m.colour == colour]
             moves += len(own)
             decisions += sum(m.decision for m in own)
@@ -155,6 +173,7 @@ def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[
             first_throws.append(thrown[0] if thrown else None)
         out[name] = dict(
             by_value={k: dict(v) for k, v in sorted(by_value.items())},
+            held_won={k: dict(v) for k, v in sorted(held.items())},
             moves=moves,
             decisions=decisions,
             throws=throws,
@@ -174,6 +193,15 @@ def report(summary: dict, from_ply: int) -> list[str]:
                 f"  {key:28s} {row['games']:5d} {row.get('won', 0):4d} {row.get('drawn', 0):5d} "
                 f"{row.get('lost', 0):4d}"
             )
+        for colour in COLOURS:
+            games = sum(row["games"] for k, row in s["by_value"].items() if k.startswith(colour))
+            row = s["held_won"].get(colour, {})
+            if games:
+                lines.append(
+                    f"  {colour}: held a won position at some ply from {from_ply} in "
+                    f"{row.get('games', 0)} of {games} games: won {row.get('won', 0)}, drawn "
+                    f"{row.get('drawn', 0)}, lost {row.get('lost', 0)}"
+                )
         rate = s["throws"] / s["decisions"] if s["decisions"] else 0.0
         firsts = Counter(p for p in s["first_throw_plies"] if p is not None)
         lines.append(

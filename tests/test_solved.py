@@ -391,10 +391,29 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
         assert sum(row["games"] for row in rows.values()) == len(match["game_records"])
         assert s["throws"] <= s["decisions"] <= s["moves"]
         throws += s["throws"]
+        for colour, held in s["held_won"].items():  # every judged game won held a won position
+            judged_wins = sum(r.get("won", 0) for k, r in rows.items() if k.startswith(colour))
+            judged_wins -= rows.get(f"{colour}, {sooner}", {}).get("won", 0)
+            assert held["won"] == judged_wins and held["games"] >= held["won"]
     assert throws > 0  # random players throw wins away
     for judged in record["games"]:
         assert all(m["chosen"] <= m["best"] and m["ply"] >= 20 for m in judged)
         assert [m["colour"] for m in judged] == [("black", "white")[m["ply"] % 2] for m in judged]
+    # a won position held: at the first judged ply, or after the opponent threw the game away
+    lost_line = [
+        lost_games.Move(20, "black", -1, -1, True),
+        lost_games.Move(21, "white", 1, 1, True),
+    ]
+    thrown = [lost_games.Move(20, "black", -1, -1, True), lost_games.Move(21, "white", 1, -1, True)]
+    assert not lost_games.held_won(lost_line, "black") and lost_games.held_won(lost_line, "white")
+    assert lost_games.held_won(thrown, "black")  # white's move handed black the game
+    summary = lost_games.summarise(
+        [{"moves": [], "result": "white", "a_played": "black"}] * 2, [lost_line, thrown], ["A", "B"]
+    )
+    assert summary["A"]["held_won"] == {"black": {"games": 1, "lost": 1}}
+    assert summary["B"]["held_won"] == {"white": {"games": 2, "won": 2}}
+    printed = "\n".join(lost_games.report(summary, 20))
+    assert "black: held a won position at some ply from 20 in 1 of 2 games" in printed
     # a game over before the first judged ply (a wipeout) has a row of its own, per colour
     short = {"moves": ["d3"], "result": "white", "a_played": "black"}
     summary = lost_games.summarise([short], [[]], ["A", "B"])
