@@ -16,9 +16,9 @@ drawn one to a loss). Printed, and written to lost_games.json beside the match:
   ("ended sooner": on 8x8 Othello from ply 38 these were wipeouts, session 73);
 - per agent and colour, the games in which it held a won position at some ply from
   `--from_ply` on (there, or after a move of its opponent's that threw the game to it) and how
-  they ended: what converting every such game would have scored is the most any player could
-  score from `--from_ply` against the same opponent moves (the cap of docs/strength.md,
-  "Branched restarts");
+  they ended: their draws and losses are what its own lines, played perfectly from their first
+  won position on, would have turned into wins (the cap of docs/strength.md, "The Othello
+  target's cap on the latest hours");
 - per agent, its moves from `--from_ply` on, the *decision positions* among them (at least one
   legal move throws value away) and the moves that threw value away, and the ply of each game at
   which it first did.
@@ -162,9 +162,9 @@ def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[
             if not judged:  # over before the first judged ply: no moves to count
                 continue
             if held_won(judged, colour):
-                row = held.setdefault(colour, Counter())
-                row["games"] += 1
-                row[VALUES[end]] += 1
+                held_row = held.setdefault(colour, Counter())
+                held_row["games"] += 1
+                held_row[VALUES[end]] += 1
             own = [m for m in judged if m.colour == colour]
             moves += len(own)
             decisions += sum(m.decision for m in own)
