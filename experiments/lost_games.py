@@ -17,8 +17,10 @@ drawn one to a loss). Printed, and written to lost_games.json beside the match:
 - per agent and colour, the games in which it held a won position at some ply from
   `--from_ply` on (there, or after a move of its opponent's that threw the game to it) and how
   they ended: their draws and losses are what its own lines, played perfectly from their first
-  won position on, would have turned into wins (the cap of docs/strength.md, "The Othello
-  target's cap on the latest hours");
+  won position on, would have turned into wins;
+- per agent, its score in the match and what it would have scored converting every won or drawn
+  position it held from `--from_ply` on (the cap of docs/strength.md, "The Othello target's cap
+  on the latest hours");
 - per agent, its moves from `--from_ply` on, the *decision positions* among them (at least one
   legal move throws value away) and the moves that threw value away, and the ply of each game at
   which it first did.
@@ -135,21 +137,36 @@ def judge_all(moves: list[list[int]], records: list[dict], resigned: list[bool],
     return judged_games
 
 
-def held_won(judged: list[Move], colour: str) -> bool:
-    """Whether `colour` held a won position at some judged ply: at the first, at one of its own
-    moves, or after one of its opponent's (a throw that hands it the game)."""
-    return start_for(judged, colour) == 1 or any(
-        (m.best if m.colour == colour else -m.chosen) == 1 for m in judged
+def best_held(judged: list[Move], colour: str) -> int:
+    """The best exact value `colour` held at some judged ply (+1 won, 0 drawn, -1 lost): at the
+    first, at one of its own moves, or after one of its opponent's (a throw that hands it more)."""
+    return max(
+        start_for(judged, colour),
+        *((m.best if m.colour == colour else -m.chosen) for m in judged),
     )
 
 
+def held_won(judged: list[Move], colour: str) -> bool:
+    """Whether `colour` held a won position at some judged ply."""
+    return best_held(judged, colour) == 1
+
+
+def points(value: int) -> float:
+    """A game's points for a value or an outcome: 1 a win, 0.5 a draw, 0 a loss."""
+    return (value + 1) / 2
+
+
 def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[str]) -> dict:
-    """The tables of the module's docstring, as a JSON-ready dict."""
+    """The tables of the module's docstring, as a JSON-ready dict, keyed by the agents' names
+    ("NAME (A)" and "NAME (B)" where a match played an agent against itself)."""
     out = {}
+    if len(set(agents)) < len(agents):
+        agents = [f"{name} ({side})" for name, side in zip(agents, "AB")]
     for index, name in enumerate(agents):
         by_value: dict[str, Counter] = {}
         held: dict[str, Counter] = {}
         moves = decisions = throws = 0
+        scored = converted = 0.0
         first_throws = []
         for record, judged in zip(records, judged_games):
             a_colour = record["a_played"]
@@ -159,8 +176,11 @@ def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[
             row = by_value.setdefault(f"{colour}, {start}", Counter())
             row["games"] += 1
             row[VALUES[end]] += 1
+            scored += points(end)
             if not judged:  # over before the first judged ply: no moves to count
+                converted += points(end)
                 continue
+            converted += points(best_held(judged, colour))
             if held_won(judged, colour):
                 held_row = held.setdefault(colour, Counter())
                 held_row["games"] += 1
@@ -174,6 +194,8 @@ def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[
         out[name] = dict(
             by_value={k: dict(v) for k, v in sorted(by_value.items())},
             held_won={k: dict(v) for k, v in sorted(held.items())},
+            score=scored / len(records) if records else 0.0,
+            converted_score=converted / len(records) if records else 0.0,
             moves=moves,
             decisions=decisions,
             throws=throws,
@@ -202,6 +224,10 @@ def report(summary: dict, from_ply: int) -> list[str]:
                     f"{row.get('games', 0)} of {games} games: won {row.get('won', 0)}, drawn "
                     f"{row.get('drawn', 0)}, lost {row.get('lost', 0)}"
                 )
+        lines.append(
+            f"  score {s['score']:.3f}; converting every won or drawn position it held from ply "
+            f"{from_ply} on: {s['converted_score']:.3f}"
+        )
         rate = s["throws"] / s["decisions"] if s["decisions"] else 0.0
         firsts = Counter(p for p in s["first_throw_plies"] if p is not None)
         lines.append(

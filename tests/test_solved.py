@@ -395,6 +395,9 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
             judged_wins = sum(r.get("won", 0) for k, r in rows.items() if k.startswith(colour))
             judged_wins -= rows.get(f"{colour}, {sooner}", {}).get("won", 0)
             assert held["won"] == judged_wins and held["games"] >= held["won"]
+        assert s["converted_score"] >= s["score"]  # converting never loses points
+    assert list(record["summary"]) == ["random (A)", "random (B)"]  # an agent against itself
+    assert sum(s["score"] for s in record["summary"].values()) == pytest.approx(1.0)
     assert throws > 0  # random players throw wins away
     for judged in record["games"]:
         assert all(m["chosen"] <= m["best"] and m["ply"] >= 20 for m in judged)
@@ -412,8 +415,16 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
     )
     assert summary["A"]["held_won"] == {"black": {"games": 1, "lost": 1}}
     assert summary["B"]["held_won"] == {"white": {"games": 2, "won": 2}}
+    assert (summary["A"]["score"], summary["A"]["converted_score"]) == (0.0, 0.5)
+    assert (summary["B"]["score"], summary["B"]["converted_score"]) == (1.0, 1.0)
+    drawn = [lost_games.Move(20, "black", 0, -1, True), lost_games.Move(21, "white", 1, 1, True)]
+    assert lost_games.best_held(drawn, "black") == 0 and not lost_games.held_won(drawn, "black")
     printed = "\n".join(lost_games.report(summary, 20))
     assert "black: held a won position at some ply from 20 in 1 of 2 games" in printed
+    assert (
+        "score 0.000; converting every won or drawn position it held from ply 20 on: 0.500"
+        in printed
+    )
     # a game over before the first judged ply (a wipeout) has a row of its own, per colour
     short = {"moves": ["d3"], "result": "white", "a_played": "black"}
     summary = lost_games.summarise([short], [[]], ["A", "B"])
