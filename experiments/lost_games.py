@@ -3,6 +3,11 @@ solver, from a ply on.
 
     python evaluate.py match ckpt:runs/othello6,sims=50 mcts:sims=10000 --game=othello --size=6
     python -m experiments.lost_games runs/eval/match-<time>/match.json --from_ply=8
+    python -m experiments.lost_games runs/eval/m10k-s*/match.json --out=runs/eval/m10k.json
+
+Several matches of the same game and agents (one a seed of the opponent, say) are judged in
+turn with one solver, each written beside its match, and then summed: printed, and written to
+`--out` where given.
 
 The solver is experiments/solved_positions.py's (Othello up to 8x8, Connect Four of four in a row
 up to 7x7, C compiled with the system's compiler; Hex up to 6x6 without the swap rule and
@@ -32,7 +37,9 @@ moves are judged, its result is not checked. Moves before
 `--from_ply` are not judged, and it must be at least the match's opening plies (those moves were
 drawn, not chosen). On 6x6 Othello a position with 22 - 26 empty squares (ply 6 - 10) takes
 about 4 s on one core of a 2-core CPU, some over a minute, and the solver's table stays warm
-along a game; on 8x8 a game judged from ply 38 (22 empty squares) takes about 3 s, from ply 36
+along a game and from match to match (in session 109, 20 games of a network against
+MCTS-10,000 judged from ply 8 took about a minute a match alone, 20 - 23 s a match in a command
+of eight); on 8x8 a game judged from ply 38 (22 empty squares) takes about 3 s, from ply 36
 about 20 s. The Hex solver is in Python: on
 6x6 a position with 28 empty cells (ply 8) takes seconds, some half a minute; judge from ply 10
 or later there.
@@ -40,6 +47,7 @@ or later there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -238,12 +246,79 @@ def report(summary: dict, from_ply: int) -> list[str]:
     return lines
 
 
+class Match(NamedTuple):
+    """One match.json as `main` judges it: its records and their moves parsed."""
+
+    path: str
+    game: object
+    agents: list[str]
+    records: list[dict]
+    moves: list[list[int]]
+    resigned: list[bool]
+
+
+def load_match(path: str, from_ply: int) -> Match:
+    """A match.json's games, checked (ValueError naming what is wrong: not a match of
+    `evaluate.py match`, a game without a solver, or `from_ply` inside its drawn openings)."""
+    try:
+        with open(path) as f:
+            match = json.load(f)
+        name, options, agents = match["game"], match["game_options"], match["agents"]
+        records = match["game_records"]
+        if not (isinstance(name, str) and isinstance(options, dict)):
+            raise TypeError("game must be a name, game_options an object")
+        for r in records:  # what judge_all and summarise read of each game
+            if not isinstance(r, dict) or not isinstance(r.get("moves"), list):
+                raise TypeError("each game record must be an object with a list of moves")
+            missing = [k for k in ("a_played", "result") if k not in r]
+            if missing:
+                raise KeyError(missing[0])
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not a match.json of evaluate.py match ({e!r})") from None
+    if name not in KINDS and name not in PERFECT:
+        solvers = ", ".join(sorted({*KINDS, *PERFECT}))
+        raise ValueError(f"no solver for {name}: one of {solvers}")
+    game = games.make(name, **options)
+    kind, _, plies = openings_lib.parse(match.get("openings", "none"))
+    drawn = {"none": 0, "all": 1}.get(kind, plies)
+    if from_ply < drawn:
+        raise ValueError(
+            f"--from_ply must be at least the match's {drawn} opening plies, not {from_ply}"
+        )
+    resigned = [r["moves"][-1:] == ["resign"] for r in records]  # its last "move"
+    moves = []
+    for record, gave_up in zip(records, resigned):
+        names = record["moves"][:-1] if gave_up else record["moves"]
+        moves.append([game.parse_action(m) for m in names])
+    return Match(path, game, agents, records, moves, resigned)
+
+
+def write(out: str, match, from_ply: int, summary: dict, judged_games) -> None:
+    """A lost_games.json: the match (a path, or the list of them summed), the summary and, for
+    one match, every judged move of its games."""
+    record = dict(match=match, from_ply=from_ply, summary=summary)
+    if judged_games is not None:
+        record["games"] = [[m._asdict() for m in judged] for judged in judged_games]
+    with open(out, "w") as f:
+        json.dump(record, f, indent=1)
+    print(f"wrote {out}")
+
+
 def main(argv=None) -> int:
     p = flags.Parser(module=__spec__.name, description=__doc__.split("\n\n")[0])
-    p.add_argument("match", help="a match.json written by `evaluate.py match`")
+    p.add_argument(
+        "match",
+        nargs="+",
+        help="a match.json written by `evaluate.py match`; several (the same game and agents, "
+        "e.g. one per seed of the opponent) are judged in turn and summed",
+    )
     p.add_argument("--from_ply", type=int, default=8, help="the first ply judged (default 8)")
     p.add_argument(
-        "--out", type=flags.path, default=None, help="default: lost_games.json beside the match"
+        "--out",
+        type=flags.path,
+        default=None,
+        help="one match: its lost_games.json (default: beside the match); several: each goes "
+        "beside its match, and --out (default none) gets their sum's summary",
     )
     args = p.parse_args(argv)
     if args.from_ply < 0:
@@ -251,83 +326,74 @@ def main(argv=None) -> int:
     try:
         if args.out:
             flags.check_file_out(args.out, "--out")  # before the solver's work, not after it
-        try:
-            with open(args.match) as f:
-                match = json.load(f)
-            name, options, agents = match["game"], match["game_options"], match["agents"]
-            records = match["game_records"]
-            if not (isinstance(name, str) and isinstance(options, dict)):
-                raise TypeError("game must be a name, game_options an object")
-            for r in records:  # what judge_all and summarise read of each game
-                if not isinstance(r, dict) or not isinstance(r.get("moves"), list):
-                    raise TypeError("each game record must be an object with a list of moves")
-                missing = [k for k in ("a_played", "result") if k not in r]
-                if missing:
-                    raise KeyError(missing[0])
-        except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+        folders = [os.path.dirname(os.path.abspath(path)) for path in args.match]
+        if len(set(folders)) < len(folders):
             raise ValueError(
-                f"{args.match}: not a match.json of evaluate.py match ({e!r})"
-            ) from None
-        if name not in KINDS and name not in PERFECT:
-            solvers = ", ".join(sorted({*KINDS, *PERFECT}))
-            raise ValueError(f"no solver for {name}: one of {solvers}")
-        game = games.make(name, **options)
-        perfect = PerfectSolver(game) if name in PERFECT else None  # ValueError: e.g. 7x7 Hex
-        if perfect is None:
-            KINDS[name].check(game)
-        kind, _, plies = openings_lib.parse(match.get("openings", "none"))
-        drawn = {"none": 0, "all": 1}.get(kind, plies)
-        if args.from_ply < drawn:
-            raise ValueError(
-                f"--from_ply must be at least the match's {drawn} opening plies, "
-                f"not {args.from_ply}"
+                "two of the matches are in one folder, where each would write its "
+                "lost_games.json: give each match a folder of its own (evaluate.py match --out)"
             )
-        resigned = [r["moves"][-1:] == ["resign"] for r in records]  # its last "move"
-        moves = []
-        for record, gave_up in zip(records, resigned):
-            names = record["moves"][:-1] if gave_up else record["moves"]
-            moves.append([game.parse_action(m) for m in names])
+        matches = [load_match(path, args.from_ply) for path in args.match]
+        first = matches[0]
+        for m in matches[1:]:
+            if (m.game.name, m.game.options, m.agents) != (
+                first.game.name,
+                first.game.options,
+                first.agents,
+            ):
+                raise ValueError(
+                    f"{m.path}: its game or agents differ from {first.path}'s; several matches "
+                    "are summed only where they are the same"
+                )
+        game = first.game
+        perfect = PerfectSolver(game) if game.name in PERFECT else None  # e.g. 7x7 Hex
+        if perfect is None:
+            KINDS[game.name].check(game)
     except ValueError as e:
         print(f"lost_games: {e}", file=sys.stderr)
         return 2
+    judged = []
     try:
-        if perfect is not None:
-            judged_games = judge_all(
-                moves, records, resigned, lambda m: judge_moves(m, perfect.along(m, args.from_ply))
-            )
-        else:
-            fns = batch_functions(game)
-            with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+            if perfect is None:
                 try:
-                    exe = compile_solver(tmp, name)
+                    exe = compile_solver(tmp, game.name)
                 except (RuntimeError, OSError) as e:  # no compiler, or it failed
                     raise ValueError(f"the solver: {e}") from None
-                with Solver(exe, game) as solver:
-                    judged_games = judge_all(
-                        moves,
-                        records,
-                        resigned,
-                        lambda m: judge_game(game, m, args.from_ply, solver, fns),
-                    )
+                solver = stack.enter_context(Solver(exe, game))  # one, warm, for every match
+                fns = batch_functions(game)
+
+                def judge(moves):
+                    return judge_game(game, moves, args.from_ply, solver, fns)
+            else:
+
+                def judge(moves):
+                    return judge_moves(moves, perfect.along(moves, args.from_ply))
+
+            for m in matches:
+                try:
+                    judged.append(judge_all(m.moves, m.records, m.resigned, judge))
+                except ValueError as e:
+                    raise ValueError(f"{m.path}: {e}") from None
     except ValueError as e:
-        print(f"lost_games: {args.match}: {e}", file=sys.stderr)
+        print(f"lost_games: {e}", file=sys.stderr)
         return 2
-    summary = summarise(records, judged_games, agents)
-    for line in report(summary, args.from_ply):
-        print(line)
-    out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.match)), "lost_games.json")
-    with open(out, "w") as f:
-        json.dump(
-            dict(
-                match=args.match,
-                from_ply=args.from_ply,
-                summary=summary,
-                games=[[m._asdict() for m in judged] for judged in judged_games],
-            ),
-            f,
-            indent=1,
-        )
-    print(f"wrote {out}")
+    for m, judged_games in zip(matches, judged):
+        summary = summarise(m.records, judged_games, m.agents)
+        if len(matches) > 1:
+            print(m.path)
+        for line in report(summary, args.from_ply):
+            print(line)
+        beside = os.path.join(os.path.dirname(os.path.abspath(m.path)), "lost_games.json")
+        out = args.out if args.out and len(matches) == 1 else beside
+        write(out, m.path, args.from_ply, summary, judged_games)
+    if len(matches) > 1:
+        records = [r for m in matches for r in m.records]
+        summary = summarise(records, [g for j in judged for g in j], first.agents)
+        print(f"all {len(matches)} matches, {len(records)} games")
+        for line in report(summary, args.from_ply):
+            print(line)
+        if args.out:
+            write(args.out, args.match, args.from_ply, summary, None)
     return 0
 
 

@@ -446,6 +446,30 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
         assert lost_games.main([bad, *flags]) == 2
         return capsys.readouterr().err
 
+    # several matches of the same agents: each judged beside itself, then summed
+    os.makedirs(tmp_path / "again")
+    again = str(tmp_path / "again" / "match.json")
+    with open(again, "w") as f:
+        json.dump({**match, "game_records": match["game_records"][:4]}, f)
+    total = str(tmp_path / "total.json")
+    assert lost_games.main([path, again, "--from_ply=20", f"--out={total}"]) == 0
+    assert "all 2 matches, 10 games" in capsys.readouterr().out
+    assert os.path.exists(str(tmp_path / "again" / "lost_games.json"))
+    summed = json.loads(open(total).read())
+    assert summed["match"] == [path, again] and "games" not in summed
+    for name, s in summed["summary"].items():
+        alone = record["summary"][name]
+        rows = s["by_value"]
+        assert sum(row["games"] for row in rows.values()) == 10
+        assert s["moves"] > alone["moves"] and s["throws"] >= alone["throws"]
+    assert sum(s["score"] for s in summed["summary"].values()) == pytest.approx(1.0)
+    with open(again, "w") as f:
+        json.dump({**match, "agents": ["random", "perfect"]}, f)
+    assert lost_games.main([path, again, "--from_ply=20"]) == 2
+    assert "its game or agents differ" in capsys.readouterr().err
+    assert lost_games.main([path, path, "--from_ply=20"]) == 2
+    assert "in one folder" in capsys.readouterr().err
+
     wrong = list(match["game_records"])
     i = next(i for i, r in enumerate(wrong) if len(r["moves"]) > 20)
     swapped = {"black": "white", "white": "black", "draw": "white"}
