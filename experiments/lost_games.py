@@ -154,11 +154,6 @@ def best_held(judged: list[Move], colour: str) -> int:
     )
 
 
-def held_won(judged: list[Move], colour: str) -> bool:
-    """Whether `colour` held a won position at some judged ply."""
-    return best_held(judged, colour) == 1
-
-
 def points(value: int) -> float:
     """A game's points for a value or an outcome: 1 a win, 0.5 a draw, 0 a loss."""
     return (value + 1) / 2
@@ -188,8 +183,9 @@ def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[
             if not judged:  # over before the first judged ply: no moves to count
                 converted += points(end)
                 continue
-            converted += points(best_held(judged, colour))
-            if held_won(judged, colour):
+            best = best_held(judged, colour)
+            converted += points(best)
+            if best == 1:  # it held a won position
                 held_row = held.setdefault(colour, Counter())
                 held_row["games"] += 1
                 held_row[VALUES[end]] += 1

@@ -408,8 +408,9 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
         lost_games.Move(21, "white", 1, 1, True),
     ]
     thrown = [lost_games.Move(20, "black", -1, -1, True), lost_games.Move(21, "white", 1, -1, True)]
-    assert not lost_games.held_won(lost_line, "black") and lost_games.held_won(lost_line, "white")
-    assert lost_games.held_won(thrown, "black")  # white's move handed black the game
+    assert lost_games.best_held(lost_line, "black") == -1
+    assert lost_games.best_held(lost_line, "white") == 1
+    assert lost_games.best_held(thrown, "black") == 1  # white's move handed black the game
     summary = lost_games.summarise(
         [{"moves": [], "result": "white", "a_played": "black"}] * 2, [lost_line, thrown], ["A", "B"]
     )
@@ -418,7 +419,7 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
     assert (summary["A"]["score"], summary["A"]["converted_score"]) == (0.0, 0.5)
     assert (summary["B"]["score"], summary["B"]["converted_score"]) == (1.0, 1.0)
     drawn = [lost_games.Move(20, "black", 0, -1, True), lost_games.Move(21, "white", 1, 1, True)]
-    assert lost_games.best_held(drawn, "black") == 0 and not lost_games.held_won(drawn, "black")
+    assert lost_games.best_held(drawn, "black") == 0
     printed = "\n".join(lost_games.report(summary, 20))
     assert "black: held a won position at some ply from 20 in 1 of 2 games" in printed
     assert (
