@@ -77,7 +77,9 @@ CPU_SCALE = dict(
 # MCTS-10,000, the target's measure, they scored 0.80 and 0.775 against 0.79 - 0.825, not told apart
 # there (docs/strength.md, "The Othello recipe changed"). Each alone: the decayed rate erred in
 # 0.083 and 0.089 (two seeds), the mobility planes in 0.084, the branches were not told apart at 20
-# minutes (two seeds, 0.104 against 0.106, 115-107 with 18 draws); TD(lambda) value targets
+# minutes (two seeds, 0.104 against 0.106, 115-107 with 18 draws), and branching 0.8 of them, not
+# 0.5, was not told apart from the recipe (session 109: 0.092 against 0.091, 119-105 with 16 draws;
+# "Branched restarts at 0.8 on 6×6 Othello"); TD(lambda) value targets
 # (`value_lambda` 0.9, 0.95) were not told apart from the outcome at 20 minutes (docs/strength.md,
 # "The cosine schedule with a second seed", "The mobility planes", "Branched restarts", "TD(λ) value
 # targets"). The score utility (`score_utility=0.2`, the ownership head's margin mixed into every
