@@ -246,7 +246,7 @@ class Match(NamedTuple):
     """One match.json as `main` judges it: its records and their moves parsed."""
 
     path: str
-    game: object
+    game: games.Game
     agents: list[str]
     records: list[dict]
     moves: list[list[int]]
