@@ -27,6 +27,7 @@ def test_command_line_options_and_errors(capsys):
         (["--game=tictactoe", "--agent=alphago"], "unknown agent 'alphago'"),
         (["--game=tictactoe", "--agent=mcts:sims=0"], "sims"),
         (["--agent=random"], "give --game=NAME"),
+        (["--agent=alphago"], "unknown agent 'alphago'"),  # the spec first, then the game
         (["--game=hex", "--gtp", "--agent=human"], "stdin carries the protocol"),
     ]:
         assert play.main(argv) == 2

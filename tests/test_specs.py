@@ -247,6 +247,8 @@ def test_the_game_comes_from_the_flags_or_the_first_checkpoint(tiny_run):
     assert specs.game_for(["random"], "hex", {"size": 5}) == games.make("hex", size=5)
     assert specs.game_for(["random", f"ckpt:{tiny_run}"]) == TTT
     assert specs.checkpoint_config("random") is None
+    with pytest.raises(ValueError, match="unknown agent 'foo'"):  # not "give --game" (play.py)
+        specs.checkpoint_config("foo")
     assert specs.checkpoint_config(f"ckpt:{tiny_run},sims=3").num_filters == 4
     with pytest.raises(ValueError, match="give --game=NAME"):
         specs.game_for(["random", "mcts"])

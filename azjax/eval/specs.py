@@ -416,8 +416,9 @@ def parse_checkpoint_location(text: str) -> tuple[str, int | None]:
 
 
 def checkpoint_config(text: str) -> Config | None:
-    """The config of the checkpoint a `ckpt:` spec names (None for other kinds)."""
-    kind, _, rest = text.strip().partition(":")
+    """The config of the checkpoint a `ckpt:` spec names (None for other kinds; ValueError naming
+    the kinds where the spec names none)."""
+    kind, _, rest = _kind(text)
     if kind != "ckpt":
         return None
     location, _, option_text = rest.partition(",")
