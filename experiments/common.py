@@ -9,6 +9,7 @@ import math
 import os
 import time
 
+import games
 from azjax import cli, flags
 from azjax.checkpoint import initial_variables, read_config  # noqa: F401  (re-exported)
 from azjax.checkpoint import load_checkpoint as restore_variables  # noqa: F401
@@ -126,6 +127,8 @@ def check_run_flags(parser, args, name: str) -> None:
         parser.error(str(e))
     if args.games < 2 or args.games % 2:
         parser.error(f"--games must be even and at least 2 (colours alternate), got {args.games}")
+    if args.workdir is None and args.game not in games.names():  # names the default workdir
+        parser.error(f"--game: unknown game {args.game!r}; known games: {', '.join(games.names())}")
     args.workdir = args.workdir or default_workdir(args.game, args.full)
     args.out = args.out or os.path.join(args.workdir, name)
 

@@ -251,6 +251,8 @@ def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
         ("exit_targets", ["--out=/etc/passwd"], "--out '/etc/passwd' is a file"),
         ("recipes", ["--game=tictactoe", "--out=/etc/passwd"], "--out '/etc/passwd' is a file"),
         ("experiment1", ["--out=/etc/passwd"], "--out '/etc/passwd' is a file"),
+        ("experiment2", ["--game=chess"], "--game: unknown game 'chess'; known games: "),
+        ("experiment3", ["--game=chess"], "--game: unknown game 'chess'; known games: "),
         ("lost_games", ["x.json", "--from_ply=-1"], "--from_ply must be >= 0, got -1"),
         ("pgx_recipe", ["train", "--out=/etc/passwd"], "--out '/etc/passwd' is a file"),
         ("pgx_recipe", ["train", "--out=x", "--lr=inf"], "--lr must be positive and finite"),
