@@ -1,6 +1,7 @@
 """End to end at toy scale: train.py trains Tic-Tac-Toe, checkpoints, resumes; bad input named;
 the learner."""
 
+import dataclasses
 import json
 import math
 import os
@@ -104,6 +105,16 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
     for row, progress in zip(rows[2:], (2.5 / 4, 3.5 / 4)):  # the middle of iterations 3, 4
         want = peak * 0.5 * (1 + np.cos(np.pi * progress))
         assert row["train/learning_rate"] == pytest.approx(want)
+
+
+def test_resume_without_workdir_keeps_the_default_folders_settings(run, tmp_path, monkeypatch):
+    saved = cfg.Config.from_json(open(os.path.join(run, "config.json")).read())
+    shutil.copytree(run, tmp_path / "runs" / saved.game)
+    monkeypatch.chdir(tmp_path)  # train.py resumes runs/<game>: its config.json is the base
+    config, _ = train.parse([f"--game={saved.game}", "--resume", "--iterations=9"])
+    assert config == dataclasses.replace(saved, iterations=9)
+    config, _ = train.parse([f"--game={saved.game}", "--resume_step=2"])
+    assert config == saved
 
 
 def test_the_start_line_says_what_trains_and_names_the_cpu_recipe_for_a_gpu_batch():

@@ -143,6 +143,7 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     pre.add_argument("--resume", action="store_true")
     pre.add_argument("--resume_step", default=None)
     known, _ = pre.parse_known_args(argv)
+    shared = None
     if known.games is not None:  # a shared run: the first game of the list is `game`
         if known.game is not None:
             raise ValueError(
@@ -151,14 +152,18 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
             )
         from azjax.shared import parse_games
 
-        known.game = parse_games(known.games)[0][0]
+        shared = [name for name, _ in parse_games(known.games)]
+        known.game = shared[0]
     base: dict = {}
     if known.config is not None:
         config_game, base = cfg.named_defaults(known.config, known.game)
         if known.game not in (None, config_game) and config_game is not None:
             raise ValueError(f"--game={known.game} but --config={known.config} is {config_game}")
         known.game = config_game or known.game
-    saved = _saved_config(known.workdir) if (known.resume or known.resume_step) else None
+    resuming = known.resume or known.resume_step is not None
+    if resuming and known.workdir is None:  # _main resumes runs/<game>: its settings too
+        known.workdir = default_workdir("+".join(shared or [known.game or "hex"]), resume=True)
+    saved = _saved_config(known.workdir) if resuming else None
     if saved is not None:
         base = {n: getattr(saved, n) for n in cfg.FIELDS if n != "game"}
         base.update(saved.game_options)  # a resumed run keeps its own settings over --config's
