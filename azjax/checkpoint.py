@@ -169,7 +169,7 @@ class Checkpointer:
                 f"cannot open the checkpoints of {workdir!r}: {describe_os_error(e)}"
             ) from None
         self._saving: int | None = None  # the step of a save not known to be committed
-        self.last_saved: int | None = None  # the step of the last save started
+        self.last_saved: int | None = None  # the step of the last save started without error
 
     def _failed(self, e: Exception) -> CheckpointError:
         self.failed = True
@@ -184,7 +184,7 @@ class Checkpointer:
         """Start saving checkpoint `iteration`; `rows` are the metrics rows metrics.jsonl does not
         hold yet, kept with it so that a resumed run has them whatever happened to the file."""
         self.wait()
-        self._saving = self.last_saved = iteration
+        self._saving = iteration
         try:
             self.manager.save(
                 iteration,
@@ -196,6 +196,7 @@ class Checkpointer:
             )
         except Exception as e:
             raise self._failed(e) from e
+        self.last_saved = iteration  # not before: metrics.jsonl takes rows up to it once written
 
     def committed(self) -> bool:
         """Whether the last save is on disk (False while it is being written)."""
