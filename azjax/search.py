@@ -740,7 +740,13 @@ def _puct_select(
         prior = tree.children_prior_logits[node_index]
         owed = (visit_counts > 0) & (visit_counts < forced_visits(prior, visit_counts, forced))
         to_argmax = jnp.where(owed, to_argmax + _FORCED, to_argmax)
-    invalid = tree.root_invalid_actions * (depth == 0)  # masked at the root only, as mctx does
+    # mctx masks the root only. Below it an illegal child has prior 0, and raw values score it
+    # at the node's value: above every legal child once all have fallen under that (a network
+    # whose values contradict each other), and recurrent_fn would back up a made-up loss. So an
+    # unvisited child of prior 0 (a legal one only where its logit is ~90 under the best) is
+    # passed over at every depth.
+    unreachable = (tree.children_prior_logits[node_index] == 0) & (visit_counts == 0)
+    invalid = jnp.where(depth == 0, tree.root_invalid_actions, unreachable)
     return jnp.argmax(jnp.where(invalid, -jnp.inf, to_argmax)).astype(jnp.int32)
 
 

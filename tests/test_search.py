@@ -453,6 +453,24 @@ def test_raw_puct_values_are_q_unstretched_and_spread_the_root_visits():
         )
 
 
+@pytest.mark.parametrize("values", ["minmax", "raw"])
+def test_puct_expands_no_illegal_move_below_the_root(values):
+    # A network whose every position is worth 0.9 to its mover contradicts itself: each child
+    # then looks worse than its parent. Raw values scored the unvisited illegal children (prior
+    # 0) at the parent's value, above every legal child, and the search expanded them.
+    def apply(variables, obs):
+        return jnp.zeros((obs.shape[0], GAME.num_actions)), jnp.full(obs.shape[0], 0.9)
+
+    spec = SearchSpec(search="puct", num_simulations=100, puct_values=values)
+    states = batch([], 4)
+    tree = jax.jit(make_search(GAME, spec, apply))(None, jax.random.PRNGKey(0), states).search_tree
+    flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), tree.embeddings)
+    legal = np.asarray(jax.vmap(GAME.legal_mask)(flat)).reshape(tree.children_index.shape)
+    expanded = np.asarray(tree.children_index) >= 0  # [B, N, A]: the edges the search took
+    visited = (np.asarray(tree.node_visits) > 0)[..., None]
+    assert expanded.any() and not np.any(expanded & visited & legal.any(-1, keepdims=True) & ~legal)
+
+
 def test_first_play_urgency_values_the_unvisited_below_the_parent_and_deepens_the_trees():
     # fpu_reduction r: an unvisited child at the node's value less r * sqrt(the prior mass of the
     # visited children); the searches then go deeper into the moves tried (Leela Zero, KataGo).
