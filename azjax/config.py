@@ -810,6 +810,11 @@ def validate(config: Config) -> Config:
     if config.gating and config.algorithm != "alphazero":
         raise ValueError("gating needs algorithm=alphazero (Expert Iteration has no gate)")
     no_rollouts = config.rollout_policy == "none" or config.rollout_prob == 0
+    if config.score_utility and not no_rollouts:
+        raise ValueError(
+            "score_utility with rollouts: a rollout's result is the outcome, not the score the "
+            "leaf values are blended with; give rollout_prob=0 or score_utility=0"
+        )
     if config.evaluator == "uniform" and no_rollouts:
         raise ValueError(
             "evaluator=uniform needs rollouts (rollout_policy=random or policy, "

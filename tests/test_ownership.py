@@ -145,3 +145,13 @@ def test_score_utility_needs_the_ownership_head():
         cfg.load("othello", {"score_utility": 0.3})
     with pytest.raises(ValueError, match="score_utility must be <= 1"):
         cfg.load("othello", {"ownership_weight": 1.0, "score_utility": 1.5})
+    with pytest.raises(ValueError, match="score_utility with rollouts: a rollout's result is"):
+        cfg.load(
+            "othello",
+            {
+                "ownership_weight": 1.0,
+                "score_utility": 0.3,
+                "rollout_policy": "random",
+                "rollout_prob": 0.5,
+            },
+        )

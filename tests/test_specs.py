@@ -321,6 +321,10 @@ def test_checkpoint_errors_name_the_problem(tiny_run, tmp_path):
         parse_agent("ckpt:pretrained/hex6,sym=8", games.make("hex", size=6))
     with pytest.raises(ValueError, match=r"score=0.2 reads the ownership head, and this network"):
         parse_agent(f"ckpt:{tiny_run},score=0.2", TTT)
+    with pytest.raises(ValueError, match="score=0.2 with rollout=random: a rollout's result"):
+        parse_agent(
+            "ckpt:pretrained/othello6,score=0.2,rollout=random,p_r=1", games.make("othello", size=6)
+        )
     with pytest.raises(ValueError, match="ckpt: unknown option 'depth'"):
         parse_agent(f"ckpt:{tiny_run},depth=3", TTT)
 

@@ -322,6 +322,11 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
         )
     if spec.rollout_policy != "none" and spec.rollout_prob == 0:
         raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (p_r is 0)")
+    if spec.score_utility and spec.rollout_policy != "none":
+        raise ValueError(
+            f"{name}: score={spec.score_utility} with rollout={spec.rollout_policy}: a rollout's "
+            "result is the outcome, not the score the leaf values are blended with"
+        )
     if spec.rollout_policy == "none" and spec.rollout_prob > 0:
         raise ValueError(
             f"{name}: p_r={spec.rollout_prob} needs rollout=random or "
