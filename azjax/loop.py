@@ -462,6 +462,8 @@ def _open_run(
 
         variables, note = transfer.transferred_variables(config, run.train.variables)
         run = run.replace(train=run.train.replace(variables=variables))
+        if run.gate is not None:  # self-play's best starts as the transferred network too
+            run = run.replace(gate=run.gate.replace(best=fns.copy(variables)))
         if parallel.is_primary():
             print(note, file=sys.stderr)
     return run

@@ -140,6 +140,21 @@ def test_the_same_game_and_network_load_everything(tiny_run, source, monkeypatch
     assert equal(back, source)
 
 
+def test_a_gated_run_plays_self_play_with_the_transferred_network(tiny_run, source, tmp_path):
+    from azjax import gating, loop, parallel
+    from azjax.checkpoint import Checkpointer
+
+    gated = {**TOY, "gating": 0.55, "gating_games": 2, "init_from": f"{tiny_run}@1"}
+    config = resolve(load_config("tictactoe", gated))
+    fns = loop.make_iteration(config, parallel.make_mesh())
+    workdir = str(tmp_path / "gated")
+    run = loop._open_run(
+        config, workdir, fns, Checkpointer(workdir), resume=False, resume_step=None
+    )
+    assert equal(run.train.variables, source)
+    assert equal(gating.selfplay_variables(run), source)  # the gate's best, not the untrained net
+
+
 @pytest.mark.parametrize(
     "options, fresh_heads, note",
     [
