@@ -149,7 +149,10 @@ def _match_fn(game: Game, act_a: Act, act_b: Act, num_games: int, *, split, reco
             starts = init_states(game, num_games)
         keys = jax.random.split(key, game.max_game_length)
         plies = jnp.arange(game.max_game_length)
-        first_mover = game.current_player(jax.tree_util.tree_map(lambda x: x[0], starts))
+        # the mover of the first unfinished start (a finished one's "mover" may be the other
+        # player): every live game has had as many plies, so `halves` splits them by it
+        first = jnp.argmax(~jax.vmap(game.is_terminal)(starts))
+        first_mover = game.current_player(jax.tree_util.tree_map(lambda x: x[first], starts))
         (final, _, _, _), played = jax.lax.scan(
             ply, (starts, first_mover, variables_a, variables_b), (keys, plies)
         )  # played: int32[max_game_length, N] with record, else None

@@ -741,6 +741,12 @@ def validate(config: Config) -> Config:
         raise ValueError(
             "eval_opening_plies needs a game whose players alternate (Hex's swap rule breaks it)"
         )
+    longest = config.make_game().max_game_length
+    if config.eval_opening_plies >= longest:
+        raise ValueError(
+            f"eval_opening_plies must be under the game's longest length ({longest} plies), "
+            f"got {config.eval_opening_plies}"
+        )
     if config.eval_opponent and not config.eval_interval:
         raise ValueError("eval_opponent is played at each evaluation: it needs eval_interval > 0")
     if config.eval_opponent_games % 2:

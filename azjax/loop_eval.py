@@ -108,13 +108,29 @@ def make_evaluation(
     return evaluate
 
 
+OPENING_DRAWS = 64  # draws of an opening that ends the game before another is kept
+
+
 @functools.partial(jax.jit, static_argnums=(0, 2, 3))
 def paired_openings(game, key, num_games: int, plies: int):
     """num_games start states (even): num_games / 2 positions after `plies` uniformly random legal
     moves, each twice, at i and i + num_games / 2, where `azjax.arena.make_match` gives the first
-    agent the other colour: every opening is played once with each colour."""
-    keys = jax.random.split(key, num_games // 2)
-    half = jax.vmap(lambda k: random_moves(game, k, plies, plies))(keys)
+    agent the other colour: every opening is played once with each colour. An opening that ends
+    the game is drawn again (with `fold_in(key_i, n)`, up to OPENING_DRAWS times): a decided
+    pair is a win for each side, whatever the agents."""
+
+    def opening(k):
+        def again(carry):
+            n, _ = carry
+            return n + 1, random_moves(game, jax.random.fold_in(k, n + 1), plies, plies)
+
+        def over(carry):
+            n, state = carry
+            return game.is_terminal(state) & (n < OPENING_DRAWS - 1)
+
+        return jax.lax.while_loop(over, again, (0, random_moves(game, k, plies, plies)))[1]
+
+    half = jax.vmap(opening)(jax.random.split(key, num_games // 2))
     return jax.tree_util.tree_map(lambda x: jnp.concatenate([x, x]), half)
 
 

@@ -69,6 +69,26 @@ def test_matches_start_from_given_positions():
     assert not np.array_equal(returns, plain)  # the openings changed the games
 
 
+def test_a_finished_first_start_does_not_swap_the_agents():
+    # A start that is over (game 0: X completed the top row at ply 5) has O "to move", the live
+    # starts (6 plies) X: the halves split took start 0's mover for every game's, and so played
+    # A's moves with B in all the others.
+    openings = [[0, 3, 1, 4, 2], [4, 0, 8, 2, 1, 7], [0, 4, 8, 2, 6, 3], [1, 0, 2, 5, 3, 7]]
+    played = []
+    for moves in openings:
+        state = TTT.init()
+        for move in moves:
+            state = TTT.step(state, jnp.int32(move))
+        played.append(state)
+    starts = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *played)
+    assert np.asarray(jax.vmap(TTT.is_terminal)(starts)).tolist() == [True, False, False, False]
+    a, b = first_legal(TTT), last_legal(TTT)
+    key = jax.random.PRNGKey(0)
+    split = make_match(TTT, a, b, 4, split=True)(None, None, key, starts)
+    both = make_match(TTT, a, b, 4, split=False)(None, None, key, starts)
+    np.testing.assert_array_equal(split[0], both[0])
+
+
 def test_random_agents_play_legal_complete_games():
     match = make_match(OTHELLO, make_random_agent(OTHELLO), make_random_agent(OTHELLO), 8)
     result = MatchResult.from_returns(*match(None, None, jax.random.PRNGKey(3)))
@@ -95,6 +115,26 @@ def test_paired_openings_give_each_position_to_both_colours():
     assert len({b.tobytes() for b in boards}) > 1  # random, not one opening
     movers = np.asarray(jax.vmap(ttt.current_player)(starts))
     assert (movers == movers[0]).all()  # make_match needs one player to move in every start
+
+
+def test_paired_openings_that_end_the_game_are_drawn_again():
+    # At 6 random plies about a tenth of Tic-Tac-Toe's openings are already won.
+    from azjax import config as cfg
+    from azjax.loop_eval import paired_openings
+    from azjax.selfplay import random_moves
+
+    keys = jax.random.split(jax.random.PRNGKey(5), 32)
+    once = jax.vmap(lambda k: random_moves(TTT, k, 6, 6))(keys)
+    assert np.asarray(jax.vmap(TTT.is_terminal)(once)).any()  # what a single draw gives
+    starts = paired_openings(TTT, jax.random.PRNGKey(5), 64, 6)
+    assert not np.asarray(jax.vmap(TTT.is_terminal)(starts)).any()
+    assert (np.asarray(jax.vmap(TTT.legal_mask)(starts)).sum(-1) == 3).all()
+    same = ~np.asarray(jax.vmap(TTT.is_terminal)(once))
+    kept = jax.tree_util.tree_map(lambda x: np.asarray(x)[:32][same], starts)
+    for x, y in zip(jax.tree_util.tree_leaves(kept), jax.tree_util.tree_leaves(once)):
+        np.testing.assert_array_equal(x, np.asarray(y)[same])  # an unfinished first draw stays
+    with pytest.raises(ValueError, match="eval_opening_plies must be under the game's longest"):
+        cfg.load("tictactoe", {"eval_opening_plies": 9})
 
 
 def test_the_loops_evaluation_plays_from_paired_openings(lowerings):
