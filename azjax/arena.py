@@ -2,8 +2,8 @@
 
 An agent is a pure function `act(variables, key, states[B]) -> int32[B]` giving a legal move for
 every (non-terminal) state. `make_search_agent` builds one from a search spec; a match plays N
-games at once in one jitted scan, agent A moving first in the even-numbered games and second in
-the odd ones.
+games at once in one jitted scan, agent A moving first in the first half of the games and second
+in the second half (game i and game i + N / 2 share a start).
 
     act_a = make_search_agent(game, spec_a, apply, epsilon=0.05)
     match = make_match(game, act_a, act_b, num_games=64)

@@ -19,8 +19,8 @@ step its in-loop evaluation scored best, by the run's --best_by or by M), `mcts[
 `mcts:search=puct` is seed 000's PUCT baseline), `spiel[:sims=..]`, `random`, `minimax[:depth=D]`,
 `reversi[:depth=D]` (8x8 Othello's alpha-beta engine), `perfect`, `human`, `gtp:"COMMAND"`. The
 game comes from --game (with --size, --swap, --rows, --cols, --connect) or else from the first
-ckpt agent's checkpoint; a checkpoint of another game or size is refused. Colours alternate: the
-first agent moves first in the even-numbered games.
+ckpt agent's checkpoint; a checkpoint of another game or size is refused. Each agent moves first
+in half of the games: the first agent in the first half.
 
 - match: wins / draws / losses of the first agent with 95% confidence intervals (normal
   approximation, seed 000 Appendix A), overall and split by who moved first; simulations,

@@ -20,7 +20,7 @@ from azjax.eval.agent import batch_functions
 from games.base import Game
 
 KINDS = "none | all | random:N[:PLIES]"
-MISSES = 1000  # draws in a row without a new sequence that end `random_sequences`
+MISSES = 1000  # draws in a row without a new position that end `random_sequences`
 
 
 def parse(text: str) -> tuple[str, int, int]:
@@ -72,14 +72,16 @@ def random_sequences(
     game: Game, n: int, plies: int, key=None, *, distinct: bool = True
 ) -> list[tuple[int, ...]]:
     """`n` move sequences of `plies` uniformly random legal moves that leave the game unfinished
-    (from `key`; None: seed 0), all different unless `distinct` is False (ValueError if `n`
-    distinct ones are not found: after 50 n draws, or at once when max(MISSES, 10 x found) draws
-    in a row found none new, as when `n` is more than the game has)."""
+    (from `key`; None: seed 0), all reaching different positions unless `distinct` is False (two
+    orders of the same moves are one opening; ValueError if `n` distinct ones are not found: after
+    50 n draws, or at once when max(MISSES, 10 x found) draws in a row found none new, as when
+    `n` is more than the game has)."""
     fns = batch_functions(game)
+    observe = jax.jit(jax.vmap(game.observe))  # what the position is, whatever led to it
     rng = np.random.default_rng(
         np.asarray(jax.random.key_data(key)).ravel() if key is not None else 0
     )
-    found: dict[tuple[int, ...], None] = {}
+    found: set[bytes] = set()  # the positions drawn: their observations (one mover at `plies`)
     drawn: list[tuple[int, ...]] = []
     misses = 0  # draws in a row that found nothing new: the space is spent after many
     for _ in range(50 * n):
@@ -95,8 +97,9 @@ def random_sequences(
             state = fns.step(state, np.asarray(moves[-1:], np.int32))
         if len(moves) < plies or bool(np.asarray(fns.status(state)[0])[0]):  # already over
             continue
-        if not distinct or tuple(moves) not in found:
-            found[tuple(moves)] = None
+        position = np.asarray(observe(state)).tobytes()
+        if not distinct or position not in found:
+            found.add(position)
             drawn.append(tuple(moves))
             misses = 0
     if len(drawn) < n:
