@@ -195,15 +195,17 @@ def estimate(
 
 
 def bracket(rung_elo, rating: float, count: int = 2) -> list[int]:
-    """The `count` rungs nearest `rating` on the ladder: those bracketing it (count = 2), or the
-    end rungs where it lies beyond them; by increasing index."""
+    """The `count` rungs nearest `rating` on the ladder, by increasing index: with count = 2 those
+    bracketing it, the last rung (by index) rated at or below it and the first rated above (where
+    a table's top is not monotone, the larger budget of rungs rated alike within noise), or the
+    end rungs where it lies beyond them."""
     r = np.asarray(rung_elo, np.float64)
     count = min(count, len(r))
     order = np.argsort(np.abs(r - rating), kind="stable")
     below = [int(i) for i in np.flatnonzero(r <= rating)]
     above = [int(i) for i in np.flatnonzero(r > rating)]
     if count == 2 and below and above:
-        return [below[-1], above[0]]
+        return sorted([below[-1], above[0]])
     return sorted(int(i) for i in order[:count])
 
 

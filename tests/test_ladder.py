@@ -65,6 +65,7 @@ def test_bracket_takes_the_rungs_around_the_rating_or_the_ends():
     assert bracket(RUNGS, 0.0) == [4, 5]
     assert bracket(RUNGS, -5000.0) == [0, 1]
     assert bracket(RUNGS, 5000.0) == [8, 9]
+    assert bracket([16.0, 32.0, 0.0, 81.0], 24.0) == [1, 2]  # 9x9 Hex's first rungs: in order
 
 
 @pytest.mark.parametrize("true_elo", [-500.0, 250.0, 800.0])
