@@ -103,10 +103,20 @@ def test_othello_pass_over_gtp_and_a_failing_factory():
     engine = engine_for("othello", size=4)
     for move in ("b1", "a1", "d3", "c1", "a2", "a3"):  # black then has to pass (as in test_play)
         assert engine.handle(f"play {'bw'[len(engine.history) % 2 == 0]} {move}") == ok()
+    before = list(engine.actions)
+    # a command that fails after passing for black takes the pass back: nothing happened
+    assert engine.handle("play w zz").startswith("? invalid vertex 'zz'")
+    assert engine.handle("play w b1").startswith("? illegal move: white b1")
+    assert engine.actions == before
     assert engine.handle("play w d2") == ok()  # black's forced pass is left implicit
     assert [engine.move_name(a) for a in engine.actions[-2:]] == ["pass", "d2"]
-    assert engine.handle("undo") == engine.handle("undo") == ok()
-    assert engine.handle("genmove b") == ok("pass")
+    # the controller sent one move, so one undo takes back d2 and the pass the engine made
+    assert engine.handle("undo") == ok() and engine.actions == before
+    assert engine.handle("undo") == ok() and engine.actions == before[:-1]
+    assert engine.handle("play w a3") == ok() and engine.actions == before
+    assert engine.handle("genmove b") == ok("pass")  # an explicit pass is a move of its own
+    assert engine.handle("undo") == ok() and engine.actions == before
+    assert engine.handle("play b pass") == ok()
     assert engine.handle("play w pass").startswith("? illegal move: white pass")
 
     def refuses_size_6(game):
@@ -243,6 +253,20 @@ def test_gtp_agent_speaks_the_client_interface():
     bad = make_gtp_agent("gtp", game, FakeGTP(["z9"]))
     with pytest.raises(ValueError, match="the engine played 'z9'"):
         bad.choose(game.init())
+
+
+def test_a_remote_move_refused_here_sets_the_remote_board_up_again():
+    # The remote played its a1 on its own board before we refused it: the next genmove must
+    # clear that board and replay the game, not build on the refused move.
+    from azjax.eval.player import Player
+
+    client = FakeGTP(["a1", "c3"])
+    game = games.make("tictactoe")
+    engine = GTPEngine(game, lambda g: Player(make_gtp_agent("remote", g, client)))
+    assert engine.handle("play b a1") == ok()
+    assert engine.handle("genmove w").startswith("? genmove failed: ValueError: remote: the engi")
+    assert engine.handle("genmove w") == ok("c3")
+    assert client.log == ["clear_board", "play b a1", "genmove w"] * 2
 
 
 def test_serve_gtp_answers_on_stdout_and_keeps_prints_off_it(monkeypatch, capsys):

@@ -612,6 +612,14 @@ def test_gtp_leaves_a_forced_pass_implicit():
     assert [engine.move_name(a) for a in engine.actions[-2:]] == ["pass", "d1"]
 
 
+@pytest.mark.parametrize("move, answer", [(-1, "= resign"), (0, "? the agent chose an illegal")])
+def test_gtp_takes_the_forced_pass_back_where_genmove_plays_nothing(move, answer):
+    engine = _othello_must_pass()
+    engine._agents[engine.game] = lambda state: move  # a1, taken: illegal
+    assert engine.handle("genmove b").startswith(answer)
+    assert len(engine.actions) == 11  # white's pass is not left behind
+
+
 def test_gtp_still_refuses_moves_out_of_turn():
     engine = GTPEngine(games.make("othello", size=4), lambda g: lambda s: -1)
     assert engine.handle("play w a1").startswith("? it is black's turn")

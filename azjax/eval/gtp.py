@@ -28,7 +28,9 @@ Conventions:
 - these games alternate strictly (an Othello pass is a move of its own), so ``play`` and
   ``genmove`` are accepted only for the colour to move, with one exception: when the side to
   move has nothing but a pass, a ``play`` or ``genmove`` for the other colour passes for it
-  first (Othello engines and controllers leave such passes implicit); anything else is an error;
+  first (Othello engines and controllers leave such passes implicit); anything else is an error.
+  Such a pass goes with the move that made it: a command that fails takes it back, and ``undo``
+  takes back the move and the pass before it, as the controller saw one move;
 - input is read with undecodable bytes replaced (U+FFFD), and what is echoed back of a bad
   argument is cut to ``ECHO_LIMIT`` characters;
 - ``boardsize N`` (or ``boardsize N N``) rebuilds the game with ``size=N`` and clears the board;
@@ -40,6 +42,7 @@ Conventions:
 from __future__ import annotations
 
 import collections
+import contextlib
 import queue
 import re
 import shlex
@@ -129,6 +132,7 @@ class GTPEngine:
         self._step, self._legal = self._jitted[game]  # kept: `boardsize` comes before each game
         self.history = [game.init()]  # states from the start; the last is the position now
         self.actions: list[int] = []  # actions[i] leads from history[i] to history[i + 1]
+        self.implicit: list[bool] = []  # implicit[i]: actions[i] is a pass the engine made
 
     @property
     def state(self) -> GameState:
@@ -143,9 +147,26 @@ class GTPEngine:
             if hasattr(agent, "close"):
                 agent.close()
 
-    def _push(self, action: int) -> None:
+    def _push(self, action: int, *, implicit: bool = False) -> None:
         self.history.append(self._step(self.state, action))
         self.actions.append(action)
+        self.implicit.append(implicit)
+
+    def _pop(self) -> None:
+        self.history.pop()
+        self.actions.pop()
+        self.implicit.pop()
+
+    @contextlib.contextmanager
+    def _or_no_pass(self):
+        """Run a move's command; if it fails or plays nothing, the pass `_colour_to_move` made
+        for the other side is taken back (the controller is told nothing happened)."""
+        played = len(self.actions)
+        try:
+            yield
+        finally:
+            if self._implicit_pass and len(self.actions) == played:
+                self._pop()
 
     def move_name(self, action: int) -> str:
         name = self.game.action_to_str(action)
@@ -230,7 +251,7 @@ class GTPEngine:
         return ""
 
     def cmd_clear_board(self, args) -> str:
-        del self.history[1:], self.actions[:]
+        del self.history[1:], self.actions[:], self.implicit[:]
         return ""
 
     def cmd_komi(self, args) -> str:
@@ -244,41 +265,44 @@ class GTPEngine:
     def cmd_play(self, args) -> str:
         colour, vertex = _arity(args, 2)
         player = self._colour_to_move(colour)
-        text = "swap" if vertex.lower() == SWAP_WIRE else vertex
-        try:
-            action = self.game.parse_action(text)
-        except ValueError:
-            first, last = self.move_name(0), self.move_name(self.game.num_actions - 1)
-            raise _Failure(
-                f"invalid vertex {_quote(vertex)}: {self.game.name} moves look like "
-                f"{first} .. {last}"
-            ) from None
-        if action not in self.legal_actions():
-            if self._implicit_pass:
-                self.cmd_undo([])
-            raise _Failure(f"illegal move: {COLOURS[player].name} {_quote(vertex.lower())[1:-1]}")
-        self._push(action)
+        with self._or_no_pass():
+            text = "swap" if vertex.lower() == SWAP_WIRE else vertex
+            try:
+                action = self.game.parse_action(text)
+            except ValueError:
+                first, last = self.move_name(0), self.move_name(self.game.num_actions - 1)
+                raise _Failure(
+                    f"invalid vertex {_quote(vertex)}: {self.game.name} moves look like "
+                    f"{first} .. {last}"
+                ) from None
+            if action not in self.legal_actions():
+                name = COLOURS[player].name
+                raise _Failure(f"illegal move: {name} {_quote(vertex.lower())[1:-1]}")
+            self._push(action)
         return ""
 
     def cmd_genmove(self, args) -> str:
         (colour,) = _arity(args, 1)
         player = self._colour_to_move(colour)
-        agent = self._agents[self.game]
-        if hasattr(agent, "sync"):
-            agent.sync(self.history, self.actions)
-        action = int(agent(self.state))
-        if action < 0:
-            return "resign"
-        if action not in self.legal_actions():
-            raise _Failure(f"the agent chose an illegal move ({action}) for {COLOURS[player].name}")
-        self._push(action)
+        with self._or_no_pass():
+            agent = self._agents[self.game]
+            if hasattr(agent, "sync"):
+                agent.sync(self.history, self.actions)
+            action = int(agent(self.state))
+            if action < 0:
+                return "resign"
+            if action not in self.legal_actions():
+                name = COLOURS[player].name
+                raise _Failure(f"the agent chose an illegal move ({action}) for {name}")
+            self._push(action)
         return self.move_name(action)
 
     def cmd_undo(self, args) -> str:
         if not self.actions:
             raise _Failure("cannot undo")
-        self.history.pop()
-        self.actions.pop()
+        self._pop()
+        while self.implicit and self.implicit[-1]:  # the pass the engine made for that move
+            self._pop()
         return ""
 
     def cmd_showboard(self, args) -> str:
@@ -299,10 +323,10 @@ class GTPEngine:
             legal = self.legal_actions()
             if [self.move_name(a) for a in legal] != ["pass"]:
                 raise _Failure(f"it is {COLOURS[to_move].name}'s turn")
-            self._push(legal[0])
+            self._push(legal[0], implicit=True)
             self._implicit_pass = True
             if bool(self.game.is_terminal(self.state)):
-                self.cmd_undo([])
+                self._pop()
                 raise _Failure("game is over")
         return player
 

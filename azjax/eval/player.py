@@ -73,7 +73,11 @@ class Player:
 
     def __call__(self, state) -> int:
         if not self.agent.batched:
-            action = int(self.agent.choose(state))
+            try:
+                action = int(self.agent.choose(state))
+            except BaseException:
+                self.told = None  # what it played on its own board is unknown: set it up again
+                raise
             if self.agent.stateful and self.told is not None and action >= 0:
                 self.told.append(action)  # the agent played it on its own board
             return action
