@@ -184,7 +184,7 @@ def summarise(records: list[dict], judged_games: list[list[Move]], agents: list[
                 converted += points(end)
                 continue
             best = best_held(judged, colour)
-            converted += points(best)
+            converted += points(max(best, end))  # an opponent may resign a game it held won
             if best == 1:  # it held a won position
                 held_row = held.setdefault(colour, Counter())
                 held_row["games"] += 1

@@ -284,6 +284,7 @@ def recipe_table(recipes: list[str], runs: list[str], elo: dict) -> list[dict]:
                 elo=float(values.mean()),
                 ci95=1.96 * stderr,
                 each=[round(float(v), 1) for v in values],
+                names=mine,  # the runs of `each`, in its order (--seeds')
             )
         )
     return table
@@ -419,7 +420,7 @@ def format_table(table: list[dict], summaries: dict) -> str:
         "|---|--:|--:|--:|---|---|---|",
     ]
     for row in table:
-        runs = sorted(r for r in summaries if recipe_of(r) == row["recipe"])
+        runs = row["names"]  # in the order of `each`: --seeds', not the names' (s10 before s2)
         its = ", ".join(str(summaries[r].get("iterations", "?")) for r in runs)
         games = ", ".join(str(summaries[r].get("games", "?")) for r in runs)
         lines.append(
@@ -518,6 +519,12 @@ def parse(argv: list[str]):
     if args.at_once < 0:
         p.error(f"--at_once must be >= 1 (0: the default), got {args.at_once}")
     args.at_once = args.at_once or default_at_once()
+    cores = core_list()
+    if cores and args.at_once > len(cores):  # core_shares would pin two runs to one core
+        p.error(
+            f"--at_once={args.at_once} is more than this process's {len(cores)} cores: runs would "
+            f"share a core and train on less of it than the others; give at most {len(cores)}"
+        )
     args.anchors = split_specs(args.anchors)
     args.out = args.out or os.path.join("runs", f"recipes_{args.game}")
     try:

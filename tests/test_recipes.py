@@ -109,7 +109,11 @@ def test_one_run_at_a_time_on_an_accelerator_one_per_two_cores_on_a_cpu(monkeypa
     assert recipes.parse(["--game=tictactoe"])[0].at_once == max(1, cores // 2)
     monkeypatch.setattr(recipes.jax, "default_backend", lambda: "gpu")
     assert recipes.parse(["--game=tictactoe"])[0].at_once == 1
+    monkeypatch.setattr(recipes, "core_list", lambda: [0, 1, 2, 3])
     assert recipes.parse(["--game=tictactoe", "--at_once=3"])[0].at_once == 3
+    monkeypatch.setattr(recipes, "core_list", lambda: [0, 1])  # two runs would share a core
+    with pytest.raises(SystemExit):
+        recipes.parse(["--game=tictactoe", "--at_once=3"])
 
 
 def test_runs_go_seed_by_seed_so_those_trained_at_a_time_are_different_recipes():
@@ -167,6 +171,11 @@ def test_recipe_table_means_seeds_and_widens_by_their_spread():
     assert b["elo"] == 0.0 and b["ci95"] == pytest.approx(1.96 * 10)
     shifted = recipes.anchored(elo, ["mcts"])
     assert shifted["mcts"]["elo"] == 0.0 and shifted["a-s0"]["elo"] == 150.0
+    # the printed table's columns per seed in one order, --seeds', not the names' (s10 < s2)
+    ratings = {"a-s2": dict(elo=100.0, stderr=1.0), "a-s10": dict(elo=-100.0, stderr=1.0)}
+    summaries = {"a-s2": dict(iterations=1010, games=5), "a-s10": dict(iterations=222, games=6)}
+    table = recipes.recipe_table(["a"], ["a-s2", "a-s10"], ratings)
+    assert "| +100, -100 | 1010, 222 | 5, 6 |" in recipes.format_table(table, summaries)
 
 
 def test_the_ladder_table_marks_a_seed_above_the_top():

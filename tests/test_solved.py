@@ -418,6 +418,11 @@ def test_lost_games_values_every_move_of_a_match_and_adds_up_to_its_results(
     assert summary["B"]["held_won"] == {"white": {"games": 2, "won": 2}}
     assert (summary["A"]["score"], summary["A"]["converted_score"]) == (0.0, 0.5)
     assert (summary["B"]["score"], summary["B"]["converted_score"]) == (1.0, 1.0)
+    # white resigned a game it held won (a gtp: engine may): black scored it, converted or not
+    resigned = lost_games.summarise(
+        [{"moves": [], "result": "black", "a_played": "black"}], [lost_line], ["A", "B"]
+    )
+    assert (resigned["A"]["score"], resigned["A"]["converted_score"]) == (1.0, 1.0)
     drawn = [lost_games.Move(20, "black", 0, -1, True), lost_games.Move(21, "white", 1, 1, True)]
     assert lost_games.best_held(drawn, "black") == 0
     printed = "\n".join(lost_games.report(summary, 20))
