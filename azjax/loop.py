@@ -444,14 +444,17 @@ def _open_run(
             gating.restore_template(run, bool(saved.gating)), resume_step
         )
         run = gating.adapt(run, bool(config.gating), fns.copy)
-        if parallel.is_primary():
-            folder = checkpointer.set_aside(after=step)
-            if folder is not None:
-                print(
-                    f"resuming from checkpoint {step}: the later checkpoints were moved to "
-                    f"{folder}",
-                    file=sys.stderr,
-                )
+        folder = checkpointer.set_aside(after=step) if parallel.is_primary() else None
+        if jax.process_count() > 1:  # every process's manager must stop listing the moved steps,
+            from jax.experimental import multihost_utils  # or it would skip saving them again
+
+            multihost_utils.sync_global_devices("checkpoints set aside")
+            checkpointer.manager.reload()
+        if folder is not None:
+            print(
+                f"resuming from checkpoint {step}: the later checkpoints were moved to {folder}",
+                file=sys.stderr,
+            )
     elif checkpointer.latest() is not None:
         raise CheckpointError(
             f"{workdir!r} already holds checkpoints {checkpointer.steps()}; pass --resume to "
@@ -645,11 +648,11 @@ def _train(
     try:
         run = _open_run(config, workdir, fns, checkpointer, resume, resume_step)
         it = int(parallel.fetch(run.iteration))
+        # every process reads them: orbax's restore waits for all of a run's processes
+        saved_rows = checkpointer.saved_rows(it) if resume else None
         if primary:
             _write_text(os.path.join(workdir, "config.json"), config.to_json())
-            metrics = Metrics(
-                workdir, it if resume else None, checkpointer.saved_rows(it) if resume else None
-            )
+            metrics = Metrics(workdir, it if resume else None, saved_rows)
             metrics.text("config", config.to_json())  # the run's settings, on TensorBoard too
         health = Health(run.train.variables, reference_loss(metrics))
         # the run's clock: its earlier sessions' time counts, so that a resumed run keeps its

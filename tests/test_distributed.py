@@ -75,9 +75,8 @@ def _two_processes(command) -> list[tuple[str, str]]:
     return outputs
 
 
-def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
-    workdir = str(tmp_path / "run")
-    outputs = _two_processes(
+def _train(workdir: str, *more: str) -> list[tuple[str, str]]:
+    return _two_processes(
         lambda port, i: [
             sys.executable,
             "train.py",
@@ -88,8 +87,20 @@ def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
             f"--workdir={workdir}",
             "--json",
             *TOY,
+            *more,
         ]
     )
+
+
+@pytest.fixture(scope="module")
+def two_process_run(tmp_path_factory):
+    """(workdir, the two processes' (stdout, stderr)) of one iteration over two processes."""
+    workdir = str(tmp_path_factory.mktemp("distributed") / "run")
+    return workdir, _train(workdir)
+
+
+def test_two_processes_on_localhost_complete_a_training_iteration(two_process_run):
+    workdir, outputs = two_process_run
 
     summary = json.loads(outputs[0][0][outputs[0][0].index("{") :])  # process 0 prints it
     assert summary["processes"] == 2 and summary["devices"] == 2 and summary["iterations"] == 1
@@ -101,6 +112,19 @@ def test_two_processes_on_localhost_complete_a_training_iteration(tmp_path):
     assert sum(rows[0]["eval/mcts_wdl"]) == 2  # --eval_games=2, played once over both processes
     assert os.path.isdir(os.path.join(workdir, "checkpoints", "1", "state"))
     assert os.path.exists(os.path.join(workdir, "summary.json"))
+
+
+def test_two_processes_resume_and_go_back_to_a_checkpoint(two_process_run):
+    # Only process 0 read the metrics saved with the checkpoint, and orbax's restore waits for
+    # every process: the resume hung. Going back, only process 0 set the later checkpoints
+    # aside; process 1's manager still listed them and skipped saving them again, and process 0
+    # waited for it at the save.
+    workdir, _ = two_process_run
+    _train(workdir, "--resume", "--iterations=2")
+    _train(workdir, "--resume_step=1", "--iterations=2")
+    assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["1", "2"]
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        assert [json.loads(line)["iteration"] for line in f] == [1, 2]
 
 
 FETCH = """
