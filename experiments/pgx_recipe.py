@@ -17,7 +17,10 @@ value target the game's outcome, the policy target the search's improved policy,
 once in minibatches of `--train_batch`, Adam at `--lr`. The example's sizes are a GPU's (1,024
 games, 4,096 samples a step, 6 x 128 network); the defaults here are the CPU recipe's
 (configs/cpu.py: 128 games, 32 simulations, 2 x 32 network) with the example's learning rate,
-and 256 samples a step so that an iteration takes about as many steps as the CPU recipe's.
+and 256 samples a step so that an iteration takes about as many steps as the CPU recipe's. The
+example plays 256 moves an iteration; `--steps` is 64 here, so more games are cut off without a
+value target (with random play 17% of the samples on Connect Four, 27% on 6 x 6 Hex, against 4%
+and 6% at 256; docs/strength.md, "Against pgx's AlphaZero example").
 
 Games: Connect Four, Tic-Tac-Toe and 8 x 8 Othello as pgx has them, and Hex at any `--size` without
 the swap move (pgx's Hex has one, legal at the second ply; azjax's Hex and its solved sets are
