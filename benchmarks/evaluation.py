@@ -7,7 +7,10 @@ half where it is to move (`azjax.arena.make_match`'s `split`), against one train
 Times, after a compiling call, the evaluation `train_and_evaluate` runs every `eval_interval`
 iterations (the network against the previous network, epsilon-greedy, and against pure MCTS at
 twice the simulations; `eval_games` games each) both ways, and one iteration of self-play and
-learning; prints seconds and the share of wall time evaluation takes at `--eval_interval`.
+learning; prints seconds and the share of wall time evaluation takes at `--eval_interval`. Not
+timed: the ladder's rungs and the exact error rate's search, which the loop also runs where the
+package has a ladder or solved positions for the game (a run's metrics.jsonl logs all of it as
+`eval_seconds`), so the share printed is a lower bound.
 """
 
 from __future__ import annotations
