@@ -312,6 +312,7 @@ def test_help_lists_the_games_flag(capsys):
 
 
 def test_tools_that_do_not_read_a_shared_run_refuse_it_in_one_line(shared_run, tmp_path):
+    from azjax import pretrained
     from azjax.eval.curve import run_curve
     from azjax.transfer import resolve
 
@@ -320,6 +321,8 @@ def test_tools_that_do_not_read_a_shared_run_refuse_it_in_one_line(shared_run, t
         run_curve(workdir, str(tmp_path), games=2)
     with pytest.raises(ValueError, match="the source is a shared run"):
         resolve(load_config("tictactoe", {**TOY, "games": "", "init_from": workdir}))
+    with pytest.raises(ValueError, match="is a shared run .* export takes a run of one game"):
+        pretrained.export(workdir, None, "both", to=str(tmp_path / "store"))
 
 
 def test_the_games_play_statistics_combine():

@@ -305,6 +305,17 @@ def test_evaluate_errors_measures_agents_position_by_position(tmp_path, shipped,
     )
 
 
+def test_evaluate_errors_gives_its_seed_to_agents_without_one(tmp_path):
+    # minimax breaks ties at random, from the command's --seed where its spec names none
+    from azjax.eval.errors import run_errors
+
+    ttt = games.make("tictactoe")
+    specs = ["minimax:depth=1", "minimax:depth=1,seed=1"]
+    one = run_errors(ttt, specs, str(tmp_path / "one"), seed=1, log=lambda *a: None)["agents"]
+    zero = run_errors(ttt, specs[:1], str(tmp_path / "zero"), log=lambda *a: None)["agents"]
+    assert one[0]["moves"] == one[1]["moves"] != zero[0]["moves"]
+
+
 def test_evaluate_errors_refuses_a_game_without_a_set(tmp_path, capsys):
     from azjax.commands import evaluate
 

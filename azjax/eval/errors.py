@@ -84,7 +84,7 @@ def run_errors(
     """Each agent's error rate on the game's solved positions (`path`: another set), the later
     agents compared with the first; writes errors.json into `folder` and returns its record."""
     solved = require_set(game, path)
-    agents = [parse_agent(s, game) for s in specs]
+    agents = [parse_agent(s, game, seed=seed) for s in specs]  # minimax, perfect, spiel: --seed
     states = sv.start_states(game, solved)
     key = jax.random.PRNGKey(seed)
     rows, wrong = [], []

@@ -179,6 +179,11 @@ def export(
     if dtype not in DTYPES:
         raise PretrainedError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     config, variables, step = load_checkpoint(run, step)  # a bad run first, then the target
+    if config.games:
+        raise PretrainedError(
+            f"{run} is a shared run (games={config.games}): export takes a run of one game; "
+            f"play one of its games with ckpt:{run},game=NAME"
+        )
     folder = os.path.join(to, name)
     if os.path.exists(folder) and not force:
         raise PretrainedError(f"{folder} exists; pass --force to replace it")
