@@ -604,7 +604,11 @@ def _file_defaults(path: str) -> tuple[str | None, dict[str, Any]]:
     try:
         if path.endswith(".py"):
             module = runpy.run_path(path)
-            data = dict(module.get("OVERRIDES", {}), game=module.get("GAME"))
+            if "OVERRIDES" not in module and "GAME" not in module:
+                raise ValueError("it defines neither OVERRIDES (a dict of settings) nor GAME")
+            data = dict(module.get("OVERRIDES", {}))
+            if module.get("GAME") is not None:  # else OVERRIDES may name the game
+                data["game"] = module["GAME"]
         else:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)

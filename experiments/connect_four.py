@@ -107,9 +107,10 @@ def parse(argv):
         if not 0 <= args.minutes < float("inf"):
             raise ValueError(f"--minutes must be at least 0 (0: no limit), got {args.minutes}")
         if args.run is None:
-            args.game, args.defaults = named_defaults(args.config)
-            if args.game != "connect_four":
-                raise ValueError(f"--config={args.config} is a {args.game} config, not Connect 4")
+            game, args.defaults = named_defaults(args.config, "connect_four")  # cpu: its recipe
+            if game not in (None, "connect_four"):  # None: a recipe, or a file naming no game
+                raise ValueError(f"--config={args.config} is a {game} config, not Connect 4")
+            args.game = "connect_four"
     except ValueError as e:
         parser.error(str(e))
     return args, overrides

@@ -182,14 +182,27 @@ def test_config_files_of_overrides(tmp_path, capsys):
     script.write_text('GAME = "tictactoe"\nOVERRIDES = {"iterations": 3}\n')
     run, _ = train.parse([f"--config={script}"])
     assert (run.game, run.iterations) == ("tictactoe", 3)
+    script.write_text('OVERRIDES = {"game": "othello", "size": 6}\n')  # the game in OVERRIDES
+    assert train.parse([f"--config={script}"])[0].game == "othello"
+    (tmp_path / "budget.json").write_text('{"time_budget": 60}')  # minutes alone end the run
+    run, _ = train.parse(["--game=tictactoe", f"--config={tmp_path / 'budget.json'}"])
+    assert (run.time_budget, run.iterations) == (60, 0)
+    (tmp_path / "typo.py").write_text('OVERIDES = {"iterations": 3}\n')
+    (tmp_path / "run").mkdir()  # --config beside --resume: the run's own settings win
+    (tmp_path / "run" / "config.json").write_text(cfg.load("tictactoe").to_json())
     (tmp_path / "bad.json").write_text('{"num_simulations": 7, "sims": 1}')
     (tmp_path / "list.json").write_text("[1, 2]")
     for name, needle in (
         ("bad.json", "unknown setting(s) sims"),
         ("list.json", "holds list, not a dict"),
         ("missing.json", "--config: no file"),
+        ("typo.py", "it defines neither OVERRIDES (a dict of settings) nor GAME"),
+        ("run --resume --config=cpu", "--config with --resume: "),
     ):
-        assert train.main([f"--config={tmp_path / name}"]) == 2
+        argv = [f"--config={tmp_path / name}"]
+        if name.startswith("run"):
+            argv = [f"--workdir={tmp_path / 'run'}", "--resume", "--config=cpu"]
+        assert train.main(argv) == 2
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err
 

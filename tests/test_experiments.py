@@ -338,6 +338,9 @@ def test_connect_four_trains_with_a_named_config_under_flags():
     args, overrides = connect_four.parse([])  # the fast default, no time limit
     config = connect_four.training_config(args, overrides)
     assert config.num_filters == 64 and config.time_budget == 0
+    args, overrides = connect_four.parse(["--config=cpu"])  # a recipe for any game: its C4 one
+    config = connect_four.training_config(args, overrides)
+    assert (config.game, config.policy_head_kernel) == ("connect_four", 1)
 
 
 def test_connect_four_toy_run_trains_and_plays_every_opponent(tmp_path, capsys):

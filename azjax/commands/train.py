@@ -164,6 +164,11 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     if resuming and known.workdir is None:  # _main resumes runs/<game>: its settings too
         known.workdir = default_workdir("+".join(shared or [known.game or "hex"]), resume=True)
     saved = _saved_config(known.workdir) if resuming else None
+    if saved is not None and known.config is not None:
+        raise ValueError(
+            f"--config with --resume: {known.workdir} continues with its own settings (its "
+            "config.json); give the settings to change as flags"
+        )
     if saved is not None:
         base = {n: getattr(saved, n) for n in cfg.FIELDS if n != "game"}
         base.update(saved.game_options)  # a resumed run keeps its own settings over --config's
@@ -185,6 +190,8 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     given = flags.config_overrides(args, config_flags)
     if given.get("time_budget") and "iterations" not in given:
         given["iterations"] = 0  # minutes asked for alone: they end the run, not a count
+    elif saved is None and base.get("time_budget") and "iterations" not in {**base, **given}:
+        given["iterations"] = 0  # and so where --config's file gives them alone
     overrides = {**base, **given, **flags.game_options(args, game, option_flags)}
     overrides.pop("game", None)
     if overrides.get("games"):
