@@ -68,6 +68,9 @@ STRUCTURAL = (
     "freeze_trunk",
     "games",
 )
+# Weights whose being above 0 gives the network a head of its own (`make_network`): a resume may
+# change them, not turn them on or off.
+HEAD_WEIGHTS = ("ownership_weight", "soft_policy_weight", "opponent_policy_weight")
 
 
 class CheckpointError(ValueError):
@@ -463,6 +466,7 @@ def read_config_file(path: str) -> Config:
 def check_resumable(saved: Config, config: Config) -> None:
     """CheckpointError unless `config` may continue a run saved with `saved`."""
     diffs = [f for f in STRUCTURAL if getattr(saved, f) != getattr(config, f)]
+    diffs += [f for f in HEAD_WEIGHTS if (getattr(saved, f) > 0) != (getattr(config, f) > 0)]
     if diffs:
         detail = ", ".join(
             f"{f}: saved {getattr(saved, f)!r} vs now {getattr(config, f)!r}" for f in diffs

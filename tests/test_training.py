@@ -348,6 +348,10 @@ def test_restart_without_resume_is_refused(run, capsys):
 def test_resume_with_another_network_is_refused(run, capsys):
     assert train.main([f"--workdir={run}", "--resume", "--num_filters=8", "--no_progress"]) == 2
     assert "num_filters: saved 4 vs now 8" in capsys.readouterr().err
+    # a loss weight may change, but not give the network a head it was saved without
+    argv = [f"--workdir={run}", "--resume", "--soft_policy_weight=2", "--no_progress"]
+    assert train.main(argv) == 2
+    assert "soft_policy_weight: saved 0.0 vs now 2.0" in capsys.readouterr().err
 
 
 def test_corrupt_checkpoint_is_named(run, tmp_path, capsys):
