@@ -62,6 +62,7 @@ from experiments.common import (
 # CPU scale: configs/cpu.py's recipe, run by the time budget (--minutes); self-play and the
 # curve use its 32 simulations, the final matches 50 (--final_simulations).
 CPU_RUN = dict(iterations=1000, checkpoint_interval=5)
+CPU_MINUTES = 22.0  # --minutes at CPU scale; --full runs Table 5.1's iterations, however long
 
 
 def make_config(game: str, full: bool, minutes: float, overrides: dict):
@@ -203,7 +204,11 @@ def parse(argv):
     parser.add_argument("--out", type=flags.path, default=None, help="default <workdir>/results")
     parser.add_argument("--full", action="store_true", help="configs/<game>_thesis.py (Table 5.1)")
     parser.add_argument(
-        "--minutes", type=float, default=22.0, help="training time budget (0: none)"
+        "--minutes",
+        type=float,
+        default=None,
+        help="training time budget (0: none; default 22 at CPU scale, none with --full: Table "
+        "5.1's iterations end the run)",
     )
     parser.add_argument("--eval_only", action="store_true", help="skip training")
     parser.add_argument("--eval_games", type=int, default=64, help="games per checkpoint match")
@@ -224,6 +229,8 @@ def parse(argv):
     )
     option_flags = flags.add_game_flags(parser.add_argument_group("game options"), None)
     args = parser.parse_args(argv)
+    if args.minutes is None:
+        args.minutes = 0.0 if args.full else CPU_MINUTES
     if not 0 <= args.minutes < float("inf"):
         parser.error(f"--minutes must be >= 0 (0: no limit), got {args.minutes}")
     try:

@@ -102,6 +102,9 @@ def test_experiment1_full_is_table_5_1_not_the_default_recipe(game, cpu_search):
     assert full.eval_interval == 0  # the script evaluates the checkpoints afterwards
     cpu = experiment1.make_config(game, False, 5, {})
     assert (cpu.search, cpu.num_filters, cpu.time_budget) == (cpu_search, 32, 5)  # configs/cpu.py
+    # from the command line: --full runs Table 5.1's iterations, the CPU scale 22 minutes
+    assert experiment1.parse([f"--game={game}", "--full"])[0].minutes == 0
+    assert experiment1.parse([f"--game={game}"])[0].minutes == 22
 
 
 @pytest.mark.parametrize(
