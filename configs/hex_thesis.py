@@ -13,6 +13,7 @@ OVERRIDES = dict(
     # every field configs/hex.py sets, as Table 5.1 has it (a named config applies over it)
     search="puct",
     batch_games=1024,
+    iterations=25,  # 25 self-play processes x 1,000 games (Table 5.1): 25,600 games here
     optimizer="sgd",
     train_steps=100,
     size=6,
