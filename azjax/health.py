@@ -57,9 +57,10 @@ class Health:
         return None
 
     def parameters(self, variables) -> str | None:
-        norm = math.sqrt(max(0.0, float(parallel.fetch(square_norm(variables)))))
-        if not math.isfinite(norm):
+        square = float(parallel.fetch(square_norm(variables)))
+        if not math.isfinite(square):  # NaN too: max(0.0, nan) is 0.0, a norm that passes
             return "non-finite parameters"
+        norm = math.sqrt(max(0.0, square))
         if norm > NORM_FACTOR * max(self.norm0, 1e-3):
             return (
                 f"the parameters' norm {norm:.3g} is over {NORM_FACTOR:g} x the "

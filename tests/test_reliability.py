@@ -233,6 +233,9 @@ def test_adam_sized_divergence_is_caught():
     assert health.parameters(variables) is None
     assert "norm" in health.parameters({"params": {"w": np.full(100, 1e4, np.float32)}})
     assert "non-finite" in health.parameters({"params": {"w": np.full(100, 1e30, np.float32)}})
+    nan = np.ones(100, np.float32)
+    nan[7] = np.nan  # Adam's inf / inf: NaN parameters once passed as a norm of 0
+    assert "non-finite" in health.parameters({"params": {"w": nan}})
 
 
 def test_the_echoes_of_a_failed_restore_are_dropped_and_nothing_else():
