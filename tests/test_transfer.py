@@ -140,6 +140,19 @@ def test_the_same_game_and_network_load_everything(tiny_run, source, monkeypatch
     assert equal(back, source)
 
 
+def test_curves_first_checkpoint_plays_the_network_the_run_started_from(tiny_run, source, tmp_path):
+    from azjax.eval.curve import start_network
+
+    config = resolve(load_config("tictactoe", {**TOY, "init_from": f"{tiny_run}@1"}))
+    variables, what = start_network(config)
+    assert equal(variables, source) and what == f"init_from {config.init_from}"
+    said = []  # a source gone since: the untrained network, and the curve says so
+    gone = dataclasses.replace(config, init_from=f"{tmp_path}/gone@1")
+    variables, what = start_network(gone, said.append)
+    assert equal(variables, initial_variables(gone)) and what == "untrained"
+    assert "plays the untrained network" in said[0]
+
+
 def test_a_gated_run_plays_self_play_with_the_transferred_network(tiny_run, source, tmp_path):
     from azjax import gating, loop, parallel
     from azjax.checkpoint import Checkpointer

@@ -27,18 +27,18 @@ in half of the games: the first agent in the first half.
   expected rollouts and seconds per move of each agent (seed 000 Table 5.6).
 - tournament: every pair plays --games games; the win-ratio matrix (wins + draws/2) as a heatmap
   (seed 000 Figure 5.3) and maximum-likelihood Elo ratings (mean 0) with standard errors.
-- curve: every checkpoint of a run against the previous one (the first against the untrained
-  network; both epsilon-greedy) and against pure MCTS with twice the simulations, as in the
-  training loop's evaluation; plotted like seed 000 Figures 5.1 and 5.2. Where the run's
-  metrics.jsonl has `eval/elo` (the in-loop ladder placement) it also draws Elo over time and
-  over self-play positions (curve_elo.png). Where the package has solved positions for the game
-  (errors, below), each checkpoint's exact error rate too (curve_errors.png); --errors_only
+- curve: every checkpoint of a run against the previous one (the first against the network the run
+  started from, untrained or its --init_from; both epsilon-greedy) and against pure MCTS with twice
+  the simulations, as in the training loop's evaluation; plotted like seed 000 Figures 5.1 and 5.2.
+  Where the run's metrics.jsonl has `eval/elo` (the in-loop ladder placement) it also draws Elo over
+  time and over self-play positions (curve_elo.png). Where the package has solved positions for the
+  game (errors, below), each checkpoint's exact error rate too (curve_errors.png); --errors_only
   measures that alone, without the matches. --measures=ladder (or matches,errors,ladder) places
   every checkpoint on the game's Elo ladder as place does, each from the rating of the one before
   (--ladder_games, --rounds, --table as place's) on the rungs the run's loop plays
-  (--ladder_max_sims): an Elo curve however few placements the run's evaluation budget let its
-  loop play, drawn in curve_elo.png beside the loop's. --every=K measures every K-th checkpoint,
-  counted back from the last.
+  (--ladder_max_sims): an Elo curve however few placements the run's evaluation budget let its loop
+  play, drawn in curve_elo.png beside the loop's. --every=K measures every K-th checkpoint, counted
+  back from the last.
 - errors: each agent's exact error rate on the game's solved positions (azjax/solved.py: the share
   of middle-game positions where its move throws a win or a draw away, by a solver's values;
   Tic-Tac-Toe, Connect Four, 5x5 and 6x6 Hex, 6x6 Othello and 8x8 Othello's endgame ship a set),

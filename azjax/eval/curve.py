@@ -3,7 +3,8 @@
     record = run_curve("runs/hex6", folder, games=64)       # evaluate.py curve
 
 As the training loop's evaluation and seed 000 Figures 5.1 and 5.2: the first checkpoint plays
-the untrained network, both epsilon-greedy; pure MCTS gets twice the network's simulations.
+the network the run started from (untrained, or its `--init_from` network while that source can
+still be read), both epsilon-greedy; pure MCTS gets twice the network's simulations.
 curve.json is rewritten after every checkpoint (`"complete": false` until the last), so an
 interrupted curve keeps the checkpoints it played. Where the run logged ladder ratings
 (`eval/elo`, `azjax.ladder`), curve.json also holds them (`elo`: one row per evaluation, with
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Any
 
 import jax
 
@@ -65,6 +67,22 @@ def parse_measures(text: str | None, *, errors_only: bool = False) -> tuple[str,
     return tuple(m for m in MEASURES if m in names)
 
 
+def start_network(config, log=print) -> tuple[Any, str]:
+    """(variables, what they are): the network a run of `config` started from, as its loop's first
+    evaluation played it: the untrained one, or with `init_from` the transferred one ("untrained"
+    where that source can no longer be read, said in `log`)."""
+    fresh = initial_variables(config)
+    if not config.init_from:
+        return fresh, "untrained"
+    from azjax.transfer import transferred_variables
+
+    try:
+        return transferred_variables(config, fresh)[0], f"init_from {config.init_from}"
+    except ValueError as e:  # the source moved or deleted since: the untrained network instead
+        log(f"the first checkpoint plays the untrained network: {e}")
+        return fresh, "untrained"
+
+
 def run_curve(
     run_dir: str,
     folder: str,
@@ -94,8 +112,8 @@ def run_curve(
     `evaluate.py place`'s, on the rungs of at most `ladder_max_sims` simulations (None: the run's
     own loop's, its `eval_ladder_max_sims`, so that the two curves share a scale; 0: every rung).
     `every` > 1 measures every `every`-th checkpoint, counted back from the last (which is always
-    measured); the matches' "previous" is then the last one measured (the untrained network
-    first)."""
+    measured); the matches' "previous" is then the last one measured (the network the run
+    started from first: `first_previous` in the record)."""
     check_games(games)
     asked = ("errors",) if errors_only else measures
     wanted = set(asked or ("matches", "errors"))
@@ -145,7 +163,7 @@ def run_curve(
     progress = run_progress(run_dir)
     solved_states = start_states(game, solved) if solved is not None else None
     trained = training_games(run_dir)
-    previous = initial_variables(config)
+    previous, first_previous = start_network(config, log)
     key = jax.random.PRNGKey(seed)
     rows: list[dict] = []
     record = dict(
@@ -158,6 +176,7 @@ def run_curve(
         mcts_simulations=mcts_sims,
         epsilon=epsilon,
         every=every,
+        first_previous=first_previous,
         measures=sorted(wanted, key=MEASURES.index),
         complete=False,
         curve=rows,
