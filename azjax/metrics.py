@@ -83,18 +83,19 @@ class Metrics:
     ):
         self.path = os.path.join(workdir, FILE)
         tb_dir = os.path.join(workdir, "tb")
+        filled: list[dict] = []  # rows only the checkpoint held: TensorBoard lacks them too
         if resume_from is None:
             self.rows = []
             shutil.rmtree(tb_dir, ignore_errors=True)
         else:
             self.rows = [r for r in read_rows(self.path) if r["iteration"] <= resume_from]
             have = {r["iteration"] for r in self.rows}
-            self.rows += [
+            filled = [
                 r
                 for r in saved_rows or []
                 if r["iteration"] not in have and r["iteration"] <= resume_from
             ]
-            self.rows.sort(key=lambda r: r["iteration"])
+            self.rows = sorted(self.rows + filled, key=lambda r: r["iteration"])
         tmp = self.path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r) + "\n" for r in self.rows)
@@ -108,6 +109,8 @@ class Metrics:
             self.tb = SummaryWriter(tb_dir, purge_step=purge)
         except ImportError:  # pragma: no cover - tensorboardX is a dependency
             self.tb = None
+        for row in filled:
+            self._scalars(row["iteration"], row)
 
     def text(self, name: str, text: str) -> None:
         """A text on TensorBoard's Text tab (the run's settings); nothing without TensorBoard."""
@@ -128,11 +131,14 @@ class Metrics:
             row = {"iteration": iteration, **values}
             self.file.write(json.dumps(row) + "\n")
             self.rows.append(row)
-            if self.tb is not None:
-                for k, v in values.items():
-                    if isinstance(v, (int, float)) and not isinstance(v, bool):
-                        self.tb.add_scalar(k, v, iteration)
+            self._scalars(iteration, values)
         self.file.flush()
+
+    def _scalars(self, iteration: int, values: dict[str, Any]) -> None:
+        if self.tb is not None:
+            for k, v in values.items():
+                if k != "iteration" and isinstance(v, (int, float)) and not isinstance(v, bool):
+                    self.tb.add_scalar(k, v, iteration)
         os.fsync(self.file.fileno())
 
     def held(self) -> list[dict]:

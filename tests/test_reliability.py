@@ -346,6 +346,28 @@ def test_metrics_resume_cuts_back_and_a_new_run_starts_afresh(tmp_path):
     assert path.read_text() == ""
 
 
+def test_rows_only_a_checkpoint_held_reach_tensorboard_on_resume(tmp_path, monkeypatch):
+    # killed after checkpoint 3 was written but before its row was: the resume fills the row in
+    # from the checkpoint, into metrics.jsonl and TensorBoard alike
+    import tensorboardX
+
+    logged = []
+
+    class Writer:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def add_scalar(self, name, value, step):
+            logged.append((name, value, step))
+
+    monkeypatch.setattr(tensorboardX, "SummaryWriter", Writer)
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"iteration": i, "games": 10}) + "\n" for i in (1, 2)))
+    metrics = Metrics(str(tmp_path), resume_from=3, saved_rows=[{"iteration": 3, "games": 7}])
+    assert [r["iteration"] for r in metrics.rows] == [1, 2, 3]
+    assert logged == [("games", 7, 3)]  # rows 1 and 2 are on TensorBoard already
+
+
 def test_old_metrics_files_count_each_iteration_once(tmp_path):
     rows = [1, 2, 3, 2, 3, 4]  # a crash after 3, a resume from 1
     (tmp_path / "metrics.jsonl").write_text(
