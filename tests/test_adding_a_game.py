@@ -125,3 +125,12 @@ def test_train_py_trains_the_registered_game(mnk, tmp_path):
     summary = json.load(open(os.path.join(workdir, "summary.json")))
     assert summary["game"] == "mnk" and summary["game_options"] == {"m": M, "n": N, "k": K}
     assert summary["iterations"] == 1 and summary["games"] > 0
+    # the doc's next steps: its network plays, and a match keeps match.json without a record
+    # format (before: "no symmetries known for mnk" for any ckpt: agent, and no match.json)
+    from azjax.commands import evaluate
+
+    out = str(tmp_path / "match")
+    argv = ["match", f"ckpt:{workdir},sims=2", "random", "--games=2", f"--out={out}"]
+    assert evaluate.main(argv) == 0
+    record = json.load(open(os.path.join(out, "match.json")))
+    assert record["game"] == "mnk" and len(record["game_records"]) == 2

@@ -27,7 +27,7 @@ from azjax import parallel
 from azjax.arena import MatchResult, make_match
 from azjax.eval.agent import RESIGN, Agent, batch_functions
 from azjax.eval.calibration import calibrate
-from azjax.eval.game_records import write_records
+from azjax.eval.game_records import FORMATS, write_records
 from azjax.eval.records import check_games, outcome_record, result_record, write_json
 from azjax.eval.specs import parse_agent
 from games.base import Game
@@ -365,18 +365,19 @@ def run_match(
             for row, v in zip(record["by_opening"], values):
                 row["perfect_value_for_black"] = v
             record["vs_perfect_play"] = op.won_sides(values, outcome.returns)
-    write_records(
-        os.path.join(folder, "games"),
-        game,
-        [
-            dict(
-                actions=moves,
-                black=specs[0] if g["a_played"] == "black" else specs[1],
-                white=specs[1] if g["a_played"] == "black" else specs[0],
-                result=g["result"],
-            )
-            for moves, g in zip(outcome.moves, record["game_records"])
-        ],
-    )
+    if game.name in FORMATS:  # a game added without a record format: match.json alone
+        write_records(
+            os.path.join(folder, "games"),
+            game,
+            [
+                dict(
+                    actions=moves,
+                    black=specs[0] if g["a_played"] == "black" else specs[1],
+                    white=specs[1] if g["a_played"] == "black" else specs[0],
+                    result=g["result"],
+                )
+                for moves, g in zip(outcome.moves, record["game_records"])
+            ],
+        )
     write_json(folder, "match.json", record)
     return record
