@@ -248,14 +248,18 @@ class Game:
         return self.move_by_move_playout(state, key)
 
     def move_by_move_playout(self, state: GameState, key: Array) -> Array:
-        """The plain playout: pick a uniformly random legal move, step, until terminal."""
+        """The plain playout: pick a uniformly random legal move, step, until terminal (or,
+        in a game that breaks its `max_game_length`, until that many plies: no endless loop)."""
         u = jax.random.uniform(key, (self.max_game_length,))
 
         def body(carry):
             s, i = carry
             return self.step(s, random_action(u[i], self.legal_mask(s))), i + 1
 
-        final, _ = while_unrolled(lambda c: ~self.is_terminal(c[0]), body, (state, 0))
+        def going_on(carry):
+            return ~self.is_terminal(carry[0]) & (carry[1] < self.max_game_length)
+
+        final, _ = while_unrolled(going_on, body, (state, 0))
         return self.returns(final)
 
     # ---- human / protocol side (Python, not jitted) -------------------------------------------

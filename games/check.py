@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from games.base import Game, GameState
+from games.base import Game, GameState, random_action
 
 
 class Trajectory(NamedTuple):
@@ -129,9 +129,22 @@ def check_invariants(game: Game, traj: Trajectory, final: GameState) -> None:
 
 
 def check_random_playout(game: Game, *, batch: int = 32, seed: int = 1) -> None:
-    """`random_playout` runs under jit and vmap and returns float32[2] results."""
+    """`random_playout` runs under jit and vmap and returns float32[2] results, and the plain
+    playout's `batch` random games all end within `max_game_length` plies."""
     keys = jax.random.split(jax.random.PRNGKey(seed), batch)
     states = jax.vmap(lambda _: game.init())(jnp.arange(batch))
+
+    def ends(state, key):  # the plain playout's games, `max_game_length` plies at the most
+        u = jax.random.uniform(key, (game.max_game_length,))
+        play = lambda i, s: game.step(s, random_action(u[i], game.legal_mask(s)))  # noqa: E731
+        return game.is_terminal(jax.lax.fori_loop(0, game.max_game_length, play, state))
+
+    over = np.asarray(jax.jit(jax.vmap(ends))(states, keys))
+    _expect(
+        over.all(),
+        f"{int((~over).sum())} of {batch} random games lasted longer than max_game_length "
+        f"({game.max_game_length})",
+    )
     out = jax.jit(jax.vmap(game.random_playout))(states, keys)
     _expect(
         out.shape == (batch, 2) and out.dtype == jnp.float32,

@@ -77,6 +77,21 @@ def test_the_example_matches_openspiel_mnk(mnk):
     assert 5 <= stats["mean_length"] <= M * N
 
 
+class StonesTaken(MNKGame):
+    """A broken copy: the mover may also play on the opponent's stones, so games can go on."""
+
+    name = "mnk_broken"
+
+    def legal_mask(self, state):
+        return ((state.board == 0) | (state.board == 2 - state.player)) & ~state.terminal
+
+
+def test_the_check_names_a_game_that_does_not_end_rather_than_hang():
+    # the trajectory's 16 games happened to end at 4,4,3; the playout looped for ever
+    with pytest.raises(AssertionError, match="random games lasted longer than max_game_length"):
+        check_game(StonesTaken(m=4, n=4, k=3))
+
+
 def test_register_refuses_taken_names_and_bad_targets(mnk):
     with pytest.raises(ValueError, match="'mnk' is taken"):
         games.register("mnk", MNKGame)
