@@ -8,8 +8,9 @@ vmapped scan and checks the recorded trajectory: shapes and dtypes, a legal move
 before the end and none after it, returns are zero until the end and sum to zero after it, terminal
 states are absorbing, every game ends within `max_game_length` plies, the observation planes are
 0/1 with planes 0 and 1 apart and plane 2 the colour (whether plane 0 holds the mover's stones,
-or who won, it cannot tell: scripted tests can, docs/adding_a_game.md, section 7). Then the random playout under jit and vmap, the policy frame's round trip, move names
-and the rejection of illegal moves. tests/test_games_api.py runs each part on every built-in game.
+or who won, it cannot tell: scripted tests can, docs/adding_a_game.md, section 7). Then the
+random playout under jit and vmap, the policy frame's round trip, move names and the rejection of
+illegal moves. tests/test_games_api.py runs each part on every built-in game.
 """
 
 from __future__ import annotations
