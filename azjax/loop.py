@@ -741,9 +741,14 @@ def _train(
                     values.update(gate_values, gate_seconds=time.time() - t_gate)
                 values.update(gating.gate_values(run))
 
-                if evaluations.due(it, functools.partial(_session_ends, config, it, t_run, stop)):
+                ends = functools.partial(_session_ends, config, it, t_run, stop)
+                if evaluations.due(it, ends):
                     evaluated, full = evaluations.run(
-                        run.train.variables, previous, fns.eval_key(run), time.time() - t_loop
+                        run.train.variables,
+                        previous,
+                        fns.eval_key(run),
+                        time.time() - t_loop,
+                        final=ends(),
                     )
                     values.update(evaluated)
                     if full:

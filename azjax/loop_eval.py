@@ -227,13 +227,17 @@ class Evaluations:
             self.ahead.start(functools.partial(self.evaluate, *args, compile_only=True))
 
     def run(
-        self, variables, previous, key: jax.Array, session_seconds: float
+        self, variables, previous, key: jax.Array, session_seconds: float, *, final: bool = False
     ) -> tuple[dict[str, Any], bool]:
         """(the metrics, whether the full evaluation ran) of an evaluation that fell due
         `session_seconds` into the session: the full one where the budget affords it, its
         compiling timed (`eval_compile_seconds`); else `eval_postponed` and the exact error rate
-        alone, whose seconds count but are not what the next evaluation will take."""
-        if not evaluation_affordable(self.config, self.budgeted, session_seconds, self.next):
+        alone, whose seconds count but are not what the next evaluation will take. The session's
+        last iteration (`final`, where `eval_final` asks for it) has no later one to wait for: it
+        runs in full whatever the budget, so that the run's last checkpoint is measured."""
+        final = final and self.config.eval_final
+        affordable = evaluation_affordable(self.config, self.budgeted, session_seconds, self.next)
+        if not (final or affordable):
             values: dict[str, Any] = {"eval_postponed": 1}  # over eval_budget: the next interval
             t_eval = time.time()  # but the exact error rate, seconds, is measured
             errors = self.evaluate(variables, previous, key, full=False)

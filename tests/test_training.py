@@ -268,6 +268,9 @@ def test_the_sessions_evaluations_fall_due_run_or_wait_and_count_their_seconds()
     values, full = evaluations.run("v", "p", key, session_seconds=100.0)
     assert not full and values["eval_postponed"] == 1 and values["eval/error_rate"] == 0.25
     assert "eval/mcts_score" not in values and calls == [(True, False), (False, False)]
+    # the session's last iteration: no later interval to wait for, so in full over the budget
+    values, full = evaluations.run("v", "p", key, session_seconds=100.0, final=True)
+    assert full and values["eval/mcts_score"] == 0.5 and "eval_postponed" not in values
     evaluations.close()
 
 
