@@ -83,20 +83,26 @@ def round_robin(
     """Every pair of `agents` (called `names`) plays `num_games` games, colours alternating
     (from `openings`, `num_games` move sequences in `play_games`'s order, where given).
 
-    `seconds` agents are calibrated once, for the batch every match plays. Returns the record
+    `seconds` agents are calibrated once for the batch a match plays: half the games at once, or
+    one at a time in the matches of a stateful agent (gtp, human), where a tournament holds one
+    (then for both). Returns the record
     `evaluate.py tournament` writes: the matches, the win-ratio matrix and Elo ratings.
     `on_match(record)`, if given, is told the record of the matches played so far after each
     one (pairs not yet played have no win ratio)."""
     log = log or (lambda text: print(text, flush=True))
-    batch = 1 if any(a.stateful for a in agents) else (num_games + 1) // 2
-    agents = [calibrate(a, game, batch, jax.random.fold_in(key, i)) for i, a in enumerate(agents)]
+    keys = [jax.random.fold_in(key, i) for i in range(len(agents))]
+    lockstep = [calibrate(a, game, (num_games + 1) // 2, k) for a, k in zip(agents, keys)]
+    alone = lockstep  # one game at a time: the matches with a stateful agent
+    if any(a.stateful for a in agents):
+        alone = [calibrate(a, game, 1, k) for a, k in zip(agents, keys)]
     num = len(agents)
     points, played = np.zeros((num, num)), np.zeros((num, num))
     matches = []
     for i in range(num):
         for j in range(i + 1, num):
             k = jax.random.fold_in(key, 1000 + i * num + j)
-            outcome = play_games(game, agents[i], agents[j], num_games, k, openings=openings)
+            pair = alone if agents[i].stateful or agents[j].stateful else lockstep
+            outcome = play_games(game, pair[i], pair[j], num_games, k, openings=openings)
             r = outcome.result
             points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
             played[i, j] = played[j, i] = r.games
