@@ -219,6 +219,7 @@ def test_evaluations_over_the_budget_are_put_off(run, tmp_path):
     workdir = str(tmp_path / "budget")
     shutil.copytree(run, workdir)
     argv = [f"--workdir={workdir}", "--resume", "--iterations=6", "--eval_budget=0.001"]
+    argv += ["--eval_final=false"]  # 6 is the session's last: its evaluation would run in full
     assert train.main(argv + ["--no_progress"]) == 0
     rows = _metrics(workdir)
     assert "eval/mcts_score" in rows[3] and rows[3]["eval_seconds"] > 0  # iteration 4: the first
@@ -327,6 +328,7 @@ def test_the_exact_error_rate_is_measured_when_the_matches_are_put_off(run, tmp_
         lambda config, mesh=None, **kw: made.append(kw) or make_evaluation(config, mesh, **kw),
     )
     argv = [f"--workdir={workdir}", "--resume", "--iterations=6", "--eval_budget=0.001"]
+    argv += ["--eval_final=false"]  # 6 is the session's last: its evaluation would run in full
     # and the next evaluation is compiled ahead on a thread: at the start for iteration 4, then
     # after it for iteration 6 (the real matches, played on the loop's thread)
     assert train.main(argv + ["--eval_compile_ahead=on", "--no_progress"]) == 0
