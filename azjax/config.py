@@ -291,7 +291,8 @@ class Config:
         True,
         "also evaluate a session's last iteration where it falls between intervals (a time "
         "budget's or --iterations' end, once the run has passed its first interval), so that "
-        "the run's last checkpoint is measured and can be its @best",
+        "the run's last checkpoint is measured and can be its @best; eval_budget never puts "
+        "it off",
     )
     eval_games: int = _field(64, "games per evaluation match (even: colours alternate)", low=2)
     eval_epsilon: float = _field(
