@@ -118,7 +118,6 @@ class GTPEngine:
         self.name, self.version = name, version
         self.make_agent = make_agent
         self.finished = False  # True after `quit`
-        self._implicit_pass = False  # the last `_colour_to_move` passed for the other side
         self._agents: dict[Game, Callable] = {}
         self._jitted: dict[Game, tuple[Callable, Callable]] = {}  # step, legal_mask
         self._set_game(game)
@@ -159,13 +158,16 @@ class GTPEngine:
 
     @contextlib.contextmanager
     def _or_no_pass(self):
-        """Run a move's command; if it fails or plays nothing, the pass `_colour_to_move` made
-        for the other side is taken back (the controller is told nothing happened)."""
+        """Run a move's command after `_colour_to_move`; if it fails or plays nothing, the pass
+        that made for the other side is taken back (the controller is told nothing happened).
+        An implicit pass is last in `implicit` only where this command made it: otherwise the
+        move after it follows it, or it was taken back."""
         played = len(self.actions)
+        made = bool(self.implicit) and self.implicit[-1]
         try:
             yield
         finally:
-            if self._implicit_pass and len(self.actions) == played:
+            if made and len(self.actions) == played:
                 self._pop()
 
     def move_name(self, action: int) -> str:
@@ -311,8 +313,7 @@ class GTPEngine:
     # ---- helpers --------------------------------------------------------------------------
     def _colour_to_move(self, text: str) -> int:
         """The player ``text`` names, which must be the one to move in a game still going on;
-        where the other side has nothing but a pass, it passes first (``_implicit_pass``)."""
-        self._implicit_pass = False
+        where the other side has nothing but a pass, it passes first (marked in `implicit`)."""
         if text.lower() not in GTP_COLOURS:
             raise _Failure(f"invalid color {_quote(text)}: use b, black, w or white")
         player = GTP_COLOURS[text.lower()]
@@ -324,7 +325,6 @@ class GTPEngine:
             if [self.move_name(a) for a in legal] != ["pass"]:
                 raise _Failure(f"it is {COLOURS[to_move].name}'s turn")
             self._push(legal[0], implicit=True)
-            self._implicit_pass = True
             if bool(self.game.is_terminal(self.state)):
                 self._pop()
                 raise _Failure("game is over")
