@@ -741,7 +741,8 @@ def _train(
                     values.update(gate_values, gate_seconds=time.time() - t_gate)
                 values.update(gating.gate_values(run))
 
-                ends = functools.partial(_session_ends, config, it, t_run, stop)
+                # asked at most once (on several hosts a collective), and due and final agree
+                ends = functools.cache(functools.partial(_session_ends, config, it, t_run, stop))
                 if evaluations.due(it, ends):
                     evaluated, full = evaluations.run(
                         run.train.variables,
