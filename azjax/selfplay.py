@@ -369,14 +369,15 @@ def check_resignations(low, traj: replay.Trajectory, threshold: float, playout: 
     """(low, checked, wrong): how often resigning would have been wrong, counted in the games of
     the `playout_slots` (`devices` as self-play split the B games), which never resign.
     `low` (bool[B, 2], carried from chunk to chunk) marks the players whose root value has
-    fallen below -`threshold` in the slot's game so far; for the games the chunk `traj` ended,
+    fallen below -`threshold` in the slot's game so far, on a move that did not end it (where
+    `resigns` would have resigned); for the games the chunk `traj` ended,
     `checked` (int32[B]) counts those players and `wrong` (int32[B]) the ones among them that
     did not lose (AlphaZero's false positives, kept under 5% there)."""
     plays_out = playout_slots(traj.done.shape[1], playout, devices)
 
     def body(low, x):
         value, player, done, returns = x
-        below = plays_out & (value < -threshold)
+        below = plays_out & (value < -threshold) & ~done  # as `resigns`: not on a final move
         low = low | (below[:, None] & (player[:, None] == jnp.arange(2)))
         ended = low & done[:, None]
         wrong = ended & (returns >= 0)

@@ -267,6 +267,24 @@ def test_wrong_resignations_are_counted_in_the_played_out_games():
     assert np.flatnonzero(playout_slots(8, 0.1)).tolist() == [0]  # ceil(0.8)
 
 
+def test_a_final_move_below_the_threshold_is_not_a_checked_resignation():
+    # self-play does not resign on the move that ends the game (`resigns(...) & ~done`), so
+    # the check does not count it: player 1 is below -0.9 only as its move wins the game
+    traj = Trajectory(
+        obs=jnp.zeros((2, 2, 1, 1, 1)),
+        policy=jnp.zeros((2, 2, 1)),
+        player=jnp.asarray([[0, 0], [1, 1]], jnp.int32),
+        done=jnp.asarray([[0, 0], [1, 1]], bool),
+        returns=jnp.asarray([[[0, 0]] * 2, [[-1, 1]] * 2], jnp.float32),
+        root_value=jnp.asarray([[0.0, 0.0], [-0.95, -0.95]], jnp.float32),
+    )
+    low, checked, wrong = jax.device_get(
+        check_resignations(jnp.zeros((2, 2), bool), traj, 0.9, 1.0)
+    )
+    np.testing.assert_array_equal(checked, [0, 0])
+    np.testing.assert_array_equal(wrong, [0, 0])
+
+
 def test_a_run_warns_when_its_checked_resignations_are_wrong_too_often():
     assert loop.resign_warning(checked=99, wrong=50) is None  # too few checked to judge
     assert loop.resign_warning(checked=200, wrong=10) is None  # 5%: AlphaZero's limit, not above
