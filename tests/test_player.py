@@ -165,6 +165,26 @@ def test_players_of_both_kinds_play_one_state():
     assert player(state) == 2
 
 
+def test_a_seconds_agent_is_calibrated_for_one_game(monkeypatch, capsys):
+    # play.py and the GTP engine play `seconds=T` agents as evaluate.py does: timed, not at the
+    # default simulations (cheap probes and no refinement keep the test fast)
+    from azjax.eval import calibration, specs
+
+    seen = []
+
+    def quick(agent, game, batch, key):
+        seen.append(batch)
+        return calibration.calibrate(agent, game, batch, key, probes=(2, 4), refinements=0)
+
+    monkeypatch.setattr(specs, "calibrate", quick)
+    player = specs.make_player("mcts:seconds=0.5", TTT, announce=True)
+    assert seen == [1] and player.agent.search.calibrated
+    assert player.agent.search.spec.num_simulations != 100  # the mcts default
+    assert "timing its search for 0.5 s a move" in capsys.readouterr().out
+    assert specs.make_player("mcts:sims=8", TTT).agent.search.spec.num_simulations == 8
+    assert seen == [1]  # a spec with simulations is not timed
+
+
 def test_a_person_against_our_engine_through_the_gtp_agent():
     """The gtp: agent driving `play.py --gtp` in a subprocess; undo included.
 

@@ -51,9 +51,10 @@ Specs (options are comma-separated `name=value`):
     gtp:"COMMAND"                    an external engine speaking GTP, run as a subprocess.
 
 `seconds=T` (ckpt, mcts) asks for T seconds per move per game instead of a number of
-simulations (`azjax.eval.calibration`). The agents that draw their own random numbers (minimax,
-perfect, spiel) take the command's seed (`--seed`, `parse_agent(..., seed=S)`) where their spec
-gives no seed=, so a match with another --seed plays other games against them.
+simulations (`azjax.eval.calibration`: matches time it for the games they play at once, play.py
+and the GTP engine for one game, as they start). The agents that draw their own random numbers
+(minimax, perfect, spiel) take the command's seed (`--seed`, `parse_agent(..., seed=S)`) where
+their spec gives no seed=, so a match with another --seed plays other games against them.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from azjax.checkpoint import (
 )
 from azjax.config import Config
 from azjax.eval.agent import Agent, SearchSetup, network_apply, random_agent, search_agent
+from azjax.eval.calibration import calibrate
 from azjax.eval.gtp import GTPClient, make_gtp_agent
 from azjax.eval.minimax import FULL_DEPTH_LIMIT, HEURISTICS, Minimax
 from azjax.eval.player import Player, make_human_agent
@@ -434,9 +436,17 @@ def checkpoint_config(text: str) -> Config | None:
 
 
 def make_player(text: str, game: Game, seed: int = 0, *, announce: bool = False) -> Player:
-    """The agent a spec names, as a `Player` of one game at a time (play.py, the GTP engine);
-    `announce`: it says so when its first move compiles (the terminal, not GTP)."""
-    return Player(parse_agent(text, game, seed=seed), seed, announce=announce)
+    """The agent a spec names, as a `Player` of one game at a time (play.py, the GTP engine),
+    a `seconds=T` agent calibrated to T seconds a move for one game; `announce`: it says so when
+    it calibrates and when its first move compiles (the terminal, not GTP)."""
+    import jax
+
+    agent = parse_agent(text, game, seed=seed)
+    if agent.search is not None and agent.search.seconds is not None:
+        if announce:
+            print(f"({agent.name}: timing its search for {agent.search.seconds:g} s a move)")
+        agent = calibrate(agent, game, 1, jax.random.PRNGKey(seed))
+    return Player(agent, seed, announce=announce)
 
 
 def game_for(specs: list[str], name: str | None = None, options: dict | None = None) -> Game:
