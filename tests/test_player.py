@@ -185,6 +185,22 @@ def test_a_seconds_agent_is_calibrated_for_one_game(monkeypatch, capsys):
     assert seen == [1]  # a spec with simulations is not timed
 
 
+def test_a_second_person_quits_the_game_as_the_first_does(monkeypatch):
+    # play.py --agent=human: two people at one keyboard; the second's quit or end of input stops
+    # the game (no "the agent resigns", no error about a match), as the first person's does
+    import io
+
+    from azjax.eval.specs import make_player
+
+    for typed in ("quit\n", ""):  # quit, and the end of input
+        monkeypatch.setattr(sys, "stdin", io.StringIO(typed))
+        script, out = Script("b2"), []
+        final = play_human(TTT, make_player("human", TTT), 0, read=script, write=out.append)
+        assert final is None and "resigns" not in "\n".join(out)
+    # in a match, the human agent's quit still resigns the game
+    assert make_human_agent(TTT, read=Script("quit"), write=lambda _: None).choose(TTT.init()) < 0
+
+
 def test_a_person_against_our_engine_through_the_gtp_agent():
     """The gtp: agent driving `play.py --gtp` in a subprocess; undo included.
 

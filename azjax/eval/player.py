@@ -150,11 +150,18 @@ def ask_move(
 
 
 def make_human_agent(
-    game: Game, name: str = "human", *, read: Callable = input, write: Callable = print
+    game: Game,
+    name: str = "human",
+    *,
+    read: Callable = input,
+    write: Callable = print,
+    quits: bool = False,
 ) -> Agent:
     """The `human` agent of a match: shows the board and asks for a move (`ask_move`); quitting
     resigns the game. The end of input (stdin closed, or not a terminal) stops the match with a
-    ValueError: resigning every later game would report a result no one played."""
+    ValueError: resigning every later game would report a result no one played. With `quits`
+    (a second person in `play_human`, where the game is all there is) quitting and the end of
+    input return QUIT, which stops the game as the first person's do."""
 
     def choose(state):
         write(show(game, state))
@@ -168,6 +175,8 @@ def make_human_agent(
                 raise
 
         action = ask_move(game, state, read=reading, write=write)
+        if quits and action == QUIT:
+            return QUIT
         if ended:
             raise ValueError(
                 f"{name}: the input ended (end of file on stdin) before the match did; play a "
@@ -192,9 +201,9 @@ def play_human(
 ):
     """One game between a person (player ``human``) typing at ``read`` and ``agent``.
 
-    ``agent(state) -> action`` (negative: it resigns), with an optional ``agent.sync(states,
-    actions)`` called before each of its moves (see `Player`). Returns the last state, or None if
-    the person quit (``quit`` or the end of input).
+    ``agent(state) -> action`` (negative: it resigns; QUIT: a second person quit), with an
+    optional ``agent.sync(states, actions)`` called before each of its moves (see `Player`).
+    Returns the last state, or None if a person quit (``quit`` or the end of input).
     """
     import jax
 
@@ -212,6 +221,8 @@ def play_human(
             if hasattr(agent, "sync"):
                 agent.sync(history, actions)
             action = agent(state)
+            if action == QUIT:  # a second person, typing at the agent's turn, quit
+                return None
             if action < 0:
                 write(f"{COLOURS[mover].label}, the agent, resigns; you win")
                 return state

@@ -437,11 +437,14 @@ def checkpoint_config(text: str) -> Config | None:
 
 def make_player(text: str, game: Game, seed: int = 0, *, announce: bool = False) -> Player:
     """The agent a spec names, as a `Player` of one game at a time (play.py, the GTP engine),
-    a `seconds=T` agent calibrated to T seconds a move for one game; `announce`: it says so when
+    a `seconds=T` agent calibrated to T seconds a move for one game, and `human` a person whose
+    quit ends the game (not a resignation); `announce`: it says so when
     it calibrates and when its first move compiles (the terminal, not GTP)."""
     import jax
 
     agent = parse_agent(text, game, seed=seed)
+    if _kind(text)[0] == "human":  # a second person: quitting ends the game, as the first's does
+        agent = make_human_agent(game, agent.name, quits=True)
     if agent.search is not None and agent.search.seconds is not None:
         if announce:
             print(f"({agent.name}: timing its search for {agent.search.seconds:g} s a move)")
