@@ -89,3 +89,20 @@ def test_play_notebook_loads_evaluates_and_plays_a_drawn_game(executed):
     assert any(s in text for s in ("You win!", "azjax wins.", "A draw."))
     svgs = [o for o in _outputs(notebook) if "image/svg+xml" in o.get("data", {})]
     assert svgs and "<polygon" in svgs[-1]["data"]["image/svg+xml"]
+
+
+def test_play_notebook_loads_the_shipped_network_by_default(monkeypatch):
+    # its first cell says "By default it loads pretrained/hex6 ... nothing needs training first",
+    # on Colab and off it
+    import sys
+
+    import azjax
+
+    monkeypatch.delenv("AZJAX_NOTEBOOK_TOY", raising=False)
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    settings = {}
+    exec([c for c in _read(PLAY).cells if c.cell_type == "code"][0].source, settings)
+    assert "By default it loads `pretrained/hex6`" in _read(PLAY).cells[0].source
+    assert settings["WORKDIR"] == "pretrained/hex6"
+    config, _, _ = azjax.load_checkpoint(settings["WORKDIR"], settings["STEP"])
+    assert config.game == "hex" and config.game_options["size"] == 6
