@@ -97,6 +97,46 @@ def test_bad_records_are_refused_by_name(game, text, message):
         read_record(game, text)
 
 
+HEX5 = games.make("hex", size=5, swap=True)
+
+
+@pytest.mark.parametrize(
+    "text, moves",
+    [  # valid SGF (FF[4]) as other programs may write it: the main line's moves, in order
+        ("(;FF[4]GM[11]SZ[5];B[c3];W[d2];C[last move]B[b2])", "c3 d2 b2"),  # any order
+        ("(;FF[4]GM[11]SZ[5];C[opening]B[c3];WL[30]W[d2])", "c3 d2"),
+        ("(;FF[4]GM[11]SZ[5];B[c3](;W[swap-pieces];B[d2])(;W[b2]))", "c3 swap d2"),  # 1st line
+        ("(;FF[4]GM[11]SZ[5]PW[x;W[e5\\]];B[c3];C[a \\] ;W[e5\\]]W[d2])", "c3 d2"),  # escapes
+        ("\ufeff(;FF[4]GM[11]SZ[5]\n;B [c3]\n;W[d2])", "c3 d2"),  # a byte-order mark, spaces
+    ],
+)
+def test_sgf_is_read_down_its_main_line_wherever_a_node_holds_its_move(text, moves):
+    assert read_record(HEX5, text) == [HEX5.parse_action(m) for m in moves.split()]
+
+
+def test_an_sgf_without_a_size_is_11x11():  # red-bean.com/sgf/hex.html's default
+    hex11 = games.make("hex", size=11)
+    assert read_record(hex11, "(;FF[4]GM[11];B[f6];W[e5])") == [60, 48]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("(;FF[4]GM[11]SZ[5];B[c3])(;FF[4]GM[11]SZ[5];B[a1])", "more than one game"),
+        ("(;FF[4]GM[11]SZ[5];B[c3]", "no closing )"),
+        ("(;FF[4]GM[11]SZ[5];B[c3", "no closing ]"),
+        ("(;FF[4]GM[11]SZ[5]AB[a1];W[c3])", "sets up the board (AB)"),
+        ("(;FF[4]GM[11]SZ[5]PL[W];W[c3])", "sets up the board (PL)"),
+        ("(;FF[4]GM[11]SZ[5];B[c3]W[d2])", "holds 2 moves"),
+        ("(;FF[4]GM[11]SZ[5];B[c3]) and more", "text after the game"),
+    ],
+)
+def test_sgf_that_cannot_be_read_as_one_game_is_refused_in_one_line(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as e:
+        read_record(HEX5, text)
+    assert "\n" not in str(e.value)
+
+
 def test_replay_refuses_an_illegal_move():
     with pytest.raises(ValueError, match=r"move 2 \(a1\) is not legal"):
         replay(TTT, [0, 0])

@@ -10,6 +10,9 @@ One format per game (`FORMATS`):
   column letter and row number, a1 the top-left corner, black joining top and bottom, exactly the
   names of `games/hex.py`; the swap rule's move is ``swap-pieces`` (the convention games/hex.py
   plays), a resignation the resigning colour's ``resign`` with ``RE[B+R]`` / ``RE[W+R]``.
+  Read back from any program: one game's main line (the first variation at each branch), a
+  move wherever its node holds it, escapes and whitespace as FF[4] allows, no SZ meaning 11x11;
+  a file of several games, or one that sets up a position (AB, AW, AE, PL), is refused.
 - Othello: the move list as transcripts and Othello programs write it, two characters a move,
   ``f5d6c3d3c4``; passes are left out (a side with no placing move must pass, so the position
   says where they were: `replay` puts them back).
@@ -165,17 +168,27 @@ def _sgf_text(text: str) -> str:
 
 
 def _read_sgf(game: Game, text: str) -> list[int]:
-    body = text.strip()
-    if not (body.startswith("(") and body.endswith(")") and ";" in body):
-        raise ValueError("not an SGF game: expected (;FF[4]GM[11]SZ[n];B[..];W[..]...)")
-    gm, size = re.search(r"GM\[(\d+)\]", body), re.search(r"SZ\[(\d+)(?::(\d+))?\]", body)
-    if gm is not None and gm.group(1) != "11":
-        raise ValueError(f"an SGF of game GM[{gm.group(1)}], not Hex (GM[11])")
-    square = size is not None and size.group(2) in (None, size.group(1))
-    if not square or int(size.group(1)) != game.size:
-        found = "no SZ" if size is None else size.group(0)
-        raise ValueError(f"the SGF's board is {found}; this game is SZ[{game.size}]")
-    moves = re.findall(r";\s*([BW])\[([^\]]*)\]", body)
+    nodes = _sgf_main_line(text)
+    root = nodes[0]
+    gm = root.get("GM", ["11"])[0].strip()
+    if gm != "11":
+        raise ValueError(f"an SGF of game GM[{gm}], not Hex (GM[11])")
+    size = root.get("SZ", ["11"])[0].strip()  # red-bean's hex.html: 11 x 11 where SZ is absent
+    sides = size.split(":")
+    if len(set(sides)) != 1 or not sides[0].isdigit() or int(sides[0]) != game.size:
+        raise ValueError(f"the SGF's board is SZ[{size}]; this game is SZ[{game.size}]")
+    setup = sorted({p for node in nodes for p in node if p in _SGF_SETUP})
+    if setup:
+        raise ValueError(
+            f"the SGF sets up the board ({', '.join(setup)}); only games played from the empty "
+            "board with B and W moves are read"
+        )
+    moves = []
+    for node in nodes:
+        played = [(c, v) for c in "BW" for v in node.get(c, [])]
+        if len(played) > 1:
+            raise ValueError(f"an SGF node holds {len(played)} moves; one a node")
+        moves += played
     names = []
     for i, (colour, move) in enumerate(moves):
         if colour != "BW"[i % 2]:
@@ -188,6 +201,90 @@ def _read_sgf(game: Game, text: str) -> list[int]:
     if "resign" in names[:-1]:
         raise ValueError("SGF moves after a resignation")
     return _parse(game, names)
+
+
+_SGF_SETUP = ("AB", "AW", "AE", "PL")  # properties that set up a position instead of playing
+
+
+def _sgf_main_line(text: str) -> list[dict[str, list[str]]]:
+    """The nodes (each {property: [values]}) of an SGF game's main line: its first game tree,
+    down the first variation at each branch (SGF FF[4]: properties in any order within a node,
+    ``\\`` escapes in values, whitespace between tokens). ValueError for text that is not SGF or
+    holds more than one game."""
+    shape = "expected (;FF[4]GM[11]SZ[n];B[..];W[..]...)"
+    body = text.strip().lstrip("\ufeff")
+    at = 0
+
+    def fail(what: str):
+        raise ValueError(f"not an SGF game: {what} at character {at + 1}; {shape}")
+
+    def skip_space():
+        nonlocal at
+        while at < len(body) and body[at].isspace():
+            at += 1
+
+    def value() -> str:
+        nonlocal at
+        out, at = [], at + 1  # past "["
+        while at < len(body) and body[at] != "]":
+            if body[at] == "\\":
+                at += 1
+            if at < len(body):
+                out.append(body[at])
+                at += 1
+        if at >= len(body):
+            fail("a value with no closing ]")
+        at += 1
+        return "".join(out)
+
+    def node() -> dict[str, list[str]]:
+        nonlocal at
+        props: dict[str, list[str]] = {}
+        at += 1  # past ";"
+        skip_space()
+        while at < len(body) and body[at].isalpha():
+            start = at
+            while at < len(body) and body[at].isalpha():
+                at += 1
+            name = "".join(c for c in body[start:at] if c.isupper())  # FF[3]'s lowercase dropped
+            skip_space()
+            if at >= len(body) or body[at] != "[":
+                fail(f"property {body[start:at]} with no [value]")
+            values = props.setdefault(name, [])
+            while at < len(body) and body[at] == "[":
+                values.append(value())
+                skip_space()
+        return props
+
+    def tree() -> list[dict[str, list[str]]]:
+        nonlocal at
+        if at >= len(body) or body[at] != "(":
+            fail("no (")
+        at += 1
+        skip_space()
+        nodes = []
+        while at < len(body) and body[at] == ";":
+            nodes.append(node())
+            skip_space()
+        if not nodes:
+            fail("a game tree with no node")
+        variations = []
+        while at < len(body) and body[at] == "(":
+            variations.append(tree())
+            skip_space()
+        if at >= len(body) or body[at] != ")":
+            fail("no closing )")
+        at += 1
+        return nodes + (variations[0] if variations else [])
+
+    skip_space()
+    nodes = tree()
+    skip_space()
+    if at < len(body):
+        if body[at] == "(":
+            raise ValueError("the SGF holds more than one game; give one game a record")
+        fail("text after the game")
+    return nodes
 
 
 # ---- Othello, Connect Four, Tic-Tac-Toe: move lists ----------------------------------------------
