@@ -536,6 +536,26 @@ def test_an_interrupted_match_keeps_its_finished_games(tmp_path, monkeypatch):
     played = record["result"]["overall"]
     assert record["complete"] is False and record["agents"] == ["minimax", "random"]
     assert 1 <= played["games"] < 6 and played["losses"] == 0  # minimax never loses
+    # the finished games' moves are kept too, in match.json and as record files
+    kept = record["game_records"]
+    assert len(kept) == played["games"]
+    files = sorted(os.listdir(tmp_path / "games"))
+    assert files == [f"game-{g['game']:04d}.txt" for g in kept]
+    for g in kept:
+        with open(tmp_path / "games" / f"game-{g['game']:04d}.txt") as f:
+            assert f.read().split() == g["moves"]
+        assert g["a_played"] == ("black" if g["game"] <= 3 else "white")
+
+
+def test_a_match_into_an_earlier_matchs_folder_keeps_only_its_own_records(tmp_path):
+    from azjax.eval import match
+
+    game = games.make("tictactoe")
+    match.run_match(game, ["random", "random"], str(tmp_path), games=4)
+    (tmp_path / "games" / "notes.txt").write_text("mine")  # not a record: left alone
+    match.run_match(game, ["random", "random"], str(tmp_path), games=2)
+    left = sorted(os.listdir(tmp_path / "games"))
+    assert left == ["game-0001.txt", "game-0002.txt", "notes.txt"]
 
 
 def test_an_interrupted_tournament_keeps_its_matches(tmp_path):

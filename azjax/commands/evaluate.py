@@ -74,7 +74,8 @@ played. Exit code 2 for bad input (unknown agents or options, missing checkpoint
 another game, an --out that cannot be written), one line each (`--debug` shows tracebacks); 1 for
 a GTP engine that fails. Ctrl-C or SIGTERM stops at once (130 or 143) and keeps what is finished,
 marked `"complete": false`: curve.json the checkpoints played, tournament.json the matches,
-match.json the games (a match of two batched agents ends all its games in one compiled call, so
+match.json the games (their `game_records` numbered by `game`, from 1, and their record files in
+games/; a match of two batched agents ends all its games in one compiled call, so
 only a Python-loop match, against minimax, perfect, gtp, spiel, reversi, human or a `seconds`
 budget, has finished games before its end).
 """

@@ -87,14 +87,16 @@ def record_filename(game: Game, index: int) -> str:
     return f"game-{index + 1:04d}.{_format(game).extension}"
 
 
-def write_records(folder: str, game: Game, games: list[dict]) -> list[str]:
-    """One file per game into `folder` (made if need be), named by `record_filename`; `games`
-    holds dicts with `actions`, `black`, `white` and `result` (`write_record`'s arguments).
-    Returns the paths."""
+def write_records(
+    folder: str, game: Game, games: list[dict], numbers: list[int] | None = None
+) -> list[str]:
+    """One file per game into `folder` (made if need be), named by `record_filename` of its
+    index in `numbers` (default 0, 1, ..); `games` holds dicts with `actions`, `black`, `white`
+    and `result` (`write_record`'s arguments). Returns the paths."""
     os.makedirs(folder, exist_ok=True)
     paths = []
-    for i, g in enumerate(games):
-        path = os.path.join(folder, record_filename(game, i))
+    for i, g in zip(range(len(games)) if numbers is None else numbers, games):
+        path = os.path.join(folder, record_filename(game, int(i)))
         with open(path, "w") as f:
             f.write(
                 write_record(
@@ -104,6 +106,15 @@ def write_records(folder: str, game: Game, games: list[dict]) -> list[str]:
             )
         paths.append(path)
     return paths
+
+
+def clear_records(folder: str) -> None:
+    """Removes the record files (`record_filename`'s game-NNNN.sgf / .txt) an earlier match left
+    in `folder`, so that it holds only the games of the match about to be written there."""
+    if os.path.isdir(folder):
+        for name in os.listdir(folder):
+            if re.fullmatch(r"game-\d{4,}\.(sgf|txt)", name):
+                os.remove(os.path.join(folder, name))
 
 
 def replay(game: Game, actions: list[int]):

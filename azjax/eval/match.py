@@ -27,8 +27,14 @@ from azjax import parallel
 from azjax.arena import MatchResult, make_match
 from azjax.eval.agent import RESIGN, Agent, batch_functions
 from azjax.eval.calibration import calibrate
-from azjax.eval.game_records import FORMATS, write_records
-from azjax.eval.records import check_games, outcome_record, result_record, write_json
+from azjax.eval.game_records import FORMATS, clear_records, write_records
+from azjax.eval.records import (
+    check_games,
+    game_record,
+    outcome_record,
+    result_record,
+    write_json,
+)
 from azjax.eval.specs import parse_agent
 from games.base import Game
 
@@ -80,7 +86,7 @@ def play_games(
     key,
     *,
     openings: list[tuple[int, ...]] | None = None,
-    on_games: Callable[[np.ndarray, np.ndarray], None] | None = None,
+    on_games: Callable[[np.ndarray, np.ndarray, list], None] | None = None,
 ) -> MatchOutcome:
     """`num_games` games of A against B; A plays player 0 (black, the first mover from the
     initial position) in the first half of them and player 1 in the second.
@@ -94,8 +100,9 @@ def play_games(
     game. Stateful agents (gtp, human) play one game at a time. `seconds`
     agents are calibrated first (batch: half the games at once).
 
-    The outcome holds each game's moves (`MatchOutcome.moves`). `on_games(idx, returns)` is
-    told A's returns float32[k] of the games int[k] `idx` as they end, so that a caller can keep
+    The outcome holds each game's moves (`MatchOutcome.moves`). `on_games(idx, returns, moves)`
+    is told A's returns float32[k] and the moves (as `MatchOutcome.moves`) of the games int[k]
+    `idx` as they end, so that a caller can keep
     finished games if the match is stopped: in a Python-loop match after each ply in which some
     ended; in a jitted match (all games in one call) once, at the end.
     """
@@ -120,10 +127,10 @@ def play_games(
         moves = [list(o) + [int(x) for x in row if x >= 0] for o, row in zip(openings, actions)]
         seconds = (None, None)
         if on_games is not None:
-            on_games(np.arange(num_games), np.asarray(returns))
+            on_games(np.arange(num_games), np.asarray(returns), moves)
     else:
         returns, a_first, seconds, moves = _play_loop(
-            game, (a, b), starts, openings, k_play, lockstep, on_games or (lambda idx, r: None)
+            game, (a, b), starts, openings, k_play, lockstep, on_games or (lambda *told: None)
         )
     stats = tuple(_move_stats(x, s) for x, s in zip((a, b), seconds))
     return MatchOutcome(
@@ -215,7 +222,7 @@ def _play_loop(game: Game, agents, starts, openings, key, lockstep: bool, on_gam
             a_first[wave],
             wave_starts,
             [openings[i] for i in wave],
-            lambda idx, r, w=wave: on_games(w[idx], r),
+            lambda idx, r, m, w=wave: on_games(w[idx], r, m),
         )
         for i, m in zip(wave, wave_moves):
             moves[i] = m
@@ -237,7 +244,7 @@ def _play_wave(
 ) -> tuple[np.ndarray, list[list[int]]]:
     """A's returns float32[n] and the moves (`MatchOutcome.moves`) of n games played in
     lock-step from `states`, reached by the moves `openings` (A is player 0 where a_first);
-    `on_games(idx, returns)` hears of each game as it ends."""
+    `on_games(idx, returns, moves)` hears of each game as it ends."""
     fns = batch_functions(game)
     step, status = fns.step, fns.status
     n = len(a_first)
@@ -254,7 +261,8 @@ def _play_wave(
         live = ~terminal & (resigned < 0)
         ended = ~live & ~reported
         if ended.any():
-            on_games(np.flatnonzero(ended), _returns_a(returns, a_first, resigned)[ended])
+            idx = np.flatnonzero(ended)
+            on_games(idx, _returns_a(returns, a_first, resigned)[idx], [moves[i] for i in idx])
             reported |= ended
         if not live.any():
             break
@@ -277,7 +285,8 @@ def _play_wave(
     terminal, mover, returns = jax.device_get(status(states))
     out = _returns_a(returns, a_first, resigned)
     if not reported.all():
-        on_games(np.flatnonzero(~reported), out[~reported])
+        idx = np.flatnonzero(~reported)
+        on_games(idx, out[idx], [moves[i] for i in idx])
     return out, moves
 
 
@@ -288,25 +297,51 @@ def _returns_a(returns: np.ndarray, a_first: np.ndarray, resigned: np.ndarray) -
 
 
 # ---- evaluate.py match ---------------------------------------------------------------------------
-def _keep_finished(folder: str, head: dict, specs: list[str], games: int) -> Callable:
+def _keep_finished(folder: str, head: dict, specs: list[str], games: int, game: Game) -> Callable:
     """An `on_games` that keeps match.json up to date with the games finished so far
-    (`"complete": false`), so that a match stopped by Ctrl-C or SIGTERM keeps them."""
+    (`"complete": false`; their `game_records`, each with its number `game` from 1) and writes
+    their record files, so that a match stopped by Ctrl-C or SIGTERM keeps them."""
     returns = np.full(games, np.nan, np.float32)
     a_first = np.arange(games) < (games + 1) // 2
+    played: dict[int, list[int]] = {}
 
-    def on_games(idx: np.ndarray, returns_a: np.ndarray) -> None:
+    def on_games(idx: np.ndarray, returns_a: np.ndarray, moves: list) -> None:
         returns[idx] = returns_a
+        played.update((int(i), list(m)) for i, m in zip(idx, moves))
         done = ~np.isnan(returns)
         if done.all():
             return  # the complete record follows
+        records = {
+            i: game_record(game, played[i], returns[i], a_first[i])
+            for i in map(int, np.flatnonzero(done))
+        }
+        _write_game_files(folder, game, specs, {i: (played[i], records[i]) for i in map(int, idx)})
         result = MatchResult.from_returns(returns[done], a_first[done])
         write_json(
             folder,
             "match.json",
-            dict(head, complete=False, agents=list(specs), result=result_record(result)),
+            dict(
+                head,
+                complete=False,
+                agents=list(specs),
+                result=result_record(result),
+                game_records=[dict(game=i + 1, **g) for i, g in records.items()],
+            ),
         )
 
     return on_games
+
+
+def _write_game_files(folder: str, game: Game, specs: list[str], games: dict) -> None:
+    """The record files (`folder`/games/) of `games`, {number from 0: (its actions, its
+    `game_record`)}; none for a game added without a record format (match.json alone)."""
+    if game.name not in FORMATS:
+        return
+    files = []
+    for actions, g in games.values():
+        black, white = specs if g["a_played"] == "black" else specs[::-1]
+        files.append(dict(actions=actions, black=black, white=white, result=g["result"]))
+    write_records(os.path.join(folder, "games"), game, files, list(games))
 
 
 def run_match(
@@ -341,6 +376,7 @@ def run_match(
         game=game.name, game_options=game.options, games=games, seed=seed, openings=openings
     )
     agents = [parse_agent(s, game, seed=seed) for s in specs]
+    clear_records(os.path.join(folder, "games"))  # games/ holds this match's games alone
     if log is not None:  # after the specs are checked: a bad one is the only line printed
         searches = any(agent.search is not None for agent in agents)
         wait = " after compiling the agents' searches" if searches else ""
@@ -352,7 +388,7 @@ def run_match(
             games,
             k_play,
             openings=op.both_colours(moves) if openings != "none" else None,
-            on_games=_keep_finished(folder, head, specs, games),
+            on_games=_keep_finished(folder, head, specs, games, game),
         )
     finally:
         for agent in agents:
@@ -365,19 +401,8 @@ def run_match(
             for row, v in zip(record["by_opening"], values):
                 row["perfect_value_for_black"] = v
             record["vs_perfect_play"] = op.won_sides(values, outcome.returns)
-    if game.name in FORMATS:  # a game added without a record format: match.json alone
-        write_records(
-            os.path.join(folder, "games"),
-            game,
-            [
-                dict(
-                    actions=moves,
-                    black=specs[0] if g["a_played"] == "black" else specs[1],
-                    white=specs[1] if g["a_played"] == "black" else specs[0],
-                    result=g["result"],
-                )
-                for moves, g in zip(outcome.moves, record["game_records"])
-            ],
-        )
+    _write_game_files(
+        folder, game, specs, dict(enumerate(zip(outcome.moves, record["game_records"])))
+    )
     write_json(folder, "match.json", record)
     return record

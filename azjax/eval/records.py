@@ -62,14 +62,16 @@ def games_record(game, outcome) -> list[dict]:
     """Each game of a `MatchOutcome` as {moves: the move names from the initial position
     ("resign" last where a side resigned), result: "black" | "white" | "draw", a_played:
     "black" | "white"}."""
-    return [
-        dict(
-            moves=move_names(game, moves),
-            result=winner(float(r), bool(f)),
-            a_played="black" if f else "white",
-        )
-        for moves, r, f in zip(outcome.moves, outcome.returns, outcome.a_first)
-    ]
+    return [game_record(game, *g) for g in zip(outcome.moves, outcome.returns, outcome.a_first)]
+
+
+def game_record(game, moves: list[int], return_a: float, a_first: bool) -> dict:
+    """One game of `games_record`: its actions `moves`, A's return and whether A moved first."""
+    return dict(
+        moves=move_names(game, moves),
+        result=winner(float(return_a), bool(a_first)),
+        a_played="black" if a_first else "white",
+    )
 
 
 def format_match(record: dict) -> str:
