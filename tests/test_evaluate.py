@@ -133,7 +133,7 @@ def test_curve_plots_every_checkpoint(tiny_run, tmp_path):
 
 
 def test_curve_errors_only_measures_each_checkpoint_without_matches(
-    tiny_run, tmp_path, monkeypatch
+    tiny_run, tmp_path, monkeypatch, capsys
 ):
     from azjax import solved
 
@@ -145,7 +145,11 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
     monkeypatch.setattr(solved, "SETS", str(tmp_path / "sets"))
     solved.save_set(solved.SolvedSet("tictactoe", {}, ((), (4,)), values), solved.set_path(GAME))
     out = str(tmp_path / "c")
+    os.makedirs(out)
+    with open(os.path.join(out, "curve.png"), "w") as f:  # an earlier curve's plot in --out
+        f.write("old")
     assert evaluate.main(["curve", tiny_run, "--errors_only", "--sims=2", f"--out={out}"]) == 0
+    assert capsys.readouterr().out.strip().endswith("curve.json, curve_errors.png")
     record = _json(out, "curve.json")
     assert [row["step"] for row in record["curve"]] == [1, 2]
     for row in record["curve"]:

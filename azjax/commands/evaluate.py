@@ -405,7 +405,7 @@ def evaluate(args, game, folder: str) -> None:
     elif args.command == "place":
         run_place(args, game, folder)
     else:
-        from azjax.eval.curve import parse_measures
+        from azjax.eval.curve import PLOTS, parse_measures
         from azjax.ladder import parse_rounds
 
         ev.run_curve(
@@ -428,7 +428,7 @@ def evaluate(args, game, folder: str) -> None:
         )
         plots = [
             name
-            for name in ("curve.png", "curve_elo.png", "curve_errors.png")
+            for name in PLOTS  # run_curve removed an earlier curve's first
             if os.path.exists(os.path.join(folder, name))
         ]
         print(f"wrote {os.path.join(folder, 'curve.json')}, " + ", ".join(plots))

@@ -83,6 +83,9 @@ def start_network(config, log=print) -> tuple[Any, str]:
         return fresh, "untrained"
 
 
+PLOTS = ("curve.png", "curve_elo.png", "curve_errors.png")  # what `run_curve` may draw
+
+
 def run_curve(
     run_dir: str,
     folder: str,
@@ -159,6 +162,9 @@ def run_curve(
     if ladder is not None:
         cap = config.eval_ladder_max_sims if ladder_max_sims is None else ladder_max_sims
         ladder = ladder.up_to(ladder.loop_cap(cap))
+    for name in PLOTS:  # an earlier curve's plots in `folder` would pass for this one's
+        if os.path.exists(os.path.join(folder, name)):
+            os.remove(os.path.join(folder, name))
     rating = 0.0  # where the next placement starts: the checkpoint before's rating
     progress = run_progress(run_dir)
     solved_states = start_states(game, solved) if solved is not None else None
