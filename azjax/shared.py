@@ -58,6 +58,8 @@ def parse_games(text: str) -> tuple[tuple[str, dict[str, Any]], ...]:
     A game is NAME[:OPT=VALUE,...]; an item without '=' before its ':' starts the next game, so
     options may hold commas too ('connect_four:rows=5,cols=6,othello'). ValueError (one line)
     for an unknown game, an unknown option or bad value, a game given twice, or fewer than two."""
+    if not isinstance(text, str):  # a config file's "games": a JSON list, say
+        raise ValueError(f"games must be a str like 'connect_four,othello:size=6', got {text!r}")
     out: list[tuple[str, dict[str, Any]]] = []
     for item in (s.strip() for s in text.split(",")):
         if not item:

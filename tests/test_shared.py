@@ -79,6 +79,7 @@ def test_games_parse_with_their_options():
         ("othello", "give two games or more"),
         ("tictactoe,othello:rows=4", "'rows' is not an option of othello"),
         ("size=4,othello", "must start with a game name"),
+        (["tictactoe", "othello"], "games must be a str"),  # a config file's JSON list
     ],
 )
 def test_bad_lists_of_games_are_refused(text, message):
