@@ -44,6 +44,7 @@ from azjax import (
     make_search_agent,
     train_and_evaluate,
 )
+from azjax.checkpoint import read_config
 from azjax.config import named_defaults
 from azjax.eval import training_games
 from azjax.loop_eval import evaluation_matches
@@ -251,6 +252,11 @@ def parse(argv):
         parser.error("--final_simulations must be at least 1, --eval_games even and at least 2")
     args.workdir = args.workdir or default_workdir(args.game, args.full)
     args.out = args.out or os.path.join(args.workdir, "results")
+    if args.eval_only:
+        try:
+            read_config(args.workdir)  # a run with checkpoints, before any folder is made in it
+        except ValueError as e:
+            parser.error(f"--eval_only: {e}")
     for folder, flag in ((args.workdir, "--workdir"), (args.out, "--out")):
         try:
             flags.check_out(folder, flag)  # before the training, not after it

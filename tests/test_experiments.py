@@ -124,6 +124,16 @@ def test_experiment1_refuses_bad_flags(argv, message, capsys):
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_experiment1_eval_only_needs_a_run_and_makes_no_folder_first(tmp_path, capsys):
+    from experiments import experiment1
+
+    with pytest.raises(SystemExit) as exit_info:
+        experiment1.parse(["--eval_only", f"--workdir={tmp_path}"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--eval_only:" in err and "holds no checkpoints" in err
+    assert os.listdir(tmp_path) == []
+
+
 def test_experiment1_toy_run(tmp_path):
     from experiments import experiment1
 
