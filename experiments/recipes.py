@@ -141,6 +141,16 @@ def build_configs(args) -> dict[str, cfg.Config]:
                 configs[f"{name}-s{seed}"] = cfg.load(args.game, values)
             except ValueError as e:
                 raise ValueError(f"recipe {name}: {e}") from None
+    # the runs meet in matches and on one ladder: one game for all, found before any trains
+    played = {recipe_of(run): config.make_game() for run, config in configs.items()}
+    first, game = next(iter(played.items()))
+    for name, other in played.items():
+        if not other.same_rules(game):
+            raise ValueError(
+                f"--recipe {name} plays {other.name} {other.rules}, recipe {first} "
+                f"{game.name} {game.rules}: the recipes are rated against each other, so give "
+                "game options to all (as flags or --set), not in one --recipe"
+            )
     return configs
 
 

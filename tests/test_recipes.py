@@ -148,6 +148,7 @@ def test_a_pinned_command_runs_on_its_cores_only():
         (["--anchors=alphago"], "--anchors: unknown agent 'alphago'"),
         (["--ladder_games=-1"], "--ladder_games must be >= 0"),
         (["--game=hex", "--size=3", "--ladder_games=2"], "--ladder_games: no ladder table for hex"),
+        (["--game=hex", "--recipe=a:size=3", "--recipe=b:size=4"], "--recipe b plays hex"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):
