@@ -111,6 +111,8 @@ def parse(argv):
             if game not in (None, "connect_four"):  # None: a recipe, or a file naming no game
                 raise ValueError(f"--config={args.config} is a {game} config, not Connect 4")
             args.game = "connect_four"
+        # before the training, not after it
+        flags.check_out(args.out or os.path.join(args.run or args.workdir, "connect_four"))
     except ValueError as e:
         parser.error(str(e))
     return args, overrides

@@ -391,6 +391,7 @@ def test_connect_four_toy_run_trains_and_plays_every_opponent(tmp_path, capsys):
         (["--mcts_sims=400,x"], "--mcts_sims: expected comma-separated integers"),
         (["--config=hex"], "--config=hex is a hex config, not Connect 4"),
         (["--config=nope"], "unknown config 'nope'; available: connect_four, connect_four_thesis"),
+        ([f"--out={__file__}"], "is a file, not a folder"),  # refused before the training
     ],
 )
 def test_connect_four_flags_are_checked(argv, message, capsys):
