@@ -183,6 +183,8 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
         ),
         (["curve", "{tmp}/missing"], "holds no checkpoints"),
         (["curve", "{run}", "--game=hex"], "is a tictactoe {} run, not hex"),
+        (["curve", "{run}", "--size=5"], "--size is not an option of tictactoe"),  # no --game
+        (["curve", "{run}", "--table={tmp}/t.json"], "--table is the ladder's table"),  # default
         (["curve", "{run}", "--errors_only"], "--errors_only: no solved positions for tictactoe"),
         (["curve", "{run}", "--measures=errors"], "--measures=errors: no solved positions"),
         (

@@ -352,7 +352,7 @@ def check_args(args, folder: str) -> None:
             every=args.every,
         )
         measures = parse_measures(args.measures, errors_only=args.errors_only)
-        if args.table is not None and measures is not None and "ladder" not in measures:
+        if args.table is not None and "ladder" not in (measures or ()):  # None: no ladder
             raise ValueError("--table is the ladder's table: give it with --measures=...,ladder")
         parse_rounds(args.rounds)
     flags.check_out(folder)
@@ -370,6 +370,11 @@ def run(args, option_flags: list[str]) -> None:
     name = out_folder(args)
     default_games(args)
     check_args(args, name)
+    if args.command == "curve" and args.game is None:
+        if any(getattr(args, name) is not None for name in option_flags):
+            from azjax.checkpoint import read_config
+
+            args.game = read_config(args.run).game  # the options given are checked against it
     no_game = args.command == "curve" and args.game is None  # the run's game
     game = None if no_game else resolve_game(args, option_flags)
     folder = args.out or reserve(name)
