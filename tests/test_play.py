@@ -35,6 +35,8 @@ def test_command_line_options_and_errors(capsys):
     for argv, message in [  # argparse's own errors: SystemExit(2), one line
         (["--game=hex", "--seed=abc"], "--seed: expected a whole number, got 'abc'"),
         (["--game=hex", "--seed=-1"], "--seed: must be in [0, 4294967295], got -1"),
+        (["--agnet=ckpt:x"], "did you mean --agent or --agents?"),  # not "give --game"
+        (["--agent=random", "--siz=5"], "did you mean --size?"),
     ]:
         with pytest.raises(SystemExit) as e:
             play.main(argv)

@@ -117,6 +117,9 @@ def parse(argv: list[str]) -> tuple[games.Game, argparse.Namespace]:
         specs = [agent] if known.agents is None else split_agents(known.agents)
         configs = [c for c in map(checkpoint_config, specs) if c is not None]
         if not configs:
+            check, _ = build_parser(None)  # a mistyped flag is the one to name first
+            flags.add_game_flags(check.add_argument_group("game options"), None)
+            check.parse_args(argv)
             raise ValueError("give --game=NAME (only a ckpt: agent brings its own game)")
         name, base = configs[0].game, dict(configs[0].game_options)
     if name is not None and name not in games.names():
