@@ -66,12 +66,14 @@ def run(
     stopped: str = "stopped",
     setup: bool = True,
     memory_hint: str = MEMORY_HINT,
+    debug: bool = False,
 ) -> int:
     """body(argv)'s exit code, with errors and signals handled as the module doc says;
     `stopped` is what a signal's line says was kept, `memory_hint` what to lower when memory
     runs out (training's flags by default). `setup=False` leaves the compilation cache
-    and XLA's flags as the environment has them (`script`)."""
-    debug = "--debug" in argv
+    and XLA's flags as the environment has them (`script`); `debug` (or `--debug` in `argv`)
+    lets a user error's traceback through."""
+    debug = debug or "--debug" in argv
     if setup:
         from azjax import compile_cache, xla_flags
 
@@ -104,8 +106,11 @@ def script(module: str, main: Callable[[list[str]], object]) -> int:
     and signals handled as the commands' (one line naming the problem, exit code 2; 130 or 143),
     `prog` being `python -m MODULE` as its argparse usage names it. What the module sets up for
     its measurements (the compilation cache, XLA's flags) it keeps setting itself; a `main` that
-    returns its results rather than a code ends with 0."""
-    code = run(f"python -m {module}", main, sys.argv[1:], setup=False)
+    returns its results rather than a code ends with 0. `--debug` is taken out of the arguments
+    (the module's parser does not know it) and shows tracebacks, as in the commands."""
+    argv = sys.argv[1:]
+    given = [a for a in argv if a != "--debug"]
+    code = run(f"python -m {module}", main, given, setup=False, debug=len(given) < len(argv))
     return code if isinstance(code, int) else 0
 
 

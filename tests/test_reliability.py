@@ -703,6 +703,11 @@ def test_cli_script_is_one_line_and_exit_2_for_a_user_error(monkeypatch, capsys)
     assert cli.script("benchmarks.x", lambda argv: 3) == 3
     with pytest.raises(RuntimeError):  # a bug keeps its traceback
         cli.script("benchmarks.x", lambda argv: (_ for _ in ()).throw(RuntimeError("bug")))
+    # --debug, as README says of the experiments and benchmarks: the traceback, and the module's
+    # own parser never sees the flag
+    monkeypatch.setattr(sys, "argv", ["x.py", "--size=30", "--debug"])
+    with pytest.raises(ValueError, match="size must be"):
+        cli.script("experiments.x", bad)
 
 
 def test_an_experiment_refuses_a_missing_run_in_one_line(tmp_path, env):
