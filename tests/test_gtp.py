@@ -97,6 +97,12 @@ def test_boardsize_rebuilds_the_game_and_reports_bad_sizes():
     assert othello.handle("boardsize 6") == ok() and othello.game.size == 6
     fixed = engine_for("tictactoe")
     assert fixed.handle("boardsize 3") == ok() and fixed.handle("boardsize 4").startswith("? unacc")
+    four = engine_for("connect_four")  # not square: its own board, either way round, alone
+    assert four.handle("boardsize 6 7") == ok() and four.handle("boardsize 7 6") == ok()
+    assert (
+        four.handle("boardsize 7") == "? unacceptable size: connect_four has no size option "
+        "(its board is 6x7)\n\n"
+    )
 
 
 def test_othello_pass_over_gtp_and_a_failing_factory():

@@ -234,18 +234,19 @@ class GTPEngine:
     def cmd_boardsize(self, args) -> str:
         if len(args) not in (1, 2) or not all(_NUMBER.fullmatch(a) for a in args):
             raise _Failure("syntax error: boardsize N (or N N)")
-        sizes = {int(a) for a in args}
-        if len(sizes) != 1:
-            raise _Failure(f"unacceptable size: {self.game.name} boards are square")
-        (size,) = sizes
-        if "size" not in self.game.options:
-            if self.game.board_shape != (size, size):
-                shape = "x".join(map(str, self.game.board_shape))
+        dims = (int(args[0]), int(args[-1]))  # boardsize N: N x N
+        if "size" not in self.game.options:  # its own board, given either way round, alone
+            shape = self.game.board_shape
+            if dims not in (shape, shape[::-1]):
+                shape = "x".join(map(str, shape))
                 raise _Failure(
                     f"unacceptable size: {self.game.name} has no size option (its board is {shape})"
                 )
             self._set_game(self.game)
             return ""
+        if dims[0] != dims[1]:
+            raise _Failure(f"unacceptable size: {self.game.name} boards are square")
+        size = dims[0]
         try:
             self._set_game(games.make(self.game.name, **{**self.game.options, "size": size}))
         except ValueError as e:
