@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=90.0, help="how long to make calls")
     parser.add_argument("--compile", action="store_true", help="compile on a thread beside them")
     args = parser.parse_args(argv)
-    if args.seconds <= 0:
-        parser.error(f"--seconds must be positive, got {args.seconds}")
+    if not 0 < args.seconds < float("inf"):  # NaN too
+        parser.error(f"--seconds must be positive and finite, got {args.seconds}")
     from azjax import parallel
 
     parallel.split_cpu(2)

@@ -97,6 +97,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats must be at least 1, got {args.repeats}")
+    if args.eval_interval < 1:  # the share of a run that evaluates: it must evaluate
+        parser.error(f"--eval_interval must be at least 1, got {args.eval_interval}")
     settings = {**RECIPE, "eval_games": args.eval_games, "eval_interval": args.eval_interval}
     if args.size is not None:
         settings["size"] = args.size

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -22,14 +24,16 @@ def test_calls_waited_for_one_by_one_all_return():
     assert int(line.split()[1]) >= 200
 
 
-def test_rejects_a_bad_duration():
+@pytest.mark.parametrize("seconds", ["0", "nan"])
+def test_rejects_a_bad_duration(seconds):
     out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.cpu_collectives", "--seconds=0"],
+        [sys.executable, "-m", "benchmarks.cpu_collectives", f"--seconds={seconds}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
-        "python -m benchmarks.cpu_collectives: error: --seconds must be positive, got 0.0"
+        "python -m benchmarks.cpu_collectives: error: --seconds must be positive and finite, "
+        f"got {float(seconds)}"
     ]  # one line, no usage block

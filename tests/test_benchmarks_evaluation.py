@@ -22,6 +22,7 @@ def test_prints_the_evaluations_share_both_ways(capsys):
         (["--game=chess"], "unknown game 'chess'"),
         (["--game=tictactoe", "--size=5"], "size"),
         (["--game=tictactoe", "--repeats=0"], "--repeats must be at least 1, got 0"),
+        (["--game=tictactoe", "--eval_interval=0"], "--eval_interval must be at least 1"),
     ],
 )
 def test_bad_input_is_one_line(argv, message, capsys):

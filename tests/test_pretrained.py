@@ -253,6 +253,7 @@ def test_export_errors_are_one_line(run, tmp_path, capsys):
     _fails(capsys, ["export", f"{run}@9", "--name=ttt", to], "no checkpoint 9")  # before 'exists'
     _fails(capsys, ["export", run, "--name=x", to, "--card", "source=me"], "--card source")
     _fails(capsys, ["export", run, "--name=x", to, "--card", "novalue"], "KEY=VALUE")
+    _fails(capsys, ["export", run, "--name=x", to, "--card", "elo=NaN"], "a finite number")
     _fails(capsys, ["export", run, "--name=x", to, "--dtype=int8"], "--dtype")
     _fails(
         capsys,
