@@ -19,6 +19,7 @@ left alone: a program calling `train_and_evaluate` sets JAX's cache itself, if i
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 
 ENV = "JAX_COMPILATION_CACHE_DIR"
@@ -36,7 +37,7 @@ def enable(environ: Mapping[str, str] = os.environ) -> str | None:
     """Turns the cache on before the first compilation (module doc); returns its folder, or None
     where the environment turns it off. Where the user names a folder, JAX has read it already
     and only the size limit is added; a folder that cannot be made leaves the cache off rather
-    than stopping the command."""
+    than stopping the command (a named one with a line on stderr saying so)."""
     import jax
 
     try:
@@ -48,6 +49,17 @@ def enable(environ: Mapping[str, str] = os.environ) -> str | None:
     if ENV in environ:
         folder = environ[ENV]
         if not folder:
+            return None
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as e:  # else JAX warns at every compile, in lines about its own code
+            print(
+                f"azjax: {ENV}={folder!r} cannot be made ({e.strerror or e}): compiling without "
+                "the cache",
+                file=sys.stderr,
+                flush=True,
+            )
+            jax.config.update("jax_compilation_cache_dir", None)
             return None
     else:
         if not locked:  # no shared cache without the lock

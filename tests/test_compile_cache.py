@@ -54,6 +54,16 @@ def test_the_environment_moves_it_or_turns_it_off(tmp_path, jax_settings):
     assert compile_cache.enable({"XDG_CACHE_HOME": str(a_file)}) is None  # cannot be made: off
 
 
+def test_a_named_folder_that_cannot_be_made_is_one_line_and_off(tmp_path, jax_settings, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    jax.config.update("jax_compilation_cache_dir", str(a_file))  # as JAX read it
+    assert compile_cache.enable({compile_cache.ENV: str(a_file)}) is None
+    assert jax.config.jax_compilation_cache_dir is None  # JAX would warn at every compile
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot be made" in err[0] and "without the cache" in err[0]
+
+
 def _toy_run(workdir, env):
     done = subprocess.run(
         [
