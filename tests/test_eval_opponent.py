@@ -104,6 +104,7 @@ def test_our_own_gtp_engine_as_opponent(tmp_path):
         ("mcts:depth=3", "mcts: unknown option 'depth'"),
         ("human", "human asks for moves on stdin"),
         ("gtp:/no/such/engine --gtp", "gtp: cannot start"),
+        ('gtp:"engine --gtp', "gtp: cannot start '\"engine --gtp': No closing quotation"),
         (f'gtp:"{sys.executable} -c pass"', "the engine does not answer"),
     ],
 )

@@ -407,7 +407,7 @@ def _gtp(game: Game, rest: str, name: str) -> Agent:
         )
     try:
         client = GTPClient(command)
-    except OSError as e:
+    except (OSError, ValueError) as e:  # ValueError: shlex's, a quote left open
         raise ValueError(f"gtp: cannot start {command!r}: {e}") from None
     return make_gtp_agent(name, game, client)
 
