@@ -274,6 +274,24 @@ def test_building_a_set_with_the_perfect_player_keeps_decisions(tmp_path, game, 
         assert len(err.splitlines()) == 1 and says in err, err
 
 
+def test_evaluate_errors_refuses_positions_it_cannot_score(tmp_path, shipped, capsys):
+    from azjax.commands import evaluate
+
+    row = shipped.values[0]
+    bad = {  # empty; the first position's values after an illegal move (a stone on a stone)
+        "empty": ((), np.zeros((0, row.shape[0]), np.int8), "holds no positions"),
+        "illegal": ((shipped.moves[0] + shipped.moves[0][-1:],), row[None], "is not legal"),
+        "unvalued": ((shipped.moves[0],), np.where(row == 1, sv.ILLEGAL, row)[None], "exactly"),
+    }
+    for name, (moves, values, message) in bad.items():
+        path = str(tmp_path / f"{name}.json")
+        sv.save_set(sv.SolvedSet("othello", {"size": 6}, moves, values), path)
+        argv = ["errors", "random", "--game=othello", "--size=6", f"--positions={path}"]
+        assert evaluate.main([*argv, f"--out={tmp_path}/o"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err and f"--positions {path!r}" in err
+
+
 def test_evaluate_errors_measures_agents_position_by_position(tmp_path, shipped, capsys):
     from azjax.commands import evaluate
 

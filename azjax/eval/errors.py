@@ -34,6 +34,8 @@ def require_set(game: Game, path: str | None = None) -> sv.SolvedSet:
     solved = sv.load_set(game, path)
     if solved is None and path is not None:
         raise ValueError(f"--positions {path!r}: no such file (leave it out for the package's set)")
+    if path is not None:
+        check_positions(game, solved, f"--positions {path!r}")
     if solved is None:
         have = ", ".join(sorted(sv.shipped())) or "none"
         raise ValueError(
@@ -42,6 +44,26 @@ def require_set(game: Game, path: str | None = None) -> sv.SolvedSet:
             "--positions=PATH"
         )
     return solved
+
+
+def check_positions(game: Game, solved: sv.SolvedSet, where: str) -> None:
+    """ValueError (naming `where` and the position) unless the set holds positions, each reached
+    by legal moves, unfinished, with a value for each legal move and no other (a set made
+    elsewhere: the package's are checked by the tests)."""
+    from azjax.eval.game_records import replay
+
+    if not len(solved):
+        raise ValueError(f"{where}: holds no positions")
+    for i, (moves, values) in enumerate(zip(solved.moves, solved.values)):
+        try:
+            state, _ = replay(game, list(moves))
+        except ValueError as e:
+            raise ValueError(f"{where}: position {i + 1}: {e}") from None
+        legal = np.asarray(game.legal_mask(state)) & ~bool(game.is_terminal(state))
+        if not legal.any() or ((values != sv.ILLEGAL) != legal).any():
+            raise ValueError(
+                f"{where}: position {i + 1} is finished, or not valued at exactly its legal moves"
+            )
 
 
 def choose_moves(game: Game, agent: Agent, solved: sv.SolvedSet, states, key) -> np.ndarray:
