@@ -595,17 +595,18 @@ def parse_card(items: list[str]) -> dict:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"--card {item!r}: give KEY=VALUE")
-        if value.strip().lstrip("+-") in ("NaN", "Infinity", "nan", "inf", "infinity"):
-            raise ValueError(f"--card {item!r}: give a finite number (card.json is strict JSON)")
         try:
-            card[key.strip()] = json.loads(value, parse_constant=_not_finite)
+            parsed = json.loads(value)
         except ValueError:
-            card[key.strip()] = value
+            parsed = value
+        try:
+            json.dumps(parsed, allow_nan=False)  # NaN or Infinity, anywhere in the value
+        except ValueError:
+            raise ValueError(
+                f"--card {item!r}: give a finite number (card.json is strict JSON)"
+            ) from None
+        card[key.strip()] = parsed
     return card
-
-
-def _not_finite(name: str):
-    raise ValueError(f"{name} is not a finite number")
 
 
 def run_export(args) -> None:
