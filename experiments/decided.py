@@ -34,6 +34,8 @@ from azjax.network import make_apply, make_network
 from azjax.selfplay import RESIGN_WRONG_LIMIT, init_states
 from experiments.common import parse_floats
 
+PROG = "python -m experiments.decided"  # as its errors are named (cli.fail)
+
 
 class Game(NamedTuple):
     """One finished self-play game, its recorded moves in order."""
@@ -141,12 +143,10 @@ def main(argv=None) -> int:
             args.run, batch=args.batch, rounds=args.rounds, seed=args.seed
         )
     except (ValueError, CheckpointError) as e:
-        print(f"decided: {e}", file=sys.stderr)
-        return 2
+        return cli.fail(PROG, e)
     games = finished_games(value, player, done, returns)
     if not games:
-        print(f"decided: no game ended in {value.shape[0]} moves: raise --rounds", file=sys.stderr)
-        return 2
+        return cli.fail(PROG, f"no game ended in {value.shape[0]} moves: raise --rounds")
     rows = [resignation(games, t) for t in thresholds]
     print(
         f"{args.run}: {config.game} {dict(config.game_options)}, {config.search} at "

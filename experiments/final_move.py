@@ -29,6 +29,8 @@ from azjax.eval.specs import parse_agent
 from azjax.search import make_search
 from experiments.common import parse_floats
 
+PROG = "python -m experiments.final_move"  # as its errors are named (cli.fail)
+
 
 def root_choices(agent, solved: sv.SolvedSet, key) -> tuple[np.ndarray, np.ndarray]:
     """(visits float[P, A], Q float[P, A]) of the agent's search at each of the set's positions;
@@ -72,8 +74,7 @@ def main(argv=None) -> int:
             )
         solved = require_set(game)
     except ValueError as e:
-        print(f"final_move: {e}", file=sys.stderr)
-        return 2
+        return cli.fail(PROG, e)
     visits, q = root_choices(agent, solved, jax.random.PRNGKey(args.seed))
     visited = visits.argmax(axis=-1)
     base = sv.error_rate(solved, visited)

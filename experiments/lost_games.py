@@ -68,6 +68,8 @@ from experiments.solved_positions import (
     positions_of,
 )
 
+PROG = "python -m experiments.lost_games"  # as its errors are named (cli.fail)
+
 COLOURS = ("black", "white")  # the first and the second player, as match records name them
 VALUES = {1: "won", 0: "drawn", -1: "lost"}
 ENDED_SOONER = "ended sooner"  # the row of the games over before --from_ply
@@ -345,8 +347,7 @@ def main(argv=None) -> int:
         if perfect is None:
             KINDS[game.name].check(game)
     except ValueError as e:
-        print(f"lost_games: {e}", file=sys.stderr)
-        return 2
+        return cli.fail(PROG, e)
     judged = []
     try:
         with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
@@ -371,8 +372,7 @@ def main(argv=None) -> int:
                 except ValueError as e:
                     raise ValueError(f"{m.path}: {e}") from None
     except ValueError as e:
-        print(f"lost_games: {e}", file=sys.stderr)
-        return 2
+        return cli.fail(PROG, e)
     for m, judged_games in zip(matches, judged):
         summary = summarise(m.records, judged_games, m.agents)
         if len(matches) > 1:

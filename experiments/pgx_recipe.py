@@ -72,6 +72,8 @@ from azjax.network import PolicyValueNet
 from azjax.search import SearchSpec
 from benchmarks.selfplay import RecipeOutput, make_recipe_selfplay
 
+PROG = "python -m experiments.pgx_recipe"  # as its errors are named (cli.fail)
+
 PGX_NAMES = {  # azjax's name -> pgx's
     "connect_four": "connect_four",
     "hex": "hex",
@@ -489,8 +491,7 @@ def main(argv=None) -> int:
                 f"{rate.rate:.4f} ± {rate.ci95:.4f}"
             )
     except (OSError, KeyError, ValueError, pickle.UnpicklingError) as err:
-        print(f"pgx_recipe: {args.run}: {err}", file=sys.stderr)
-        return 2
+        return cli.fail(PROG, f"{args.run}: {err}")
     print(f"{args.run} at {args.sims} simulations{line}")
     return 0
 

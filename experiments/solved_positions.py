@@ -51,6 +51,8 @@ from azjax.eval.openings import both_colours, random_sequences
 from azjax.eval.specs import parse_agent
 from experiments.common import Log
 
+PROG = "python -m experiments.solved_positions"  # as its errors are named (cli.fail)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.path.join("runs", "solved_positions")  # the log of a set written into the package
 PERFECT = ("hex", "tictactoe")  # valued by PerfectSolver, in Python: no C solver
@@ -387,8 +389,7 @@ def main(argv=None) -> int:
             )
         openings = draw_openings(game, len(pairs), args.games, args.opening_plies, args.seed)
     except ValueError as e:
-        print(f"solved_positions: {e}", file=sys.stderr)
-        return 2
+        return cli.fail(PROG, e)
     out = args.out or solved.set_path(game)
     name = os.path.splitext(os.path.basename(out))[0] + ".log"  # beside --out, not in the package
     log = Log(os.path.join(os.path.dirname(out), name) if args.out else os.path.join(LOGS, name))
@@ -399,8 +400,7 @@ def main(argv=None) -> int:
         try:  # before the games: a missing compiler is found in a second, not after them
             exe = None if perfect else compile_solver(tmp, game.name)
         except (RuntimeError, OSError) as e:
-            print(f"solved_positions: the solver: {e}", file=sys.stderr)
-            return 2
+            return cli.fail(PROG, f"the solver: {e}")
         all_moves = play(game, pairs, openings, args.seed, log)
         if perfect is not None:
             drawn, kept = draw_and_solve(

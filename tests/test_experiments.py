@@ -471,3 +471,24 @@ def test_shared_learning_against_single_game_runs(tmp_path, capsys):
     with pytest.raises(SystemExit):
         shared.main(["--games=tictactoe,tictactoe"])
     assert "tictactoe is given twice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "module, argv",
+    [
+        ("decided", ["{tmp}/none"]),
+        ("final_move", ["bogus"]),
+        ("lost_games", ["{tmp}/none"]),
+        ("pgx_recipe", ["errors", "{tmp}/none"]),
+        ("solved_positions", ["--game=tictactoe", "--empties=9:2"]),
+    ],
+)
+def test_experiments_name_their_errors_as_their_parsers_do(module, argv, tmp_path, capsys):
+    """`python -m experiments.NAME: error: ...`, as argparse's errors and the other experiments'
+    are named, not `NAME: ...`."""
+    import importlib
+
+    main = importlib.import_module(f"experiments.{module}").main
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"python -m experiments.{module}: error: ") and err.count("\n") == 1
