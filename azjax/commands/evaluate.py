@@ -336,6 +336,20 @@ def default_games(args) -> None:
         args.games = GAMES[args.command]
 
 
+def check_curve_run(run: str) -> None:
+    """ValueError when curve's RUN_DIR names one checkpoint (`RUN@STEP`, `RUN/checkpoints/STEP`)
+    rather than a run folder, whose every checkpoint curve evaluates."""
+    if os.path.isdir(os.path.join(run, "checkpoints")):
+        return  # a run folder, whatever its name holds
+    head, tail = os.path.split(os.path.normpath(run))
+    if "@" in run or (tail.isdigit() and os.path.basename(head) == "checkpoints"):
+        raise ValueError(
+            f"curve takes a run folder and evaluates each of its checkpoints, got {run!r}: give "
+            "the folder, and --every to thin them (one checkpoint: match, place or errors with "
+            f"ckpt:{run})"
+        )
+
+
 def check_args(args, folder: str) -> None:
     """What can be checked before any game: the curve's options, the output `folder` (the agents'
     numbers are checked against their bounds when the specs are parsed, also before any game)."""
@@ -343,6 +357,7 @@ def check_args(args, folder: str) -> None:
     from azjax.ladder import parse_rounds
 
     if args.command == "curve":
+        check_curve_run(args.run)
         check_curve_options(
             sims=args.sims,
             mcts_sims=args.mcts_sims,
