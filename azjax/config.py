@@ -613,6 +613,8 @@ def _file_defaults(path: str) -> tuple[str | None, dict[str, Any]]:
         else:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
+    except SystemExit as e:  # sys.exit() or exit() in the file: the run would end unexplained
+        raise ValueError(f"--config: {path} exited (code {e.code!r}) as it was read") from None
     except Exception as e:  # the user's file: any error in it is theirs to fix
         raise ValueError(f"--config: cannot read {path}: {type(e).__name__}: {e}") from None
     if not isinstance(data, dict):

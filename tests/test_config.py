@@ -192,11 +192,13 @@ def test_config_files_of_overrides(tmp_path, capsys):
     (tmp_path / "run" / "config.json").write_text(cfg.load("tictactoe").to_json())
     (tmp_path / "bad.json").write_text('{"num_simulations": 7, "sims": 1}')
     (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
     for name, needle in (
         ("bad.json", "unknown setting(s) sims"),
         ("list.json", "holds list, not a dict"),
         ("missing.json", "--config: no file"),
         ("typo.py", "it defines neither OVERRIDES (a dict of settings) nor GAME"),
+        ("exits.py", "exits.py exited (code 3) as it was read"),  # not a silent exit 3
         ("run --resume --config=cpu", "--config with --resume: "),
     ):
         argv = [f"--config={tmp_path / name}"]
