@@ -50,9 +50,11 @@ class Health:
             self.reference = values["loss/total"]
         bound = LOSS_FACTOR * max(self.reference, 1e-3)
         if values["loss/total"] > bound:
+            l2 = values.get("loss/l2", 0.0)
+            most = f", loss/l2 {l2:.3g} the most of it" if l2 > values["loss/total"] / 2 else ""
             return (
                 f"loss/total {values['loss/total']:.3g} above {bound:.3g} ({LOSS_FACTOR:g} x "
-                f"the run's first loss, {self.reference:.3g})"
+                f"the run's first loss, {self.reference:.3g}{most})"
             )
         return None
 
@@ -89,13 +91,14 @@ def divergence(
     `healthy_upto`; a loss judges the parameters of the iteration before it)."""
     healthy = [s for s in checkpointer.steps() if s <= healthy_upto]
     suspect = [s for s in checkpointer.steps() if s > healthy_upto]
+    lower = "--weight_decay" if "loss/l2" in reason else "--learning_rate"  # the L2 term's c
     if healthy:
         where = (
             f"the last healthy checkpoint is {healthy[-1]}: continue from it with --resume "
-            f"--resume_step={healthy[-1]} and a lower --learning_rate"
+            f"--resume_step={healthy[-1]} and a lower {lower}"
         )
     else:
-        where = "no checkpoint is known healthy: start again with a lower --learning_rate"
+        where = f"no checkpoint is known healthy: start again with a lower {lower}"
     if suspect:
         where += f" (checkpoint {suspect[-1]} led to this iteration)"
     return DivergenceError(

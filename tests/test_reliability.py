@@ -238,6 +238,32 @@ def test_adam_sized_divergence_is_caught():
     assert "non-finite" in health.parameters({"params": {"w": nan}})
 
 
+def test_divergence_names_the_setting_to_lower():
+    """A run whose L2 term blew up (--weight_decay=1e38) was told to lower --learning_rate."""
+    from azjax.health import divergence
+
+    class Saved:
+        def steps(self):
+            return [1, 2]
+
+    health = Health({"params": {"w": np.ones(4, np.float32)}}, reference=3.0)
+    grown = health.losses({"loss/total": 100.0, "loss/value": 1.0, "loss/l2": 90.0})
+    assert "loss/l2 90 the most of it" in grown
+    for reason, lower in (
+        ("non-finite loss/total, loss/l2", "--weight_decay"),
+        (grown, "--weight_decay"),
+        ("non-finite loss/value", "--learning_rate"),
+        (
+            health.losses({"loss/total": 100.0, "loss/value": 90.0, "loss/l2": 1.0}),
+            "--learning_rate",
+        ),
+    ):
+        said = str(divergence(3, reason, Saved(), "run", healthy_upto=1))
+        assert said.endswith(
+            f"--resume_step=1 and a lower {lower} (checkpoint 2 led to this iteration)"
+        )
+
+
 def test_the_echoes_of_a_failed_restore_are_dropped_and_nothing_else():
     """A failed restore leaves tensorstore's reads to be collected later: asyncio logs each as
     "Task ..." or, as CI once saw, "Future exception was never retrieved" (16 lines of stderr
