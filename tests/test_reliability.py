@@ -584,6 +584,23 @@ def test_a_match_into_an_earlier_matchs_folder_keeps_only_its_own_records(tmp_pa
     assert left == ["game-0001.txt", "game-0002.txt", "notes.txt"]
 
 
+def test_a_match_stopped_before_its_first_game_leaves_no_earlier_result(tmp_path, monkeypatch):
+    """The folder held the earlier match's match.json (complete, another game) until the new
+    match's first game ended: a match stopped before then looked finished."""
+    from azjax.eval import match
+
+    match.run_match(games.make("tictactoe"), ["random", "random"], str(tmp_path), games=2)
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(match, "play_games", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        match.run_match(games.make("hex", size=3), ["random", "random"], str(tmp_path), games=2)
+    assert not os.path.exists(tmp_path / "match.json")
+    assert os.listdir(tmp_path / "games") == []
+
+
 def test_an_interrupted_tournament_keeps_its_matches(tmp_path):
     from azjax.eval.tournament import run_tournament
 

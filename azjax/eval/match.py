@@ -12,6 +12,7 @@ measured seconds per move, and the moves of every game (`MatchOutcome.moves`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -377,6 +378,8 @@ def run_match(
     )
     agents = [parse_agent(s, game, seed=seed) for s in specs]
     clear_records(os.path.join(folder, "games"))  # games/ holds this match's games alone
+    with contextlib.suppress(FileNotFoundError):  # nor an earlier match's, until a game ends
+        os.remove(os.path.join(folder, "match.json"))
     if log is not None:  # after the specs are checked: a bad one is the only line printed
         searches = any(agent.search is not None for agent in agents)
         wait = " after compiling the agents' searches" if searches else ""
