@@ -271,11 +271,16 @@ class Game:
         raise NotImplementedError
 
     def parse_action(self, text: str, state: GameState | None = None) -> int:
-        """The action for a move name; ValueError for malformed, out-of-range or illegal moves.
+        """The action for a move name (`action_to_str`'s, case and surrounding spaces aside);
+        ValueError for malformed, out-of-range or illegal moves.
 
         With ``state`` given, the move must also be legal there.
         """
-        action = self._parse_move(str(text).strip().lower())
+        name = str(text).strip().lower()
+        action = self._parse_move(name)
+        if action is not None and 0 <= action < self.num_actions:
+            if self.action_to_str(action).lower() != name:  # one name a move: not a01 or 04
+                action = None
         if action is None or not 0 <= action < self.num_actions:
             raise ValueError(
                 f"{self.name}: {text!r} is not a move; moves look like "

@@ -154,7 +154,7 @@ def test_move_names_are_1_based_columns():
     game = games.make("connect_four")
     assert [game.action_to_str(a) for a in range(7)] == ["1", "2", "3", "4", "5", "6", "7"]
     assert game.parse_action(" 7 ") == 6
-    for bad in ["0", "8", "a", "-1", "1.5", "", "٣"]:
+    for bad in ["0", "8", "a", "-1", "1.5", "", "٣", "04", "+4"]:
         with pytest.raises(ValueError, match="not a move"):
             game.parse_action(bad)
     wide = games.make("connect_four", rows=4, cols=12)

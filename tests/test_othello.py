@@ -381,7 +381,7 @@ def test_move_names(othello8):
     assert game.parse_action("h8") == 63 and game.parse_action("a1") == 0
     assert game.parse_action("pass") == 64 and game.action_to_str(64) == "pass"
     assert games.make("othello", size=16).parse_action("p16") == 255
-    for bad in ["i1", "a9", "a0", "d", "3d", "d3x", "passes", ""]:
+    for bad in ["i1", "a9", "a0", "d", "3d", "d3x", "passes", "", "a01", "a\u00b2", "a\u0663"]:
         with pytest.raises(ValueError, match="not a move"):
             game.parse_action(bad)
 
