@@ -754,6 +754,11 @@ def validate(config: Config) -> Config:
             f"eval_opening_plies must be under the game's longest length ({longest} plies), "
             f"got {config.eval_opening_plies}"
         )
+    if config.algorithm == "exit" and config.positions_per_game > longest:
+        raise ValueError(
+            f"positions_per_game must be in 1..{longest} for {config.game} (its longest game, "
+            f"in plies), got {config.positions_per_game}"
+        )
     if config.eval_opponent and not config.eval_interval:
         raise ValueError("eval_opponent is played at each evaluation: it needs eval_interval > 0")
     if config.eval_opponent_games % 2:

@@ -186,12 +186,16 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
         ("--dataset_growth=-1", "dataset_growth must be >= 0"),
         ("--exit_prior_temperature=0", "exit_prior_temperature must be >= 0.001"),
         ("--retrain_from_scratch=maybe", "expected true or false"),
+        (  # more than a game has plies: lax.top_k's own error, after compiling
+            "--algorithm=exit --positions_per_game=10",
+            "positions_per_game must be in 1..9 for tictactoe (its longest game, in plies)",
+        ),
     ],
 )
 def test_bad_exit_flags_are_refused(flag, message, capsys):
     from azjax.commands import train
 
-    assert train.main(["--game=tictactoe", flag]) == 2
+    assert train.main(["--game=tictactoe", *flag.split()]) == 2
     assert message in capsys.readouterr().err
 
 
