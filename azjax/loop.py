@@ -698,7 +698,8 @@ def _train(
                 t1 = time.time()
                 values = _play_values(
                     played,
-                    steps * config.batch_games,
+                    # the positions searched: ExIt's expert-labelled ones, over all its rounds
+                    int(getattr(played, "positions", steps * config.batch_games)),
                     t1 - t0,
                     devices,
                     resigning=config.resign_threshold > 0,

@@ -171,6 +171,9 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
     # 4 positions x (4 simulations + 1) expert evaluations, plus 4 apprentice games of 5..9 moves
     assert all(20 + 20 <= r["exit/network_evaluations"] <= 20 + 36 for r in rows)
     assert all("loss/policy" in r for r in rows)
+    for r in rows:  # the positions searched: the expert's, not AlphaZero's plies x games (36)
+        assert r["positions"] == r["exit/positions"] == 4 * r["exit/rounds"]
+        assert r["positions_per_second"] == pytest.approx(r["positions"] / r["selfplay_seconds"])
     saved = azjax.read_config(workdir)
     assert (saved.algorithm, saved.policy_target, saved.dataset) == ("exit", "cat", "online_grow")
 
