@@ -525,11 +525,20 @@ def start_line(config: Config, workdir: str, devices: int, backend: str, *, resu
         ]
     if config.time_budget:
         ends += [f"{config.time_budget:g} minute{'s' * (config.time_budget != 1)}"]
-    algorithm = "Expert Iteration, " if config.algorithm == "exit" else ""
+    if config.algorithm == "exit":  # its expert searches by UCT, whatever config.search says
+        played = (
+            f"Expert Iteration, {config.batch_games} apprentice games an iteration, the expert "
+            f"at {config.num_simulations} simulations (UCT, c={config.exit_c_uct:g}, the "
+            f"apprentice's prior at w_a={config.exit_prior_weight:g})"
+        )
+    else:
+        played = (
+            f"{config.batch_games} games an iteration at {config.num_simulations} simulations "
+            f"({config.search})"
+        )
     line = (
         f"{'continuing' if resume else 'training'} {what} in {workdir}: {' or '.join(ends)}, "
-        f"{algorithm}{config.batch_games} games an iteration at {config.num_simulations} "
-        f"simulations ({config.search}), on {devices} {backend} device{'s' * (devices != 1)}"
+        f"{played}, on {devices} {backend} device{'s' * (devices != 1)}"
     )
     if backend == "cpu" and config.batch_games >= 512:
         from azjax.config import load, named_defaults

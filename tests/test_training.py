@@ -131,6 +131,8 @@ def test_the_start_line_says_what_trains_and_names_the_cpu_recipe_for_a_gpu_batc
     small = cfg.load("othello", {"batch_games": 128, "iterations": 40, "algorithm": "exit"})
     line = loop.start_line(small, "runs/o", 1, "cpu", resume=True)
     assert line.startswith("continuing othello size=6 in runs/o: to iteration 40, Expert Iteration")
+    assert "128 apprentice games an iteration, the expert at 64 simulations (UCT, c=" in line
+    assert "(puct)" not in line  # ExIt's expert ignores --search
     assert "\n" not in line  # a CPU-sized batch: no note
 
 
