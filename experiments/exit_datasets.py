@@ -3,7 +3,8 @@ self-play, Elo against network evaluations, several seeds.
 
 Each method trains from scratch (`train_and_evaluate`, a checkpoint every iteration; batch ExIt
 plays 4x the games per iteration for a quarter of the iterations, as the paper's batch mode made
-10x larger datasets); then every checkpoint's apprentice, playing greedily (its most
+10x larger datasets, and trains a fresh apprentice on each, as the paper's restarts imitation
+learning from scratch); then every checkpoint's apprentice, playing greedily (its most
 likely move), meets a fixed set of anchors (random play and vanilla MCTS at a few simulation
 counts), one game per legal opening with each colour, and maximum-likelihood Elo ratings are
 fitted to all those games at once (`azjax.eval.stats.elo`; random play rated 0). The x-axis is
@@ -41,7 +42,10 @@ from experiments.common import Log, add_scale_flags, parse_ints, set_scale, writ
 from experiments.exit_common import expert_agent, greedy_agent, opening_match
 
 METHODS = {  # name: config overrides (on top of the scale's)
-    "batch": dict(algorithm="exit", dataset="batch", batch_games_factor=4),
+    # the paper's batch ExIt restarts imitation learning from scratch each iteration
+    "batch": dict(
+        algorithm="exit", dataset="batch", retrain_from_scratch=True, batch_games_factor=4
+    ),
     "online_buffer": dict(algorithm="exit", dataset="online_buffer"),
     "online_grow": dict(algorithm="exit", dataset="online_grow"),
     "alphazero": dict(algorithm="alphazero", search="gumbel", replay_games=2000),

@@ -277,6 +277,7 @@ def test_experiment_datasets_and_expert_toy(tmp_path):
     with open(os.path.join(out, "results.json")) as f:
         res = json.load(f)
     assert set(res["table"]) == {"batch", "alphazero"}
+    assert azjax.read_config(f"{out}/batch_s0").retrain_from_scratch  # as the paper's batch mode
     assert res["checkpoints"]["alphazero_s0@1"]["evaluations"] == 4 * 5 * 9  # 9 plies x (4 + 1)
     assert os.path.exists(os.path.join(out, "elo.png"))
     expert_out = str(tmp_path / "expert")
