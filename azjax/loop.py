@@ -937,6 +937,7 @@ def _summary(
         game=config.game,
         game_options=dict(config.game_options),
         shared_games=config.games,  # a shared run's list of games (azjax/shared.py), else ""
+        algorithm=config.algorithm,
         iterations=it,
         stopped_by=stop_reason,
         games=total["games"],

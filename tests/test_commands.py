@@ -84,6 +84,9 @@ def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
     checkout = train.closing_message(summary, "runs/t", prog="train.py")
     assert "  python evaluate.py curve runs/t" in checkout
     assert "--resume --iterations=N" in checkout and "min in all" not in checkout
+    assert "2 iterations: 10 self-play games, 50 positions (0.1 min this session;" in checkout
+    exit_run = train.closing_message(dict(summary, algorithm="exit"), "runs/t")
+    assert "10 apprentice games, 50 positions labelled by the expert (0.1 min" in exit_run
     summary.update(stopped_by="time_budget", run_seconds=606.0)  # a resumed run, out of time
     timed = train.closing_message(summary, "runs/t", prog="train.py")
     assert "(0.1 min this session, 10.1 in all; stopped by time_budget)" in timed

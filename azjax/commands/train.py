@@ -354,10 +354,13 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     if summary.get("shared_games"):  # one network over several games
         what = f"{summary['shared_games']} (one shared network) "
         agent += f",game={summary['game']}"
+    played = "self-play games, {:,} positions"
+    if summary.get("algorithm") == "exit":  # the apprentice plays; the expert searches
+        played = "apprentice games, {:,} positions labelled by the expert"
     lines = [
-        f"trained {what}for "
-        f"{summary['iterations']} iterations: {summary['games']:,} self-play games, "
-        f"{summary['positions']:,} positions ({minutes:.1f} min this session"
+        f"trained {what}for {summary['iterations']} iterations: {summary['games']:,} "
+        + played.format(summary["positions"])
+        + f" ({minutes:.1f} min this session"
         + (f", {in_all:.1f} in all" if in_all > minutes + 0.05 else "")
         + f"; stopped by {summary['stopped_by']})"
     ]
