@@ -695,9 +695,12 @@ def _train(
         t_loop = time.time()
         last: dict[str, Any] = {}
         stop_reason = "iterations"
+        # whether the time budget is spent, as the last iteration judged it where it chose to
+        # evaluate as the session's last or not (None before the session's first iteration)
+        spent: bool | None = None
         with StopSignals(lambda: f"finishing iteration {it}, then saving a checkpoint") as stop:
             while it < limit:
-                stop_reason = _should_stop(config, t_run, stop)
+                stop_reason = _should_stop(config, t_run, stop, spent=spent)
                 if stop_reason:
                     break
                 it += 1
@@ -751,8 +754,9 @@ def _train(
                     values.update(gate_values, gate_seconds=time.time() - t_gate)
                 values.update(gating.gate_values(run))
 
-                # asked at most once (on several hosts a collective), and due and final agree
-                ends = functools.cache(functools.partial(_session_ends, config, it, t_run, stop))
+                # judged once (on several hosts a collective): due, final and the stop agree
+                spent = _budget_spent(config, t_run)
+                ends = functools.partial(_session_ends, config, it, spent)
                 if evaluations.due(it, ends):
                     evaluated, full = evaluations.run(
                         run.train.variables,
@@ -961,24 +965,40 @@ def _write_text(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _session_ends(config: Config, it: int, t_run: float, stop: StopSignals) -> bool:
+def _session_ends(config: Config, it: int, spent: bool) -> bool:
     """Whether iteration `it`, past the run's first evaluation interval, is the session's last by
-    --iterations or its time budget (`eval_final`); a signal's stop does not wait for one."""
+    --iterations or its time budget (`spent`: `_budget_spent`'s verdict, which the loop then
+    stops on, so that the last iteration is the one evaluated; `eval_final`); a signal's stop
+    does not wait for one."""
     if it < config.eval_interval:
         return False
-    return it == config.iterations or _should_stop(config, t_run, stop) == "time_budget"
+    return it == config.iterations or spent
 
 
-def _should_stop(config: Config, t_run: float, stop: StopSignals) -> str:
-    """'' to go on, else why to stop: 'time_budget' (counted from `t_run`, the run's start with
-    its earlier sessions' time) or the signal's name. In a multi-host run process 0's clock
-    decides the time budget, and a signal to any process stops all."""
-    out = bool(config.time_budget) and time.time() - t_run > 60 * config.time_budget
-    signalled = stop.requested
+def _budget_spent(config: Config, t_run: float) -> bool:
+    """Whether the time budget (counted from `t_run`, the run's start with its earlier sessions'
+    time) is spent; in a multi-host run process 0's clock decides."""
+    if not config.time_budget:
+        return False
+    out = time.time() - t_run > 60 * config.time_budget
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 
         out = bool(multihost_utils.broadcast_one_to_all(np.bool_(out)))
+    return out
+
+
+def _should_stop(
+    config: Config, t_run: float, stop: StopSignals, *, spent: bool | None = None
+) -> str:
+    """'' to go on, else why to stop: 'time_budget' (`spent`, the verdict the last iteration
+    acted on; None: `_budget_spent` now) or the signal's name. A signal to any process of a
+    multi-host run stops all."""
+    out = _budget_spent(config, t_run) if spent is None else spent
+    signalled = stop.requested
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
         flags = multihost_utils.process_allgather(np.bool_(signalled))
         signalled = bool(np.any(flags))
         if signalled and stop.signum is None:

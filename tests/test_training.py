@@ -292,13 +292,17 @@ def test_a_sessions_last_iteration_is_evaluated(run, tmp_path, final):
     best = checkpoint.best_checkpoint(workdir, by="error_rate")
     assert best.step in ((2, 3) if final else (2,))
     config = cfg.load("tictactoe", {"eval_interval": 4, "iterations": 6})
-    stop = loop.StopSignals()  # none received
-    assert not loop._session_ends(config, 3, time.time(), stop)  # before the first interval
-    assert loop._session_ends(config, 6, time.time(), stop)  # --iterations'
-    assert not loop._session_ends(config, 5, time.time(), stop)
+    assert not loop._session_ends(config, 3, spent=True)  # before the first interval
+    assert loop._session_ends(config, 6, spent=False)  # --iterations'
+    assert not loop._session_ends(config, 5, spent=False)
+    assert loop._session_ends(config, 5, spent=True)  # the time budget's
     budget = cfg.load("tictactoe", {"eval_interval": 4, "time_budget": 1.0})
-    assert loop._session_ends(budget, 5, time.time() - 61, stop)  # the time budget's
-    assert not loop._session_ends(budget, 5, time.time() - 59, stop)
+    assert loop._budget_spent(budget, time.time() - 61)
+    assert not loop._budget_spent(budget, time.time() - 59) and not loop._budget_spent(config, 0)
+    stop = loop.StopSignals()  # none received: the stop follows the verdict it is given
+    assert loop._should_stop(budget, time.time(), stop, spent=True) == "time_budget"
+    assert loop._should_stop(budget, time.time() - 61, stop, spent=False) == ""
+    assert loop._should_stop(budget, time.time() - 61, stop) == "time_budget"  # judged now
 
 
 def test_the_exact_error_rate_is_measured_when_the_matches_are_put_off(run, tmp_path, monkeypatch):
@@ -660,3 +664,28 @@ def test_the_ownership_term_leaves_out_the_positions_of_resigned_games():
     # with every owner known, the plain mean over the cells, to the bit
     assert training._ownership_loss(target[known], predicted[known]) == want
     assert float(training._ownership_loss(target[1:2], predicted[1:2])) == 0.0  # none known
+
+
+@pytest.mark.parametrize("tick", [0.7, 1.3])
+def test_a_session_ended_by_its_time_budget_evaluates_its_last_iteration(
+    run, tmp_path, monkeypatch, tick
+):
+    """The time budget was judged twice an iteration: where it ran out between the evaluation's
+    check (not the last) and the loop's (stop), the last iteration went unevaluated. On a clock
+    that moves `tick` seconds a reading, wherever the budget runs out, the last row is rated."""
+    import types
+
+    now = [time.time()]
+
+    def clock():
+        now[0] += tick
+        return now[0]
+
+    monkeypatch.setattr(loop, "time", types.SimpleNamespace(time=clock, sleep=time.sleep))
+    workdir = str(tmp_path / "budget")
+    shutil.copytree(run, workdir)
+    argv = [f"--workdir={workdir}", "--resume", "--iterations=0", "--time_budget=1"]
+    assert train.main(argv + ["--eval_interval=3", "--eval_budget=0", "--no_progress"]) == 0
+    rows = _metrics(workdir)
+    assert len(rows) > 4 and "eval/mcts_score" in rows[-1]
+    assert all(("eval/mcts_score" in r) == (r["iteration"] % 3 == 0) for r in rows[2:-1])
