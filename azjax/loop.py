@@ -92,7 +92,7 @@ from azjax.checkpoint import (
 from azjax.config import Config
 from azjax.health import Health, divergence, reference_loss
 from azjax.interrupt import Interrupted, StopSignals
-from azjax.loop_eval import Evaluations, last_ratings, make_evaluation
+from azjax.loop_eval import Evaluations, last_matches, last_ratings, make_evaluation
 from azjax.memory import check_memory
 from azjax.metrics import Metrics, MoveTicker, Progress, run_seconds
 from azjax.network import make_apply, make_network, num_parameters
@@ -472,6 +472,29 @@ def _open_run(
     return run
 
 
+def _previous_network(
+    config: Config, fns: Iteration, checkpointer: Checkpointer, step: int, it: int, current
+):
+    """The network a run resumed at iteration `it` plays its next "vs previous" match against:
+    that of its last evaluation with matches (`step`, from its checkpoint; 0: the run's first
+    network), where it can be had; else `current` (the resumed one), with a note saying so."""
+    if step == it:
+        return current
+    if step == 0 and not config.init_from:  # none played yet: the first network, from the seed
+        return fns.copy(fns.init_run().train.variables)
+    if step in checkpointer.steps():
+        template = gating.restore_template(fns.init_run(), bool(config.gating))
+        return fns.copy(checkpointer.restore(template, step)[0].train.variables)
+    if parallel.is_primary():
+        what = f"checkpoint {step} is gone" if step else "it started from --init_from's network"
+        print(
+            f"note: the next match against the previous evaluation's network plays checkpoint "
+            f"{it}, the one resumed ({what})",
+            file=sys.stderr,
+        )
+    return current
+
+
 def _losses(losses: Losses | dict[str, Losses]) -> dict[str, float]:
     """loss/total, loss/value, ...; for a shared run ({game: Losses}) their means over the
     games, and each game's as loss/<game>/total, ..."""
@@ -681,6 +704,10 @@ def _train(
         buffer = fns.init_buffer()
         states = fns.init_states()
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
+        if resume and evaluate is not None:  # the network of the run's last matches, as before
+            previous = _previous_network(
+                config, fns, checkpointer, last_matches(metrics, it), it, previous
+            )
 
         def compile_next_evaluation() -> None:  # where one falls due in this session
             evaluations.compile_ahead(it, previous, fns.eval_key(run))

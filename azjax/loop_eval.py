@@ -151,6 +151,26 @@ def last_ratings(config: Config, metrics: Metrics | None) -> dict[str, float]:
     return {name: float(v) for name, v in zip(names, last) if np.isfinite(v)}
 
 
+def last_matches(metrics: Metrics | None, upto: int) -> int:
+    """The last iteration up to `upto` whose evaluation played its matches (a row with a
+    `previous_score`, each game's in a shared run), 0 where none did, from process 0's metrics,
+    the same on every process: the network a resumed run's next "vs previous" match plays."""
+    rows = metrics.rows if metrics is not None else []
+    step = max(
+        (
+            r["iteration"]
+            for r in rows
+            if r["iteration"] <= upto and any(k.endswith("previous_score") for k in r)
+        ),
+        default=0,
+    )
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        step = int(multihost_utils.broadcast_one_to_all(np.int64(step)))
+    return step
+
+
 def next_evaluation_seconds(values: dict[str, Any]) -> float:
     """What the next full evaluation is expected to take, from the last one's `values`: as long
     as it (`eval_seconds`) less what it spent compiling (`eval_compile_seconds`: its programs are

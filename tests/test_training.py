@@ -689,3 +689,37 @@ def test_a_session_ended_by_its_time_budget_evaluates_its_last_iteration(
     rows = _metrics(workdir)
     assert len(rows) > 4 and "eval/mcts_score" in rows[-1]
     assert all(("eval/mcts_score" in r) == (r["iteration"] % 3 == 0) for r in rows[2:-1])
+
+
+def test_a_resumed_run_plays_the_previous_evaluations_network(run, tmp_path, monkeypatch):
+    """ "vs previous" plays the network of the previous evaluation: a run resumed between
+    evaluations played the network it resumed from instead (a checkpoint never evaluated)."""
+
+    def same(a, b):
+        pairs = zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b))
+        return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in pairs)
+
+    seen = []
+    play = loop_eval.Evaluations.run
+
+    def watched(self, variables, previous, *args, **kwargs):
+        seen.append(jax.device_get(previous))
+        return play(self, variables, previous, *args, **kwargs)
+
+    workdir = str(tmp_path / "resumed")
+    shutil.copytree(run, workdir)  # evaluated at 2
+    on = [f"--workdir={workdir}", "--resume", "--eval_budget=0", "--no_progress"]
+    argv = on + ["--iterations=3", "--eval_final=false", "--checkpoint_interval=1"]
+    assert train.main(argv) == 0  # checkpoint 3, not evaluated
+    monkeypatch.setattr(loop_eval.Evaluations, "run", watched)
+    assert train.main(on + ["--iterations=4"]) == 0  # evaluates 4 against 2
+    _, second, _ = checkpoint.load_checkpoint(workdir, 2)
+    _, third, _ = checkpoint.load_checkpoint(workdir, 3)
+    assert len(seen) == 1 and same(seen[0], second) and not same(seen[0], third)
+    # resumed before any evaluation: the run's first network, as an unbroken run plays
+    fresh = str(tmp_path / "fresh")
+    argv = [a for a in TOY if not a.startswith("--checkpoint")] + [f"--workdir={fresh}"]
+    assert train.main(argv + ["--iterations=1", "--checkpoint_interval=1"]) == 0
+    assert train.main(argv + ["--iterations=2", "--resume", "--eval_budget=0"]) == 0
+    first = checkpoint.initial_variables(checkpoint.read_config(fresh))
+    assert len(seen) == 2 and same(seen[1], first)
