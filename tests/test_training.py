@@ -692,7 +692,7 @@ def test_a_session_ended_by_its_time_budget_evaluates_its_last_iteration(
 
 
 def test_a_resumed_run_plays_the_previous_evaluations_network(run, tmp_path, monkeypatch):
-    """ "vs previous" plays the network of the previous evaluation: a run resumed between
+    """The "vs previous" match plays the previous evaluation's network: a run resumed between
     evaluations played the network it resumed from instead (a checkpoint never evaluated)."""
 
     def same(a, b):
