@@ -111,6 +111,8 @@ class Metrics:
             self.tb = None
         for row in filled:
             self._scalars(row["iteration"], row)
+        if self.tb is not None and filled:
+            self.tb.flush()
 
     def text(self, name: str, text: str) -> None:
         """A text on TensorBoard's Text tab (the run's settings); nothing without TensorBoard."""
@@ -127,19 +129,25 @@ class Metrics:
             return
         rows = [(i, v) for i, v in self.pending if i <= upto]
         self.pending = [(i, v) for i, v in self.pending if i > upto]
+        if not rows:
+            return
+        # TensorBoard's first, on disk: a row metrics.jsonl holds is not re-logged on resume
+        for iteration, values in rows:
+            self._scalars(iteration, values)
+        if self.tb is not None:
+            self.tb.flush()
         for iteration, values in rows:
             row = {"iteration": iteration, **values}
             self.file.write(json.dumps(row) + "\n")
             self.rows.append(row)
-            self._scalars(iteration, values)
         self.file.flush()
+        os.fsync(self.file.fileno())
 
     def _scalars(self, iteration: int, values: dict[str, Any]) -> None:
         if self.tb is not None:
             for k, v in values.items():
                 if k != "iteration" and isinstance(v, (int, float)) and not isinstance(v, bool):
                     self.tb.add_scalar(k, v, iteration)
-        os.fsync(self.file.fileno())
 
     def held(self) -> list[dict]:
         """The rows held, as they will be written."""

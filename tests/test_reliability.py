@@ -386,12 +386,27 @@ def test_rows_only_a_checkpoint_held_reach_tensorboard_on_resume(tmp_path, monke
         def add_scalar(self, name, value, step):
             logged.append((name, value, step))
 
+        def flush(self):
+            logged.append(("flushed", len(path.read_text().splitlines())))
+
+        def close(self):
+            pass
+
     monkeypatch.setattr(tensorboardX, "SummaryWriter", Writer)
     path = tmp_path / "metrics.jsonl"
     path.write_text("".join(json.dumps({"iteration": i, "games": 10}) + "\n" for i in (1, 2)))
     metrics = Metrics(str(tmp_path), resume_from=3, saved_rows=[{"iteration": 3, "games": 7}])
     assert [r["iteration"] for r in metrics.rows] == [1, 2, 3]
-    assert logged == [("games", 7, 3)]  # rows 1 and 2 are on TensorBoard already
+    assert logged == [("games", 7, 3), ("flushed", 3)]  # rows 1 and 2 are on TensorBoard already
+    # a row reaches metrics.jsonl only once TensorBoard has it on disk: a SIGKILL lost the
+    # scalars tensorboardX still queued (it writes every 120 s), and a resume re-logs only the
+    # rows metrics.jsonl lacks
+    logged.clear()
+    metrics.add(4, {"games": 5})
+    metrics.commit(upto=4)
+    assert logged == [("games", 5, 4), ("flushed", 3)]
+    assert len(path.read_text().splitlines()) == 4
+    metrics.close()
 
 
 def test_old_metrics_files_count_each_iteration_once(tmp_path):
