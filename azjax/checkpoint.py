@@ -173,9 +173,11 @@ class Checkpointer:
             ) from None
         self._saving: int | None = None  # the step of a save not known to be committed
         self.last_saved: int | None = None  # the step of the last save started without error
+        self._on_disk: int | None = None  # the step of this session's last save committed
 
     def _failed(self, e: Exception) -> CheckpointError:
         self.failed = True
+        self.last_saved = self._on_disk  # the failed save's rows stay out of metrics.jsonl
         reason = describe_os_error(e) if isinstance(e, OSError) else _first_line(e)
         return CheckpointError(
             f"checkpoint {self._saving} could not be written in {self.manager.directory}: {reason}"
@@ -217,6 +219,8 @@ class Checkpointer:
             self.manager.check_for_errors()
         except Exception as e:
             raise self._failed(e) from e
+        if self._saving is not None and not self.failed:  # orbax reports a failure only once
+            self._on_disk = self._saving
         self._saving = None
 
     def steps(self) -> list[int]:

@@ -353,6 +353,32 @@ def test_a_failed_save_is_one_line_and_does_not_hang(tmp_path, monkeypatch):
     assert "disk is full" in cli.user_message(full)
 
 
+def test_a_save_that_fails_in_the_background_keeps_its_rows_out(tmp_path, monkeypatch):
+    """A save that failed while being written (a full disk, tensorstore's error) had its rows
+    written to metrics.jsonl when the loop, stopping, waited once more: orbax reports an error
+    once. The rows go up to the last checkpoint on disk."""
+    from azjax.checkpoint import Checkpointer
+
+    saver = Checkpointer(str(tmp_path))
+    config = cfg.load("tictactoe")
+    saver.save(1, {"x": np.zeros(2)}, config)
+    saver.wait()
+    saver.save(2, {"x": np.zeros(2)}, config)
+    saver.manager.wait_until_finished()
+    told = [ValueError("RESOURCE_EXHAUSTED: Error writing local file")]
+
+    def check_once():
+        if told:
+            raise told.pop()
+
+    monkeypatch.setattr(saver.manager, "check_for_errors", check_once)
+    with pytest.raises(CheckpointError, match="checkpoint 2 could not be written"):
+        saver.wait()
+    saver.wait()  # the loop's _abandon waits again: no error the second time
+    assert saver.last_saved == 1
+    saver.close()
+
+
 def test_metrics_resume_cuts_back_and_a_new_run_starts_afresh(tmp_path):
     path = tmp_path / "metrics.jsonl"
     rows = [{"iteration": i, "games": 10} for i in range(1, 6)]
