@@ -178,6 +178,10 @@ class Checkpointer:
     def _failed(self, e: Exception) -> CheckpointError:
         self.failed = True
         self.last_saved = self._on_disk  # the failed save's rows stay out of metrics.jsonl
+        # tensorstore's write errors (RESOURCE_EXHAUSTED for a full disk) carry the OS's code
+        code = re.search(r"os_error_code='(\d+)'", str(e))
+        if code and not isinstance(e, OSError):
+            e = OSError(int(code.group(1)), os.strerror(int(code.group(1))))
         reason = describe_os_error(e) if isinstance(e, OSError) else _first_line(e)
         return CheckpointError(
             f"checkpoint {self._saving} could not be written in {self.manager.directory}: {reason}"

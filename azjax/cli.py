@@ -43,7 +43,7 @@ def user_message(e: BaseException, memory_hint: str = MEMORY_HINT) -> str | None
     if isinstance(e, OSError):
         return describe_os_error(e)
     text = str(e)
-    if "RESOURCE_EXHAUSTED" in text:  # XLA's out of memory, on any device
+    if "RESOURCE_EXHAUSTED" in text and "os_error_code" not in text:  # XLA's out of memory
         first = text.strip().splitlines()[0][:160]
         return f"out of memory ({first}); {memory_hint}"
     if isinstance(e, ValueError):

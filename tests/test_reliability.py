@@ -357,6 +357,7 @@ def test_a_save_that_fails_in_the_background_keeps_its_rows_out(tmp_path, monkey
     """A save that failed while being written (a full disk, tensorstore's error) had its rows
     written to metrics.jsonl when the loop, stopping, waited once more: orbax reports an error
     once. The rows go up to the last checkpoint on disk."""
+    from azjax import cli
     from azjax.checkpoint import Checkpointer
 
     saver = Checkpointer(str(tmp_path))
@@ -365,15 +366,23 @@ def test_a_save_that_fails_in_the_background_keeps_its_rows_out(tmp_path, monkey
     saver.wait()
     saver.save(2, {"x": np.zeros(2)}, config)
     saver.manager.wait_until_finished()
-    told = [ValueError("RESOURCE_EXHAUSTED: Error writing local file")]
+    told = [  # tensorstore's words for a full disk
+        ValueError(
+            'RESOURCE_EXHAUSTED: Error writing local file "ckpt/_sharding": Failed to write 11871 '
+            "bytes to file 9: No space left on device [os_error_code='28']"
+        )
+    ]
 
     def check_once():
         if told:
             raise told.pop()
 
     monkeypatch.setattr(saver.manager, "check_for_errors", check_once)
-    with pytest.raises(CheckpointError, match="checkpoint 2 could not be written"):
+    with pytest.raises(CheckpointError, match="checkpoint 2 could not be written") as error:
         saver.wait()
+    # a full disk, not XLA's out of memory, which RESOURCE_EXHAUSTED otherwise means
+    said = cli.user_message(error.value)
+    assert "No space left on device (the disk is full" in said and "memory" not in said
     saver.wait()  # the loop's _abandon waits again: no error the second time
     assert saver.last_saved == 1
     saver.close()
