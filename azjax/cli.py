@@ -125,8 +125,8 @@ def _leave_if_stuck(prog: str, code: int, wait: float = 10.0) -> None:
         if t is not threading.main_thread() and not t.daemon and t.is_alive()
     ]
     deadline = time.monotonic() + wait
-    for thread in busy:
-        thread.join(max(0.0, deadline - time.monotonic()))
+    for thread in busy:  # Thread's own join: orbax's raises on a timeout, or the thread's error
+        threading.Thread.join(thread, max(0.0, deadline - time.monotonic()))
     if any(t.is_alive() for t in busy):
         sys.stdout.flush()
         os._exit(code)

@@ -827,3 +827,28 @@ def test_out_of_memory_names_what_to_lower_for_each_command(capsys):
         "evaluate.py: error: out of memory (RESOURCE_EXHAUSTED: Out of memory while trying to "
         "allocate 9 bytes.); lower --games"
     ]
+
+
+def test_a_stuck_save_thread_ends_the_process_with_the_errors_code(monkeypatch):
+    """orbax's threads override join(timeout) to raise TimeoutError (or their own error): after
+    the one-line error of a failed save, the wait for them ended in a traceback and exit 1."""
+    import threading
+
+    from azjax import cli
+
+    class OrbaxLike(threading.Thread):
+        def join(self, timeout=None):
+            raise TimeoutError(f"Thread {self.name} did not complete within {timeout} seconds")
+
+    release = threading.Event()
+    stuck = OrbaxLike(target=release.wait)
+    stuck.start()
+    left = []
+    monkeypatch.setattr(cli.sys, "argv", ["train.py"])
+    monkeypatch.setattr(cli.os, "_exit", left.append)
+    try:
+        cli._leave_if_stuck("train.py", 2, wait=0.1)
+    finally:
+        release.set()
+        threading.Thread.join(stuck)
+    assert left == [2]
