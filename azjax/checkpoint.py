@@ -147,8 +147,32 @@ def run_template(config: Config) -> RunState:
 def _manager(workdir: str, keep: int = 0, create: bool = True) -> ocp.CheckpointManager:
     directory = os.path.join(os.path.abspath(workdir), "checkpoints")
     options = ocp.CheckpointManagerOptions(max_to_keep=keep or None, create=create)
-    return ocp.CheckpointManager(
-        directory, options=options, item_names=("state", "config", "metrics")
+    try:
+        return ocp.CheckpointManager(
+            directory, options=options, item_names=("state", "config", "metrics")
+        )
+    except ValueError as e:  # orbax reads each step's metrics/metrics (the rows) as it opens
+        raise CheckpointError(_unreadable_rows(directory) or _first_line(e)) from None
+
+
+def _unreadable_rows(directory: str) -> str:
+    """What to do about the checkpoints whose saved metrics rows are not JSON ('' if none):
+    orbax reads them as its own metrics when it opens the folder, and fails on all of it."""
+    bad = []
+    for name in sorted(os.listdir(directory), key=lambda n: (len(n), n)):
+        path = os.path.join(directory, name, "metrics", "metrics")
+        try:
+            with open(path) as f:
+                json.load(f)
+        except (OSError, ValueError) as e:
+            if not isinstance(e, FileNotFoundError) and name.isdigit():
+                bad.append(path)
+    if not bad:
+        return ""
+    return (
+        f"the metrics rows saved with a checkpoint cannot be read ({', '.join(bad)}): remove "
+        f"{'that file' if len(bad) == 1 else 'those files'} (metrics.jsonl holds the rows too; "
+        "the networks are intact) and run again"
     )
 
 

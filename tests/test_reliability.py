@@ -852,3 +852,20 @@ def test_a_stuck_save_thread_ends_the_process_with_the_errors_code(monkeypatch):
         release.set()
         threading.Thread.join(stuck)
     assert left == [2]
+
+
+def test_a_checkpoints_unreadable_rows_are_named_with_what_to_do(stopped_run, tmp_path, capsys):
+    """orbax reads each checkpoint's metrics/metrics (the rows saved with it) as its own metrics
+    as it opens the folder: one corrupt file made the whole run unopenable with 'Expecting value:
+    line 1 column 1 (char 0)'."""
+    from azjax.commands import train
+
+    workdir = str(tmp_path / "run")
+    shutil.copytree(stopped_run[0], workdir)
+    bad = os.path.join(workdir, "checkpoints", "1", "metrics", "metrics")
+    with open(bad, "w") as f:
+        f.write("garbage")
+    _fails(capsys, train.main, [f"--workdir={workdir}", "--resume"], f"({bad}): remove that file")
+    _fails(capsys, evaluate.main, ["curve", workdir], "metrics.jsonl holds the rows too")
+    os.remove(bad)  # as told: the run opens again, its steps all there
+    assert checkpoint.steps(workdir)[0] == 1
