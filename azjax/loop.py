@@ -754,6 +754,9 @@ def _train(
                     values["train_seconds"] = time.time() - t1
                     values["train/learning_rate"] = config.learning_rate * lr_scale
                 run = run.replace(train=train, iteration=fns.advance(run.iteration))
+                if not checkpointer.committed():  # an earlier iteration's save, on disk before
+                    with stop.shield():  # this one is done: a kill loses one interval at most
+                        _finish_saves(checkpointer, metrics)
                 loss_problem = health.losses(values)
                 problem = loss_problem or health.parameters(run.train.variables)
                 if problem:  # the losses judge the parameters before the iteration's updates

@@ -869,3 +869,38 @@ def test_a_checkpoints_unreadable_rows_are_named_with_what_to_do(stopped_run, tm
     _fails(capsys, evaluate.main, ["curve", workdir], "metrics.jsonl holds the rows too")
     os.remove(bad)  # as told: the run opens again, its steps all there
     assert checkpoint.steps(workdir)[0] == 1
+
+
+@pytest.mark.parametrize("interval", [1, 3])
+def test_a_kill_loses_one_checkpoint_interval_at_most(tmp_path, monkeypatch, interval):
+    """A save runs while the next iterations play: a kill while checkpoint k was still being
+    written lost the iterations since k and k's own interval (a reviewer's kill -9s: 2 at
+    --checkpoint_interval=1, 5 - 6 at 3). Each iteration is done only once the save before it
+    is on disk. Here every save stays 'being written' until the loop waits for it."""
+    from azjax import loop
+    from azjax.checkpoint import Checkpointer
+
+    writing = []  # the saves the loop has not waited for: on disk, but not known to be
+    save, wait = Checkpointer.save, Checkpointer.wait
+
+    def slow_save(self, iteration, *args, **kwargs):
+        save(self, iteration, *args, **kwargs)
+        writing.append(iteration)
+
+    def waited(self):
+        wait(self)
+        writing.clear()
+
+    monkeypatch.setattr(Checkpointer, "save", slow_save)
+    monkeypatch.setattr(Checkpointer, "wait", waited)
+    monkeypatch.setattr(Checkpointer, "committed", lambda self: not writing)
+    behind = []
+
+    def done(it, values):  # what a kill now would lose: the iterations since the last save
+        saved = [s for s in range(interval, it, interval) if s not in writing]
+        behind.append(it - max(saved, default=0))
+
+    argv = [a for a in TOY if not a.startswith("--checkpoint")] + ["--iterations=7"]
+    config, _ = train.parse(argv + [f"--checkpoint_interval={interval}"])
+    loop.train_and_evaluate(config, str(tmp_path / "run"), progress=False, on_iteration=done)
+    assert behind and max(behind) <= interval
