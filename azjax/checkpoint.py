@@ -734,11 +734,25 @@ def read_config(workdir: str, step: int | None = None) -> Config:
         step = manager.latest_step() if step is None else step
         if step not in have:
             raise CheckpointError(f"no checkpoint {step} in {workdir!r}; have {have}")
+        config = ocp.args.Composite(config=ocp.args.JsonRestore())
         try:
-            data = manager.restore(step, args=ocp.args.Composite(config=ocp.args.JsonRestore()))
+            data = manager.restore(step, args=config)
         except Exception as e:
+            reason = _first_line(e)
+            older = None
+            for earlier in reversed([s for s in have if s < step]):
+                with contextlib.suppress(Exception):
+                    manager.restore(earlier, args=config)
+                    older = earlier
+                    break
+            hint = (
+                f"; checkpoint {older}'s can: --resume_step={older} continues from it, "
+                f"{workdir}@{older} names it"
+                if older is not None
+                else ""
+            )
             raise CheckpointError(
-                f"cannot read the config of checkpoint {step} in {workdir!r}: {_first_line(e)}"
+                f"cannot read the config of checkpoint {step} in {workdir!r}: {reason}{hint}"
             ) from None
     finally:
         manager.close()

@@ -904,3 +904,14 @@ def test_a_kill_loses_one_checkpoint_interval_at_most(tmp_path, monkeypatch, int
     config, _ = train.parse(argv + [f"--checkpoint_interval={interval}"])
     loop.train_and_evaluate(config, str(tmp_path / "run"), progress=False, on_iteration=done)
     assert behind and max(behind) <= interval
+
+
+def test_a_checkpoint_without_its_config_names_an_older_one(stopped_run, tmp_path, capsys):
+    """An empty step folder, or one that lost its config, said only 'cannot read the config of
+    checkpoint N': other corrupt checkpoints name the newest older one that can be read."""
+    workdir = str(tmp_path / "run")
+    shutil.copytree(stopped_run[0], workdir)
+    *_, before, last = checkpoint.steps(workdir)
+    shutil.rmtree(os.path.join(workdir, "checkpoints", str(last), "config"))
+    hint = f"checkpoint {before}'s can: --resume_step={before} continues from it"
+    _fails(capsys, train.main, [f"--workdir={workdir}", "--resume"], hint, f"{workdir}@{before}")
