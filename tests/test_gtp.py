@@ -213,6 +213,73 @@ def test_client_reports_dead_and_silent_engines(tmp_path):
         assert time.monotonic() - t0 < 30
 
 
+def test_quit_does_not_wait_long_for_a_busy_engine(tmp_path, monkeypatch):
+    """An engine still thinking about a genmove (the run stopped by a second signal, or the
+    genmove timed out) never answers `quit`: the client waited its whole timeout (300 s by
+    default) before killing it."""
+    from azjax.eval import gtp
+
+    busy = tmp_path / "busy.py"
+    busy.write_text(
+        "import sys, time\n"
+        "for line in sys.stdin:\n"
+        "    if line.startswith('genmove'):\n"
+        "        time.sleep(60)\n"
+        "    print('= \\n', flush=True)\n"
+    )
+    monkeypatch.setattr(gtp, "QUIT_SECONDS", 0.5)
+    engine = GTPClient(f"{sys.executable} {busy}", timeout=1.0)
+    engine.boardsize(3)
+    with pytest.raises(GTPTimeout, match="within 1 s \\(gtp:...,timeout=SECONDS sets it\\)"):
+        engine.genmove("b")
+    engine = GTPClient(f"{sys.executable} {busy}", timeout=300.0)
+    engine.process.stdin.write("genmove b\n")  # thinking, as a stopped match leaves it
+    engine.process.stdin.flush()
+    t0 = time.monotonic()
+    engine.quit()
+    assert time.monotonic() - t0 < 10 and engine.process.poll() is not None
+    assert engine.timeout == 300.0
+
+
+def test_the_gtp_spec_takes_a_timeout(tmp_path):
+    from azjax.eval.specs import parse_agent
+
+    game = games.make("tictactoe")
+    command = f"{sys.executable} -c 'print(1)'"
+    agent = parse_agent(f'gtp:"{command}",timeout=2.5', game)
+    assert agent.close.__self__.timeout == 2.5 and agent.close.__self__.command == command
+    agent.close()
+    agent = parse_agent(f'gtp:"{command}"', game)  # quoted whole, as before: the default
+    assert agent.close.__self__.timeout == 300.0
+    agent.close()
+    for bad, said in (
+        ("timeout=0", r"timeout \(seconds a GTP engine"),
+        ("sims=3", "unknown option"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            parse_agent(f'gtp:"{command}",{bad}', game)
+
+
+def test_a_signal_while_the_opponent_starts_ends_its_engine(monkeypatch):
+    """A SIGTERM while train.py was asking its --eval_opponent engine to set up a board left the
+    engine running after the run had ended."""
+    from azjax.eval import opponent
+
+    closed = []
+
+    class Starting:
+        def reset(self):
+            raise KeyboardInterrupt  # cli.raise_on_signals's Interrupted is one
+
+        def close(self):
+            closed.append(True)
+
+    monkeypatch.setattr(opponent, "parse_agent", lambda *args, **kwargs: Starting())
+    with pytest.raises(KeyboardInterrupt):
+        opponent.make_opponent('gtp:"engine"', games.make("tictactoe"))
+    assert closed == [True]
+
+
 # ---- the gtp: agent ------------------------------------------------------------------------------
 class FakeGTP:
     """The GTPClient interface, answering genmove from a script and logging what it is told."""

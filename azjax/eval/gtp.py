@@ -347,6 +347,10 @@ def _arity(args: list[str], n: int) -> list[str]:
 _STATUS = re.compile(r"^([=?])(\d*)(?:\s(.*))?$")
 
 
+ANSWER_SECONDS = 300.0  # how long a GTP client waits for an answer by default (gtp:...,timeout=)
+QUIT_SECONDS = 5.0  # how long `quit` waits for an engine's answer before it kills the engine
+
+
 class GTPClient:
     """A GTP engine run as a subprocess: ``send`` a command, get its answer or a `GTPError`.
 
@@ -358,7 +362,7 @@ class GTPClient:
     def __init__(
         self,
         command: str,
-        timeout: float | None = 300.0,
+        timeout: float | None = ANSWER_SECONDS,
         cwd: str | None = None,
         env: dict | None = None,
     ):
@@ -432,7 +436,7 @@ class GTPClient:
             self.process.wait()
             raise GTPTimeout(
                 f"{command!r}: no answer from {self.command!r} within "
-                f"{self.timeout} s; the engine was killed"
+                f"{self.timeout:g} s (gtp:...,timeout=SECONDS sets it); the engine was killed"
             ) from None
         if line is None:
             raise self._died(command)
@@ -481,12 +485,17 @@ class GTPClient:
         return self.send("showboard")
 
     def quit(self) -> None:
-        """Send ``quit`` and wait for the engine to exit (killing it if it does not)."""
+        """Send ``quit`` and wait for the engine to exit, killing it where it does not answer
+        within QUIT_SECONDS (an engine still busy with a move it was asked for, after a signal
+        or a timeout)."""
         if self.process.poll() is None:
+            timeout, self.timeout = self.timeout, min(self.timeout or QUIT_SECONDS, QUIT_SECONDS)
             try:
                 self.send("quit")
             except GTPError:
                 pass
+            finally:
+                self.timeout = timeout
         self.close()
 
     def close(self) -> None:

@@ -129,6 +129,9 @@ def make_opponent(spec: str, game, *, seed: int = 0) -> Agent:
     except (GTPError, OSError) as e:
         agent.close()
         raise ValueError(f"{spec}: the engine does not answer: {one_line(str(e))}") from None
+    except BaseException:  # a signal while it starts: the engine goes too
+        agent.close()
+        raise
     return agent
 
 

@@ -73,7 +73,7 @@ from azjax.checkpoint import (
 from azjax.config import Config
 from azjax.eval.agent import Agent, SearchSetup, network_apply, random_agent, search_agent
 from azjax.eval.calibration import calibrate
-from azjax.eval.gtp import GTPClient, make_gtp_agent
+from azjax.eval.gtp import ANSWER_SECONDS, GTPClient, make_gtp_agent
 from azjax.eval.minimax import FULL_DEPTH_LIMIT, HEURISTICS, Minimax
 from azjax.eval.player import Player, make_human_agent
 from azjax.eval.reversi import EVALUATORS, reversi_agent
@@ -107,6 +107,7 @@ _OPTIONS: dict[str, tuple] = {
     "eval": (EVALUATORS, None, None, "reversi's evaluation at the depth limit"),
     "game": (str, None, None, "the game of a shared run to play"),
     "net": (NETWORKS, None, None, "a gated run's network: learner or best"),
+    "timeout": (float, 0.1, 86_400.0, "seconds a GTP engine may take to answer a command"),
 }
 
 SEEDED_KINDS = ("minimax", "perfect", "spiel")  # Python agents with their own random numbers
@@ -125,7 +126,8 @@ KINDS = {
     "perfect": "perfect[:seed=S] (exact: Hex up to 5x5, Tic-Tac-Toe)",
     "spiel": "spiel[:sims=..,c=..,seed=..] (OpenSpiel's C++ MCTS bot, random rollouts)",
     "human": "human",
-    "gtp": 'gtp:"COMMAND"',
+    "gtp": f'gtp:"COMMAND"[,timeout=SECONDS] (each answer waited for {ANSWER_SECONDS:g} s by '
+    "default)",
 }
 
 
@@ -397,16 +399,20 @@ def _human(game: Game, rest: str, name: str) -> Agent:
 
 
 def _gtp(game: Game, rest: str, name: str) -> Agent:
-    command = rest.strip()
-    if len(command) >= 2 and command[0] == command[-1] and command[0] in "\"'":
+    command, opts = rest.strip(), {}
+    quote = command[:1]
+    if len(command) >= 2 and quote in "\"'" and command.endswith(quote):
         command = command[1:-1].strip()
+    elif quote in "\"'" and f"{quote}," in command:  # "COMMAND",timeout=S
+        command, _, options = command[1:].rpartition(f"{quote},")
+        opts = parse_options("gtp", options, ("timeout",))
     if not command:
         raise ValueError(
             f"gtp: give the engine's command line, e.g. gtp:\"azjax-play --gtp "
             f'--game={game.name} --agent=random"'
         )
     try:
-        client = GTPClient(command)
+        client = GTPClient(command, timeout=opts.get("timeout", ANSWER_SECONDS))
     except (OSError, ValueError) as e:  # ValueError: shlex's, a quote left open
         raise ValueError(f"gtp: cannot start {command!r}: {e}") from None
     return make_gtp_agent(name, game, client)
