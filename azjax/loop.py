@@ -482,11 +482,14 @@ def _previous_network(
         return current
     if step == 0 and not config.init_from:  # none played yet: the first network, from the seed
         return fns.copy(fns.init_run().train.variables)
+    what = f"checkpoint {step} is gone" if step else "it started from --init_from's network"
     if step in checkpointer.steps():
         template = gating.restore_template(fns.init_run(), bool(config.gating))
-        return fns.copy(checkpointer.restore(template, step)[0].train.variables)
+        try:
+            return fns.copy(checkpointer.restore(template, step)[0].train.variables)
+        except CheckpointError:  # the run itself resumes from a later one: train on
+            what = f"checkpoint {step} cannot be read"
     if parallel.is_primary():
-        what = f"checkpoint {step} is gone" if step else "it started from --init_from's network"
         print(
             f"note: the next match against the previous evaluation's network plays checkpoint "
             f"{it}, the one resumed ({what})",

@@ -691,7 +691,7 @@ def test_a_session_ended_by_its_time_budget_evaluates_its_last_iteration(
     assert all(("eval/mcts_score" in r) == (r["iteration"] % 3 == 0) for r in rows[2:-1])
 
 
-def test_a_resumed_run_plays_the_previous_evaluations_network(run, tmp_path, monkeypatch):
+def test_a_resumed_run_plays_the_previous_evaluations_network(run, tmp_path, monkeypatch, capsys):
     """The "vs previous" match plays the previous evaluation's network: a run resumed between
     evaluations played the network it resumed from instead (a checkpoint never evaluated)."""
 
@@ -716,10 +716,19 @@ def test_a_resumed_run_plays_the_previous_evaluations_network(run, tmp_path, mon
     _, second, _ = checkpoint.load_checkpoint(workdir, 2)
     _, third, _ = checkpoint.load_checkpoint(workdir, 3)
     assert len(seen) == 1 and same(seen[0], second) and not same(seen[0], third)
+    # where that checkpoint cannot be read, the run trains on from its own, and says so
+    shutil.rmtree(os.path.join(workdir, "checkpoints", "2", "state"))
+    shutil.rmtree(os.path.join(workdir, "checkpoints", "4"))
+    capsys.readouterr()
+    assert train.main(on + ["--iterations=4", "--resume_step=3"]) == 0
+    assert "plays checkpoint 3, the one resumed (checkpoint 2 cannot be read)" in (
+        capsys.readouterr().err
+    )
+    assert len(seen) == 2 and same(seen[1], third)
     # resumed before any evaluation: the run's first network, as an unbroken run plays
     fresh = str(tmp_path / "fresh")
     argv = [a for a in TOY if not a.startswith("--checkpoint")] + [f"--workdir={fresh}"]
     assert train.main(argv + ["--iterations=1", "--checkpoint_interval=1"]) == 0
     assert train.main(argv + ["--iterations=2", "--resume", "--eval_budget=0"]) == 0
     first = checkpoint.initial_variables(checkpoint.read_config(fresh))
-    assert len(seen) == 2 and same(seen[1], first)
+    assert len(seen) == 3 and same(seen[2], first)
