@@ -42,7 +42,7 @@ def latest_config(workdir: str):
 
 
 def parse_floats(flag: str, text: str, low: float, high: float) -> list[float]:
-    """A comma-separated list of numbers in [low, high], e.g. "0,0.2,0.4"."""
+    """A comma-separated list of distinct numbers in [low, high], e.g. "0,0.2,0.4"."""
     try:
         values = [float(t) for t in text.split(",") if t.strip()]
     except ValueError:
@@ -50,12 +50,15 @@ def parse_floats(flag: str, text: str, low: float, high: float) -> list[float]:
     bad = [v for v in values if not low <= v <= high]
     if not values or bad:
         raise ValueError(f"{flag}: every value must be in [{low:g}, {high:g}], got {text!r}")
-    return values
+    return _distinct(flag, text, values)
 
 
-def parse_ints(flag: str, text: str, low: int, *, empty_ok: bool = False) -> list[int]:
+def parse_ints(
+    flag: str, text: str, low: int, *, empty_ok: bool = False, distinct: bool = True
+) -> list[int]:
     """A comma-separated list of integers, each at least `low`, e.g. "100,1000" ('' an empty
-    list where `empty_ok`)."""
+    list where `empty_ok`), each given once unless not `distinct` (counts that go with another
+    list's values)."""
     try:
         values = [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
@@ -64,6 +67,18 @@ def parse_ints(flag: str, text: str, low: int, *, empty_ok: bool = False) -> lis
         raise ValueError(f"{flag}: give one or more comma-separated integers (each >= {low})")
     if any(v < low for v in values):
         raise ValueError(f"{flag}: every value must be at least {low}, got {text!r}")
+    return _distinct(flag, text, values) if distinct else values
+
+
+def _distinct(flag: str, text: str, values: list) -> list:
+    """`values`, refused where one is given twice: the experiments name and merge results by
+    value (two agents `p_r=0`, one run per seed)."""
+    twice = sorted({v for v in values if values.count(v) > 1})
+    if twice:
+        raise ValueError(
+            f"{flag}: {', '.join(f'{v:g}' for v in twice)} given twice in {text!r}; give each "
+            "value once"
+        )
     return values
 
 

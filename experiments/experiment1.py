@@ -240,7 +240,7 @@ def parse(argv):
             **flags.game_options(args, args.game, option_flags),
         }
         args.mcts_simulations = parse_ints("--mcts_simulations", args.mcts_simulations, 1)
-        args.final_games = parse_ints("--final_games", args.final_games, 2)
+        args.final_games = parse_ints("--final_games", args.final_games, 2, distinct=False)
     except ValueError as e:
         parser.error(str(e))
     opponents, games = args.mcts_simulations, args.final_games

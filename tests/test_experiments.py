@@ -492,3 +492,25 @@ def test_experiments_name_their_errors_as_their_parsers_do(module, argv, tmp_pat
     assert main([a.format(tmp=tmp_path) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"python -m experiments.{module}: error: ") and err.count("\n") == 1
+
+
+def test_lists_of_values_are_refused_where_a_value_repeats(capsys):
+    """experiment2 --probs=0,0 made two agents named p_r=0 and merged their games in its
+    tables; recipes --seeds=0,0 said two seeds and ran one."""
+    from experiments import experiment2, recipes
+    from experiments.common import parse_floats, parse_ints
+
+    with pytest.raises(ValueError, match=r"--probs: 0 given twice in '0,0.5,0'"):
+        parse_floats("--probs", "0,0.5,0", 0.0, 1.0)
+    with pytest.raises(ValueError, match="--seeds: 1 given twice"):
+        parse_ints("--seeds", "1,1", 0)
+    assert parse_ints("--final_games", "10,10", 2, distinct=False) == [10, 10]  # counts
+    for main, argv in (
+        (experiment2.main, ["--workdir=none", "--probs=0,0"]),
+        (recipes.main, ["--game=tictactoe", "--seeds=0,0"]),
+    ):
+        with pytest.raises(SystemExit) as stop:  # argparse's one line
+            main(argv)
+        assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--probs: 0 given twice" in err and "--seeds: 0 given twice" in err
