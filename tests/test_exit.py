@@ -237,6 +237,7 @@ def test_experiment_targets_toy(tmp_path):
                 "--train_steps=2",
                 "--num_blocks=1",
                 "--num_filters=4",
+                "--seeds=2",
                 f"--out={out}",
             ]
         )
@@ -244,10 +245,13 @@ def test_experiment_targets_toy(tmp_path):
     )
     with open(os.path.join(out, "results.json")) as f:
         res = json.load(f)
-    run = res["runs"][0]
-    assert 0 <= run["tpt"]["top3_error"] <= run["tpt"]["top1_error"] <= 1
-    assert run["tpt_vs_cat"]["games"] == 18  # 9 openings x 2 colours
-    assert sum(run["tpt_vs_cat"]["wdl"]) == 18
+    for run in res["runs"]:
+        assert 0 <= run["tpt"]["top3_error"] <= run["tpt"]["top1_error"] <= 1
+        assert run["tpt_vs_cat"]["games"] == 18  # 9 openings x 2 colours
+        assert sum(run["tpt_vs_cat"]["wdl"]) == 18
+        assert 0 <= run["seconds"]["data"] <= run["seconds"]["all"]
+    # each seed's own seconds: the second's were counted from the program's start
+    assert sum(run["seconds"]["all"] for run in res["runs"]) <= res["seconds"] + 0.2
 
 
 def test_experiment_datasets_and_expert_toy(tmp_path):
