@@ -666,29 +666,34 @@ def test_the_ownership_term_leaves_out_the_positions_of_resigned_games():
     assert float(training._ownership_loss(target[1:2], predicted[1:2])) == 0.0  # none known
 
 
-@pytest.mark.parametrize("tick", [0.7, 1.3])
 def test_a_session_ended_by_its_time_budget_evaluates_its_last_iteration(
-    run, tmp_path, monkeypatch, tick
+    run, tmp_path, monkeypatch
 ):
     """The time budget was judged twice an iteration: where it ran out between the evaluation's
-    check (not the last) and the loop's (stop), the last iteration went unevaluated. On a clock
-    that moves `tick` seconds a reading, wherever the budget runs out, the last row is rated."""
+    check (not the last) and the loop's (stop), the last iteration went unevaluated. Here the
+    budget runs out as iteration 4 saves its checkpoint, after its evaluation was decided."""
     import types
 
-    now = [time.time()]
+    from azjax.checkpoint import Checkpointer
 
-    def clock():
-        now[0] += tick
-        return now[0]
+    late = [0.0]  # seconds the loop's clock is ahead of the real one
+    clock = types.SimpleNamespace(time=lambda: time.time() + late[0], sleep=time.sleep)
+    monkeypatch.setattr(loop, "time", clock)
+    save = Checkpointer.save
 
-    monkeypatch.setattr(loop, "time", types.SimpleNamespace(time=clock, sleep=time.sleep))
+    def slow_save(self, iteration, *args, **kwargs):
+        save(self, iteration, *args, **kwargs)
+        late[0] += 600.0 * (iteration == 4)  # the budget runs out now
+
+    monkeypatch.setattr(Checkpointer, "save", slow_save)
     workdir = str(tmp_path / "budget")
     shutil.copytree(run, workdir)
-    argv = [f"--workdir={workdir}", "--resume", "--iterations=0", "--time_budget=1"]
-    assert train.main(argv + ["--eval_interval=3", "--eval_budget=0", "--no_progress"]) == 0
+    argv = [f"--workdir={workdir}", "--resume", "--iterations=0", "--time_budget=5"]
+    flags = ["--eval_interval=3", "--checkpoint_interval=1", "--eval_budget=0", "--no_progress"]
+    assert train.main(argv + flags) == 0
     rows = _metrics(workdir)
-    assert len(rows) > 4 and "eval/mcts_score" in rows[-1]
-    assert all(("eval/mcts_score" in r) == (r["iteration"] % 3 == 0) for r in rows[2:-1])
+    assert [r["iteration"] for r in rows] == [1, 2, 3, 4, 5]  # 5 judged the budget spent
+    assert [("eval/mcts_score" in r) for r in rows] == [False, True, True, False, True]
 
 
 def test_a_resumed_run_plays_the_previous_evaluations_network(run, tmp_path, monkeypatch, capsys):
