@@ -172,15 +172,46 @@ def write_results(args, results: dict, log) -> None:
 
 def train_runs(configs: dict, out: str, log, *, progress: bool) -> dict:
     """Trains each of `configs` ({run name: Config}) into <out>/<name>, one after the other,
-    logging its settings and how far it got; returns {name: summary}."""
+    logging its settings and how far it got; returns {name: summary}. A ValueError before any
+    training where <out> holds one of the runs already (`--eval_only` evaluates them)."""
     from azjax import train_and_evaluate
 
+    again = "--eval_only evaluates them again, or choose another --out"
+    refuse_trained(out, configs, "--out", again)
     summaries = {}
     for name, config in configs.items():
         log(f"training the {name} run: {json.dumps(json.loads(config.to_json()))}")
         s = summaries[name] = train_and_evaluate(config, os.path.join(out, name), progress=progress)
         log(f"{name}: {s['iterations']} iterations, {s['games']} games, {s['wall_seconds']} s")
     return summaries
+
+
+def refuse_trained(out: str, names, flag: str, advice: str) -> None:
+    """A ValueError where one of the runs <out>/<name> an experiment is about to train holds
+    checkpoints already (an earlier invocation's), saying what to do (`advice`), before any
+    training: train.py's own error would tell the user to pass --resume, which the experiments
+    do not take."""
+    for name in names:
+        folder = os.path.join(out, name, "checkpoints")
+        if os.path.isdir(folder) and os.listdir(folder):
+            raise ValueError(
+                f"{flag} {out!r} holds this experiment's runs already "
+                f"({os.path.join(out, name)}): {advice}"
+            )
+
+
+def finished_runs(names, out: str) -> tuple[dict, dict]:
+    """({name: Config}, {name: training summary}) of the runs <out>/<name> trained earlier, as
+    they were trained (`--eval_only`: not as this command's flags would train them); a run
+    without a summary.json (stopped before its end) is left out of the summaries."""
+    configs, summaries = {}, {}
+    for name in names:
+        configs[name] = read_config(os.path.join(out, name))
+        path = os.path.join(out, name, "summary.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                summaries[name] = json.load(f)
+    return configs, summaries
 
 
 def phase_seconds(t_start: float, t_train: float) -> dict:

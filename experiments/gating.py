@@ -42,6 +42,7 @@ from experiments.common import (
     add_errors_flag,
     checkpoint_steps,
     exact_errors,
+    finished_runs,
     phase_seconds,
     read_config,
     train_runs,
@@ -165,9 +166,8 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
     t_start = time.time()
-    if args.eval_only:
-        summaries = {}
-        configs = {name: read_config(os.path.join(args.out, name)) for name in RUNS}
+    if args.eval_only:  # the runs as they were trained, whatever the flags say now
+        configs, summaries = finished_runs(RUNS, args.out)
     else:
         runs = {name: configs[name] for name in RUNS}
         summaries = train_runs(runs, args.out, log, progress=not args.no_progress)

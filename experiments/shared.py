@@ -46,6 +46,7 @@ from experiments.common import (
     add_errors_flag,
     checkpoint_steps,
     exact_errors,
+    finished_runs,
     phase_seconds,
     read_config,
     train_runs,
@@ -148,7 +149,10 @@ def main(argv=None) -> int:
     log = Log(os.path.join(args.out, "log.txt"))
     t_start = time.time()
     progress = not args.no_progress
-    summaries = {} if args.eval_only else train_runs(configs, args.out, log, progress=progress)
+    if args.eval_only:  # the runs as they were trained, whatever the flags say now
+        configs, summaries = finished_runs(configs, args.out)
+    else:
+        summaries = train_runs(configs, args.out, log, progress=progress)
     t_train = time.time() - t_start
     tables = {name: table(args.out, name, args, log) for name in configs if name != SHARED}
     errors = {name: final_errors(args, name, configs[name], log) for name in tables}

@@ -51,6 +51,7 @@ from experiments.common import (
     add_errors_flag,
     exact_errors,
     parse_ints,
+    refuse_trained,
     write_results,
 )
 from experiments.experiment2 import pooled_scores
@@ -220,6 +221,8 @@ def main(argv=None) -> int:
     try:
         if args.source:
             parse_location(args.source)
+        trained_here = [*RUNS, *([] if args.source else ["source"])]
+        refuse_trained(args.workdir, trained_here, "--workdir", "choose another --workdir")
         source_config, target_config = plan(args, log)
         source, source_summary = train_source(args, source_config, log)
         t_source = time.time() - t_start

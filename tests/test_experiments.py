@@ -468,6 +468,16 @@ def test_shared_learning_against_single_game_runs(tmp_path, capsys):
     assert all(0 <= e["rate"] <= 1 for e in errors.values())
     assert "z" in errors["tictactoe"]["against_first"] and results["errors"]["connect_four"] is None
     assert os.path.exists(os.path.join(out, "errors-tictactoe", "errors.json"))
+    # --eval_only records the runs as they were trained, not as the flags given now would train
+    # them (the CPU recipe's 32 filters and 30 iterations), and keeps their summaries
+    assert shared.main([*argv, "--sims=2", "--errors_sims=0", "--eval_only"]) == 0
+    with open(os.path.join(out, "results.json")) as f:
+        again = json.load(f)
+    assert again["configs"] == results["configs"]
+    assert again["training"]["shared"]["games"] == results["training"]["shared"]["games"]
+    # training again into the same --out: one line before any training, not train.py's --resume
+    with pytest.raises(ValueError, match="holds this experiment's runs already .*--eval_only"):
+        shared.main([*argv, "--no_progress", *toy.split()])  # cli.script: one line, exit 2
     with pytest.raises(SystemExit):
         shared.main(["--games=tictactoe,tictactoe"])
     assert "tictactoe is given twice" in capsys.readouterr().err

@@ -397,3 +397,16 @@ def test_the_experiment_checks_its_flags(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         transfer.parse(argv)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_experiment_into_its_own_workdir_again_says_what_to_do(experiment, tiny_run, capsys):
+    """A second run into the same --workdir ended with train.py's 'pass --resume to continue
+    that run', a flag the experiment does not take."""
+    from experiments import transfer
+
+    root, _, _ = experiment
+    argv = ["--game=connect_four", *flags(C4), f"--source={tiny_run}@1", f"--workdir={root}"]
+    assert transfer.main([*argv, "--no_progress", *flags(TOY)]) == 2
+    err = capsys.readouterr().err
+    assert "holds this experiment's runs already" in err and "choose another --workdir" in err
+    assert "--resume" not in err
