@@ -207,12 +207,33 @@ def leave_accelerator_to_runs() -> dict[str, str]:
     return user
 
 
+def check_finished(configs: dict, out: str) -> None:
+    """A ValueError where a finished run in `out` (which `train_all` keeps rather than trains
+    again) was trained with other settings than `configs` gives it now: its results would be
+    reported under the recipe's new settings."""
+    for name, config in configs.items():
+        folder = os.path.join(out, name)
+        if not os.path.exists(os.path.join(folder, "summary.json")):
+            continue
+        with open(os.path.join(folder, "config.json")) as f:
+            saved = json.load(f)
+        wanted = json.loads(config.to_json())
+        other = [f"{k} {saved.get(k)!r}, not {v!r}" for k, v in wanted.items() if saved.get(k) != v]
+        if other:
+            raise ValueError(
+                f"--out {out!r} holds a finished run {name} trained with other settings "
+                f"({'; '.join(other)}): choose another --out, or another recipe name"
+            )
+
+
 def train_all(
     configs: dict, out: str, at_once: int, log, env: dict[str, str] | None = None
 ) -> dict:
     """Trains the runs of `configs` not yet finished, `at_once` at a time on their own cores, each
     a process with environment `env` (default: this one's); returns {run: summary} of every
-    finished run in `out`. A run that fails is reported with its log's last lines and left out."""
+    finished run in `out`, which must have been trained as `configs` says (`check_finished`). A
+    run that fails is reported with its log's last lines and left out."""
+    check_finished(configs, out)
     todo = [n for n in configs if not os.path.exists(os.path.join(out, n, "summary.json"))]
     shares = core_shares(at_once)
     running: dict[str, tuple[subprocess.Popen, int]] = {}

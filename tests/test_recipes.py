@@ -74,6 +74,10 @@ def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, cap
     said = []
     again = recipes.train_all(recipes.parse(argv)[1], out, 1, said.append)
     assert set(again) == {"base-s0", "aug-s0"} and said == []
+    # nor is one that the recipe now gives other settings reported under them
+    other = [a.replace("aug:augment=true", "aug:augment=true,num_simulations=3") for a in argv]
+    with pytest.raises(ValueError, match="finished run aug-s0 trained with other settings"):
+        recipes.train_all(recipes.parse(other)[1], out, 1, said.append)
 
 
 def test_the_runs_train_with_the_users_environment_and_the_driver_leaves_the_device(
