@@ -159,7 +159,8 @@ def _unreadable_rows(directory: str) -> str:
     """What to do about the checkpoints whose saved metrics rows are not JSON ('' if none):
     orbax reads them as its own metrics when it opens the folder, and fails on all of it."""
     bad = []
-    for name in sorted(os.listdir(directory), key=lambda n: (len(n), n)):
+    names = os.listdir(directory) if os.path.isdir(directory) else []
+    for name in sorted(names, key=lambda n: (len(n), n)):
         path = os.path.join(directory, name, "metrics", "metrics")
         try:
             with open(path) as f:
@@ -734,15 +735,15 @@ def read_config(workdir: str, step: int | None = None) -> Config:
         step = manager.latest_step() if step is None else step
         if step not in have:
             raise CheckpointError(f"no checkpoint {step} in {workdir!r}; have {have}")
-        config = ocp.args.Composite(config=ocp.args.JsonRestore())
+        just_config = ocp.args.Composite(config=ocp.args.JsonRestore())
         try:
-            data = manager.restore(step, args=config)
+            data = manager.restore(step, args=just_config)
         except Exception as e:
             reason = _first_line(e)
             older = None
             for earlier in reversed([s for s in have if s < step]):
                 with contextlib.suppress(Exception):
-                    manager.restore(earlier, args=config)
+                    manager.restore(earlier, args=just_config)
                     older = earlier
                     break
             hint = (
