@@ -277,7 +277,8 @@ class Game:
         With ``state`` given, the move must also be legal there.
         """
         name = str(text).strip().lower()
-        action = self._parse_move(name)
+        # action_to_str's names are ASCII: int() would read other digits (a٣, or fail on a²)
+        action = self._parse_move(name) if name.isascii() else None
         if action is not None and 0 <= action < self.num_actions:
             if self.action_to_str(action).lower() != name:  # one name a move: not a01 or 04
                 action = None

@@ -265,8 +265,8 @@ class Hex(Game):
         letters, digits = text[:1], text[1:]
         if not (letters and letters in column_letters(self.size) and digits.isdigit()):
             return None
-        row = int(digits)
-        if str(row) != digits or not 1 <= row <= self.size:
+        row = int(digits)  # a01 parses here; parse_action refuses it (action_to_str says a1)
+        if not 1 <= row <= self.size:
             return None
         return (row - 1) * self.size + column_letters(self.size).index(letters)
 

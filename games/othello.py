@@ -275,7 +275,7 @@ class Othello(Game):
         if text == "pass":
             return self.pass_action
         letters = column_letters(self.size)
-        if len(text) >= 2 and text[0] in letters and text[1:].isascii() and text[1:].isdigit():
+        if len(text) >= 2 and text[0] in letters and text[1:].isdigit():
             row = int(text[1:])
             if 1 <= row <= self.size:
                 return (row - 1) * self.size + letters.index(text[0])

@@ -263,7 +263,7 @@ def test_move_names():
     assert game.parse_action("e5") == 24 and game.parse_action("swap") == 25
     assert game.action_to_str(25) == "swap"
     assert games.make("hex", size=19).parse_action("s19") == 360
-    for bad in ["", "a", "1a", "a0", "a01", "a6", "f1", "z1", "a99", "swap2", "a1b"]:
+    for bad in ["", "a", "1a", "a0", "a01", "a6", "f1", "z1", "a99", "swap2", "a1b", "a\u00b2"]:
         with pytest.raises(ValueError, match="not a move"):
             game.parse_action(bad)
 
