@@ -5,7 +5,8 @@ nothing run, so a flag renamed or removed cannot leave a documented command behi
 Placeholders are filled in first (`--game=G`: hex; a one-letter `S`, `N`: 1; `RUN`, `NET`: a
 word; a bare `...` between arguments dropped). A line that is a pattern rather than a command
 (`--card ...`, alternatives `[A | B]`) is left out. Parsing only: the checkpoints and runs the
-commands name need not exist.
+commands name need not exist, except a shipped network given to `--init_from`, whose trunk must fit
+the run the command makes.
 """
 
 import glob
@@ -16,6 +17,7 @@ import shlex
 import pytest
 
 import games
+from azjax import transfer
 from azjax.commands import evaluate, play, train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -90,7 +92,9 @@ def check(command: str) -> None:
     if "--help" in argv or "-h" in argv:
         return
     if kind == "train":
-        train.parse(argv)
+        config, _ = train.parse(argv)
+        if str(config.init_from).startswith("pretrained/"):  # the shipped network must fit
+            transfer.resolve(config)
     elif kind == "evaluate":
         parser, _ = evaluate.build_parser()
         parser.parse_args(argv)
@@ -110,5 +114,5 @@ def test_a_documented_command_parses(where, command, monkeypatch):
         check(command)
     except SystemExit as e:
         pytest.fail(f"{where}: {command!r} is refused by its parser (exit {e.code})")
-    except ValueError as e:
+    except ValueError as e:  # a CheckpointError too
         pytest.fail(f"{where}: {command!r} is refused: {e}")
