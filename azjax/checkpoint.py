@@ -77,16 +77,17 @@ class CheckpointError(ValueError):
     pass
 
 
-def describe_os_error(e: OSError) -> str:
-    """'PATH: reason' of an OSError, with a hint for the usual causes."""
+def describe_os_error(e: OSError, folder: str = "--workdir") -> str:
+    """'PATH: reason' of an OSError, with a hint for the usual causes (`folder`: what to choose
+    another of, the flag that names the folder written)."""
     where = f"{e.filename}: " if e.filename else ""
     reason = e.strerror or str(e)
     hint = {
-        errno.ENOSPC: " (the disk is full: free space, or choose another --workdir)",
-        errno.EDQUOT: " (over the disk quota: free space, or choose another --workdir)",
-        errno.EROFS: " (a read-only file system: choose another --workdir)",
-        errno.EACCES: " (no permission: choose another --workdir)",
-        errno.EPERM: " (no permission: choose another --workdir)",
+        errno.ENOSPC: f" (the disk is full: free space, or choose another {folder})",
+        errno.EDQUOT: f" (over the disk quota: free space, or choose another {folder})",
+        errno.EROFS: f" (a read-only file system: choose another {folder})",
+        errno.EACCES: f" (no permission: choose another {folder})",
+        errno.EPERM: f" (no permission: choose another {folder})",
     }.get(e.errno, "")
     return f"{where}{reason}{hint}"
 
@@ -662,8 +663,16 @@ def resolve_run(path: str) -> str:
     exists (a run, or a network exported by `azjax.pretrained.export`); else, for
     `pretrained/NAME`, the package's network NAME (a CheckpointError listing the shipped ones
     where there is none); else `path`, which `check_run_folder` refuses. Every reader of runs
-    (`check_run_folder`, `steps`, `read_config`, `load_checkpoint`) resolves through it."""
+    (`check_run_folder`, `steps`, `read_config`, `load_checkpoint`) resolves through it; a folder
+    with some of an exported network's files, and no checkpoints, is refused as incomplete."""
     if os.path.isdir(path):
+        missing = [f for f in pretrained.FILES if not os.path.isfile(os.path.join(path, f))]
+        export_only = {"variables.msgpack", "card.json"} - set(missing)  # a run has config.json
+        if missing and export_only and not os.path.isdir(os.path.join(path, "checkpoints")):
+            raise CheckpointError(
+                f"{path!r} is an incomplete exported network: it lacks {', '.join(missing)} "
+                "(export it again)"
+            )
         return path
     parts = os.path.normpath(path).split(os.sep)
     if len(parts) == 2 and parts[0] == pretrained.PREFIX:

@@ -32,16 +32,19 @@ MEMORY_HINT = (
 )
 
 
-def user_message(e: BaseException, memory_hint: str = MEMORY_HINT) -> str | None:
+def user_message(
+    e: BaseException, memory_hint: str = MEMORY_HINT, folder: str = "--workdir"
+) -> str | None:
     """The one-line explanation of an error the user can fix, or None for a bug; `memory_hint`
-    says what to lower when memory runs out."""
+    says what to lower when memory runs out, `folder` what to choose another of when a folder
+    cannot be written (the command's output flag)."""
     health = sys.modules.get("azjax.health")  # loaded with the loop; jax is not imported here
     if health is not None and isinstance(e, health.DivergenceError):
         return str(e)
     if isinstance(e, MemoryError):
         return f"out of host memory; {memory_hint}"
     if isinstance(e, OSError):
-        return describe_os_error(e)
+        return describe_os_error(e, folder)
     text = str(e)
     if "RESOURCE_EXHAUSTED" in text and "os_error_code" not in text:  # XLA's out of memory
         first = text.strip().splitlines()[0][:160]
@@ -66,11 +69,13 @@ def run(
     stopped: str = "stopped",
     setup: bool = True,
     memory_hint: str = MEMORY_HINT,
+    folder: str = "--workdir",
     debug: bool = False,
 ) -> int:
     """body(argv)'s exit code, with errors and signals handled as the module doc says;
     `stopped` is what a signal's line says was kept, `memory_hint` what to lower when memory
-    runs out (training's flags by default). `setup=False` leaves the compilation cache
+    runs out (training's flags by default), `folder` what to choose another of when a folder
+    cannot be written (training's --workdir by default). `setup=False` leaves the compilation cache
     and XLA's flags as the environment has them (`script`); `debug` (or `--debug` in `argv`)
     lets a user error's traceback through."""
     debug = debug or "--debug" in argv
@@ -94,7 +99,7 @@ def run(
             os._exit(128 + signum)
         return 128 + signum
     except Exception as e:
-        message = user_message(e, memory_hint)
+        message = user_message(e, memory_hint, folder)
         if message is None or debug:
             raise
         _leave_if_stuck(prog, fail(prog, message))
@@ -110,7 +115,14 @@ def script(module: str, main: Callable[[list[str]], object]) -> int:
     (the module's parser does not know it) and shows tracebacks, as in the commands."""
     argv = sys.argv[1:]
     given = [a for a in argv if a != "--debug"]
-    code = run(f"python -m {module}", main, given, setup=False, debug=len(given) < len(argv))
+    code = run(
+        f"python -m {module}",
+        main,
+        given,
+        setup=False,
+        folder="folder",
+        debug=len(given) < len(argv),
+    )
     return code if isinstance(code, int) else 0
 
 

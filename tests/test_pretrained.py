@@ -3,6 +3,7 @@ shipped network against a random player, `ckpt:pretrained/NAME` and `--init_from
 the export command's one-line errors, and the package data that installs them."""
 
 import ast
+import errno
 import glob
 import os
 import re
@@ -118,6 +119,40 @@ def test_a_damaged_export_is_one_error(run, tmp_path):
         f.write("[]")
     with pytest.raises(CheckpointError, match="card.json holds no card"):
         load_checkpoint(folder)
+
+
+def test_an_incomplete_export_is_named_as_one(run, tmp_path):
+    folder = pretrained.export(run, 3, "ttt", to=str(tmp_path))
+    os.remove(os.path.join(folder, "variables.msgpack"))
+    with pytest.raises(CheckpointError, match="incomplete exported network: it lacks variables"):
+        load_checkpoint(folder)
+    started = tmp_path / "started"  # a run killed before its first checkpoint: not an export
+    started.mkdir()
+    (started / "config.json").write_text(load_config("tictactoe", TINY).to_json())
+    with pytest.raises(CheckpointError, match="holds no checkpoints"):
+        read_config(str(started))
+
+
+def test_exporting_an_exported_network_keeps_its_card_and_records_its_source(
+    run, tmp_path, monkeypatch
+):
+    first = pretrained.export(run, 3, "ttt", to=str(tmp_path / "a"), card={"elo": 7.0})
+    card = pretrained.read_card(first)
+    monkeypatch.chdir(tmp_path)  # pretrained/ttt: the local folder, found first
+    os.rename(tmp_path / "a", tmp_path / "pretrained")
+    again = pretrained.read_card(pretrained.export("pretrained/ttt", None, "copy", to="b"))
+    assert again["elo"] == 7.0 and again["source"]["run"] == str(tmp_path / "pretrained" / "ttt")
+    assert again["source"]["exported_from"]["run"] == card["source"]["run"] == run
+    assert again["source"]["exported_from"]["storage"] == card["storage"]
+    assert again["source"]["run_summary"] == card["source"]["run_summary"]
+
+
+def test_export_writes_into_the_package_only_in_a_source_checkout(monkeypatch, tmp_path):
+    assert pretrained.default_store() == pretrained.STORE  # the tests run in the checkout
+    installed = tmp_path / "site-packages" / "azjax" / "pretrained"
+    monkeypatch.setattr(pretrained, "STORE", str(installed))
+    monkeypatch.chdir(tmp_path)
+    assert pretrained.default_store() == str(tmp_path / "pretrained")
 
 
 def test_the_package_ships_networks_and_they_stay_small():
@@ -262,6 +297,18 @@ def test_export_errors_are_one_line(run, tmp_path, capsys):
     )
     capsys.readouterr()
     assert not os.path.exists(f"{tmp_path}/x")
+
+
+def test_an_export_that_cannot_be_written_names_the_to_flag(run, tmp_path, capsys, monkeypatch):
+    def refused(folder, files):
+        raise PermissionError(errno.EACCES, "Permission denied", folder)
+
+    monkeypatch.setattr(pretrained, "_write_folder", refused)
+    _fails(
+        capsys,
+        ["export", run, "--name=x", f"--to={tmp_path}"],
+        "Permission denied (no permission: choose another folder (--out; export: --to))",
+    )
 
 
 def test_package_data_installs_every_shipped_file():

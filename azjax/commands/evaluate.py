@@ -281,7 +281,8 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "--to",
         type=flags.path,
         default=None,
-        help="the folder to export into (default: the package's store)",
+        help="the folder to export into (default: the package's store in a source checkout, "
+        "else ./pretrained, which pretrained/NAME finds first)",
     )
     export.add_argument(
         "--card",
@@ -635,7 +636,7 @@ def run_export(args) -> None:
         path,
         step,
         args.name,
-        to=args.to or pretrained.STORE,
+        to=args.to,
         card=card,
         dtype=args.dtype,
         force=args.force,
@@ -662,6 +663,7 @@ def main(argv: list[str] | None = None) -> int:
         stopped="stopped (curve.json, match.json or tournament.json keeps the checkpoints, "
         'games or matches finished so far, marked "complete": false)',
         memory_hint="lower --games (a match plays its games side by side) or the agents' sims=",
+        folder="folder (--out; export: --to)",
     )
 
 

@@ -167,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     engine, 130 or 143 when stopped by a signal)."""
     argv = sys.argv[1:] if argv is None else argv
     return cli.run(
-        prog_name("play.py"), _main, argv, threaded=True, memory_hint="lower the agent's sims="
+        prog_name("play.py"),
+        _main,
+        argv,
+        threaded=True,
+        memory_hint="lower the agent's sims=",
+        folder="folder",
     )
 
 

@@ -50,6 +50,17 @@ AUTOMATIC = ("name", "game", "game_options", "network", "source", "storage", "pr
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
+def default_store() -> str:
+    """Where `export` writes by default: the package's store in a source checkout (the project's
+    pyproject.toml beside the package, as in an editable install), where a network is exported to
+    be shipped; else the working directory's `pretrained/`, which `pretrained/NAME` finds first,
+    so that an installed package's files stay as installed."""
+    checkout = os.path.dirname(os.path.dirname(STORE))
+    if os.path.isfile(os.path.join(checkout, "pyproject.toml")):
+        return STORE
+    return os.path.join(os.getcwd(), PREFIX)
+
+
 class PretrainedError(ValueError):
     """A network that cannot be found, read or exported; one line."""
 
@@ -164,21 +175,24 @@ def export(
     step: int | None,
     name: str,
     *,
-    to: str = STORE,
+    to: str | None = None,
     card: dict[str, Any] | None = None,
     dtype: str = "float16",
     force: bool = False,
 ) -> str:
     """Exports checkpoint `step` (None: the latest) of `run` as network `name` into `to`/`name`
-    (default: the package's store); returns the folder. `card` holds the exporter's fields (how it
+    (default: `default_store()`); returns the folder. `card` holds the exporter's fields (how it
     was trained, its measured strength); the source, the run's summary and the storage's
     precision are filled in here. An existing `name` is replaced only with `force`."""
-    from azjax.checkpoint import load_checkpoint  # checkpoint.py resolves exported networks
+    from azjax.checkpoint import load_checkpoint, resolve_run  # it resolves exported networks
 
     check_name(name)
     if dtype not in DTYPES:
         raise PretrainedError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     config, variables, step = load_checkpoint(run, step)  # a bad run first, then the target
+    to = default_store() if to is None else to
+    source_folder = os.path.abspath(resolve_run(run))  # pretrained/NAME: the folder it names
+    earlier = read_card(source_folder) if is_exported(source_folder) else None
     if config.games:
         raise PretrainedError(
             f"{run} is a shared run (games={config.games}): export takes a run of one game; "
@@ -212,13 +226,14 @@ def export(
             parameters=int(sum(x.size for x in jax.tree_util.tree_leaves(host["params"]))),
         ),
         source=dict(
-            run=os.path.abspath(run),
+            run=source_folder,
             step=int(step),
             exported=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            run_summary=_run_summary(run),
+            **_earlier_source(source_folder, earlier),
         ),
         storage=dict(dtype=dtype, bytes=len(blob)),
         precision=precision(config, host, stored),
+        **{k: v for k, v in (earlier or {}).items() if k not in AUTOMATIC},  # how it was trained
         **(card or {}),
     )
     _write_folder(
@@ -230,6 +245,23 @@ def export(
         },
     )
     return folder
+
+
+def _earlier_source(folder: str, earlier: dict[str, Any] | None) -> dict[str, Any]:
+    """The card's source fields besides the folder, step and time: the run's summary; where
+    `folder` is itself an exported network (`earlier`: its card), the summary that card carries
+    and, as `exported_from`, the run and storage it recorded (this card's `precision` is measured
+    against that storage, not against the run)."""
+    if earlier is None:
+        return dict(run_summary=_run_summary(folder))
+    before = earlier.get("source") if isinstance(earlier.get("source"), dict) else {}
+    return dict(
+        run_summary=before.get("run_summary"),
+        exported_from=dict(
+            {k: v for k, v in before.items() if k != "run_summary"},
+            storage=earlier.get("storage"),
+        ),
+    )
 
 
 def _run_summary(run: str) -> dict[str, Any] | None:
