@@ -139,6 +139,13 @@ def test_an_agent_that_fails_or_cheats_gets_a_question_mark():
     game = games.make("tictactoe")
     crashing = GTPEngine(game, lambda g: lambda state: 1 // 0)
     assert crashing.handle("genmove b").startswith("? genmove failed: ZeroDivisionError")
+
+    def raising(state):
+        raise RuntimeError("first line\n\nsecond paragraph")
+
+    # its message without the blank line, which would end the response at "first line"
+    said = GTPEngine(game, lambda g: raising).handle("7 genmove b")
+    assert said == "?7 genmove failed: RuntimeError: first line\nsecond paragraph\n\n"
     cheating = GTPEngine(game, lambda g: lambda state: 0)
     cheating.handle("play b a1")
     assert cheating.handle("genmove w").startswith("? the agent chose an illegal move")
@@ -208,9 +215,12 @@ def test_client_reports_dead_and_silent_engines(tmp_path):
     echo.write_text("import sys\nfor line in sys.stdin:\n    print(line.strip(), flush=True)\n")
     with GTPClient(f"{sys.executable} {echo}", timeout=60) as engine:
         t0 = time.monotonic()
-        with pytest.raises(GTPError, match="'name': not a GTP answer: 'name'"):
+        with pytest.raises(GTPError, match="'name': not a GTP answer: 'name'.*was stopped"):
             engine.send("name")
         assert time.monotonic() - t0 < 30
+        # and stopped: each later answer would be the one before's (a stray line read first)
+        with pytest.raises(GTPError, match="'version': the engine was stopped earlier"):
+            engine.send("version")
 
 
 def test_quit_does_not_wait_long_for_a_busy_engine(tmp_path, monkeypatch):
@@ -324,7 +334,7 @@ def test_gtp_agent_speaks_the_client_interface():
         "quit",
     ]
     bad = make_gtp_agent("gtp", game, FakeGTP(["z9"]))
-    with pytest.raises(ValueError, match="the engine played 'z9'"):
+    with pytest.raises(GTPError, match="the engine played 'z9'"):  # a failing engine: exit 1
         bad.choose(game.init())
 
 
@@ -337,7 +347,7 @@ def test_a_remote_move_refused_here_sets_the_remote_board_up_again():
     game = games.make("tictactoe")
     engine = GTPEngine(game, lambda g: Player(make_gtp_agent("remote", g, client)))
     assert engine.handle("play b a1") == ok()
-    assert engine.handle("genmove w").startswith("? genmove failed: ValueError: remote: the engi")
+    assert engine.handle("genmove w").startswith("? genmove failed: GTPError: remote: the engi")
     assert engine.handle("genmove w") == ok("c3")
     assert client.log == ["clear_board", "play b a1", "genmove w"] * 2
 

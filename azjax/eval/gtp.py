@@ -192,13 +192,11 @@ class GTPEngine:
                 raise _Failure("unknown command")
             result = getattr(self, f"cmd_{command}")(args)
         except _Failure as e:
-            return f"?{ident} {e}\n\n"
+            return _response("?", ident, str(e))
         except Exception as e:  # an agent that fails answers `?` and the engine carries on
             traceback.print_exc(file=sys.stderr)
-            return f"?{ident} {command} failed: {type(e).__name__}: {e}\n\n"
-        first, *rest = result.split("\n")  # a first line of "" puts a board below the "="
-        rest = [line for line in rest if line.strip()]  # a blank line would end the response
-        return "\n".join([f"={ident} {first}", *rest]) + "\n\n"
+            return _response("?", ident, f"{command} failed: {type(e).__name__}: {e}")
+        return _response("=", ident, result)
 
     def run(self, lines: Iterable[str], out: TextIO) -> None:
         """Answer commands from ``lines`` on ``out`` until ``quit`` or the end of input."""
@@ -332,6 +330,14 @@ class GTPEngine:
         return player
 
 
+def _response(status: str, ident: str, text: str) -> str:
+    """A whole GTP response: `status` (= or ?), the id, `text` without its blank lines (a blank
+    line ends a response: a controller would read the rest as the next one) and the blank line."""
+    first, *rest = text.split("\n")  # a first line of "" puts a board below the "="
+    rest = [line for line in rest if line.strip()]
+    return "\n".join([f"{status}{ident} {first}", *rest]) + "\n\n"
+
+
 def _quote(text: str) -> str:
     """repr(text), cut to ECHO_LIMIT characters."""
     return repr(text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + "...")
@@ -368,6 +374,7 @@ class GTPClient:
     ):
         self.command, self.timeout = command, timeout
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._stopped = ""  # why the engine was stopped: a reply that was not GTP
         self._lines: queue.Queue = queue.Queue()
         self.process = subprocess.Popen(
             shlex.split(command),
@@ -402,6 +409,8 @@ class GTPClient:
     # ---- the protocol ---------------------------------------------------------------------
     def send(self, command: str) -> str:
         """The engine's answer to one command (the text after ``=``, lines joined by newlines)."""
+        if self._stopped:
+            raise GTPError(f"{command!r}: the engine was stopped earlier ({self._stopped})")
         if self.process.poll() is not None and self._lines.empty():
             raise self._died(command)
         try:
@@ -418,8 +427,11 @@ class GTPClient:
             if lines and not line.strip():
                 break
             if not lines and _STATUS.match(line) is None:
-                # at once: a program that does not speak GTP may never send the blank line
-                raise GTPError(f"{command!r}: not a GTP answer: {line!r}")
+                # at once: a program that does not speak GTP may never send the blank line; and
+                # stopped: its answers would be read one command late from now on
+                self._stopped = f"{command!r}: not a GTP answer: {line!r}"
+                self.process.kill()
+                raise GTPError(f"{self._stopped}; the engine {self.command!r} was stopped")
             lines.append(line)
         match = _STATUS.match(lines[0])
         text = "\n".join([match.group(3) or "", *lines[1:]]).strip()
@@ -546,8 +558,8 @@ def make_gtp_agent(name: str, game: Game, client) -> Agent:
             return RESIGN
         try:
             return game.parse_action(reply, state)
-        except ValueError as e:
-            raise ValueError(f"{name}: the engine played {reply!r}: {e}") from None
+        except ValueError as e:  # the engine fails, as one that dies (exit code 1)
+            raise GTPError(f"{name}: the engine played {reply!r}: {e}") from None
 
     def observe_move(state, action):
         client.play(colour(state), game.action_to_str(int(action)))
