@@ -102,6 +102,9 @@ def test_a_spec_that_names_no_agent_is_reported_before_a_missing_game():
 def test_minimax_needs_a_depth_on_big_games():
     with pytest.raises(ValueError, match="minimax: give depth=D for hex"):
         parse_agent("minimax", games.make("hex", size=6))
+    with pytest.raises(ValueError, match="16 plies"):  # 4x4 Hex: tens of GB, no answer
+        parse_agent("minimax", games.make("hex", size=4))
+    assert parse_agent("minimax", games.make("hex", size=3)).name == "minimax"  # perfect play
 
 
 def test_a_list_of_specs_keeps_each_specs_options():

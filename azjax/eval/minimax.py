@@ -21,7 +21,8 @@ import numpy as np
 
 from games.base import Game
 
-FULL_DEPTH_LIMIT = 16  # `minimax` without depth= searches whole games only this long
+FULL_DEPTH_LIMIT = 10  # `minimax` without depth=: games this long (Tic-Tac-Toe, 3x3 Hex, swap too);
+# 4x4 Hex (16 plies) outgrew 20 GB of memoised positions in 8 minutes without an answer
 LINE_GAMES = ("connect_four", "tictactoe")  # k-in-a-row games: the lines heuristic applies
 _GAMMA = 0.999  # per-ply discount: quicker wins and slower losses score higher
 _EXACT, _LOWER, _UPPER = 0, 1, 2
