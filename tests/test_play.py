@@ -59,6 +59,17 @@ def test_two_agents_are_watched_game_after_game(capsys):
     assert "(random: compiling its move for the first move)" in out  # no search to compile
 
 
+def test_agent_human_is_two_people_at_one_keyboard(capsys, monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a1\nb1\nresign\n"))
+    assert play.main(["--game=tictactoe", "--agent=human"]) == 0
+    out = capsys.readouterr().out
+    assert "two people, X (black) first" in out and "the agent" not in out
+    assert "X (black) resigns; O (white) wins" in out
+
+
 def test_watching_asks_for_a_rematch_until_told_no():
     game = games.make("tictactoe")
     first_legal = lambda state: int(np.argmax(np.asarray(game.legal_mask(state))))  # noqa: E731

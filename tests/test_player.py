@@ -82,6 +82,18 @@ def test_the_agent_can_move_first_and_othello_passes_are_typed():
     assert out.index("X (black), the agent, plays a1") < out.index("nothing to undo")
 
 
+def test_two_people_take_turns_each_with_undo():
+    # X a1, O b1, X c1; O takes back its b1 (and X's c1), plays b2; X resigns.
+    script, out = Script("a1", "b1", "c1", "undo", "b2", "resign"), []
+    final = play_human(TTT, None, 0, read=script, write=out.append)
+    out = "\n".join(out)
+    assert "two people, X (black) first" in out and "the agent" not in out
+    assert out.count("legal moves: a1 b1 c1 a2 b2 c2 a3 b3 c3") == 1  # each board shown once
+    assert "took back to move 2" in out and "X (black) resigns; O (white) wins" in out
+    np.testing.assert_array_equal(np.asarray(final.board), [1, 0, 0, 0, 2, 0, 0, 0, 0])
+    assert script.prompts[3] == "O (white) to move> " and script.lines == []
+
+
 # ---- the human agent of a match ------------------------------------------------------------------
 def test_human_agent_asks_until_the_move_is_legal():
     answers = iter(["zz", "a1", "b2"])
@@ -186,8 +198,9 @@ def test_a_seconds_agent_is_calibrated_for_one_game(monkeypatch, capsys):
 
 
 def test_a_second_person_quits_the_game_as_the_first_does(monkeypatch):
-    # play.py --agent=human: two people at one keyboard; the second's quit or end of input stops
-    # the game (no "the agent resigns", no error about a match), as the first person's does
+    # a person behind the agent (make_player("human"); play.py's --agent=human passes no agent
+    # since session 113): their quit or end of input stops the game (no "the agent resigns", no
+    # error about a match), as the first person's does
     import io
 
     from azjax.eval.specs import make_player

@@ -11,7 +11,7 @@ Connect Four `4`), or `undo` (takes back your last move and the agent's reply), 
 legal moves), `resign`, `help`, `quit`. Agents are the specs of azjax/eval/specs.py:
 `ckpt:WORKDIR[@STEP][,..]` (a trained network with search), `mcts[:sims=N]` (pure MCTS with random
 rollouts), `random`, `minimax[:depth=D]`, `reversi[:depth=D]` (8x8 Othello's alpha-beta engine),
-`gtp:"COMMAND"` (another GTP engine), `human`.
+`gtp:"COMMAND"` (another GTP engine), `human` (two people at this keyboard, taking turns).
 
 `--agents=A,B` plays two agents against each other with the board printed after every move, A
 black in the first game, then asks "rematch? [y/N]" (colours swapped); `--games=N` plays N games
@@ -206,6 +206,9 @@ def _play(argv: list[str]) -> int:
         return 0
     if args.gtp:
         serve_gtp(game, lambda g: make_player(args.agent, g, args.seed), args.agent)
+        return 0
+    if args.agent.strip().partition(":")[0] == "human":  # two people at this keyboard
+        play_human(game, None, args.human)
         return 0
     player = make_player(args.agent, game, args.seed, announce=True)
     try:

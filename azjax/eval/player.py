@@ -187,21 +187,30 @@ def make_human_agent(
     return Agent(name=name, batched=False, choose=choose, stateful=True)
 
 
-def result_text(game: Game, state, human: int) -> str:
+def result_text(game: Game, state, human: int | None) -> str:
+    """'game over: ...' of a finished game; `human`: the person's colour (None: two people)."""
     returns = [float(r) for r in game.returns(state)]
     if returns[0] == returns[1]:
         return "game over: a draw"
     winner = 0 if returns[0] > returns[1] else 1
+    if human is None:
+        return f"game over: {COLOURS[winner].label} wins"
     who = "you win" if winner == human else "the agent wins"
     return f"game over: {COLOURS[winner].label} wins; {who}"
 
 
 def play_human(
-    game: Game, agent: Callable, human: int, read: Callable = input, write: Callable = print
+    game: Game,
+    agent: Callable | None,
+    human: int,
+    read: Callable = input,
+    write: Callable = print,
 ):
-    """One game between a person (player ``human``) typing at ``read`` and ``agent``.
+    """One game between a person (player ``human``) typing at ``read`` and ``agent``; with
+    ``agent=None`` between two people at one keyboard, each with ``undo`` (back to before their
+    own last move), ``resign`` and ``quit``.
 
-    ``agent(state) -> action`` (negative: it resigns; QUIT: a second person quit), with an
+    ``agent(state) -> action`` (negative: it resigns; QUIT: a person behind it quit), with an
     optional ``agent.sync(states, actions)`` called before each of its moves (see `Player`).
     Returns the last state, or None if a person quit (``quit`` or the end of input).
     """
@@ -209,19 +218,32 @@ def play_human(
 
     step = jax.jit(game.step)
     history, actions = [game.init()], []  # actions[i] leads from history[i] to history[i + 1]
-    write(f"{game.name}: you are {COLOURS[human].label}; {help_text(game, undo=True)}")
+    if agent is None:
+        first = COLOURS[0].label
+        write(f"{game.name}: two people, {first} first; {help_text(game, undo=True)}")
+    else:
+        write(f"{game.name}: you are {COLOURS[human].label}; {help_text(game, undo=True)}")
     while True:
         state = history[-1]
         write("\n" + show(game, state))
         if bool(game.is_terminal(state)):
-            write(result_text(game, state, human))
+            write(result_text(game, state, None if agent is None else human))
             return state
         mover = int(game.current_player(state))
-        if mover != human:
+        if agent is None:  # two people: whoever is to move types
+            action = _person_moves(game, history, actions, mover, read, write)
+            if action == QUIT:
+                return None
+            if action == RESIGN:
+                write(f"{COLOURS[mover].label} resigns; {COLOURS[1 - mover].label} wins")
+                return state
+            if action == UNDO:
+                continue
+        elif mover != human:
             if hasattr(agent, "sync"):
                 agent.sync(history, actions)
             action = agent(state)
-            if action == QUIT:  # a second person, typing at the agent's turn, quit
+            if action == QUIT:  # a person behind the agent (`make_human_agent(quits=True)`)
                 return None
             if action < 0:
                 write(f"{COLOURS[mover].label}, the agent, resigns; you win")
@@ -250,7 +272,7 @@ def _person_moves(game: Game, history: list, actions: list, human: int, read, wr
         earlier = [i for i, s in enumerate(history[:-1]) if int(game.current_player(s)) == human]
         if earlier:
             break
-        write("nothing to undo: you have not moved yet")
+        write(f"nothing to undo: {COLOURS[human].label} has not moved yet")
     del history[earlier[-1] + 1 :], actions[earlier[-1] :]
     write(f"took back to move {int(history[-1].num_moves) + 1}")
     return UNDO
