@@ -230,16 +230,7 @@ def play_human(
             write(result_text(game, state, None if agent is None else human))
             return state
         mover = int(game.current_player(state))
-        if agent is None:  # two people: whoever is to move types
-            action = _person_moves(game, history, actions, mover, read, write)
-            if action == QUIT:
-                return None
-            if action == RESIGN:
-                write(f"{COLOURS[mover].label} resigns; {COLOURS[1 - mover].label} wins")
-                return state
-            if action == UNDO:
-                continue
-        elif mover != human:
+        if agent is not None and mover != human:
             if hasattr(agent, "sync"):
                 agent.sync(history, actions)
             action = agent(state)
@@ -249,12 +240,13 @@ def play_human(
                 write(f"{COLOURS[mover].label}, the agent, resigns; you win")
                 return state
             write(f"{COLOURS[mover].label}, the agent, plays {game.action_to_str(action)}")
-        else:
-            action = _person_moves(game, history, actions, human, read, write)
+        else:  # a person: the one at the keyboard, or either of two
+            action = _person_moves(game, history, actions, mover, read, write)
             if action == QUIT:
                 return None
             if action == RESIGN:
-                write(f"{COLOURS[human].label} resigns; the agent wins")
+                winner = "the agent" if agent is not None else COLOURS[1 - mover].label
+                write(f"{COLOURS[mover].label} resigns; {winner} wins")
                 return state
             if action == UNDO:
                 continue
