@@ -670,6 +670,55 @@ def test_an_interrupted_tournament_keeps_its_matches(tmp_path):
     assert record["win_ratio"][0][2] is None  # not played yet
 
 
+def test_a_tournament_stopped_after_its_last_match_keeps_it(tmp_path, monkeypatch):
+    """The last match was kept only by the complete record, written after the plot: a one-pair
+    tournament stopped there kept nothing."""
+    from azjax.eval import tournament
+
+    def log(text):
+        raise KeyboardInterrupt  # after the only match
+
+    with pytest.raises(KeyboardInterrupt):
+        tournament.run_tournament(
+            games.make("tictactoe"), ["random", "minimax"], str(tmp_path), games=2, log=log
+        )
+    record = json.load(open(tmp_path / "tournament.json"))
+    assert record["complete"] is False and len(record["matches"]) == 1
+    assert record["openings"] == "none"
+
+    def plot(*args):
+        raise KeyboardInterrupt  # while the heatmap is drawn
+
+    monkeypatch.setattr(tournament, "plot_heatmap", plot)
+    with pytest.raises(KeyboardInterrupt):
+        tournament.run_tournament(
+            games.make("tictactoe"), ["random", "minimax"], str(tmp_path), games=2, log=None
+        )
+    assert json.load(open(tmp_path / "tournament.json"))["complete"] is True
+
+
+def test_a_match_stopped_while_its_openings_are_solved_keeps_its_games(tmp_path, monkeypatch):
+    """All games ended inside the match's program and the record waited for the solver's values
+    of the openings: a signal then lost every game."""
+    from azjax.eval import match, openings
+
+    def solving(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(openings, "perfect_values", solving)
+    with pytest.raises(KeyboardInterrupt):
+        match.run_match(
+            games.make("tictactoe"),
+            ["random", "random"],
+            str(tmp_path),
+            games=None,
+            openings="all",
+        )
+    record = json.load(open(tmp_path / "match.json"))
+    assert record["result"]["overall"]["games"] == 18 and len(record["game_records"]) == 18
+    assert len(os.listdir(tmp_path / "games")) == 18
+
+
 def _stopping_after_first(write):
     def stop(*args):
         write(*args)

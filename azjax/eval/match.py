@@ -309,9 +309,7 @@ def _keep_finished(folder: str, head: dict, specs: list[str], games: int, game: 
     def on_games(idx: np.ndarray, returns_a: np.ndarray, moves: list) -> None:
         returns[idx] = returns_a
         played.update((int(i), list(m)) for i, m in zip(idx, moves))
-        done = ~np.isnan(returns)
-        if done.all():
-            return  # the complete record follows
+        done = ~np.isnan(returns)  # all of them too: a signal may come before the record
         records = {
             i: game_record(game, played[i], returns[i], a_first[i])
             for i in map(int, np.flatnonzero(done))
@@ -399,13 +397,14 @@ def run_match(
     record = dict(head, complete=True, **outcome_record(specs, outcome, game))
     if openings != "none":
         record["by_opening"] = op.opening_records(game, moves, outcome.returns)
-        values = op.perfect_values(game, moves)
-        if values is not None:
-            for row, v in zip(record["by_opening"], values):
-                row["perfect_value_for_black"] = v
-            record["vs_perfect_play"] = op.won_sides(values, outcome.returns)
     _write_game_files(
         folder, game, specs, dict(enumerate(zip(outcome.moves, record["game_records"])))
     )
-    write_json(folder, "match.json", record)
+    write_json(folder, "match.json", record)  # before the solver: a signal there keeps them
+    values = op.perfect_values(game, moves) if openings != "none" else None
+    if values is not None:
+        for row, v in zip(record["by_opening"], values):
+            row["perfect_value_for_black"] = v
+        record["vs_perfect_play"] = op.won_sides(values, outcome.returns)
+        write_json(folder, "match.json", record)
     return record

@@ -48,7 +48,9 @@ def run_tournament(
     agents = [parse_agent(s, game, seed=seed) for s in specs]
 
     def keep(partial: dict) -> None:  # a tournament stopped by a signal keeps its matches
-        write_json(folder, "tournament.json", dict(partial, seed=seed, complete=False))
+        write_json(
+            folder, "tournament.json", dict(partial, seed=seed, openings=openings, complete=False)
+        )
 
     try:
         record = round_robin(
@@ -65,8 +67,8 @@ def run_tournament(
         for agent in agents:
             agent.close()
     record.update(seed=seed, openings=openings, complete=True)
+    write_json(folder, "tournament.json", record)  # before the plot: a signal there keeps it
     plot_heatmap(record, os.path.join(folder, "win_ratio.png"))
-    write_json(folder, "tournament.json", record)
     return record
 
 
@@ -115,7 +117,7 @@ def round_robin(
                 matches=matches,
                 **tournament_summary(names, points, played),
             )
-            if on_match is not None and len(matches) < num * (num - 1) // 2:
+            if on_match is not None:  # the last match too: a signal may come before the end
                 on_match(record)
             log(
                 f"{names[i]} vs {names[j]}: W{r.wins} D{r.draws} L{r.losses} "
