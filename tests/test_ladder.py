@@ -416,6 +416,10 @@ def test_a_placement_off_the_top_names_the_extension_to_rate(
     out = capsys.readouterr().out
     assert "above the ladder" in out and "only a lower bound" in out
     assert f"evaluate.py ladder --rungs=3:6 --extend --table={ttt_table}" in out  # 8..16 sims
+    # the bound, the top rung's rating (16 sims: 0), not the fit's +400 ± 300 (virtual draws)
+    assert "random: Elo > +0 (8 games, 0 rounds)" in out and "± 300" not in out
+    record = json.load(open(tmp_path / "place.json"))
+    assert record["off_scale"] == 1 and record["elo_bound"] == 0.0
 
 
 @pytest.fixture(scope="module")
@@ -676,13 +680,14 @@ def test_place_ranks_bounds_as_bounds(capsys):
     from azjax.commands.evaluate import _ranking
 
     def rec(agent, elo, off):
-        return dict(agent=agent, elo=elo, ci95=100.0, off_scale=off)
+        return dict(agent=agent, elo=elo, ci95=100.0, off_scale=off, elo_bound=off and 1200.0)
 
     ranking = _ranking([rec("b", 900.0, 0), rec("a", 1600.0, 1), rec("c", 1500.0, 1)])
     assert [r["agent"] for r in ranking] == ["a", "c", "b"]
     assert [r["gap"] for r in ranking] == ["best", "unknown", "at least"]
     said = capsys.readouterr().out
     assert "not told apart: both off the ladder" in said and "at least 700 ± 141 below" in said
+    assert "a  Elo > +1200" in said and "b  Elo   +900 ± 100" in said  # a bound, not the fit's
     assert [r["gap"] for r in _ranking([rec("a", 900.0, 0), rec("b", 800.0, 0)])] == [
         "best",
         "estimate",

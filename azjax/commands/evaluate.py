@@ -528,17 +528,23 @@ def _place_one(args, game, ladder, spec: str, agent, rounds) -> dict:
         key=jax.random.PRNGKey(args.seed),
         log=_say,
     )
-    print(f"{spec}: {p.said()}")
     side = off_scale(p)
+    bound = None if not side else float(ladder.elo[-1] if side > 0 else ladder.elo[0])
+    if side:  # the fit's number only reflects its virtual draws: the end rung is the bound
+        rounds_said = p.said().rpartition(" (")[2]
+        print(f"{spec}: Elo {'>' if side > 0 else '<'} {bound:+.0f} ({rounds_said}")
+    else:
+        print(f"{spec}: {p.said()}")
     if side:
         end, rung = ("above", ladder.sims[-1]) if side > 0 else ("below", ladder.sims[0])
+        kind = "a lower" if side > 0 else "an upper"
         lo, hi = (int(math.log2(s)) for s in (ladder.sims[0], ladder.sims[-1]))
         lo, hi = (lo, min(hi + 2, 16)) if side > 0 else (max(lo - 2, 0), hi)
         table = f" --table={args.table}" if args.table else ""
         print(
             f"  {end} the ladder: it {'won' if side > 0 else 'lost'} every game against the "
-            f"rung of {rung} simulations, so the Elo is only a {'lower' if side > 0 else 'upper'} "
-            f"bound (rungs more: evaluate.py ladder --rungs={lo}:{hi} --extend{table} and the "
+            f"rung of {rung} simulations, so the Elo is only {kind} bound (rungs more: "
+            f"evaluate.py ladder --rungs={lo}:{hi} --extend{table} and the "
             "game's flags)"
         )
     ahead = [int(ladder.sims[i]) for i in unmet(p, ladder.elo)]
@@ -560,6 +566,7 @@ def _place_one(args, game, ladder, spec: str, agent, rounds) -> dict:
         rounds=p.rounds,
         rounds_asked=args.rounds,  # "auto": 4, then more until settled (at most one a rung)
         off_scale=side,  # +1: above the top rung (a lower bound), -1: below the bottom one
+        elo_bound=bound,  # off the scale: that end rung's Elo, the bound (elo: the fit's number)
         unmet_rungs=ahead,  # the rungs a next round would play that it never met: not settled
         moving=way,
         rungs=[
@@ -591,10 +598,12 @@ def _ranking(records: list[dict]) -> list[dict]:
         else:
             kind = "at least" if best["off_scale"] > 0 or r["off_scale"] < 0 else "estimate"
             said = f"  {'at least ' * (kind == 'at least')}{below:.0f} ± {half:.0f} below the best"
-        print(
-            f"  {r['agent']:<{width}}  Elo {r['elo']:+6.0f} ± {r['ci95']:.0f}{said}"
-            f"{ends.get(r['off_scale'], '')}"
+        rating = (
+            f"Elo {'>' if r['off_scale'] > 0 else '<'} {r['elo_bound']:+.0f}"
+            if r["off_scale"]
+            else f"Elo {r['elo']:+6.0f} ± {r['ci95']:.0f}"
         )
+        print(f"  {r['agent']:<{width}}  {rating}{said}{ends.get(r['off_scale'], '')}")
         out.append(
             dict(agent=r["agent"], elo=r["elo"], below_best=below, below_best_ci95=half, gap=kind)
         )
