@@ -27,6 +27,18 @@ def test_elo_of_a_three_one_record():
     # mean-anchored ratings carries half the difference's standard error
     se_diff = stats.ELO_PER_NAT / math.sqrt(4 * 0.75 * 0.25)
     assert r.stderr == pytest.approx([se_diff / 2, se_diff / 2])
+    # measured from player 1 (a ladder's anchor rung): player 0 carries the difference's whole
+    # standard error, the anchor none
+    a = stats.elo(np.array([[0.0, 3.0], [1.0, 0.0]]), np.array([[0.0, 4.0], [4.0, 0.0]]), anchor=1)
+    assert a.elo == pytest.approx([400 * math.log10(3), 0.0]) and a.stderr == pytest.approx(
+        [se_diff, 0.0]
+    )
+    # A beats B 3-1 and B beats C 3-1 (A and C never met): from B, A and C have one pair's error
+    points = np.array([[0, 3, 0], [1, 0, 3], [0, 1, 0]], float)
+    games = np.array([[0, 4, 0], [4, 0, 4], [0, 4, 0]], float)
+    chain = stats.elo(points, games, anchor=1)
+    assert chain.stderr == pytest.approx([se_diff, 0.0, se_diff])
+    assert stats.elo(points, games, anchor=0).stderr[2] == pytest.approx(math.sqrt(2) * se_diff)
 
 
 def test_elo_counts_draws_as_half_points_and_is_transitive():

@@ -125,13 +125,12 @@ def rate_rungs(
             f"({outcome.wall_seconds:.1f} s)"
         )
     prior = 0.0 if is_connected(points, played) else 1.0
-    ratings = elo(points, played, prior_draws=prior)
-    anchor = ratings.elo[sims.index(ANCHOR_SIMS)]
+    ratings = elo(points, played, prior_draws=prior, anchor=sims.index(ANCHOR_SIMS))
     return Ladder(
         game=game.name,
         game_options=dict(game.rules),
         sims=tuple(sims),
-        elo=tuple(float(e - anchor) for e in ratings.elo),
+        elo=tuple(float(e) for e in ratings.elo),  # from the anchor rung, as their stderr
         stderr=tuple(float(s) for s in ratings.stderr),
         games_per_pair=games_per_pair,
         info=dict(

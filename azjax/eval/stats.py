@@ -49,10 +49,10 @@ def score_ci(wins: int, draws: int, losses: int, z: float = Z95) -> tuple[float,
 
 @dataclasses.dataclass(frozen=True)
 class Ratings:
-    """Elo ratings of P players: `elo[i] ± 1.96 * stderr[i]`, mean 0."""
+    """Elo ratings of P players: `elo[i] ± 1.96 * stderr[i]`, mean 0 (or one player's 0)."""
 
     elo: np.ndarray  # float64[P]
-    stderr: np.ndarray  # float64[P], standard errors of the mean-anchored ratings
+    stderr: np.ndarray  # float64[P], standard errors of the ratings so measured
     iterations: int  # Newton iterations used
     prior_draws: float  # virtual draws added to every pair that played
 
@@ -63,8 +63,12 @@ def elo(
     prior_draws: float = 0.0,
     max_iter: int = 100,
     tol: float = 1e-10,
+    *,
+    anchor: int | None = None,
 ) -> Ratings:
-    """Maximum-likelihood Elo ratings of P players.
+    """Maximum-likelihood Elo ratings of P players, mean 0; with `anchor`, measured from player
+    `anchor` instead (its rating 0 and stderr 0, the others' stderr that of their difference
+    from it, as a ladder's rungs are read).
 
     points: float[P, P], points[i, j] = wins + draws / 2 of i against j (all games between them);
     games:  float[P, P], games[i, j] = games[j, i] = games played between i and j.
@@ -94,10 +98,12 @@ def elo(
     _, info = _gradient_information(theta, s, n)
     cov = np.zeros((num, num))
     cov[1:, 1:] = np.linalg.inv(info[1:, 1:])
-    centre = np.eye(num) - 1.0 / num
+    # each rating less the mean's, or less the anchor's: cov of (I - 1 w^T) theta
+    weights = np.full(num, 1.0 / num) if anchor is None else np.eye(num)[anchor]
+    centre = np.eye(num) - weights[None, :]
     cov = centre @ cov @ centre.T
     return Ratings(
-        ELO_PER_NAT * (theta - theta.mean()),
+        ELO_PER_NAT * (theta - weights @ theta),
         ELO_PER_NAT * np.sqrt(np.maximum(np.diag(cov), 0.0)),
         it,
         prior_draws,
