@@ -29,6 +29,8 @@ def test_match_of_a_checkpoint_takes_the_game_from_it(tiny_run, tmp_path, capsys
     )
     record = _json(out, "match.json")
     assert record["game"] == "tictactoe" and record["games"] == 4
+    # the network played, its step resolved: the spec names another once the run trains on
+    assert record["checkpoints"] == {f"ckpt:{tiny_run},sims=2": f"{tiny_run}@2"}
     res = record["result"]
     assert res["first"]["games"] == res["second"]["games"] == 2
     overall = res["overall"]

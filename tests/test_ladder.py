@@ -240,6 +240,13 @@ def test_ladder_and_place_commands(ttt_table, tmp_path, capsys):
     assert ranking[1]["below_best_ci95"] == pytest.approx(math.hypot(*ci))
     said = capsys.readouterr().out
     assert "best first:" in said and "below the best" in said
+    argv = ["place", "random", "random", "--game=tictactoe", "--rounds=1", "--games=2"]
+    assert evaluate.main([*argv, f"--table={table}", f"--out={out}3"]) == 0
+    twice = json.load(open(f"{out}3/place.json"))  # told apart, as in a tournament
+    assert [r["agent"] for r in twice["ranking"]] == ["random", "random #2"] or [
+        r["agent"] for r in twice["ranking"]
+    ] == ["random #2", "random"]
+    assert [r["checkpoint"] for r in twice["placements"]] == [None, None]
 
 
 def test_curve_places_every_checkpoint_on_the_ladder(

@@ -488,6 +488,7 @@ def run_place(args, game, folder: str) -> None:
     from azjax.eval import parse_agent
     from azjax.eval.ladder import require_ladder
     from azjax.eval.records import write_json
+    from azjax.eval.tournament import unique_names
     from azjax.ladder import parse_rounds
 
     rounds = parse_rounds(args.rounds)
@@ -497,8 +498,8 @@ def run_place(args, game, folder: str) -> None:
     records = []  # game's ckpt: named before the table (which that game may not have)
     try:
         ladder = require_ladder(game, args.table)
-        for spec, agent in zip(args.agents, agents):
-            records.append(_place_one(args, game, ladder, spec, agent, rounds))
+        for name, agent in zip(unique_names(args.agents), agents):  # a repeat: `NAME #2`
+            records.append(_place_one(args, game, ladder, name, agent, rounds))
     finally:
         for agent in agents:
             agent.close()
@@ -558,6 +559,7 @@ def _place_one(args, game, ladder, spec: str, agent, rounds) -> dict:
         )
     return dict(
         agent=spec,
+        checkpoint=agent.checkpoint,  # a ckpt agent's RUN@STEP, its step resolved
         game=game.name,
         game_options=dict(game.options),
         elo=p.elo,

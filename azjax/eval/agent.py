@@ -85,10 +85,20 @@ class Agent:
     close: Callable = _nothing  # () -> None, when done (ends a GTP engine)
     stateful: bool = False  # holds one game at a time: its games are played one by one
     search: SearchSetup | None = None  # search agents (ckpt, mcts)
+    checkpoint: str | None = None  # a ckpt agent's network: "RUN@STEP", the step resolved
 
 
-def search_agent(name: str, setup: SearchSetup, variables=None) -> Agent:
-    return Agent(name=name, batched=True, act=setup.make_act(), variables=variables, search=setup)
+def search_agent(
+    name: str, setup: SearchSetup, variables=None, checkpoint: str | None = None
+) -> Agent:
+    return Agent(
+        name=name,
+        batched=True,
+        act=setup.make_act(),
+        variables=variables,
+        search=setup,
+        checkpoint=checkpoint,
+    )
 
 
 def with_simulations(agent: Agent, simulations: int) -> Agent:

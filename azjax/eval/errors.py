@@ -23,7 +23,7 @@ from azjax import solved as sv
 from azjax.eval.agent import Agent
 from azjax.eval.calibration import calibrate
 from azjax.eval.match import tell_moves
-from azjax.eval.records import write_json
+from azjax.eval.records import checkpoints_record, write_json
 from azjax.eval.specs import parse_agent
 from games.base import Game
 
@@ -133,6 +133,7 @@ def run_errors(
         set_info=solved.info,
         devices=1 if parallel.local_mesh() is None else jax.local_device_count(),  # batched split
         agents=rows,
+        checkpoints=checkpoints_record(specs, agents),
     )
     write_json(folder, "errors.json", record)
     return record

@@ -31,6 +31,7 @@ from azjax.eval.calibration import calibrate
 from azjax.eval.game_records import FORMATS, clear_records, write_records
 from azjax.eval.records import (
     check_games,
+    checkpoints_record,
     game_record,
     outcome_record,
     result_record,
@@ -375,6 +376,7 @@ def run_match(
         game=game.name, game_options=game.options, games=games, seed=seed, openings=openings
     )
     agents = [parse_agent(s, game, seed=seed) for s in specs]
+    head["checkpoints"] = checkpoints_record(specs, agents)
     clear_records(os.path.join(folder, "games"))  # games/ holds this match's games alone
     with contextlib.suppress(FileNotFoundError):  # nor an earlier match's, until a game ends
         os.remove(os.path.join(folder, "match.json"))

@@ -58,6 +58,12 @@ def outcome_record(names, outcome, game=None) -> dict:
     return record
 
 
+def checkpoints_record(specs, agents) -> dict[str, str]:
+    """{spec: "RUN@STEP"} of the ckpt agents: the network each played, its step resolved (a spec
+    without a step, or with @best, names another network once the run trains on)."""
+    return {s: a.checkpoint for s, a in zip(specs, agents) if a.checkpoint is not None}
+
+
 def games_record(game, outcome) -> list[dict]:
     """Each game of a `MatchOutcome` as {moves: the move names from the initial position
     ("resign" last where a side resigned), result: "black" | "white" | "draw", a_played:

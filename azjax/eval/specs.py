@@ -344,7 +344,7 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
         opts.get("eps", 0.0),
         opts.get("seconds"),
     )
-    return search_agent(name, setup, variables)
+    return search_agent(name, setup, variables, checkpoint=f"{path}@{step}")
 
 
 def _minimax(game: Game, rest: str, name: str, *, seed: int) -> Agent:

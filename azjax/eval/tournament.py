@@ -13,7 +13,13 @@ import numpy as np
 
 from azjax.eval.calibration import calibrate
 from azjax.eval.match import play_games
-from azjax.eval.records import check_games, outcome_record, plot_heatmap, write_json
+from azjax.eval.records import (
+    check_games,
+    checkpoints_record,
+    outcome_record,
+    plot_heatmap,
+    write_json,
+)
 from azjax.eval.specs import parse_agent
 from azjax.eval.stats import Z95, elo, is_connected
 from games.base import Game
@@ -47,15 +53,16 @@ def run_tournament(
         raise ValueError("tournament: give at least two agents")
     agents = [parse_agent(s, game, seed=seed) for s in specs]
 
+    names = unique_names(specs)
+    played = dict(seed=seed, openings=openings, checkpoints=checkpoints_record(names, agents))
+
     def keep(partial: dict) -> None:  # a tournament stopped by a signal keeps its matches
-        write_json(
-            folder, "tournament.json", dict(partial, seed=seed, openings=openings, complete=False)
-        )
+        write_json(folder, "tournament.json", dict(partial, **played, complete=False))
 
     try:
         record = round_robin(
             game,
-            unique_names(specs),
+            names,
             agents,
             games,
             k_play if starts is not None else jax.random.PRNGKey(seed),  # none: the keys as before
@@ -66,7 +73,7 @@ def run_tournament(
     finally:
         for agent in agents:
             agent.close()
-    record.update(seed=seed, openings=openings, complete=True)
+    record.update(played, complete=True)
     write_json(folder, "tournament.json", record)  # before the plot: a signal there keeps it
     plot_heatmap(record, os.path.join(folder, "win_ratio.png"))
     return record
