@@ -13,7 +13,8 @@ Elo ratings are the maximum-likelihood Bradley–Terry fit over all games of a t
 each game scored 1 / ½ / 0 for the first of the pair (a draw is half a win and half a loss).
 Newton's method maximises the concave log-likelihood with the first player held at 0; the ratings
 are then shifted to mean 0. Standard errors come from the inverse observed Fisher information (the
-negative Hessian) and are those of the mean-anchored ratings. The maximum exists only when the
+negative Hessian) and are those of the mean-anchored ratings, or with `anchor` of each rating's
+difference from that player's (a ladder's rung 16). The maximum exists only when the
 "scored against" graph is strongly connected (nobody won or lost every game against the rest);
 `elo` can add `prior_draws` virtual draws to every pair that played to keep it finite.
 """
