@@ -147,6 +147,12 @@ def local_mesh() -> Mesh | None:
     return make_mesh(jax.local_devices())
 
 
+def local_devices_used() -> int:
+    """The devices `local_mesh` splits evaluation over (1 without a mesh), for records: the
+    split changes which games a seed plays."""
+    return 1 if local_mesh() is None else jax.local_device_count()
+
+
 def split_states(states: Any, mesh: Mesh) -> Any:
     """A batch of states (leading axis B) ready for `split_call`: filled up to a multiple of the
     mesh's devices with copies of its first state (whose results the caller drops), on every

@@ -214,6 +214,7 @@ def test_ladder_and_place_commands(ttt_table, tmp_path, capsys):
     data = json.load(open(table))
     assert [r["sims"] for r in data["rungs"]] == [8, 16]
     assert data["rungs"][1]["elo"] == 0.0 and sum(map(sum, data["info"]["played"])) == 8
+    assert data["info"]["seed"] == 0 and data["info"]["devices"] >= 1  # what picks its games
     out = str(tmp_path / "place")
     # mcts:sims=8 is rung 8 itself: its match against rung 16 is the one compiled above
     code = evaluate.main(
@@ -269,6 +270,8 @@ def test_curve_places_every_checkpoint_on_the_ladder(
     record = json.load(open(f"{out}/curve.json"))
     assert record["measures"] == ["ladder"] and record["complete"]
     assert record["ladder_top"] == 16  # the run's loop's cap (8192 by default) keeps both rungs
+    assert (record["ladder_games"], record["ladder_rounds"]) == (2, 1)  # what it was asked
+    assert record["ladder_table"] == ttt_table and record["devices"] >= 1
     assert [r["step"] for r in record["curve"]] == [1, 2]
     for row in record["curve"]:  # no matches: a placement of 1 round, 2 games a rung
         assert "vs_mcts" not in row and "errors" not in row

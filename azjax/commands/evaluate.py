@@ -476,6 +476,7 @@ def run_ladder(args, game) -> None:
         known=known,
         log=_say,
     )
+    ladder.info["seed"] = args.seed  # the pairs' keys come from it
     save_ladder(ladder, path)
     for s, e, d in zip(ladder.sims, ladder.elo, ladder.stderr):
         print(f"{s:>6} sims  {e:+7.0f} ± {1.96 * d:.0f}")
@@ -518,6 +519,7 @@ def _place_one(args, game, ladder, spec: str, agent, rounds) -> dict:
 
     from azjax.eval.ladder import place_agent
     from azjax.ladder import moving, off_scale, unmet
+    from azjax.parallel import local_devices_used
 
     p = place_agent(
         game,
@@ -577,6 +579,7 @@ def _place_one(args, game, ladder, spec: str, agent, rounds) -> dict:
             if n > 0
         ],
         seed=args.seed,
+        devices=local_devices_used(),  # the games split over them: another count, other games
     )
 
 

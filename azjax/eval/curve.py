@@ -44,6 +44,7 @@ from azjax.eval.records import (
 )
 from azjax.ladder import AUTO_ROUNDS, Rounds, moving, off_scale
 from azjax.metrics import read_rows, run_seconds
+from azjax.parallel import local_devices_used
 from azjax.search import SearchSpec
 from azjax.solved import error_rate, load_set, shipped, start_states
 from games.base import Game
@@ -186,7 +187,18 @@ def run_curve(
         measures=sorted(wanted, key=MEASURES.index),
         complete=False,
         curve=rows,
-        **({"placed": [], "ladder_top": ladder.sims[-1]} if ladder is not None else {}),
+        devices=local_devices_used(),  # the games split over them: another count, other games
+        **(
+            dict(
+                placed=[],
+                ladder_top=ladder.sims[-1],
+                ladder_games=ladder_games,
+                ladder_rounds="auto" if rounds.settle else rounds.count,
+                ladder_table=table,  # None: the package's
+            )
+            if ladder is not None
+            else {}
+        ),
     )
     saved = steps(run_dir)
     for step in saved[::-1][::every][::-1]:  # every `every`-th, counted back from the last

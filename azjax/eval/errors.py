@@ -131,7 +131,7 @@ def run_errors(
         won_positions=int((best == 1).sum()),
         drawn_positions=int((best == 0).sum()),
         set_info=solved.info,
-        devices=1 if parallel.local_mesh() is None else jax.local_device_count(),  # batched split
+        devices=parallel.local_devices_used(),  # the batched agents' positions split
         agents=rows,
         checkpoints=checkpoints_record(specs, agents),
     )

@@ -37,6 +37,7 @@ from azjax.ladder import (
     rung_spec,
     shared_capacity,
 )
+from azjax.parallel import local_devices_used
 from azjax.search import Budget
 from games.base import Game
 
@@ -138,6 +139,7 @@ def rate_rungs(
             prior_draws=prior,
             seconds=round(time.time() - t0, 1),
             machine=f"{platform.machine()}, {jax.devices()[0].platform}",
+            devices=local_devices_used(),  # the games split over them: another count, other games
             points=points.tolist(),
             played=played.tolist(),
             **({"extended": _extended(known, len(pending))} if known else {}),
