@@ -110,7 +110,10 @@ def rate_rungs(
     busy = sorted({sims[k] for pair in pending for k in pair})
     capacity = shared_capacity(game, busy or sims, games_per_pair)  # small rungs: one program
     agents = {s: rung_agent(game, s, capacity) for s in busy}
+    compiled = set()  # the matches compiled so far: the rungs up to `capacity` share one agent
     for i, j in pending:
+        match = tuple(s if s > capacity else 0 for s in (sims[i], sims[j]))
+        new, compiled = match not in compiled, compiled | {match}
         outcome = play_games(
             game,
             agents[sims[i]],
@@ -121,9 +124,10 @@ def rate_rungs(
         r = outcome.result
         points[i, j], points[j, i] = r.wins + 0.5 * r.draws, r.losses + 0.5 * r.draws
         played[i, j] = played[j, i] = r.games
+        t = outcome.wall_seconds
         log(
             f"{sims[i]} vs {sims[j]} sims: W{r.wins} D{r.draws} L{r.losses} "
-            f"({outcome.wall_seconds:.1f} s)"
+            f"({t:.{1 if t >= 0.1 else 2}f} s{', compiling included' if new else ''})"
         )
     prior = 0.0 if is_connected(points, played) else 1.0
     ratings = elo(points, played, prior_draws=prior, anchor=sims.index(ANCHOR_SIMS))
