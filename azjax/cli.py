@@ -128,9 +128,15 @@ def script(module: str, main: Callable[[list[str]], object]) -> int:
 
 def _leave_if_stuck(prog: str, code: int, wait: float = 10.0) -> None:
     """In a script, end the process now when threads it cannot finish without are still busy
-    `wait` seconds after an error (orbax's, after a failed save), rather than hang at exit."""
+    `wait` seconds after an error (orbax's, after a failed save), rather than hang at exit; one
+    of several processes (`--distributed`) at once."""
     if os.path.basename(sys.argv[0]) != prog:
         return  # called as a function (tests, notebooks): the caller decides
+    parallel = sys.modules.get("azjax.parallel")
+    if parallel is not None and parallel.distributed():  # the others would wait for it forever
+        sys.stdout.flush()  # in a collective, and it for them in JAX's shutdown: leave now
+        sys.stderr.flush()
+        os._exit(code)
     busy = [
         t
         for t in threading.enumerate()

@@ -204,10 +204,56 @@ def initialize(
     Open MPI and Kubernetes itself, and reads JAX_COORDINATOR_ADDRESS. On CPU the processes talk
     through gloo (`jax_cpu_collectives_implementation`, set here explicitly).
     """
+    global _distributed
+    if coordinator is not None:
+        host, _, port = coordinator.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"--coordinator must be HOST:PORT (port 1-65535), got {coordinator!r}")
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(
-        coordinator_address=coordinator, num_processes=num_processes, process_id=process_id
-    )
+    try:
+        jax.distributed.initialize(
+            coordinator_address=coordinator, num_processes=num_processes, process_id=process_id
+        )
+    except (ValueError, RuntimeError) as e:  # JaxRuntimeError is a RuntimeError
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(
+            f"--distributed: {first} (give --coordinator=HOST:PORT, --num_processes and "
+            "--process_id, or run where JAX finds them: a TPU pod slice, SLURM, Open MPI)"
+        ) from None
+    _distributed = True
+
+
+_distributed = False  # set by `initialize`: an error then ends the process at once (azjax.cli)
+
+
+def distributed() -> bool:
+    """Whether this process is one of several (`initialize` was called)."""
+    return _distributed
+
+
+def check_same_everywhere(values: dict[str, Any]) -> None:
+    """A ValueError naming the entries of `values` (flag name: this process's value) that differ
+    between the processes, raised in every process alike; called before any work that would hang
+    or crash in a collective on a mismatch (another batch size, one process resuming and one not).
+    One gathered int32 digest an entry; nothing to do in a process alone."""
+    import json
+    import zlib
+
+    if jax.process_count() < 2:
+        return
+    from jax.experimental import multihost_utils
+
+    digests = [
+        zlib.crc32(json.dumps(v, sort_keys=True, default=str).encode()) for v in values.values()
+    ]
+    mine = np.array(digests, np.uint32).view(np.int32)
+    everyone = np.asarray(multihost_utils.process_allgather(mine)).reshape(-1, len(values))
+    differ = [name for name, column in zip(values, everyone.T) if (column != column[0]).any()]
+    if differ:
+        raise ValueError(
+            f"--distributed: the processes differ in {', '.join(differ)}; start every process "
+            "with the same flags"
+        )
 
 
 def usable_cpus() -> int:

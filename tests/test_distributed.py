@@ -46,8 +46,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _two_processes(command) -> list[tuple[str, str]]:
-    """(stdout, stderr) of `command(port, process_id)` run as processes 0 and 1 side by side."""
+def _two_processes(command, code: int = 0) -> list[tuple[str, str]]:
+    """(stdout, stderr) of `command(port, process_id)` run as processes 0 and 1 side by side,
+    each of which must exit with `code`."""
     port = _free_port()
     env = dict(os.environ, XLA_FLAGS=with_host_devices())  # the suite's, one device each
     env["JAX_PLATFORMS"] = "cpu"
@@ -71,11 +72,12 @@ def _two_processes(command) -> list[tuple[str, str]]:
             p.kill()
         pytest.fail(f"the two processes did not finish in {TIMEOUT} s")
     for i, (p, (_, err)) in enumerate(zip(procs, outputs)):
-        assert p.returncode == 0, f"process {i} exited {p.returncode}:\n{err[-3000:]}"
+        assert p.returncode == code, f"process {i} exited {p.returncode}:\n{err[-3000:]}"
     return outputs
 
 
-def _train(workdir: str, *more: str) -> list[tuple[str, str]]:
+def _train(workdir: str, *more: str, code: int = 0, each=lambda i: []) -> list[tuple[str, str]]:
+    """Both processes' (stdout, stderr) of a training run; `each(process_id)`: its own flags."""
     return _two_processes(
         lambda port, i: [
             sys.executable,
@@ -88,7 +90,9 @@ def _train(workdir: str, *more: str) -> list[tuple[str, str]]:
             "--json",
             *TOY,
             *more,
-        ]
+            *each(i),
+        ],
+        code,
     )
 
 
@@ -127,6 +131,22 @@ def test_two_processes_resume_and_go_back_to_a_checkpoint(two_process_run):
         assert [json.loads(line)["iteration"] for line in f] == [1, 2]
 
 
+def test_processes_started_differently_both_stop_with_one_line(tmp_path):
+    """Another batch size crashed in gloo (a collective of another size); a process resuming
+    beside one that did not printed its error and hung, the other waiting for it forever."""
+    outputs = _train(
+        str(tmp_path / "run"),
+        code=2,
+        each=lambda i: ["--batch_games=8", "--resume"] if i else [],
+    )
+    for _, err in outputs:
+        said = [line for line in err.splitlines() if "error:" in line]
+        assert said == [
+            "train.py: error: --distributed: the processes differ in --batch_games, --resume; "
+            "start every process with the same flags"
+        ], err[-2000:]
+
+
 FETCH = """
 import sys
 from azjax import parallel
@@ -154,6 +174,13 @@ def test_fetch_gathers_an_array_split_over_two_processes_on_each():
 def test_process_flags_without_distributed_are_refused(capsys):
     sys.path.insert(0, ROOT)
     from azjax.commands import train
+
+    for bad in ("localhost", "localhost:abc", ":8476", "host:0"):  # before JAX starts
+        argv = ["--game=tictactoe", "--distributed", f"--coordinator={bad}", "--num_processes=2"]
+        assert train.main([*argv, "--process_id=0"]) == 2
+        assert f"--coordinator must be HOST:PORT (port 1-65535), got {bad!r}" in (
+            capsys.readouterr().err
+        )
 
     assert train.main(["--game=tictactoe", "--num_processes=2"]) == 2
     assert "--num_processes only makes sense with --distributed" in capsys.readouterr().err

@@ -279,6 +279,9 @@ def _main(argv: list[str]) -> int:
 
     if args.distributed:  # before anything else touches JAX
         parallel.initialize(args.coordinator, args.num_processes, args.process_id)
+        agreed = {f"--{k}": v for k, v in json.loads(config.to_json()).items()}
+        agreed.update({"--workdir": workdir, "--resume": resume, "--resume_step": args.resume_step})
+        parallel.check_same_everywhere(agreed)
     elif args.cpu_devices is not None:
         split_cpu(args.cpu_devices, config.batch_games, config.train_batch_size)
 
