@@ -726,6 +726,11 @@ def validate(config: Config) -> Config:
             "net_symmetries needs algorithm=alphazero on one game (not Expert Iteration's expert "
             "or shared learning)"
         )
+    if config.full_search_prob < 1 and config.algorithm != "alphazero":
+        raise ValueError(
+            "full_search_prob < 1 needs algorithm=alphazero (Expert Iteration's expert searches "
+            "every position it labels with num_simulations, and its apprentice does not search)"
+        )
     if config.resign_threshold and config.algorithm != "alphazero":
         raise ValueError(
             "resign_threshold needs algorithm=alphazero (Expert Iteration's apprentice games "

@@ -47,7 +47,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from azjax import parallel, replay, training
+from azjax import parallel, replay, symmetry, training
 from azjax.checkpoint import RunState, init_run
 from azjax.config import Config
 from azjax.loop import Iteration, make_sampler
@@ -412,7 +412,11 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
         training.make_train_step(
             net, optimizer, config.weight_decay, value_weight=config.value_weight
         ),
-        make_sampler(config.train_batch_size, mesh),
+        make_sampler(
+            config.train_batch_size,
+            mesh,
+            augment=symmetry.symmetries(game) if config.augment else None,
+        ),
         max(config.train_steps, 1),
     )
     chunk = jax.jit(

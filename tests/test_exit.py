@@ -139,6 +139,20 @@ def test_retrain_from_scratch_forgets_the_current_weights():
         np.testing.assert_allclose(x, y)
 
 
+def test_augment_reaches_the_apprentices_sampler(monkeypatch):
+    """--augment was silently ignored by Expert Iteration: its sampler took no symmetries."""
+    real, seen = ex.make_sampler, []
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("augment"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ex, "make_sampler", spy)
+    ex.make_iteration(tiny(augment=True), parallel.make_mesh())
+    ex.make_iteration(tiny(), parallel.make_mesh())
+    assert len(seen[0].cells) == 8 and seen[1] is None  # 8 symmetries of the square; none unasked
+
+
 def test_train_py_exit_trains_and_resumes(tmp_path):
     from azjax.commands import train
 
@@ -189,6 +203,10 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
         ("--dataset_growth=-1", "dataset_growth must be >= 0"),
         ("--exit_prior_temperature=0", "exit_prior_temperature must be >= 0.001"),
         ("--retrain_from_scratch=maybe", "expected true or false"),
+        (
+            "--algorithm=exit --full_search_prob=0.5 --fast_simulations=2",
+            "full_search_prob < 1 needs algorithm=alphazero",
+        ),
         (  # more than a game has plies: lax.top_k's own error, after compiling
             "--algorithm=exit --positions_per_game=10",
             "positions_per_game must be in 1..9 for tictactoe (its longest game, in plies)",
