@@ -323,7 +323,6 @@ def make_iteration(
             traj,
             config.resign_threshold,
             config.resign_playout,
-            parallel.num_devices(mesh),
         )
         return Playing(games, low), buffer, summarise(traj, checked, wrong)
 

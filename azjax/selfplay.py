@@ -25,12 +25,12 @@ the branch, in the other game, keeps its own outcome).
 
 Resignation (`resign_threshold` = t > 0; AlphaZero's, Silver et al. 2017): a game ends where
 the search's root value for the mover falls below -t, the mover losing, instead of being played
-out. The games of a share `resign_playout` of the slots (the first ceil(share * B) of each
-device's) never resign, AlphaZero's played-out tenth: they keep the learner seeing endgames
-and the positions a resignation would have misjudged (`experiments.decided` measures how often
-it would err, and the training loop counts it in those games: `check_resignations`). A resigned
-game's positions get their ownership target left out of the loss
-(`replay.UNKNOWN_OWNER`): its final board was never reached.
+out. The games of a share `resign_playout` of the slots (the first ceil(share * B) of the whole
+batch, however it is split over devices) never resign, AlphaZero's played-out tenth: they keep
+the learner seeing endgames and the positions a resignation would have misjudged
+(`experiments.decided` measures how often it would err, and the training loop counts it in those
+games: `check_resignations`). A resigned game's positions get their ownership target left out of
+the loss (`replay.UNKNOWN_OWNER`): its final board was never reached.
 
 Policy surprise (`surprise=True`, for the replay's surprise weighting, `azjax.replay`): each
 move's recorded policy target is compared with the network's own prior at the root, one more
@@ -58,7 +58,7 @@ from jax.sharding import PartitionSpec as P
 from azjax import replay
 from azjax import tree_reuse as tree_reuse_lib
 from azjax.network import prepare_variables
-from azjax.parallel import AXIS
+from azjax.parallel import AXIS, num_devices
 from azjax.search import SearchSpec, improved_policy, make_evaluator, make_search, select_action
 from games.base import Game, absorbing, sample_legal
 
@@ -270,7 +270,10 @@ def make_selfplay(
         owned = jax.vmap(lambda s: owners(game, s))(nxt) if ownership else None
         resign = None
         if resigning:
-            resign = resigns(value, resign_threshold, resign_playout) & ~done
+            local = value.shape[0]  # this device's block of slots, under a mesh
+            first = 0 if mesh is None else jax.lax.axis_index(AXIS) * local
+            total = local * (1 if mesh is None else num_devices(mesh))
+            resign = resigns(value, resign_threshold, resign_playout, first, total) & ~done
             returns = jnp.where(resign[:, None], resigned_returns(player, returns.dtype), returns)
             if ownership:
                 owned = jnp.where(resign[:, None, None], jnp.int8(replay.UNKNOWN_OWNER), owned)
@@ -348,32 +351,37 @@ def make_selfplay(
     )
 
 
-def playout_slots(batch: int, playout: float, devices: int = 1) -> jax.Array:
-    """bool[batch]: the slots whose games never resign, the first ceil(`playout` * b) of each
-    device's b = batch / `devices` (the games are split over the devices in contiguous blocks)."""
-    local = batch // devices
-    return jnp.arange(batch) % local < math.ceil(playout * local)
+def playout_slots(batch: int, playout: float, first: int | jax.Array = 0, total: int = 0):
+    """bool[batch]: which of the slots `first` .. `first` + batch - 1 of all `total` (0: batch)
+    never resign, the first ceil(`playout` * total) of the whole batch, however it is split over
+    devices (a device holds a contiguous block of slots: its first is its index times its batch)."""
+    total = total or batch
+    return first + jnp.arange(batch) < math.ceil(playout * total)
 
 
-def resigns(value: jax.Array, threshold: float, playout: float) -> jax.Array:
+def resigns(
+    value: jax.Array, threshold: float, playout: float, first: int | jax.Array = 0, total: int = 0
+) -> jax.Array:
     """bool[B]: the movers that resign, those with a root value (`value`, float32[B], for the
-    mover) below -`threshold`, outside the `playout_slots`, which play out."""
-    return (value < -threshold) & ~playout_slots(value.shape[0], playout)
+    mover) below -`threshold`, outside the `playout_slots` (`first`, `total`: where these B
+    slots lie in the whole batch), which play out."""
+    slots = playout_slots(value.shape[0], playout, first, total)
+    return (value < -threshold) & ~slots
 
 
 # AlphaZero kept the wrong share of its resignations, checked in the played-out games, under this
 RESIGN_WRONG_LIMIT = 0.05
 
 
-def check_resignations(low, traj: replay.Trajectory, threshold: float, playout: float, devices=1):
+def check_resignations(low, traj: replay.Trajectory, threshold: float, playout: float):
     """(low, checked, wrong): how often resigning would have been wrong, counted in the games of
-    the `playout_slots` (`devices` as self-play split the B games), which never resign.
+    the `playout_slots` of the B games, which never resign.
     `low` (bool[B, 2], carried from chunk to chunk) marks the players whose root value has
     fallen below -`threshold` in the slot's game so far, on a move that did not end it (where
     `resigns` would have resigned); for the games the chunk `traj` ended,
     `checked` (int32[B]) counts those players and `wrong` (int32[B]) the ones among them that
     did not lose (AlphaZero's false positives, kept under 5% there)."""
-    plays_out = playout_slots(traj.done.shape[1], playout, devices)
+    plays_out = playout_slots(traj.done.shape[1], playout)
 
     def body(low, x):
         value, player, done, returns = x

@@ -128,3 +128,27 @@ def test_evaluation_splits_its_games_and_positions_over_the_devices(tmp_path):
     assert record["devices"] == 3 and moves.shape == (len(solved),)
     # each random move is legal in its own position: the positions came back in their order
     assert (solved.values[np.arange(len(solved)), moves] != ILLEGAL).all()
+
+
+PLAYOUT = """
+from azjax import parallel
+parallel.split_cpu(2)
+import jax, numpy as np, games
+from azjax.search import SearchSpec
+from azjax.selfplay import init_states, make_selfplay
+hex4 = games.make("hex", size=4)
+options = dict(resign_threshold=0.3, resign_playout=0.25, mesh=parallel.make_mesh())
+play = jax.jit(make_selfplay(hex4, SearchSpec.pure_mcts(16, explore=True), None, 16, 2, **options))
+_, traj = jax.device_get(play(None, jax.random.PRNGKey(5), init_states(hex4, 8)))
+print(traj.resigned.sum(0).tolist())
+print(((traj.root_value < -0.3) & ~traj.done).sum(0).tolist())
+"""
+
+
+def test_the_played_out_share_is_of_the_whole_batch_over_devices():
+    """The play-out slots were the first ceil(share * b) of each device's b games: 2 of 8 over one
+    device, 2 over two (slots 0 and 4), and with one game a device none resigned at all."""
+    resigned, low = (json.loads(line) for line in _run("-c", PLAYOUT).strip().splitlines()[-2:])
+    # slots 0 and 1, a quarter of the 8, play out (their movers were low, and went on); the others
+    # resign, device 1's first slot (4) among them: it no longer plays out
+    assert resigned[:2] == [0, 0] and low[0] + low[1] > 0 and resigned[4] > 0

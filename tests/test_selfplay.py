@@ -262,8 +262,10 @@ def test_wrong_resignations_are_counted_in_the_played_out_games():
     np.testing.assert_array_equal(checked, [1, 1, 0, 0])
     np.testing.assert_array_equal(wrong, [1, 0, 0, 0])
     np.testing.assert_array_equal(low, [[0, 0], [0, 0], [0, 0], [0, 1]])  # ended games start over
-    # over 2 devices of 4 games each, the first of each device's plays out
-    assert np.flatnonzero(playout_slots(8, 0.25, devices=2)).tolist() == [0, 4]
+    # a quarter of 8 games, however split over devices: device 0's block holds both slots
+    assert np.flatnonzero(playout_slots(8, 0.25)).tolist() == [0, 1]
+    assert np.flatnonzero(playout_slots(4, 0.25, first=0, total=8)).tolist() == [0, 1]
+    assert not playout_slots(4, 0.25, first=4, total=8).any()
     assert np.flatnonzero(playout_slots(8, 0.1)).tolist() == [0]  # ceil(0.8)
 
 
