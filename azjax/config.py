@@ -170,7 +170,7 @@ class Config:
         0.0,
         "the probability that a restarted self-play game begins one random move after another "
         "game's current position instead (Go-Exploit's visited states, the batch as the "
-        "archive; 0: never)",
+        "archive: the games on the same device, so a device needs several; 0: never)",
         low=0.0,
         high=1.0,
     )
