@@ -94,16 +94,16 @@ def run_unrolls(
     game, apply, variables, states, k_search, _ = _setup(config, batch, network, seed)
     base = SearchSpec.from_config(config)
     keys = jax.random.split(k_search, batch)
-    per_state = make_rollout_per_state(
-        game, dataclasses.replace(base, rollout_policy="random"), apply
-    )
+    rollouts = dataclasses.replace(base, rollout_policy="random")
     calls = [(_search(game, base, apply, "random", 0.0), (variables, k_search, states))]
     saved = games.base.PLAYOUT_UNROLL
     try:
         for unroll in unrolls:
             games.base.PLAYOUT_UNROLL = unroll
             search = _search(game, base, apply, "random", 1.0)
-            alone = jax.jit(per_state)
+            # a new function each value: jit's cache is keyed by the function, and one jitted
+            # again would run the program traced at the first value (the unroll read then)
+            alone = jax.jit(make_rollout_per_state(game, rollouts, apply))
             for fn, args in [
                 (search, (variables, k_search, states)),
                 (alone, (variables, keys, states)),
