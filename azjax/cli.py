@@ -32,6 +32,10 @@ MEMORY_HINT = (
 )
 
 
+# optional packages some commands and benchmarks import (module: what pip installs)
+PACKAGES = {"pgx": "pgx", "pyspiel": "open-spiel", "open_spiel": "open-spiel"}
+
+
 def user_message(
     e: BaseException, memory_hint: str = MEMORY_HINT, folder: str = "--workdir"
 ) -> str | None:
@@ -43,6 +47,12 @@ def user_message(
         return str(e)
     if isinstance(e, MemoryError):
         return f"out of host memory; {memory_hint}"
+    if isinstance(e, ModuleNotFoundError) and e.name and e.name.split(".")[0] in PACKAGES:
+        package = PACKAGES[e.name.split(".")[0]]
+        return (
+            f"this needs {package}, which is not installed (pip install {package}, or the test "
+            "extras: pip install -e '.[test]')"
+        )
     if isinstance(e, OSError):
         return describe_os_error(e, folder)
     text = str(e)

@@ -878,6 +878,16 @@ def test_out_of_memory_names_what_to_lower_for_each_command(capsys):
     ]
 
 
+def test_a_missing_optional_package_is_named_with_its_install_command():
+    from azjax import cli
+
+    said = cli.user_message(ModuleNotFoundError("No module named 'pyspiel'", name="pyspiel"))
+    assert said.startswith("this needs open-spiel, which is not installed (pip install open-spiel")
+    assert (
+        cli.user_message(ModuleNotFoundError("No module named 'azjax.x'", name="azjax.x")) is None
+    )
+
+
 def test_a_stuck_save_thread_ends_the_process_with_the_errors_code(monkeypatch):
     """orbax's threads override join(timeout) to raise TimeoutError (or their own error): after
     the one-line error of a failed save, the wait for them ended in a traceback and exit 1."""
