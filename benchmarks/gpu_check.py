@@ -13,8 +13,8 @@ OUT/PART.txt:
   figure (>= 0.8x asked; 0.69x at 4 plies, 0.81x at 16 on an H200 in session 97), beside
   PUCT / Gumbel and both against the pgx + mctx recipe.
 - `network`: `python -m benchmarks.network_share --config=hex --size=11 --batch_games=1024`,
-  the README's main command's self-play on 11x11 Hex with its network and with a stub, the
-  network's share of a move, and its forward pass with the batch norms folded into the
+  the README's main command's settings (its 6x6 config) on 11x11 Hex with its network and with
+  a stub, the network's share of a move, and its forward pass with the batch norms folded into the
   convolutions (as the searches apply it since session 98) against apart (as the recipe does):
   0.80x the time apart on an H200 in session 100, and whether the compiled self-play computes
   the fold outside its while loops (0 of its rsqrts inside since session 100).
