@@ -98,11 +98,11 @@ def run(game_name: str, options: dict, sims: int, repeats: int) -> list[tuple[st
         ("azjax pure MCTS (PUCT), batch 1", azjax_ms(game, pure, None, None, 1, repeats)),
         (
             "azjax pure MCTS (PUCT), batch 64 (per position)",
-            azjax_ms(game, pure, None, None, 64, 3),
+            azjax_ms(game, pure, None, None, 64, repeats),
         ),
         (
             "  the same, game by game",
-            azjax_ms(game, pure, None, None, 64, 3, chunk=1),
+            azjax_ms(game, pure, None, None, 64, repeats, chunk=1),
         ),
         (
             f"azjax {config.search} + network {config.num_blocks}x{config.num_filters}, batch 1",
@@ -134,6 +134,11 @@ def main(argv=None) -> int:
     for name, ms in rows:
         ratio = "-" if ms is None or spiel is None else f"{ms / spiel:.2f}x"
         print(f"{name:<48}{'-' if ms is None else f'{ms:.2f}':>12}{ratio:>13}")
+    if spiel is None:
+        print(
+            "(no OpenSpiel row: open-spiel is not installed, or has no such game; "
+            "pip install open-spiel, or the test extras)"
+        )
     return 0
 
 
