@@ -483,13 +483,13 @@ def summary(rows: Sequence[Row], target: float, puct_target: float = 0.9) -> lis
         for r in (gumbel, puct):
             verdict = "met" if r.vs_recipe >= target else "NOT met"
             lines.append(
-                f"{name}: azjax {r.search} / recipe = {r.vs_recipe:.2f}x "
+                f"{name}: azjax {r.search} / recipe = {r.vs_recipe:.3f}x "
                 f"(target >= {target}x: {verdict})"
             )
         ratio = puct.positions_per_s / gumbel.positions_per_s
         verdict = "met" if ratio >= puct_target else "NOT met"
         lines.append(
-            f"{name}: azjax puct / azjax gumbel = {ratio:.2f}x "
+            f"{name}: azjax puct / azjax gumbel = {ratio:.3f}x "
             f"({puct.positions_per_s:.1f} "
             f"against {gumbel.positions_per_s:.1f} positions/s; "
             f"target >= {puct_target}x: {verdict}){round_spread(gumbel, puct)}"
