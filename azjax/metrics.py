@@ -103,10 +103,7 @@ class Metrics:
         self.file = open(self.path, "a", encoding="utf-8")
         self.pending: list[tuple[int, dict[str, Any]]] = []
         try:
-            from tensorboardX import SummaryWriter
-
-            purge = None if resume_from is None else resume_from + 1
-            self.tb = SummaryWriter(tb_dir, purge_step=purge)
+            self.tb = _synchronous_writer(tb_dir, None if resume_from is None else resume_from + 1)
         except ImportError:  # pragma: no cover - tensorboardX is a dependency
             self.tb = None
         for row in filled:
@@ -163,6 +160,25 @@ class Metrics:
         self.file.close()
         if self.tb is not None:
             self.tb.close()
+
+
+def _synchronous_writer(tb_dir: str, purge_step: int | None):
+    """A tensorboardX SummaryWriter whose events are written when added, so that its `flush`
+    puts every one on disk: tensorboardX queues them for a thread, and its flush writes only what
+    that thread has taken (a kill could lose the rest of a row metrics.jsonl then holds, never
+    logged again on resume). `purge_step` (TensorBoard's: a resumed run's later steps hidden)
+    is written the way tensorboardX writes it, through the same synchronous path."""
+    from tensorboardX import SummaryWriter
+    from tensorboardX.proto.event_pb2 import Event, SessionLog
+
+    writer = SummaryWriter(tb_dir)
+    files = writer._get_file_writer()
+    events = files.event_writer  # EventFileWriter: its queue, and the EventsWriter under it
+    events.add_event = events._ev_writer.write_event  # under a lock; the thread gets nothing
+    if purge_step is not None:
+        files.add_event(Event(step=purge_step, file_version="brain.Event:2"))
+        files.add_event(Event(step=purge_step, session_log=SessionLog(status=SessionLog.START)))
+    return writer
 
 
 class MoveTicker:

@@ -410,7 +410,7 @@ def test_metrics_resume_cuts_back_and_a_new_run_starts_afresh(tmp_path):
 def test_rows_only_a_checkpoint_held_reach_tensorboard_on_resume(tmp_path, monkeypatch):
     # killed after checkpoint 3 was written but before its row was: the resume fills the row in
     # from the checkpoint, into metrics.jsonl and TensorBoard alike
-    import tensorboardX
+    from azjax import metrics as metrics_module
 
     logged = []
 
@@ -427,7 +427,7 @@ def test_rows_only_a_checkpoint_held_reach_tensorboard_on_resume(tmp_path, monke
         def close(self):
             pass
 
-    monkeypatch.setattr(tensorboardX, "SummaryWriter", Writer)
+    monkeypatch.setattr(metrics_module, "_synchronous_writer", lambda *args: Writer())
     path = tmp_path / "metrics.jsonl"
     path.write_text("".join(json.dumps({"iteration": i, "games": 10}) + "\n" for i in (1, 2)))
     metrics = Metrics(str(tmp_path), resume_from=3, saved_rows=[{"iteration": 3, "games": 7}])
@@ -442,6 +442,42 @@ def test_rows_only_a_checkpoint_held_reach_tensorboard_on_resume(tmp_path, monke
     assert logged == [("games", 5, 4), ("flushed", 3)]
     assert len(path.read_text().splitlines()) == 4
     metrics.close()
+
+
+def _tensorboard_scalars(folder) -> dict[tuple[str, int], float]:
+    """{(tag, step): value} of the scalars in `folder`'s event files (TFRecords of Events),
+    read as TensorBoard would, without TensorBoard."""
+    import struct
+
+    from tensorboardX.proto.event_pb2 import Event
+
+    found = {}
+    for name in sorted(os.listdir(folder)):
+        data = open(os.path.join(folder, name), "rb").read()
+        at = 0
+        while at + 12 <= len(data):
+            (length,) = struct.unpack("<Q", data[at : at + 8])
+            event = Event.FromString(data[at + 12 : at + 12 + length])
+            at += 12 + length + 4
+            for v in event.summary.value:
+                found[(v.tag, event.step)] = v.simple_value
+    return found
+
+
+def test_a_committed_row_is_on_tensorboards_disk_whole(tmp_path):
+    """tensorboardX queues events for a thread and its flush writes only what that thread took:
+    a kill after the commit lost the row's last scalars, and a resume never logs them again."""
+    metrics = Metrics(str(tmp_path))
+    metrics.add(1, {f"m{i}": float(i) for i in range(30)})  # more than tensorboardX's queue of 10
+    metrics.commit(upto=1)
+    scalars = _tensorboard_scalars(tmp_path / "tb")  # the files as a kill now would leave them
+    assert {tag for tag, _ in scalars} == {f"m{i}" for i in range(30)}
+    metrics.close()
+    resumed = Metrics(str(tmp_path), resume_from=1)  # the purge step, before any later scalar
+    resumed.add(2, {"m0": 7.0})
+    resumed.commit(upto=2)
+    assert _tensorboard_scalars(tmp_path / "tb")[("m0", 2)] == 7.0
+    resumed.close()
 
 
 def test_old_metrics_files_count_each_iteration_once(tmp_path):
