@@ -569,8 +569,9 @@ def _puct_policy(
     B games, A actions; `invalid_actions` bool[B, A]. mctx mixes `jax.random.dirichlet` noise
     over all A actions into the root prior, drawing it even when the fraction is 0, and breaks
     ties with `jax.random.uniform(key, [A])` at every node of every simulation. Here the noise is
-    drawn only when `dirichlet_fraction > 0`, over the legal moves only (`azjax.noise`), so the
-    legal moves get exactly that fraction of noise; ties are broken by
+    drawn only when `dirichlet_fraction > 0`, over the legal moves only (`azjax.noise`; at a root
+    `with_decisive` cut to its winning moves, over those alone), so the legal moves get exactly
+    that fraction of noise; ties are broken by
     `azjax.selection.tie_break` from keys hashed per tree level (`tree_search.level_key`), so
     without noise and without exact ties the search is the same.
 
@@ -594,8 +595,9 @@ def _puct_policy(
     """
     k_act, k_noise, k_search = jax.random.split(key, 3)
     probs = jax.nn.softmax(root.prior_logits)  # [B, A]
-    if dirichlet_fraction > 0:
-        noise = dirichlet_over_legal(k_noise, ~invalid_actions, alpha=dirichlet_alpha)  # [B, A]
+    if dirichlet_fraction > 0:  # over the moves the prior allows: a decisive root's wins alone
+        allowed = ~invalid_actions & (root.prior_logits > _NEG / 2)
+        noise = dirichlet_over_legal(k_noise, allowed, alpha=dirichlet_alpha)  # [B, A]
         probs = (1.0 - dirichlet_fraction) * probs + dirichlet_fraction * noise
     tiny = jnp.finfo(probs.dtype).tiny
     prior = jnp.log(jnp.maximum(probs, tiny))

@@ -162,6 +162,13 @@ def test_decisive_moves_see_the_threat_a_value_of_0_does_not(kind):
     won = jax.jit(make_search(GAME, spec))(None, jax.random.PRNGKey(3), batch(WIN_NOW, 2))
     np.testing.assert_array_equal(won.search_tree.raw_values[:, 0], 1.0)
     np.testing.assert_array_equal(won.action, GAME.parse_action("c1"))
+    # with self-play's root noise too: the noise goes over the winning moves alone, so the
+    # policy target holds nothing else (PUCT mixed it over every legal move)
+    noisy = dataclasses.replace(spec, explore=True, num_simulations=32)
+    states = batch(WIN_NOW, 16)
+    out = jax.jit(make_search(GAME, noisy))(None, jax.random.PRNGKey(4), states)
+    wins = np.asarray(jax.jit(lambda s: decisive_wins(GAME, s))(states)[0])
+    assert np.asarray(out.action_weights)[~wins].sum() == 0.0
 
 
 def test_root_noise_only_when_exploring(net):
