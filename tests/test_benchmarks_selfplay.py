@@ -48,7 +48,7 @@ def test_prints_a_table_of_positive_rates_and_ratios(network, capsys):
     assert "hex: azjax gumbel / recipe = " in out and "target >= 1.2x" in out
     assert "hex: random rollouts" in out
     ratio = rows[2].positions_per_s / rows[1].positions_per_s  # puct / gumbel
-    assert f"hex: azjax puct / azjax gumbel = {ratio:.2f}x" in out and "target >= 0.9x" in out
+    assert f"hex: azjax puct / azjax gumbel = {ratio:.3f}x" in out and "target >= 0.9x" in out
     assert all(len(r.round_seconds) == 1 for r in rows)  # one round: no spread printed
     assert "by round" not in out
     assert lines[0].startswith("machine: ") and " backend " in lines[0]
