@@ -105,6 +105,8 @@ def test_minimax_needs_a_depth_on_big_games():
     with pytest.raises(ValueError, match="16 plies"):  # 4x4 Hex: tens of GB, no answer
         parse_agent("minimax", games.make("hex", size=4))
     assert parse_agent("minimax", games.make("hex", size=3)).name == "minimax"  # perfect play
+    four = games.make("connect_four", rows=4, cols=4)  # 16 plies too, solved in about a second
+    assert parse_agent("minimax", four).name == "minimax"
 
 
 def test_a_list_of_specs_keeps_each_specs_options():

@@ -21,11 +21,20 @@ import numpy as np
 
 from games.base import Game
 
-FULL_DEPTH_LIMIT = 10  # `minimax` without depth=: games this long (Tic-Tac-Toe, 3x3 Hex, swap too);
-# 4x4 Hex (16 plies) outgrew 20 GB of memoised positions in 8 minutes without an answer
+FULL_DEPTH_LIMIT = 16  # `minimax` without depth= searches whole games only this long, and:
+FULL_DEPTH_HEX = 3  # Hex only to 3x3: 4x4's 16 plies outgrew 20 GB of memoised positions in 8
+# minutes without an answer, where Connect Four's 4x4 (16 plies) solves in 1.4 s
 LINE_GAMES = ("connect_four", "tictactoe")  # k-in-a-row games: the lines heuristic applies
 _GAMMA = 0.999  # per-ply discount: quicker wins and slower losses score higher
 _EXACT, _LOWER, _UPPER = 0, 1, 2
+
+
+def solvable_whole(game: Game) -> bool:
+    """Whether `minimax` without a depth (and `perfect` where no solver takes the game) can search
+    `game` to its end in Python."""
+    if game.name == "hex" and game.options.get("size", 0) > FULL_DEPTH_HEX:
+        return False
+    return game.max_game_length <= FULL_DEPTH_LIMIT
 
 
 # ---- seed 001's Connect-N heuristic (section 4.2) ------------------------------------------------

@@ -10,10 +10,12 @@ from collections.abc import Callable
 import numpy as np
 
 from azjax.eval.agent import Agent
-from azjax.eval.minimax import FULL_DEPTH_LIMIT, Minimax
+from azjax.eval.minimax import Minimax, solvable_whole
 from games.base import Game
 
-SUPPORTED = "Hex up to 5x5 without swap, or a game of at most 16 plies (Tic-Tac-Toe)"
+SUPPORTED = (
+    "Hex up to 5x5 without swap (3x3 with it), or another game of at most 16 plies (Tic-Tac-Toe)"
+)
 POSITIONS_SUPPORTED = (  # black_value_fn(positions=True)
     "Hex up to 6x6 without swap (6x6 positions well into a game), or a game of at most 16 plies"
 )
@@ -32,7 +34,7 @@ def _hex_solver(game: Game, positions: bool = False):
 
 
 def _minimax(game: Game, seed: int = 0) -> Minimax | None:
-    if game.max_game_length > FULL_DEPTH_LIMIT:
+    if not solvable_whole(game):
         return None
     return Minimax(game, depth=game.max_game_length, seed=seed)
 

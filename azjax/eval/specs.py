@@ -74,7 +74,7 @@ from azjax.config import Config
 from azjax.eval.agent import Agent, SearchSetup, network_apply, random_agent, search_agent
 from azjax.eval.calibration import calibrate
 from azjax.eval.gtp import ANSWER_SECONDS, GTPClient, make_gtp_agent
-from azjax.eval.minimax import FULL_DEPTH_LIMIT, HEURISTICS, Minimax
+from azjax.eval.minimax import HEURISTICS, Minimax, solvable_whole
 from azjax.eval.player import Player, make_human_agent
 from azjax.eval.reversi import EVALUATORS, reversi_agent
 from azjax.search import PUCT_VALUES, SearchSpec
@@ -349,7 +349,7 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
 
 def _minimax(game: Game, rest: str, name: str, *, seed: int) -> Agent:
     opts = parse_options("minimax", rest, ("depth", "seed", "heuristic"))
-    if "depth" not in opts and game.max_game_length > FULL_DEPTH_LIMIT:
+    if "depth" not in opts and not solvable_whole(game):
         raise ValueError(
             f"minimax: give depth=D for {game.name} {game.options}: the whole game "
             f"({game.max_game_length} plies) is too deep to search in Python"
