@@ -145,6 +145,9 @@ def test_exporting_an_exported_network_keeps_its_card_and_records_its_source(
     assert again["source"]["exported_from"]["run"] == card["source"]["run"] == run
     assert again["source"]["exported_from"]["storage"] == card["storage"]
     assert again["source"]["run_summary"] == card["source"]["run_summary"]
+    # a field the exporter gives again replaces the carried one (it raised a TypeError)
+    newer = pretrained.export("pretrained/ttt", None, "c2", to="b", card={"elo": 9.0})
+    assert pretrained.read_card(newer)["elo"] == 9.0
 
 
 def test_export_writes_into_the_package_only_in_a_source_checkout(monkeypatch, tmp_path):

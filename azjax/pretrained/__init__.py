@@ -233,9 +233,9 @@ def export(
         ),
         storage=dict(dtype=dtype, bytes=len(blob)),
         precision=precision(config, host, stored),
-        **{k: v for k, v in (earlier or {}).items() if k not in AUTOMATIC},  # how it was trained
-        **(card or {}),
     )
+    carried = {k: v for k, v in (earlier or {}).items() if k not in AUTOMATIC}  # how it trained
+    full = {**full, **carried, **(card or {})}  # the exporter's fields over the carried ones
     _write_folder(
         folder,
         {
