@@ -237,7 +237,12 @@ def test_ladder_and_place_commands(ttt_table, tmp_path, capsys):
     )
     assert ranking[0]["below_best"] == 0.0 and ranking[1]["below_best"] >= 0.0
     assert ranking[0]["gap"] == "best" and ranking[1]["gap"] in ("estimate", "at least")
-    ci = [r["ci95"] for r in both["placements"]]
+    by_name = {r["agent"]: r for r in both["placements"]}
+    best, other = (by_name[r["agent"]] for r in ranking)
+    at_bound = [best["off_scale"] > 0, other["off_scale"] < 0]  # a bound holds no interval
+    if ranking[1]["gap"] == "estimate":
+        at_bound = [False, False]
+    ci = [r["ci95"] for r, bound in zip((best, other), at_bound) if not bound]
     assert ranking[1]["below_best_ci95"] == pytest.approx(math.hypot(*ci))
     said = capsys.readouterr().out
     assert "best first:" in said and "below the best" in said
@@ -696,7 +701,8 @@ def test_place_ranks_bounds_as_bounds(capsys):
     assert [r["agent"] for r in ranking] == ["a", "c", "b"]
     assert [r["gap"] for r in ranking] == ["best", "unknown", "at least"]
     said = capsys.readouterr().out
-    assert "not told apart: both off the ladder" in said and "at least 700 ± 141 below" in said
+    # a's Elo is above its bound, 1200: b is at least 300 below it, b's interval alone
+    assert "not told apart: both off the ladder" in said and "at least 300 ± 100 below" in said
     assert "a  Elo > +1200" in said and "b  Elo   +900 ± 100" in said  # a bound, not the fit's
     assert [r["gap"] for r in _ranking([rec("a", 900.0, 0), rec("b", 800.0, 0)])] == [
         "best",

@@ -586,7 +586,8 @@ def _place_one(args, game, ladder, spec: str, agent, rounds) -> dict:
 def _ranking(records: list[dict]) -> list[dict]:
     """The placements best first, each with its Elo below the best and that difference's 95%
     interval (the two placements' games independent, the rungs' ratings taken as exact), printed.
-    Where one of the two is off the ladder the gap is a lower bound (`gap`: "at least"), where
+    Where one of the two is off the ladder the gap is a lower bound (`gap`: "at least", from the
+    end rung's rating, with the other's interval alone, 0 at least), where
     both are off it at the same end, unknown."""
     best, *_ = ordered = sorted(records, key=lambda r: -r["elo"])
     width = max(len(r["agent"]) for r in records)
@@ -602,6 +603,11 @@ def _ranking(records: list[dict]) -> list[dict]:
             kind, said = "unknown", "  not told apart: both off the ladder at the same end"
         else:
             kind = "at least" if best["off_scale"] > 0 or r["off_scale"] < 0 else "estimate"
+            if kind == "at least":  # from the bounds (the rungs', taken as exact), not the fit's
+                ends_here = [best["off_scale"] > 0, r["off_scale"] < 0]  # numbers with draws in
+                top = best["elo_bound"] if ends_here[0] else best["elo"]
+                below = max(top - (r["elo_bound"] if ends_here[1] else r["elo"]), 0.0)
+                half = math.hypot(*(x["ci95"] for x, e in zip((best, r), ends_here) if not e))
             said = f"  {'at least ' * (kind == 'at least')}{below:.0f} ± {half:.0f} below the best"
         rating = (
             f"Elo {'>' if r['off_scale'] > 0 else '<'} {r['elo_bound']:+.0f}"
