@@ -57,7 +57,8 @@ in half of the games: the first agent in the first half.
   that difference's 95% interval (place.json: placements, ranking).
 - export: a run's checkpoint as a network folder (config.json, variables.msgpack: params and
   batch statistics, float16 by default; card.json: source, precision, the --card fields) in
-  --to (default: the package's azjax/pretrained/NAME, shipped with the package); refuses an
+  --to (default: the package's azjax/pretrained/ in a source checkout, to be shipped with it,
+  else ./pretrained/ where the package is installed); refuses an
   existing NAME without --force. `ckpt:pretrained/NAME` (and train.py --init_from=pretrained/NAME)
   then loads it; a local folder pretrained/NAME is used before the package's.
 
