@@ -281,6 +281,8 @@ def _main(argv: list[str]) -> int:
         parallel.initialize(args.coordinator, args.num_processes, args.process_id)
         agreed = {f"--{k}": v for k, v in json.loads(config.to_json()).items()}
         agreed.update({"--workdir": workdir, "--resume": resume, "--resume_step": args.resume_step})
+        for path in ("--workdir", "--init_from"):  # hosts may mount the shared folder elsewhere
+            agreed[path] = os.path.basename(os.path.normpath(agreed[path] or ""))
         parallel.check_same_everywhere(agreed)
     elif args.cpu_devices is not None:
         split_cpu(args.cpu_devices, config.batch_games, config.train_batch_size)
