@@ -111,6 +111,13 @@ def _resolve(name: str, target: str | type) -> type[Game]:
         raise ValueError(
             f"game target {target!r} is not a Game: a frozen dataclass subclassing games.base.Game"
         )
+    own = vars(target).get("__annotations__", {})  # fields it declares (is_dataclass is inherited)
+    if own and "__dataclass_fields__" not in vars(target):
+        raise ValueError(
+            f"game target {target!r} declares {', '.join(own)} but is not itself a dataclass "
+            "(its options would be its parent's): decorate it with "
+            "@dataclasses.dataclass(frozen=True)"
+        )
     if target.name != name:
         raise ValueError(f"game {name!r}: {target.__name__}.name is {target.name!r}, not {name!r}")
     return target

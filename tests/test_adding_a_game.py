@@ -107,11 +107,18 @@ def test_register_refuses_taken_names_and_bad_targets(mnk):
         games.register("nope", "examples.mnk_game:lines")
     with pytest.raises(ValueError, match="MNKGame.name is 'mnk', not 'gomoku'"):
         games.register("gomoku", MNKGame)
+
+    class Forgot(MNKGame):  # no @dataclass: make("forgot") built the parent's 5 x 5, k = 4
+        name = "forgot"
+        m: int = 3
+
+    with pytest.raises(ValueError, match="declares m but is not itself a dataclass.*@dataclasses"):
+        games.register("forgot", Forgot)
     with pytest.raises(ValueError, match="lowercase letters"):
         games.register("M-N-K", MNKGame)
     with pytest.raises(ValueError, match="cannot unregister 'hex'"):
         games.unregister("hex")
-    assert "nope" not in games.names() and "gomoku" not in games.names()
+    assert not {"nope", "gomoku", "forgot"} & set(games.names())
 
 
 def test_the_environment_registers_for_the_scripts(monkeypatch):
