@@ -691,7 +691,13 @@ def validate(config: Config) -> Config:
             raise ValueError(f"{name} must be finite, got {value!r}")
         if meta["choices"] is not None and value not in meta["choices"]:
             accepted = ", ".join(map(str, meta["choices"]))
-            raise ValueError(f"{name} must be one of {accepted}; got {value!r}")
+            hint = (  # a run of a registered game, read where it is not registered
+                " (a game of your own: register it, e.g. $AZJAX_GAMES=NAME=module:Class; "
+                "docs/adding_a_game.md)"
+                if name == "game"
+                else ""
+            )
+            raise ValueError(f"{name} must be one of {accepted}; got {value!r}{hint}")
         if meta["low"] is not None and value < meta["low"]:
             raise ValueError(f"{name} must be >= {meta['low']}, got {value!r}")
         if meta["high"] is not None and value > meta["high"]:
