@@ -57,7 +57,10 @@ def symmetries(game: Game) -> Symmetries:
     elif game.name == "connect_four":
         cell_maps = [np.arange(cells_n), np.arange(cells_n).reshape(h, w)[:, ::-1].ravel()]
     else:
-        raise ValueError(f"no symmetries known for {game.name}")
+        raise ValueError(
+            f"no symmetries known for {game.name}: leave --augment (and sym=) off, or add its "
+            "cell permutations to azjax/symmetry.py's symmetries (docs/adding_a_game.md)"
+        )
     actions = []
     for cells in cell_maps:
         if game.num_actions == w and game.name == "connect_four":  # actions are columns
