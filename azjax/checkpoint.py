@@ -651,10 +651,18 @@ def best_checkpoint(path: str, by: str | None = None) -> Best:
             step, value = max((t[2], t[0]) for t in scored if level(t[0], t[1], top, top_ci))
             sign = 1.0 if higher else -1.0
             return Best(step, metric, sign * value, top_step, sign * top)
+    evaluated = any(
+        _logged(r, m) for r in read_rows(os.path.join(folder, METRICS_FILE)) for m, _ in metrics
+    )
+    advice = (  # evaluations at iterations not saved, or none yet
+        "train with an --eval_interval that divides --checkpoint_interval"
+        if evaluated
+        else "it has not been evaluated yet: train past its --eval_interval (or with --eval_final)"
+    )
     raise CheckpointError(
         f"{path}@best: none of its saved checkpoints {sorted(saved)} has an in-loop evaluation "
-        f"({' or '.join(m for m, _ in metrics)} in metrics.jsonl at its iteration); train "
-        "with an --eval_interval that divides --checkpoint_interval, or name a step: @STEP"
+        f"({' or '.join(m for m, _ in metrics)} in metrics.jsonl at its iteration); {advice}, "
+        "or name a step: @STEP"
     )
 
 

@@ -143,7 +143,10 @@ def test_best_names_the_checkpoint_its_evaluations_scored_highest(tiny_run, tmp_
     def log(*evals):
         _log_evaluations(path, rows + [{"iteration": 3}], evals)
 
-    with pytest.raises(CheckpointError, match=r"none of its saved checkpoints \[1, 2\] has an in"):
+    with pytest.raises(CheckpointError, match=r"\[1, 2\] has an in.*not been evaluated yet"):
+        parse_location(f"{run}@best")
+    log({}, {}, {"eval/elo": 900.0})  # evaluated at 3 alone, which is not saved
+    with pytest.raises(CheckpointError, match="an --eval_interval that divides"):
         parse_location(f"{run}@best")
     log({"eval/elo": 300.0}, {"eval/elo": 200.0}, {"eval/elo": 900.0})  # 3 is not saved
     assert best_checkpoint(run)[:3] == (1, "eval/elo", 300.0)

@@ -407,7 +407,7 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
             f"its best checkpoint by the in-loop {best['metric']} ({value}) is {best['step']}, "
             f"not the last: ckpt:{workdir}@best names it"
         )
-    lines.append(f"saved in {workdir}: checkpoints/, metrics.jsonl, config.json, summary.json")
+    lines.append(f"saved in {workdir}: checkpoints/, metrics.jsonl, tb/, config.json, summary.json")
     lines.append("next:")
     play, evaluate, train = (
         spell(script, prog) for script in ("play.py", "evaluate.py", "train.py")
