@@ -634,7 +634,8 @@ def best_checkpoint(path: str, by: str | None = None) -> Best:
             f"@best:{by}: the measure must be one of {', '.join(['auto', *BEST_MEASURES])}"
         )
     saved = set(steps_on_disk(folder))
-    rows = [r for r in read_rows(os.path.join(folder, METRICS_FILE)) if r["iteration"] in saved]
+    every_row = read_rows(os.path.join(folder, METRICS_FILE))
+    rows = [r for r in every_row if r["iteration"] in saved]
     metrics = [BEST_MEASURES[m] for m in (BEST_AUTO if by == "auto" else (by,))]
     for metric, higher in current_first(rows, metrics):
         scored = [  # (score, higher better; its half-width; step)
@@ -651,9 +652,7 @@ def best_checkpoint(path: str, by: str | None = None) -> Best:
             step, value = max((t[2], t[0]) for t in scored if level(t[0], t[1], top, top_ci))
             sign = 1.0 if higher else -1.0
             return Best(step, metric, sign * value, top_step, sign * top)
-    evaluated = any(
-        _logged(r, m) for r in read_rows(os.path.join(folder, METRICS_FILE)) for m, _ in metrics
-    )
+    evaluated = any(_logged(r, m) for r in every_row for m, _ in metrics)
     advice = (  # evaluations at iterations not saved, or none yet
         "train with an --eval_interval that divides --checkpoint_interval"
         if evaluated
