@@ -90,11 +90,7 @@ def make_evaluation(
             ("previous", vs_previous, previous, k_prev),
             ("mcts", vs_mcts, None, k_mcts),
         ):
-            args = (variables, opponent, k)  # from the empty board: the keys as before
-            if config.eval_opening_plies:
-                k_match, k_open = jax.random.split(k)
-                starts = paired_openings(game, k_open, config.eval_games, config.eval_opening_plies)
-                args = (variables, opponent, k_match, starts)
+            args = match_args(config, game, config.eval_games, variables, opponent, k)
             if compile_only:
                 compile_for(match, *args)
                 continue
@@ -106,6 +102,17 @@ def make_evaluation(
         return out
 
     return evaluate
+
+
+def match_args(config: Config, game, num_games: int, variables, opponent, key) -> tuple:
+    """The arguments of an `evaluation_matches` match of `num_games` games: (variables, opponent,
+    key) from the empty board (the keys as before openings existed), or with
+    `config.eval_opening_plies` (variables, opponent, key, starts) from `paired_openings`."""
+    if not config.eval_opening_plies:
+        return variables, opponent, key
+    k_match, k_open = jax.random.split(key)
+    starts = paired_openings(game, k_open, num_games, config.eval_opening_plies)
+    return variables, opponent, k_match, starts
 
 
 OPENING_DRAWS = 64  # draws of an opening that ends the game before another is kept

@@ -47,7 +47,7 @@ from azjax import (
 from azjax.checkpoint import read_config
 from azjax.config import named_defaults
 from azjax.eval import training_games
-from azjax.loop_eval import evaluation_matches
+from azjax.loop_eval import evaluation_matches, match_args
 from configs.cpu import cpu_recipe
 from experiments.common import (
     Log,
@@ -96,6 +96,7 @@ def evaluate_checkpoints(workdir: str, games: int, seed: int = 0, log=print) -> 
     steps = checkpoint_steps(workdir)
     config, _, _ = restore_variables(workdir, steps[-1])
     vs_previous, vs_mcts = evaluation_matches(config, games)  # as the training loop plays them
+    game = config.make_game()
     played = training_games(workdir)
 
     rows = []
@@ -105,8 +106,12 @@ def evaluate_checkpoints(workdir: str, games: int, seed: int = 0, log=print) -> 
         _, variables, _ = restore_variables(workdir, step)
         key, k_mcts, k_prev = jax.random.split(key, 3)
         t0 = time.time()
-        m = MatchResult.from_returns(*vs_mcts(variables, None, k_mcts))
-        p = MatchResult.from_returns(*vs_previous(variables, previous, k_prev))
+        m = MatchResult.from_returns(
+            *vs_mcts(*match_args(config, game, games, variables, None, k_mcts))
+        )
+        p = MatchResult.from_returns(
+            *vs_previous(*match_args(config, game, games, variables, previous, k_prev))
+        )
         rows.append(
             dict(
                 iteration=step,

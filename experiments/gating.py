@@ -34,7 +34,7 @@ import jax
 
 from azjax import MatchResult, cli, flags, load_config
 from azjax.checkpoint import Checkpointer, run_template
-from azjax.loop_eval import evaluation_matches
+from azjax.loop_eval import evaluation_matches, match_args
 from azjax.metrics import read_rows
 from configs.cpu import cpu_recipe
 from experiments.common import (
@@ -84,7 +84,8 @@ def evaluate_run(workdir: str, games: int, seed: int, log) -> list[dict]:
     """Every checkpoint of `workdir` (and, where it has one, its best network) against pure
     MCTS at twice the run's simulations."""
     config = read_config(workdir)
-    _, vs_mcts = evaluation_matches(config, games)
+    _, vs_mcts = evaluation_matches(config, games)  # as the training loop plays it
+    game = config.make_game()
     progress = _progress(workdir)
     checkpointer = Checkpointer(workdir)
     rows = []
@@ -95,11 +96,14 @@ def evaluate_run(workdir: str, games: int, seed: int, log) -> list[dict]:
             played, seconds = progress.get(step, (None, None))
             row = dict(iteration=step, training_games=played, training_seconds=seconds)
             row["network"] = _record(
-                MatchResult.from_returns(*vs_mcts(run.train.variables, None, key))
+                MatchResult.from_returns(
+                    *vs_mcts(*match_args(config, game, games, run.train.variables, None, key))
+                )
             )
             text = f"{row['network']['score']:.2f}"
             if run.gate is not None:
-                row["best"] = _record(MatchResult.from_returns(*vs_mcts(run.gate.best, None, key)))
+                best = match_args(config, game, games, run.gate.best, None, key)
+                row["best"] = _record(MatchResult.from_returns(*vs_mcts(*best)))
                 row["best_iteration"] = int(run.gate.best_iteration)
                 row["gates_passed"] = [int(run.gate.accepted), int(run.gate.gates)]
                 text += (

@@ -171,6 +171,53 @@ def test_experiment1_toy_run(tmp_path):
     assert os.path.getsize(os.path.join(out, "learning_curve.png")) > 1000
 
 
+@pytest.mark.parametrize("plies", [0, 2])
+def test_the_checkpoint_curve_plays_the_runs_openings(tiny_run, monkeypatch, plies):
+    """experiment1's curve and the gating experiment play their matches as the training loop
+    does: from paired random openings where the run's eval_opening_plies asks for them."""
+    import dataclasses
+
+    from experiments import experiment1
+    from experiments import gating as gating_experiment
+
+    calls = []
+
+    def matches(config, games):
+        def match(*args):
+            calls.append(args[3] if len(args) == 4 else None)
+            return np.ones(games), np.arange(games) % 2 == 0
+
+        return match, match
+
+    def with_plies(load):
+        def load_with(*args, **kwargs):
+            config, *rest = load(*args, **kwargs)
+            return dataclasses.replace(config, eval_opening_plies=plies), *rest
+
+        return load_with
+
+    monkeypatch.setattr(experiment1, "evaluation_matches", matches)
+    monkeypatch.setattr(experiment1, "restore_variables", with_plies(experiment1.restore_variables))
+    rows = experiment1.evaluate_checkpoints(tiny_run, 4, log=lambda *_: None)
+    assert [r["vs_mcts"]["wins"] for r in rows] == [4, 4]
+    monkeypatch.setattr(gating_experiment, "evaluation_matches", matches)
+    read = gating_experiment.read_config
+    monkeypatch.setattr(
+        gating_experiment,
+        "read_config",
+        lambda *a: dataclasses.replace(read(*a), eval_opening_plies=plies),
+    )
+    gating_experiment.evaluate_run(tiny_run, 4, 0, log=lambda *_: None)
+    assert len(calls) == 6  # two matches a checkpoint, then one
+    for starts in calls:
+        if plies:
+            legal = jax.vmap(games.make("tictactoe").legal_mask)(starts)
+            moves = 9 - np.sum(np.asarray(legal), axis=-1)
+            assert np.all(moves == plies)  # the openings' boards, paired
+        else:
+            assert starts is None
+
+
 # ---- experiments 2 and 3 on a 2-iteration Tic-Tac-Toe run ----------------------------------------
 def test_experiment2_round_robin_per_lambda(tiny_run, tmp_path):
     from experiments import experiment2
