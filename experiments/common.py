@@ -126,6 +126,7 @@ def add_run_flags(parser, name: str) -> None:
     )
     parser.add_argument(
         "--workdir",
+        type=flags.path,
         default=None,
         help="Experiment 1's run folder (default runs/exp1_<game>[_full])",
     )

@@ -45,7 +45,7 @@ from azjax import (
     train_and_evaluate,
 )
 from azjax.checkpoint import read_config
-from azjax.config import named_defaults
+from azjax.config import config_names, named_defaults
 from azjax.eval import training_games
 from azjax.loop_eval import evaluation_matches, match_args
 from configs.cpu import cpu_recipe
@@ -257,11 +257,28 @@ def parse(argv):
         parser.error("--final_simulations must be at least 1, --eval_games even and at least 2")
     args.workdir = args.workdir or default_workdir(args.game, args.full)
     args.out = args.out or os.path.join(args.workdir, "results")
+    args.config = None
     if args.eval_only:
+        if overrides:
+            parser.error(
+                "--eval_only plays the checkpoints with the run's own settings: drop "
+                + ", ".join(f"--{name}" for name in overrides)
+            )
         try:
             read_config(args.workdir)  # a run with checkpoints, before any folder is made in it
         except ValueError as e:
             parser.error(f"--eval_only: {e}")
+    else:
+        thesis = sorted(n[: -len("_thesis")] for n in config_names() if n.endswith("_thesis"))
+        if args.full and args.game not in thesis:
+            parser.error(
+                f"--full: no thesis settings for {args.game} (configs/{args.game}_thesis.py); "
+                f"games that have them: {', '.join(thesis)}"
+            )
+        try:  # before any folder is made
+            args.config = make_config(args.game, args.full, args.minutes, overrides)
+        except ValueError as e:
+            parser.error(str(e))
     for folder, flag in ((args.workdir, "--workdir"), (args.out, "--out")):
         try:
             flags.check_out(folder, flag)  # before the training, not after it
@@ -271,13 +288,13 @@ def parse(argv):
 
 
 def main(argv=None) -> int:
-    args, overrides = parse(sys.argv[1:] if argv is None else argv)
+    args, _ = parse(sys.argv[1:] if argv is None else argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
     t_start = time.time()
     summary = None
     if not args.eval_only:
-        config = make_config(args.game, args.full, args.minutes, overrides)
+        config = args.config
         log(f"training {args.game} in {args.workdir}: {config.to_json()}")
         summary = train_and_evaluate(config, args.workdir, progress=not args.no_progress)
         log(

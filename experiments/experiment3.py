@@ -96,6 +96,9 @@ def parse(argv):
     unknown = [c for c in args.configs if c not in CONFIGS]
     if unknown or not args.configs:
         parser.error(f"--configs: unknown {unknown}; accepted: {', '.join(CONFIGS)}")
+    twice = sorted({c for c in args.configs if args.configs.count(c) > 1})
+    if twice:  # the results are kept by name: a second match would replace the first
+        parser.error(f"--configs: {', '.join(twice)} given twice; give each configuration once")
     if not 0 < args.seconds < float("inf"):
         parser.error(f"--seconds must be positive and finite, got {args.seconds}")
     check_run_flags(parser, args, "experiment3")

@@ -321,6 +321,16 @@ def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
         ("gating", ["--minutes=nan"], "--minutes must be >= 0 (0: no limit), got nan"),
         ("gating", ["--out=/etc/passwd"], "--out '/etc/passwd' is a file, not a folder"),
         ("openings_curve", ["--workdir=x", "--opponent=random", "--out=/etc/passwd"], "a file"),
+        ("experiment3", ["--configs=evaluator,evaluator"], "evaluator given twice; give each"),
+        ("experiment2", ["--workdir="], "--workdir: an empty path"),
+        ("experiment3", ["--workdir="], "--workdir: an empty path"),
+        ("experiment1", ["--game=tictactoe", "--full"], "--full: no thesis settings for tictac"),
+        (
+            "experiment1",
+            ["--search=gumbel", "--tree_reuse"],
+            "tree_reuse needs algorithm=alphazero, search=puct",
+        ),
+        ("experiment1", ["--eval_only", "--num_simulations=8"], "drop --num_simulations"),
     ],
 )
 def test_experiment_flags_are_checked(module, argv, message, capsys):
