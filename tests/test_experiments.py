@@ -333,12 +333,14 @@ def test_experiment3_equal_time_configurations(tiny_run, tmp_path, monkeypatch):
         ("experiment1", ["--eval_only", "--num_simulations=8"], "drop --num_simulations"),
     ],
 )
-def test_experiment_flags_are_checked(module, argv, message, capsys):
+def test_experiment_flags_are_checked(module, argv, message, capsys, tmp_path, monkeypatch):
     import importlib
 
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_info:
         importlib.import_module(f"experiments.{module}").main(argv)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []  # refused before any folder is made
 
 
 def test_the_tictactoe_experiment_refuses_another_games_run():
