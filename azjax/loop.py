@@ -558,7 +558,7 @@ def start_line(config: Config, workdir: str, devices: int, backend: str, *, resu
         )
     else:
         played = (
-            f"{config.batch_games} games an iteration at {config.num_simulations} simulations "
+            f"{config.batch_games} games in lock-step at {config.num_simulations} simulations "
             f"({config.search})"
         )
     line = (
@@ -570,7 +570,7 @@ def start_line(config: Config, workdir: str, devices: int, backend: str, *, resu
 
         cpu = load(config.game, named_defaults("cpu", config.game)[1])
         line += (
-            f"\nnote: {config.batch_games} games an iteration is a GPU's size; on a CPU "
+            f"\nnote: {config.batch_games} games in lock-step is a GPU's size; on a CPU "
             f"--config=cpu ({cpu.batch_games} games at {cpu.num_simulations} simulations, a "
             f"{cpu.num_blocks}x{cpu.num_filters} network) learns faster per minute "
             '(docs/strength.md, "Time to strength on the CPU")'

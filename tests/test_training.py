@@ -122,10 +122,10 @@ def test_the_start_line_says_what_trains_and_names_the_cpu_recipe_for_a_gpu_batc
     line = loop.start_line(config, "runs/h", 2, "cpu", resume=False)
     first, note = line.split("\n")
     assert first == (
-        "training hex size=6 swap=False in runs/h: 100 iterations or 30 minutes, 1024 games an "
-        "iteration at 64 simulations (puct), on 2 cpu devices"
+        "training hex size=6 swap=False in runs/h: 100 iterations or 30 minutes, 1024 games in "
+        "lock-step at 64 simulations (puct), on 2 cpu devices"
     )
-    assert note.startswith("note: 1024 games an iteration is a GPU's size; on a CPU --config=cpu")
+    assert note.startswith("note: 1024 games in lock-step is a GPU's size; on a CPU --config=cpu")
     assert "(128 games at 32 simulations, a 2x32 network)" in note  # configs/cpu.py's, for Hex
     assert "\n" not in loop.start_line(config, "runs/h", 1, "gpu", resume=False)
     small = cfg.load("othello", {"batch_games": 128, "iterations": 40, "algorithm": "exit"})
@@ -152,7 +152,7 @@ def test_a_resumed_run_keeps_its_clock(run, tmp_path, capsys):
     assert train.main(argv) == 0
     err = capsys.readouterr().err
     assert "after 0.9 minutes of training of its time_budget of 1" in err
-    assert f"continuing tictactoe in {workdir}: 1 minute, 16 games an iteration at 4 " in err
+    assert f"continuing tictactoe in {workdir}: 1 minute, 16 games in lock-step at 4 " in err
     rows = _metrics(workdir)
     summary = json.load(open(os.path.join(workdir, "summary.json")))
     assert summary["stopped_by"] == "time_budget" and summary["run_seconds"] >= 60
