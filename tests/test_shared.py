@@ -141,6 +141,24 @@ def test_a_shared_run_whose_first_game_has_options_resumes(tmp_path):
     assert resumed.num_filters == 8
 
 
+def test_a_shared_run_resumes_with_its_list_given_again(tmp_path, capsys):
+    """The list a run started with, given again with --resume (its config's options left out,
+    written with spaces), continues it; a list in another order says what the run holds."""
+    from azjax.checkpoint import check_resumable
+
+    saved, _ = train.parse(["--games=tictactoe,othello:size=4", "--config=cpu"])
+    assert saved.games == "tictactoe,othello:mobility=true,size=4"  # the CPU recipe's planes
+    (tmp_path / "config.json").write_text(saved.to_json())
+    for given in ("tictactoe,othello:size=4", "tictactoe, othello:size=4,mobility=true"):
+        resumed, _ = train.parse([f"--workdir={tmp_path}", "--resume", f"--games={given}"])
+        assert resumed.games == saved.games
+        check_resumable(saved, resumed)
+    argv = [f"--workdir={tmp_path}", "--resume", "--games=othello:size=4,tictactoe"]
+    assert train.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"but {tmp_path} holds a run of tictactoe,othello:mobility=true,size=4" in err
+
+
 # ---- the network ---------------------------------------------------------------------------------
 def test_each_game_sees_a_single_game_network_around_one_trunk(config, run0):
     variables = run0.train.variables
@@ -298,10 +316,16 @@ def test_a_shared_checkpoint_names_its_games_when_asked_for_another(shared_run):
         (["--games=tictactoe,hex", "--game=hex"], "give one of them"),
         (["--games=tictactoe,hex:size=3", "--eval_opponent=random"], "games with eval_opponent"),
         (["--games=hex:size=3,tictactoe", "--size=4"], "--size with --games"),
+        (["--games=tictactoe,hex", "--size=3"], "--size with --games: give each game's"),
+        (["--games=hex:size=3,tictactoe", "--config=tictactoe"], "--games lists hex first but"),
     ],
 )
 def test_bad_games_flags_are_one_line(argv, message, tmp_path, capsys):
-    assert train.main([*argv, f"--workdir={tmp_path}", "--no_progress"]) == 2
+    try:
+        code = train.main([*argv, f"--workdir={tmp_path}", "--no_progress"])
+    except SystemExit as e:  # argparse's own refusal
+        code = e.code
+    assert code == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
 

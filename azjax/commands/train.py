@@ -135,6 +135,8 @@ def build_parser(
 def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     """The run's Config and the parsed flags. With --resume the saved config is the base: the
     workdir's config.json, else (deleted) the one saved in the checkpoint."""
+    from azjax.shared import parse_games, with_default_options
+
     pre = flags.Parser(add_help=False)
     pre.add_argument("--game", default=None)
     pre.add_argument("--games", default=None)
@@ -150,15 +152,14 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
                 "--games trains one network on several games and --game one: give one of them "
                 "(game options go in the list: --games=connect_four,othello:size=6)"
             )
-        from azjax.shared import parse_games
-
         shared = [name for name, _ in parse_games(known.games)]
         known.game = shared[0]
     base: dict = {}
     if known.config is not None:
         config_game, base = cfg.named_defaults(known.config, known.game)
         if known.game not in (None, config_game) and config_game is not None:
-            raise ValueError(f"--game={known.game} but --config={known.config} is {config_game}")
+            given = f"--games lists {known.game} first" if shared else f"--game={known.game}"
+            raise ValueError(f"{given} but --config={known.config} is {config_game}")
         known.game = config_game or known.game
     resuming = known.resume or known.resume_step is not None
     if resuming and known.workdir is None:  # _main resumes runs/<game>: its settings too
@@ -172,13 +173,28 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     if saved is not None:
         base = {n: getattr(saved, n) for n in cfg.FIELDS if n != "game"}
         base.update(saved.game_options)  # a resumed run keeps its own settings over --config's
-        if known.game not in (None, saved.game):
+        if shared and known.games is not None:
+            if [name for name, _ in parse_games(saved.games or saved.game)] != shared:
+                raise ValueError(
+                    f"--games={known.games} but {known.workdir} holds a run of "
+                    f"{saved.games or saved.game} (a list resumes in its own order)"
+                )
+        elif known.game not in (None, saved.game):
             raise ValueError(f"--game={known.game} but {known.workdir} holds a {saved.game} run")
         known.game = saved.game
     game = known.game or "hex"
     if game not in games.names():
         raise ValueError(f"--game: unknown game {game!r}; known games: {', '.join(games.names())}")
     parser, config_flags, option_flags = build_parser(game, known.config)
+    if shared:  # any game's option: each goes in the list
+        parser.hints.update(
+            (
+                f"--{o}",
+                f"--{o} with --games: give each game's options in the list, e.g. "
+                "--games=connect_four,othello:size=6",
+            )
+            for o in flags.option_fields(None)
+        )
     args = parser.parse_args(argv)
     if args.init_from is not None and (args.resume or args.resume_step is not None):
         raise ValueError(
@@ -188,6 +204,10 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     if args.resume_step is not None and args.resume_step < 0:
         raise ValueError(f"--resume_step must be a checkpoint step (>= 0), got {args.resume_step}")
     given = flags.config_overrides(args, config_flags)
+    if saved is not None and saved.games and given.get("games"):
+        # the run's list names each game's options (a config's too): the list given again,
+        # however written, continues it, and what it gives anew wins
+        given["games"] = with_default_options(given["games"], dict(parse_games(saved.games)))
     if given.get("time_budget") and "iterations" not in given:
         given["iterations"] = 0  # minutes asked for alone: they end the run, not a count
     elif saved is None and base.get("time_budget") and "iterations" not in {**base, **given}:
