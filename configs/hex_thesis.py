@@ -2,9 +2,11 @@
 
 Bruåsdal's (2020) settings: PUCT at 50 simulations, a 3-block, 128-filter ResNet, SGD with
 momentum. `experiments.experiment1 --game=hex --full` trains with them. The faster default is
-configs/hex.py (docs/strength.md, "Time to strength"); on a 2-core CPU an iteration of these
-settings takes about 30 minutes and an hour reached pure MCTS at 16 simulations, where the CPU
-recipe (`--config=cpu`) took 25 seconds (docs/strength.md, "Time to strength on the CPU").
+configs/hex.py (docs/strength.md, "Time to strength"). On a 2-core CPU an iteration's self-play
+takes about 27 minutes and its 1,000 optimizer steps about 50 more (3.0 s a step of 1,024
+positions); with 100 steps an iteration, as this config had until session 114, an hour reached
+pure MCTS at 16 simulations, where the CPU recipe (`--config=cpu`) took 25 seconds
+(docs/strength.md, "Time to strength on the CPU").
 """
 
 GAME = "hex"
@@ -15,7 +17,9 @@ OVERRIDES = dict(
     batch_games=1024,
     iterations=25,  # 25 self-play processes x 1,000 games (Table 5.1): 25,600 games here
     optimizer="sgd",
-    train_steps=100,
+    # Table 5.1's network transfer interval: optimizer steps between the weights self-play gets;
+    # with checkpoint and evaluation every 10 iterations, its intervals of 10,000 steps
+    train_steps=1000,
     size=6,
     swap=False,
     opening_plies=0,

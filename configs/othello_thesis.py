@@ -2,9 +2,11 @@
 
 Bruåsdal's (2020) settings: PUCT at 50 simulations, a 3-block, 128-filter ResNet, SGD with
 momentum. `experiments.experiment1 --game=othello --full` trains with them. The faster default is
-configs/othello.py (docs/strength.md, "Time to strength"); on a 2-core CPU an iteration of these
-settings takes about 43 minutes and 85 minutes stayed below pure MCTS at 16 simulations, which the
-CPU recipe (`--config=cpu`) passed in 1.6 minutes (docs/strength.md, "The same on 6×6 Othello").
+configs/othello.py (docs/strength.md, "Time to strength"). On a 2-core CPU an iteration's
+self-play takes about 40 minutes and its 1,000 optimizer steps about 50 more (2.9 s a step of
+1,024 positions); with 100 steps an iteration, as this config had until session 114, 85 minutes
+stayed below pure MCTS at 16 simulations, which the CPU recipe (`--config=cpu`) passed in 1.6
+minutes (docs/strength.md, "The same on 6×6 Othello").
 """
 
 GAME = "othello"
@@ -15,8 +17,11 @@ OVERRIDES = dict(
     batch_games=1024,
     iterations=25,  # 25 self-play processes x 1,000 games (Table 5.1): 25,600 games here
     optimizer="sgd",
-    train_steps=100,
+    # Table 5.1's network transfer interval: optimizer steps between the weights self-play gets;
+    # with checkpoint and evaluation every 10 iterations, its intervals of 10,000 steps
+    train_steps=1000,
     size=6,
+    augment=False,  # configs/othello.py turns samples; seed 000 did not (section 4.2)
     num_blocks=3,
     num_filters=128,
     value_hidden=128,
