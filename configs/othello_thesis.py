@@ -37,4 +37,5 @@ OVERRIDES = dict(
     momentum=0.9,
     weight_decay=0.001,
     eval_epsilon=0.05,
+    eval_games=20,  # evaluation games during training (40 after it: experiment1 --full)
 )

@@ -217,7 +217,12 @@ def parse(argv):
         "5.1's iterations end the run)",
     )
     parser.add_argument("--eval_only", action="store_true", help="skip training")
-    parser.add_argument("--eval_games", type=int, default=64, help="games per checkpoint match")
+    parser.add_argument(
+        "--eval_games",
+        type=int,
+        default=None,
+        help="games per checkpoint match (default 64; 40 with --full, Table 5.1's after training)",
+    )
     parser.add_argument(
         "--final_games",
         default="200,200",
@@ -237,6 +242,8 @@ def parse(argv):
     args = parser.parse_args(argv)
     if args.minutes is None:
         args.minutes = 0.0 if args.full else CPU_MINUTES
+    if args.eval_games is None:
+        args.eval_games = 40 if args.full else 64
     if not 0 <= args.minutes < float("inf"):
         parser.error(f"--minutes must be >= 0 (0: no limit), got {args.minutes}")
     try:

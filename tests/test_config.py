@@ -44,6 +44,7 @@ def test_the_thesis_settings_are_their_own_config(game):
         opening_plies=0,
         augment=False,  # seed 000 turned no sample (section 4.2)
         puct_values="minmax",  # mctx's PUCT, as the reproduction searched
+        eval_games=20,  # during training
     )
     assert {k: getattr(thesis, k) for k in table_5_1} == table_5_1
     # self-contained: nothing the default recipe sets leaks into the thesis's settings

@@ -105,6 +105,8 @@ def test_experiment1_full_is_table_5_1_not_the_default_recipe(game, cpu_search):
     # from the command line: --full runs Table 5.1's iterations, the CPU scale 22 minutes
     assert experiment1.parse([f"--game={game}", "--full"])[0].minutes == 0
     assert experiment1.parse([f"--game={game}"])[0].minutes == 22
+    assert experiment1.parse([f"--game={game}", "--full"])[0].eval_games == 40  # Table 5.1's
+    assert experiment1.parse([f"--game={game}"])[0].eval_games == 64
 
 
 @pytest.mark.parametrize(
