@@ -636,6 +636,27 @@ def test_an_interrupted_curve_keeps_what_it_played(stopped_run, tmp_path, monkey
     assert [r["step"] for r in record["curve"]] == [1] and record["complete"] is False
 
 
+def test_a_curve_stopped_before_its_first_checkpoint_leaves_no_earlier_record(
+    stopped_run, tmp_path, monkeypatch
+):
+    """A curve run again into the same folder and stopped during its first checkpoint: the
+    earlier curve's complete record passed for this one's."""
+    from azjax.eval import curve
+
+    earlier = dict(run="another run", complete=True, curve=[{"step": 9}])
+    (tmp_path / "curve.json").write_text(json.dumps(earlier))
+
+    def stopped(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(curve, "play_games", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        curve.run_curve(stopped_run[0], str(tmp_path), games=2, log=lambda text: None)
+    record = json.load(open(tmp_path / "curve.json"))
+    assert record["run"] == os.path.abspath(stopped_run[0])
+    assert record["curve"] == [] and record["complete"] is False
+
+
 def test_an_interrupted_match_keeps_its_finished_games(tmp_path, monkeypatch):
     from azjax.eval import match
 

@@ -200,6 +200,8 @@ def run_curve(
             else {}
         ),
     )
+    # an earlier curve's record in `folder` would pass for this one's until its first checkpoint
+    write_json(folder, "curve.json", record)
     saved = steps(run_dir)
     for step in saved[::-1][::every][::-1]:  # every `every`-th, counted back from the last
         _, variables, _ = load_checkpoint(run_dir, step)
