@@ -186,6 +186,7 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
         (["curve", "{tmp}/missing"], "holds no checkpoints"),
         (["curve", "{run}@1"], "curve takes a run folder and evaluates each of its checkpoints"),
         (["curve", "{run}/checkpoints/1"], "curve takes a run folder"),
+        (["curve", "pretrained/tictactoe"], "(an exported network, one checkpoint): give a run"),
         (["curve", "{run}", "--game=hex"], "is a tictactoe {} run, not hex"),
         (["curve", "{run}", "--size=5"], "--size is not an option of tictactoe"),  # no --game
         (["curve", "{run}", "--table={tmp}/t.json"], "--table is the ladder's table"),  # default

@@ -339,16 +339,21 @@ def default_games(args) -> None:
 
 
 def check_curve_run(run: str) -> None:
-    """ValueError when curve's RUN_DIR names one checkpoint (`RUN@STEP`, `RUN/checkpoints/STEP`)
-    rather than a run folder, whose every checkpoint curve evaluates."""
+    """ValueError when curve's RUN_DIR names one checkpoint (`RUN@STEP`, `RUN/checkpoints/STEP`,
+    an exported network) rather than a run folder, whose every checkpoint curve evaluates."""
+    from azjax import pretrained
+    from azjax.checkpoint import resolve_run
+
     if os.path.isdir(os.path.join(run, "checkpoints")):
         return  # a run folder, whatever its name holds
     head, tail = os.path.split(os.path.normpath(run))
-    if "@" in run or (tail.isdigit() and os.path.basename(head) == "checkpoints"):
+    one = "@" in run or (tail.isdigit() and os.path.basename(head) == "checkpoints")
+    if one or ("@" not in run and pretrained.is_exported(resolve_run(run))):
+        what = "an exported network, one checkpoint" if not one else "one checkpoint"
         raise ValueError(
-            f"curve takes a run folder and evaluates each of its checkpoints, got {run!r}: give "
-            "the folder, and --every to thin them (one checkpoint: match, place or errors with "
-            f"ckpt:{run})"
+            f"curve takes a run folder and evaluates each of its checkpoints, got {run!r} "
+            f"({what}): give a run's folder, and --every to thin them (one checkpoint: match, "
+            f"place or errors with ckpt:{run})"
         )
 
 
