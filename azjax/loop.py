@@ -600,7 +600,9 @@ def train_and_evaluate(
     """Train `config` in `workdir` until `iterations` or `time_budget`; returns a summary dict.
 
     Runs on every device (`jax.devices()`). `on_iteration(iteration, metrics)` is called on
-    process 0 after each iteration (e.g. to redraw a plot in a notebook). `resume_step` resumes
+    process 0 after each iteration with the row metrics.jsonl gets once that iteration's
+    checkpoint is on disk (e.g. to redraw a plot in a notebook; the file lags behind it up to a
+    checkpoint interval). `resume_step` resumes
     from that checkpoint instead of the latest (and implies `resume`). `extra_evaluation(variables,
     key) -> {"eval/...": value}` runs after the loop's own evaluation, every `eval_interval`
     iterations, on the current network's variables; its values join that iteration's metrics

@@ -80,6 +80,8 @@ def test_training_notebook_trains_checkpoints_and_draws_the_curve(executed):
     assert os.path.isdir(os.path.join(workdir, "checkpoints", "2", "state"))
     assert any("image/png" in o.get("data", {}) for o in _outputs(notebook))
     assert '"iterations": 2' in _text(notebook)
+    # the last redraw drew the evaluation of the last iteration (metrics.jsonl lags behind)
+    assert "iteration 2/2: " in _text(notebook) and "; 1 evaluation drawn" in _text(notebook)
 
 
 def test_play_notebook_loads_evaluates_and_plays_a_drawn_game(executed):
