@@ -492,6 +492,8 @@ def read_config_file(path: str) -> Config:
     try:
         return Config.from_json(text)
     except (TypeError, ValueError) as e:
+        if str(e).startswith("game must be one of"):  # the checkpoint's names it too: register it
+            raise CheckpointError(f"{path}: {e}") from None
         raise CheckpointError(
             f"{path}: {e}; fix or delete it (--resume then uses the config saved in the checkpoint)"
         ) from None

@@ -563,6 +563,19 @@ def test_a_bad_config_json_is_named(stopped_run, tmp_path, capsys, content):
     _fails(capsys, train.main, [f"--workdir={workdir}", "--resume"], str(config))
 
 
+def test_a_run_of_an_unregistered_game_says_to_register_it(tmp_path, capsys):
+    """Deleting config.json would not help (the checkpoint's config names the game too)."""
+    from azjax.checkpoint import CheckpointError, read_config_file
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**json.loads(cfg.load("tictactoe").to_json()), "game": "mnk"}))
+    with pytest.raises(CheckpointError) as error:
+        read_config_file(str(config))
+    message = str(error.value)
+    assert "got 'mnk' (a game of your own: register it" in message and "adding_a_game" in message
+    assert "delete" not in message
+
+
 def test_a_deleted_config_json_resumes_with_the_checkpoints(stopped_run, tmp_path):
     workdir = tmp_path / "run"
     shutil.copytree(stopped_run[0], workdir)
