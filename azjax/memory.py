@@ -26,12 +26,46 @@ def _nbytes(tree) -> int:
 
 def memory_estimate(config: Config, fns: Iteration, devices: int) -> dict[str, tuple[int, str]]:
     """{part: (bytes on each device, the flags that size it)}: a lower bound on what the run
-    allocates (XLA's temporaries come on top), from shapes alone (nothing is allocated)."""
+    allocates (XLA's temporaries come on top), from shapes alone (nothing is allocated).
+
+    A shared run (`--games`, azjax/shared.py) holds every game's replay buffer at once (their
+    sum), but plays one game's self-play after the other and trains on one game's replay after
+    the other: its trajectories, search trees and training activations are the largest game's,
+    whatever the order of the list."""
+    buffers = jax.eval_shape(fns.init_buffer)
+    if config.games:
+        from azjax import shared  # it imports azjax.loop, which imports this module
+
+        configs = shared.game_configs(config)
+        per_game = [_game_parts(c, _nbytes(buffers[name]), devices) for name, c in configs.items()]
+        played = {part: max(parts[part] for parts in per_game) for part in per_game[0]}
+    else:
+        played = _game_parts(config, _nbytes(buffers), devices)
+    return {
+        "replay buffer": (_nbytes(buffers) // devices, "--replay_games"),
+        "network and optimizer": (
+            3 * _nbytes(jax.eval_shape(fns.init_run)),
+            "--num_blocks, --num_filters, --value_hidden",
+        ),
+        "self-play trajectories": (
+            played["self-play trajectories"],
+            "--selfplay_steps, --batch_games",
+        ),
+        "search trees": (played["search trees"], "--batch_games, --num_simulations"),
+        "training activations": (
+            played["training activations"],
+            "--train_batch_size, --num_filters, --num_blocks",
+        ),
+    }
+
+
+def _game_parts(config: Config, buffer: int, devices: int) -> dict[str, int]:
+    """The bytes on each device of one game's self-play trajectories, search trees and training
+    activations, `buffer` the bytes of its replay buffer (on all devices)."""
     game = config.make_game()
     steps = config.selfplay_steps or game.max_game_length
     games = -(-config.batch_games // devices)
     batch = -(-config.train_batch_size // devices)
-    buffer = _nbytes(jax.eval_shape(fns.init_buffer))
     position = buffer / max(
         1,
         config.batch_games
@@ -42,23 +76,9 @@ def memory_estimate(config: Config, fns: Iteration, devices: int) -> dict[str, t
     nodes = config.num_simulations + 1
     f = config.num_filters
     return {
-        "replay buffer": (buffer // devices, "--replay_games"),
-        "network and optimizer": (
-            3 * _nbytes(jax.eval_shape(fns.init_run)),
-            "--num_blocks, --num_filters, --value_hidden",
-        ),
-        "self-play trajectories": (
-            int(steps * games * position),
-            "--selfplay_steps, --batch_games",
-        ),
-        "search trees": (
-            games * nodes * (6 * 4 * game.num_actions + state + 4 * f * cells),
-            "--batch_games, --num_simulations",
-        ),
-        "training activations": (
-            batch * cells * f * 4 * (2 * config.num_blocks + 2) * 3,
-            "--train_batch_size, --num_filters, --num_blocks",
-        ),
+        "self-play trajectories": int(steps * games * position),
+        "search trees": games * nodes * (6 * 4 * game.num_actions + state + 4 * f * cells),
+        "training activations": batch * cells * f * 4 * (2 * config.num_blocks + 2) * 3,
     }
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import games
-from azjax import gating, load_config, shared, training
+from azjax import gating, load_config, loop, parallel, shared, training
 from azjax.arena import MatchResult
 from azjax.checkpoint import RunState, load_checkpoint
 from azjax.commands import train
@@ -20,6 +20,7 @@ from azjax.eval.agent import random_agent
 from azjax.eval.match import play_games
 from azjax.eval.specs import checkpoint_config, parse_agent
 from azjax.loop import train_and_evaluate
+from azjax.memory import memory_estimate
 from azjax.network import init_variables, make_network
 from azjax.play_stats import HeldOut, PlayStats
 from azjax.replay import Batch
@@ -369,3 +370,49 @@ def test_the_games_play_statistics_combine():
     expected = [150, 400, 0.3, 1.5, 0.3, 1.5, 60, 0.35, 1.6]
     np.testing.assert_allclose(held.heldout, expected, rtol=1e-6)
     assert shared._combine([stats(3, 10), stats(5, 7)]).heldout is None
+
+
+# ---- the memory pre-check ------------------------------------------------------------------------
+def test_a_shared_run_s_memory_estimate_is_every_game_s_whatever_the_order():
+    # the games' self-play and training run one game after the other and their buffers are all
+    # held at once: the estimate was the first game's alone (Tic-Tac-Toe's trees, 88 MiB, for
+    # 8x8 Othello's 626 MiB when it came first), so the list's order changed it
+    sizes = dict(
+        batch_games=1024,
+        num_simulations=64,
+        num_blocks=2,
+        num_filters=32,
+        replay_games=2000,
+        train_batch_size=256,
+        search="gumbel",
+        value_hidden=32,
+    )
+    mesh = parallel.make_mesh()
+
+    def estimate(games_list):
+        config = load_config(games_list.split(":")[0].split(",")[0], dict(sizes, games=games_list))
+        return {
+            k: b
+            for k, (b, _) in memory_estimate(config, shared.make_iteration(config, mesh), 1).items()
+        }
+
+    forward = estimate("tictactoe,othello:size=8")
+    assert forward == estimate("othello:size=8,tictactoe")
+    singles = []
+    for name, options in (("tictactoe", {}), ("othello", {"size": 8})):
+        config = load_config(name, dict(sizes, **options))
+        singles.append(
+            {
+                k: b
+                for k, (b, _) in memory_estimate(
+                    config, loop.make_iteration(config, mesh), 1
+                ).items()
+            }
+        )
+        assert set(singles[-1]) == set(forward)
+        for part, need in singles[-1].items():
+            assert forward[part] >= need, (name, part)
+    # the largest game's self-play and training, the sum of the buffers
+    for part in ("self-play trajectories", "search trees", "training activations"):
+        assert forward[part] == max(s[part] for s in singles)
+    assert forward["replay buffer"] == sum(s["replay buffer"] for s in singles)
