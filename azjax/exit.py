@@ -271,6 +271,7 @@ class ExItStats(NamedTuple):
     resigned: None = None  # the loop's PlayStats field: ExIt's apprentice games never resign
     resign_checked: None = None
     resign_wrong: None = None
+    by_game: None = None  # the loop's PlayStats field: ExIt trains on one game
 
     def metrics(self) -> dict[str, float]:
         """The ExIt metrics the loop logs beside its own."""

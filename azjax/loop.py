@@ -41,9 +41,10 @@ gate/accepted_total, gate/best_iteration).
 
 Shared learning (`--games`, `azjax.shared`): one network over several games; the iteration is
 `shared.make_iteration`'s, which runs each game's own `make_iteration` on that game's view of the
-network (self-play of every game, then each game's learner in a random order). Losses, gate and
-evaluation metrics are also logged per game (loss/<game>/total, gate/<game>/score,
-eval/<game>/mcts_score, ...), and loss/total is the games' mean.
+network (self-play of every game, then each game's learner in a random order). Losses, gate,
+evaluation, self-play and held-out metrics are also logged per game (loss/<game>/total,
+gate/<game>/score, eval/<game>/mcts_score, selfplay/<game>/draws, heldout/<game>/value, ...),
+and loss/total is the games' mean; the first player's wins and the draws are per game only.
 
 Devices: the iteration runs on a mesh over every device (`azjax.parallel`; one device is the
 one-device mesh): games, trajectories, the replay buffer and training batches are split along B,
@@ -894,6 +895,9 @@ def resign_warning(checked: int, wrong: int) -> str | None:
 def _play_values(
     played: PlayStats, positions: int, seconds: float, devices: int, *, resigning: bool = False
 ) -> dict[str, Any]:
+    """The iteration's counts and speed, and what its self-play played (`_game_play_values`):
+    in a shared run the games' combined, and each game's as selfplay/<game>/...,
+    replay/<game>/..., heldout/<game>/... (as loss/<game>/... and eval/<game>/... are)."""
     values: dict[str, Any] = dict(
         games=int(played.games),
         positions=positions,
@@ -903,6 +907,17 @@ def _play_values(
         positions_per_second=positions / seconds,
         positions_per_second_per_device=positions / seconds / devices,
     )
+    values.update(_game_play_values(played, resigning))
+    for name, game in (getattr(played, "by_game", None) or {}).items():
+        for key, value in _game_play_values(game, resigning).items():
+            group, _, rest = key.partition("/")
+            values[f"{group}/{name}/{rest}"] = value
+    return values
+
+
+def _game_play_values(played: PlayStats, resigning: bool) -> dict[str, Any]:
+    """selfplay/..., replay/policy_surprise and heldout/... of `played`."""
+    values: dict[str, Any] = {}
     for k, distinct, reached in zip(VARIETY_PLIES, played.distinct, played.reached):
         values[f"selfplay/distinct_ply{k}"] = int(distinct)
         values[f"selfplay/positions_ply{k}"] = int(reached)

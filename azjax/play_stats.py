@@ -40,6 +40,10 @@ class PlayStats(NamedTuple):
     # (`azjax.selfplay.check_resignations`); None as `resigned`
     resign_checked: jax.Array | None = None
     resign_wrong: jax.Array | None = None
+    # {game: its own PlayStats} in a shared run (`azjax.shared`), whose other fields combine the
+    # games'; the loop logs each as selfplay/<game>/..., replay/<game>/..., heldout/<game>/...;
+    # None in a single-game run
+    by_game: dict[str, PlayStats] | None = None
 
 
 class HeldOut(NamedTuple):

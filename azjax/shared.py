@@ -252,10 +252,11 @@ def update_order(seed: int, iteration: int, num_games: int) -> list[int]:
 def _combine(stats: list[PlayStats]) -> PlayStats:
     """One iteration's PlayStats over the games: games and variety summed, `ready` the least
     (the learner waits for every game's replay), the policy surprise the games' mean, the
-    outcomes and resignations summed, the held-out losses the games' means (as loss/... are)
-    over counts summed."""
+    resignations summed, the held-out losses the games' means (as loss/... are) over counts
+    summed. No outcomes: a first player's win share or a draw share over games as unlike as
+    Tic-Tac-Toe and Hex means nothing, so a shared run logs them per game only (`play` keeps
+    each game's PlayStats in `by_game`)."""
     surprises = [s.surprise for s in stats if s.surprise is not None]
-    outcomes = [s.outcomes for s in stats if s.outcomes is not None]
     held = [s.heldout for s in stats if s.heldout is not None]
     resigned = [s for s in stats if s.resigned is not None]
     return PlayStats(
@@ -264,7 +265,6 @@ def _combine(stats: list[PlayStats]) -> PlayStats:
         distinct=sum(s.distinct for s in stats),
         reached=sum(s.reached for s in stats),
         surprise=jnp.mean(jnp.stack(surprises)) if surprises else None,
-        outcomes=sum(outcomes) if outcomes else None,
         heldout=_combine_heldout(held) if held else None,
         resigned=sum(s.resigned for s in resigned) if resigned else None,
         resign_checked=sum(s.resign_checked for s in resigned) if resigned else None,
@@ -303,12 +303,13 @@ def make_iteration(config: Config, mesh: Mesh) -> loop.Iteration:
     first = parts[names[0]]
 
     def play(run, states, buffers):
-        out_states, out_buffers, stats = {}, {}, []
+        """(states, buffers, PlayStats): every game's self-play, one after the other; the
+        PlayStats combine the games' (`_combine`) and keep each one's in `by_game`."""
+        out_states, out_buffers, stats = {}, {}, {}
         for i, name in enumerate(names):
             s, b, played = parts[name].play(view_run(run, name, i), states[name], buffers[name])
-            out_states[name], out_buffers[name] = s, b
-            stats.append(played)
-        return out_states, out_buffers, _combine(stats)
+            out_states[name], out_buffers[name], stats[name] = s, b, played
+        return out_states, out_buffers, _combine(list(stats.values()))._replace(by_game=stats)
 
     def learn(run, buffers, lr_scale=1.0):
         """(TrainState, {game: mean Losses}): each game's learner in a random order, every

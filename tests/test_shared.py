@@ -289,6 +289,25 @@ def test_a_shared_run_trains_every_game_and_gates_them(shared_run, run0):
         assert not equal(variables["params"][part], run0.train.variables["params"][part])
 
 
+def test_a_shared_run_logs_each_game_s_self_play(shared_run):
+    # as loss/<game>/... and eval/<game>/...: the games' self-play, held-out losses and outcome
+    # shares each under its own name, the variety summed beside them, no outcome share combined
+    workdir, _ = shared_run
+    rows = [json.loads(line) for line in open(os.path.join(workdir, "metrics.jsonl"))]
+    names = ("tictactoe", "connect_four")
+    for row in rows:
+        for name in names:
+            for k in ("distinct_ply2", "distinct_ply4", "positions_ply2", "positions_ply4"):
+                assert isinstance(row[f"selfplay/{name}/{k}"], int)
+            for k in ("first_player_wins", "draws"):
+                assert 0 <= row[f"selfplay/{name}/{k}"] <= 1
+            assert f"heldout/{name}/positions" in row
+        for k in ("distinct_ply2", "positions_ply4"):
+            assert row[f"selfplay/{k}"] == sum(row[f"selfplay/{n}/{k}"] for n in names)
+        assert row["heldout/positions"] == sum(row[f"heldout/{n}/positions"] for n in names)
+        assert "selfplay/draws" not in row and "selfplay/first_player_wins" not in row
+
+
 def test_a_shared_checkpoint_plays_each_of_its_games(shared_run):
     workdir, _ = shared_run
     for name, options in shared.parse_games(GAMES):
@@ -370,6 +389,10 @@ def test_the_games_play_statistics_combine():
     expected = [150, 400, 0.3, 1.5, 0.3, 1.5, 60, 0.35, 1.6]
     np.testing.assert_allclose(held.heldout, expected, rtol=1e-6)
     assert shared._combine([stats(3, 10), stats(5, 7)]).heldout is None
+    # no outcomes over the games: a draw share over Tic-Tac-Toe and Hex means nothing (per game:
+    # test_a_shared_run_logs_each_game_s_self_play)
+    won = stats(3, 10)._replace(outcomes=jnp.array([2, 1, 0]))
+    assert shared._combine([won, won]).outcomes is None
 
 
 # ---- the memory pre-check ------------------------------------------------------------------------
