@@ -513,10 +513,11 @@ def check_resumable(saved: Config, config: Config) -> None:
 
 
 # ---- runs named on the command line --------------------------------------------------------------
-def parse_location(text: str) -> tuple[str, int | None]:
+def parse_location(text: str, game: str | None = None) -> tuple[str, int | None]:
     """'PATH[@STEP|@latest|@best[:MEASURE]]' (or PATH/checkpoints/STEP) -> (run folder, step or
     None: latest). `@best` is read from the run: the step `best_checkpoint` names, by the run's
-    `best_by` or by MEASURE (auto, opponent, elo, error_rate)."""
+    `best_by` or by MEASURE (auto, opponent, elo, error_rate); in a shared run by game `game`'s
+    evaluations (a ckpt: spec's game=NAME)."""
     path, at, step_text = text.rpartition("@") if "@" in text else (text, "", "")
     path = path.strip()
     if not path:
@@ -537,7 +538,7 @@ def parse_location(text: str) -> tuple[str, int | None]:
             raise ValueError(f"{path!r} is checkpoint {tail}, not @{step_text}")
         path, step = os.path.dirname(head), int(tail)
     if best:
-        step = best_checkpoint(path, measure or None).step
+        step = best_checkpoint(path, measure or None, game).step
     return path, step
 
 
@@ -587,13 +588,21 @@ def _logged(row: dict, metric: str) -> bool:
     return isinstance(row.get(metric), (int, float)) and math.isfinite(row[metric])
 
 
-def measure_trends(rows: list[dict]) -> dict[str, dict]:
+def game_metric(metric: str, game: str | None) -> str:
+    """A metric's name in metrics.jsonl: `metric` itself, or in a shared run game `game`'s
+    (eval/elo -> eval/<game>/elo: `loop_eval.make_evaluation`)."""
+    return metric if game is None else metric.replace("eval/", f"eval/{game}/", 1)
+
+
+def measure_trends(rows: list[dict], game: str | None = None) -> dict[str, dict]:
     """How each in-loop measure of BEST_MEASURES moved over a run (`rows`: metrics.jsonl's):
     {metric: {"evaluations": n, "first": [iteration, value], "last": [...], "best": [...]}}
     for those it logged (best: the highest, the lowest error rate; a tie to the later). What a
-    run's closing message shows of whether it was still improving."""
+    run's closing message shows of whether it was still improving. `game`: a shared run's game,
+    whose measures (eval/<game>/elo, ...) it reads."""
     trends = {}
     for metric, higher in BEST_MEASURES.values():
+        metric = game_metric(metric, game)
         points = [(r["iteration"], float(r[metric])) for r in rows if _logged(r, metric)]
         if points:
             best = max(points, key=lambda p: ((p[1] if higher else -p[1]), p[0]))
@@ -617,33 +626,62 @@ def current_first(rows: list[dict], metrics: list[tuple[str, bool]]) -> list[tup
     return sorted(metrics, key=lambda m: not 2 * latest[m[0]] > end)  # stable: the order kept
 
 
-def best_checkpoint(path: str, by: str | None = None) -> Best:
+def best_checkpoint(path: str, by: str | None = None, game: str | None = None) -> Best:
     """The saved checkpoint of run `path` whose in-loop evaluation scored best by measure `by`
     (a key of BEST_MEASURES, or "auto"; None: the run's `best_by`), from the run's
-    metrics.jsonl; a CheckpointError where no saved step was evaluated so. Reads no orbax
-    manager (`steps_on_disk`), so one process of a distributed run may call it alone."""
+    metrics.jsonl; a CheckpointError where no saved step was evaluated so. In a shared run
+    (`--games`) by game `game`'s evaluations (eval/<game>/...), which it must name; `game` is
+    not read for a single-game run. Reads no orbax manager (`steps_on_disk`), so one process of
+    a distributed run may call it alone."""
     check_run_folder(path)
     folder = resolve_run(path)
     if pretrained.is_exported(folder):
         raise CheckpointError(
             f"{path!r} is an exported network (one step, no evaluations): drop the @best"
         )
+    config_file = os.path.join(folder, "config.json")  # the run's latest session's
+    config = None
+    if os.path.exists(config_file):
+        try:
+            config = read_config_file(config_file)
+        except CheckpointError:
+            if by is None:  # its best_by is needed; a measure given ranks without it
+                raise
     if by is None:
-        config_file = os.path.join(folder, "config.json")  # the run's latest session's
-        by = read_config_file(config_file).best_by if os.path.exists(config_file) else "auto"
+        by = config.best_by if config is not None else "auto"
     if by != "auto" and by not in BEST_MEASURES:
         raise CheckpointError(
             f"@best:{by}: the measure must be one of {', '.join(['auto', *BEST_MEASURES])}"
         )
+    if config is None or not config.games:
+        game = None  # a single-game run's measures are eval/elo, ...
+    else:
+        from azjax import shared  # here: it brings in the training loop
+
+        trained = list(shared.game_configs(config))
+        if game is None:
+            raise CheckpointError(
+                f"{path}@best: the run trained one network over {', '.join(trained)}, each "
+                f"evaluated on its own: give game=NAME (ckpt:{path}@best,game={trained[0]})"
+            )
+        if game not in trained:
+            raise CheckpointError(
+                f"{path}@best: the run did not train {game}; it has {', '.join(trained)}"
+            )
     saved = set(steps_on_disk(folder))
     every_row = read_rows(os.path.join(folder, METRICS_FILE))
     rows = [r for r in every_row if r["iteration"] in saved]
-    metrics = [BEST_MEASURES[m] for m in (BEST_AUTO if by == "auto" else (by,))]
+    metrics = [
+        (game_metric(metric, game), higher)
+        for metric, higher in (BEST_MEASURES[m] for m in (BEST_AUTO if by == "auto" else (by,)))
+    ]
+    cis = {game_metric(m, game): game_metric(ci, game) for m, ci in BEST_CI95.items()}
     for metric, higher in current_first(rows, metrics):
+        ci95 = cis[metric]
         scored = [  # (score, higher better; its half-width; step)
             (
                 float(r[metric]) if higher else -float(r[metric]),
-                float(r[BEST_CI95[metric]]) if _logged(r, BEST_CI95[metric]) else 0.0,
+                float(r[ci95]) if _logged(r, ci95) else 0.0,
                 r["iteration"],
             )
             for r in rows

@@ -26,7 +26,8 @@ Specs (options are comma-separated `name=value`):
                                      come from the checkpoint's config (search=uct: UCT on the
                                      network's values, its priors unused).
                                      game=NAME picks one game of a shared run (`--games`),
-                                     whose network plays each of them. net=best plays a gated
+                                     whose network plays each of them (and whose in-loop
+                                     evaluations rank its @best). net=best plays a gated
                                      run's best network (the one its self-play used), net=learner
                                      (the default) the learner's.
     mcts[:opts]                      pure MCTS with random rollouts (uniform priors, every leaf
@@ -302,8 +303,8 @@ _CKPT_OPTIONS = _SEARCH_OPTIONS[:-2] + (
 
 def _ckpt(game: Game, rest: str, name: str) -> Agent:
     location, _, option_text = rest.partition(",")
-    path, step = parse_checkpoint_location(location)
     opts = parse_options("ckpt", option_text, _CKPT_OPTIONS)
+    path, step = parse_checkpoint_location(location, opts.get("game"))
     _check_sims_or_seconds("ckpt", opts)
     check_run_folder(path)
     config = check_game(read_config(path, step), opts.get("game"), name)
@@ -419,11 +420,12 @@ def _gtp(game: Game, rest: str, name: str) -> Agent:
 
 
 # ---- checkpoints ---------------------------------------------------------------------------------
-def parse_checkpoint_location(text: str) -> tuple[str, int | None]:
+def parse_checkpoint_location(text: str, game: str | None = None) -> tuple[str, int | None]:
     """'PATH[@STEP|@latest|@best[:MEASURE]]' -> (run folder, step or None), as
-    `checkpoint.parse_location`."""
+    `checkpoint.parse_location` (`game`: the spec's game=NAME, whose evaluations rank a shared
+    run's @best)."""
     try:
-        return parse_location(text)
+        return parse_location(text, game)
     except ValueError as e:
         raise ValueError(f"ckpt: {e} (spec: {KINDS['ckpt']})") from None
 
@@ -435,8 +437,8 @@ def checkpoint_config(text: str) -> Config | None:
     if kind != "ckpt":
         return None
     location, _, option_text = rest.partition(",")
-    path, step = parse_checkpoint_location(location)
     opts = parse_options("ckpt", option_text, _CKPT_OPTIONS)
+    path, step = parse_checkpoint_location(location, opts.get("game"))
     check_run_folder(path)
     return check_game(read_config(path, step), opts.get("game"), text.strip())
 
