@@ -855,23 +855,42 @@ def _train(
     summary["eval_seconds"] = round(evaluations.seconds, 1)  # this session's in-loop evaluation
     summary["eval_compile_seconds"] = round(evaluations.seconds - evaluations.budgeted, 1)  # of it
     if metrics is not None:  # every session's evaluations
-        summary["trends"] = measure_trends(metrics.rows)
+        summary["trends"] = _trends(config, metrics.rows)
         summary["eval_postponed"] = sum(int(r.get("eval_postponed", 0)) for r in metrics.rows)
     summary["run_seconds"] = round(time.time() - t_run, 1)  # every session's
     _close(checkpointer, metrics)
     if primary:
-        summary["best"] = _best(workdir)
+        summary["best"] = _best(workdir, config)
         _write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=2))
     if stop.signum is not None:
         raise Interrupted(stop.signum, f"checkpoint {it} saved; continue with --resume")
     return summary
 
 
-def _best(workdir: str) -> dict | None:
+def _trends(config: Config, rows: list[dict]) -> dict:
+    """The summary's `trends` (`checkpoint.measure_trends`); a shared run's per game,
+    {game: {metric: ...}}."""
+    if not config.games:
+        return measure_trends(rows)
+    from azjax import shared
+
+    return {name: measure_trends(rows, name) for name in shared.game_configs(config)}
+
+
+def _best(workdir: str, config: Config) -> dict | None:
     """The summary's `best`: the saved checkpoint its in-loop evaluations scored highest
-    (`checkpoint.best_checkpoint`: step, metric, value), None where none was evaluated."""
+    (`checkpoint.best_checkpoint`: step, metric, value), None where none was evaluated; a shared
+    run's per game, {game: that or None}."""
+    if config.games:
+        from azjax import shared
+
+        return {name: _best_of(workdir, name) for name in shared.game_configs(config)}
+    return _best_of(workdir)
+
+
+def _best_of(workdir: str, game: str | None = None) -> dict | None:
     try:
-        return best_checkpoint(workdir)._asdict()
+        return best_checkpoint(workdir, game=game)._asdict()
     except CheckpointError:
         return None
 

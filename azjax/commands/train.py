@@ -348,13 +348,13 @@ def _opponent(config: cfg.Config):
 
 def _measure(metric: str, value: float) -> str:
     """An in-loop measure's value as the closing message shows it: Elo signed and whole."""
-    return f"{value:+.0f}" if metric == "eval/elo" else f"{value:.3f}"
+    return f"{value:+.0f}" if metric.endswith("/elo") else f"{value:.3f}"  # eval/<game>/elo too
 
 
 def _trend(metric: str, t: dict) -> str:
     """One measure's move over a run (`checkpoint.measure_trends`'s `t`): first -> last, and its
     best where that is not the last."""
-    extreme = "lowest" if metric == "eval/error_rate" else "highest"
+    extreme = "lowest" if metric.endswith("/error_rate") else "highest"
     best = (
         f"{extreme} {_measure(metric, t['best'][1])} at {t['best'][0]}"
         if t["best"] != t["last"]
@@ -412,27 +412,36 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
                 f"{last['heldout/policy']:.3f}, on those it could value "
                 f"{last['heldout/seen_value']:.3f}, policy {last['heldout/seen_policy']:.3f}"
             )
+    shared = bool(summary.get("shared_games"))
+    trends = summary.get("trends", {})  # a shared run's per game: {game: {metric: ...}}
     moved = [
-        _trend(metric, t) for metric, t in summary.get("trends", {}).items() if t["evaluations"] > 1
+        _trend(metric, t)
+        for each in (trends.values() if shared else [trends])
+        for metric, t in each.items()
+        if t["evaluations"] > 1
     ]
     if moved:
         lines.append("in-loop measures over the run: " + "; ".join(moved))
     best = summary.get("best")
-    if best and best["step"] != summary["iterations"]:
+    named = [("@best", best)]
+    if shared:  # per game: {game: its best or None}
+        named = [(f"@best,game={g}", b) for g, b in (best or {}).items()]
+    for at, best in named:
+        if not best or best["step"] == summary["iterations"]:
+            continue
         value = _measure(best["metric"], best["value"])
         if best.get("top_step", best["step"]) not in (-1, best["step"]):  # level with the top
             top = _measure(best["metric"], best["top_value"])
             value += f"; level with {top} at {best['top_step']} within the intervals"
         lines.append(
             f"its best checkpoint by the in-loop {best['metric']} ({value}) is {best['step']}, "
-            f"not the last: ckpt:{workdir}@best names it"
+            f"not the last: ckpt:{workdir}{at} names it"
         )
     lines.append(f"saved in {workdir}: checkpoints/, metrics.jsonl, tb/, config.json, summary.json")
     lines.append("next:")
     play, evaluate, train = (
         spell(script, prog) for script in ("play.py", "evaluate.py", "train.py")
     )
-    trends = summary.get("trends", {})
     placed = trends.get("eval/elo", {}).get("evaluations", 0)
     # the budget put ladder placements off, and no exact error rate (which it never puts off)
     # shows the progress: every checkpoint placed after the run
