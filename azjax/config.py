@@ -675,6 +675,20 @@ def _validate_best_by(config: Config) -> None:
                 "best_by=error_rate needs solved positions of the game; the package has sets "
                 f"for {', '.join(solved.shipped())}"
             )
+        if config.games:  # each game's @best ranks by its own error rate
+            from azjax import shared
+
+            unsolved = [
+                name
+                for name, c in shared.game_configs(config).items()
+                if not os.path.exists(solved.set_path(c.make_game()))
+            ]
+            if unsolved:
+                raise ValueError(
+                    f"best_by=error_rate needs solved positions of every game of --games; "
+                    f"{', '.join(unsolved)} has none (the package has sets for "
+                    f"{', '.join(solved.shipped())})"
+                )
 
 
 def validate(config: Config) -> Config:
