@@ -463,3 +463,99 @@ def test_a_shared_run_s_memory_estimate_is_every_game_s_whatever_the_order():
     for part in ("self-play trajectories", "search trees", "training activations"):
         assert forward[part] == max(s[part] for s in singles)
     assert forward["replay buffer"] == sum(s["replay buffer"] for s in singles)
+
+
+# ---- @best and summary.json's measures, per game -------------------------------------------------
+def _evaluated_run(config, folder, evals: dict[int, dict]) -> str:
+    """A shared run's folder as `best_checkpoint` reads it: config.json, checkpoints 1 and 2 (no
+    arrays) and metrics.jsonl with `evals` ({iteration: its eval/<game>/... values})."""
+    os.makedirs(os.path.join(folder, "checkpoints", "1"))
+    os.makedirs(os.path.join(folder, "checkpoints", "2"))
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        f.write(config.to_json())
+    with open(os.path.join(folder, "metrics.jsonl"), "w") as f:
+        for it in (1, 2):
+            f.write(json.dumps({"iteration": it, **evals.get(it, {})}) + "\n")
+    return str(folder)
+
+
+def test_best_of_a_shared_run_ranks_the_game_named(config, tmp_path):
+    from azjax.checkpoint import CheckpointError, best_checkpoint, parse_location
+
+    run = _evaluated_run(
+        config,
+        tmp_path / "run",
+        {
+            1: {"eval/tictactoe/elo": 500.0, "eval/connect_four/elo": 100.0},
+            2: {"eval/tictactoe/elo": 100.0, "eval/connect_four/elo": 300.0},
+        },
+    )
+    assert best_checkpoint(run, game="tictactoe")[:3] == (1, "eval/tictactoe/elo", 500.0)
+    assert best_checkpoint(run, "elo", "connect_four")[:3] == (2, "eval/connect_four/elo", 300.0)
+    assert parse_location(f"{run}@best:elo", "tictactoe") == (run, 1)
+    with pytest.raises(CheckpointError, match=r"give game=NAME \(ckpt:.*@best,game=tictactoe\)"):
+        parse_location(f"{run}@best")
+    with pytest.raises(CheckpointError, match="did not train hex; it has tictactoe, connect_four"):
+        best_checkpoint(run, game="hex")
+    with pytest.raises(CheckpointError, match="eval/tictactoe/error_rate.*not been evaluated"):
+        best_checkpoint(run, "error_rate", "tictactoe")
+
+
+def test_a_shared_runs_summary_keeps_trends_and_best_per_game(config, tmp_path):
+    from azjax import loop
+
+    run = _evaluated_run(
+        config,
+        tmp_path / "run",
+        {1: {"eval/tictactoe/error_rate": 0.2}, 2: {"eval/tictactoe/error_rate": 0.3}},
+    )
+    rows = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl"))]
+    trends = loop._trends(config, rows)
+    assert trends == {
+        "tictactoe": {
+            "eval/tictactoe/error_rate": dict(
+                evaluations=2, first=[1, 0.2], last=[2, 0.3], best=[1, 0.2]
+            )
+        },
+        "connect_four": {},
+    }
+    best = loop._best(run, config)
+    assert best["connect_four"] is None and best["tictactoe"]["step"] == 1
+    summary = dict(
+        game="tictactoe",
+        game_options={},
+        shared_games=GAMES,
+        iterations=2,
+        games=8,
+        positions=40,
+        wall_seconds=60.0,
+        stopped_by="iterations",
+        trends=trends,
+        best=best,
+    )
+    message = train.closing_message(summary, run, prog="train.py")
+    assert "eval/tictactoe/error_rate 0.200 at 1 -> 0.300 at 2 (lowest 0.200 at 1)" in message
+    assert f"is 1, not the last: ckpt:{run}@best,game=tictactoe names it" in message
+
+
+def test_a_shared_checkpoints_best_plays_with_game(shared_run, tmp_path):
+    import shutil
+
+    workdir, _ = shared_run
+    run = str(tmp_path / "run")
+    shutil.copytree(workdir, run)
+    with open(os.path.join(run, "metrics.jsonl"), "a") as f:  # the last row again, evaluated
+        f.write(json.dumps({"iteration": 2, "eval/connect_four/elo": 100.0}) + "\n")
+    spec = f"ckpt:{run}@best,game=connect_four,sims=2"
+    assert checkpoint_config(spec).game == "connect_four"
+    assert parse_agent(spec, games.make("connect_four", rows=4, cols=5)).name
+    with pytest.raises(ValueError, match="give game=NAME"):
+        checkpoint_config(f"ckpt:{run}@best")
+
+
+def test_best_by_error_rate_with_games_needs_every_games_solved_positions(tmp_path, capsys):
+    argv = ["--games=tictactoe,hex:size=3", "--eval_errors", "--best_by=error_rate"]
+    code = train.main([*argv, "--eval_interval=1", f"--workdir={tmp_path}", "--no_progress"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "hex has none" in err and len(err.splitlines()) == 1
