@@ -698,6 +698,15 @@ def best_checkpoint(path: str, by: str | None = None, game: str | None = None) -
         if evaluated
         else "it has not been evaluated yet: train past its --eval_interval (or with --eval_final)"
     )
+    if (
+        not evaluated
+        and game is not None
+        and any(k.startswith(f"eval/{game}/") for r in rows for k in r)
+    ):
+        advice = (  # evaluated, by matches alone: no ladder table, no solved positions
+            f"its evaluations of {game} log none of these (the Elo needs --eval_ladder and a "
+            "ladder table of the game, the error rate its solved positions)"
+        )
     raise CheckpointError(
         f"{path}@best: none of its saved checkpoints {sorted(saved)} has an in-loop evaluation "
         f"({' or '.join(m for m, _ in metrics)} in metrics.jsonl at its iteration); {advice}, "

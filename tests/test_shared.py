@@ -497,12 +497,13 @@ def test_best_of_a_shared_run_ranks_the_game_named(config, tmp_path):
         parse_location(f"{run}@best")
     with pytest.raises(CheckpointError, match="did not train hex; it has tictactoe, connect_four"):
         best_checkpoint(run, game="hex")
-    with pytest.raises(CheckpointError, match="eval/tictactoe/error_rate.*not been evaluated"):
-        best_checkpoint(run, "error_rate", "tictactoe")
+    with pytest.raises(CheckpointError, match="error_rate.*evaluations of tictactoe log none"):
+        best_checkpoint(run, "error_rate", "tictactoe")  # it has an Elo, no error rate
 
 
 def test_a_shared_runs_summary_keeps_trends_and_best_per_game(config, tmp_path):
     from azjax import loop
+    from azjax.checkpoint import best_checkpoint
 
     run = _evaluated_run(
         config,
@@ -521,6 +522,8 @@ def test_a_shared_runs_summary_keeps_trends_and_best_per_game(config, tmp_path):
     }
     best = loop._best(run, config)
     assert best["connect_four"] is None and best["tictactoe"]["step"] == 1
+    with pytest.raises(ValueError, match="connect_four/error_rate.*not been evaluated yet"):
+        best_checkpoint(run, game="connect_four")
     summary = dict(
         game="tictactoe",
         game_options={},
