@@ -850,6 +850,21 @@ def validate(config: Config) -> Config:
         )
     if config.score_utility and config.evaluator != "network":
         raise ValueError("score_utility needs evaluator=network (the ownership head)")
+    root_value = [  # what reads the search's root value as the game's
+        name
+        for name, on in (
+            ("value_target_mix", config.value_target_mix > 0),
+            ("value_lambda < 1", config.value_lambda < 1),
+            ("resign_threshold", config.resign_threshold > 0),
+        )
+        if on
+    ]
+    if config.score_utility and root_value:
+        raise ValueError(
+            f"score_utility with {', '.join(root_value)}: the search's root value blends in the "
+            "score, and these read it as the game's value (the value head would learn the score, "
+            "resignation compare it); give score_utility=0 or leave them off"
+        )
     if config.gating and config.algorithm != "alphazero":
         raise ValueError("gating needs algorithm=alphazero (Expert Iteration has no gate)")
     no_rollouts = config.rollout_policy == "none" or config.rollout_prob == 0

@@ -81,6 +81,18 @@ def test_a_config_is_frozen():
         ({"value_lambda": -0.1}, "value_lambda must be >= 0.0"),
         ({"value_lambda": 0.9, "algorithm": "exit"}, "value_lambda < 1 needs algorithm=alphazero"),
         ({"value_lambda": 0.9, "value_target_mix": 0.5}, "set one (value_lambda=1"),
+        (
+            {"score_utility": 0.5, "ownership_weight": 1.0, "value_target_mix": 0.5},
+            "score_utility with value_target_mix: the search's root value blends in the score",
+        ),
+        (
+            {"score_utility": 0.5, "ownership_weight": 1.0, "resign_threshold": 0.9},
+            "score_utility with resign_threshold:",
+        ),
+        (
+            {"score_utility": 0.5, "ownership_weight": 1.0, "value_lambda": 0.8},
+            "score_utility with value_lambda < 1:",
+        ),
         ({"net_symmetries": 8}, "net_symmetries must be in 1..2 for hex (its board symmetries)"),
         ({"net_symmetries": 9}, "net_symmetries must be <= 8"),
         ({"net_symmetries": 2, "algorithm": "exit"}, "net_symmetries needs algorithm=alphazero"),
