@@ -17,6 +17,7 @@ import dataclasses
 import importlib
 import os
 import re
+import sys
 from collections.abc import Sequence
 
 from games.base import Game, GameState
@@ -87,6 +88,27 @@ class _Names(Sequence):
 NAMES: Sequence[str] = _Names()
 
 
+def _import(target: str, module_name: str):
+    """The module of a game target, imported from the path or else from the working folder (a
+    console script such as `azjax-train` puts its own bin/ folder on the path, not the folder it
+    runs in, where `python -m` and `python train.py` put theirs); ValueError where neither has
+    it."""
+    for attempt in range(2):
+        try:
+            return importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if not module_name.startswith(str(e.name)):
+                raise  # the module exists and one of its own imports failed: show that
+            here = os.getcwd()
+            if attempt or here in sys.path or "" in sys.path:
+                raise ValueError(
+                    f"game target {target!r}: no module {module_name!r} in {here} or on the "
+                    "path (run from the folder that holds it, add that folder to PYTHONPATH, or "
+                    "install the module)"
+                ) from None
+            sys.path.append(here)  # after the installed packages: none of theirs is shadowed
+
+
 def _resolve(name: str, target: str | type) -> type[Game]:
     """The Game subclass a "module:Class" string (or a class) names, its `name` being `name`;
     ValueError otherwise."""
@@ -94,15 +116,7 @@ def _resolve(name: str, target: str | type) -> type[Game]:
         module_name, _, attr = target.partition(":")
         if not module_name or not attr or ":" in attr:
             raise ValueError(f"game target {target!r} is not of the form 'module:Class'")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as e:
-            if not module_name.startswith(str(e.name)):
-                raise  # the module exists and one of its own imports failed: show that
-            raise ValueError(
-                f"game target {target!r}: no module {module_name!r} on the path "
-                "(run from the repository root, or install the module)"
-            ) from None
+        module = _import(target, module_name)
         if not hasattr(module, attr):
             raise ValueError(f"game target {target!r}: module {module_name!r} has no {attr!r}")
         target = getattr(module, attr)

@@ -92,6 +92,22 @@ def test_the_check_names_a_game_that_does_not_end_rather_than_hang():
         check_game(StonesTaken(m=4, n=4, k=3))
 
 
+def test_a_game_module_in_the_working_folder_is_found_off_the_path(tmp_path, monkeypatch):
+    """A console script (azjax-train) has its bin/ folder on the path, not the folder it runs
+    in: a target there was 'no module' (python -m and python train.py put that folder first)."""
+    import sys
+
+    (tmp_path / "azjax_test_local_mnk.py").write_text("from examples.mnk_game import MNKGame\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    try:
+        assert games._resolve("mnk", "azjax_test_local_mnk:MNKGame") is MNKGame
+    finally:
+        sys.modules.pop("azjax_test_local_mnk", None)
+    with pytest.raises(ValueError, match=f"no module 'nowhere_mnk' in {tmp_path} or on the path"):
+        games._resolve("mnk", "nowhere_mnk:MNKGame")
+
+
 def test_register_refuses_taken_names_and_bad_targets(mnk):
     with pytest.raises(ValueError, match="'mnk' is taken"):
         games.register("mnk", MNKGame)
