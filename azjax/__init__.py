@@ -10,6 +10,7 @@ builds command-line flags. The evaluation wing (agents named by specs, matches, 
 learning curves, GTP) is the `azjax.eval` package, which the core never imports.
 """
 
+from azjax import _siblings  # noqa: F401  (first: games/ and configs/ are azjax's own)
 from azjax.arena import MatchResult, make_match, make_random_agent, make_search_agent
 from azjax.checkpoint import (
     Checkpointer,

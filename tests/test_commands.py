@@ -199,6 +199,28 @@ def test_installed_commands_run_from_any_folder(tmp_path):
     assert os.listdir(tmp_path) == []  # nothing written where it ran
 
 
+@pytest.mark.parametrize("name", ["games", "configs"])
+def test_a_folder_that_shadows_azjax_s_own_packages_is_named(name, tmp_path):
+    """A games/ or configs/ package in the working folder comes first on the path under
+    `python -c` (and `python -m`): `import games` failed on games.base, and configs/'s defaults
+    were silently none (Tic-Tac-Toe trained with the Config's 1024 games of 50 simulations)."""
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text("")
+    done = subprocess.run(
+        [sys.executable, "-c", "import azjax"],
+        cwd=tmp_path,
+        env={**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert (
+        f"azjax's {name} package ({os.path.join(ROOT, name)}) is shadowed by "
+        f"{tmp_path / name}: a folder named {name} in the working folder"
+    ) in done.stderr
+
+
 def test_the_root_scripts_still_run_the_commands(tmp_path):
     """`python train.py` from a checkout: the thin wrapper runs the same main, named train.py."""
     done = subprocess.run(
