@@ -604,9 +604,10 @@ def test_the_learner_takes_one_step_per_call_on_the_cpu():
 
 def test_training_waits_for_min_replay(tmp_path):
     """Nothing is learned until the buffer holds min_replay positions with known outcomes (with
-    augmentation, random openings, the mixed and weighted value target, the ownership target, the
-    score utility, the soft policy target, policy surprise weighting and the opponent policy target
-    on, so their paths run end to end too)."""
+    augmentation, random openings, the weighted value target, the ownership target, the score
+    utility, the soft policy target, policy surprise weighting and the opponent policy target on,
+    so their paths run end to end too; the root value in the value target, which the score
+    utility refuses, runs in test_resume_continues_from_the_latest_checkpoint's TD(lambda) target)."""
     workdir = str(tmp_path / "wait")
     flags = [f for f in TOY if not f.startswith("--eval_interval")]
     # 16 games x 9 plies = 144 positions a chunk at most: 200 needs two iterations
@@ -621,7 +622,6 @@ def test_training_waits_for_min_replay(tmp_path):
                 "--selfplay_steps=9",
                 "--augment",
                 "--opening_plies=2",
-                "--value_target_mix=0.5",
                 "--value_weight=0.5",
                 "--ownership_weight=0.5",
                 "--score_utility=0.3",
