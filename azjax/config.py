@@ -178,7 +178,7 @@ class Config:
         0.0,
         "AlphaZero's resignation: a self-play game ends, the mover losing, where the search's "
         "root value for the mover falls below -t (0: never; 0.9 = a root value below -0.9; "
-        "`python -m experiments.decided` measures how often a threshold would err)",
+        "`python -m experiments.decided`, in a checkout, measures how often a threshold would err)",
         low=0.0,
         high=0.999,
     )

@@ -907,7 +907,8 @@ def resign_warning(checked: int, wrong: int) -> str | None:
     return (
         f"warning: {wrong} of the {checked} resignations checked in played-out games were wrong "
         f"({wrong / checked:.1%}), above AlphaZero's {RESIGN_WRONG_LIMIT:.0%}: raise "
-        f"--resign_threshold (python -m experiments.decided RUN measures each threshold's share)"
+        f"--resign_threshold (python -m experiments.decided RUN, in a checkout, measures each "
+        "threshold's share)"
     )
 
 

@@ -11,6 +11,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
+from azjax import commands
 from azjax.checkpoint import measure_trends
 from azjax.commands import COMMANDS, describe, prog, spell
 
@@ -41,7 +42,7 @@ def test_installed_entry_points_run_their_main(capsys):
 
 
 @pytest.mark.parametrize("script", sorted(COMMANDS))
-def test_a_command_names_itself_as_it_was_run(script, monkeypatch, capsys):
+def test_a_command_names_itself_as_it_was_run(script, monkeypatch, capsys, tmp_path):
     module = importlib.import_module(f"azjax.commands.{script.removesuffix('.py')}")
     command = COMMANDS[script]
     monkeypatch.setattr(sys, "argv", [f"/venv/bin/{command}", "--bogus"])
@@ -57,6 +58,11 @@ def test_a_command_names_itself_as_it_was_run(script, monkeypatch, capsys):
     )
     monkeypatch.setattr(sys, "argv", [os.path.join(ROOT, script)])
     assert prog(script) == script
+    # python -m azjax.commands.<name> on an installed package, which has no train.py to name
+    monkeypatch.setattr(sys, "argv", [module.__file__])
+    assert prog(script) == script  # in this checkout
+    monkeypatch.setattr(commands, "ROOT", str(tmp_path))
+    assert prog(script) == command
 
 
 def test_help_and_suggestions_are_spelled_for_the_command_that_ran():

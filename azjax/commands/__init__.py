@@ -19,12 +19,20 @@ import sys
 COMMANDS = {"train.py": "azjax-train", "evaluate.py": "azjax-evaluate", "play.py": "azjax-play"}
 
 
+# the checkout's root, where train.py, evaluate.py and play.py stand (an installed package has none)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def prog(script: str) -> str:
     """What the user typed to run `script`'s main: its console command (`azjax-train`) when
-    that is how this process started, else the script's name (`train.py`)."""
+    that is how this process started, else the script's name (`train.py`); the console command
+    too where there is no such script to name (`python -m azjax.commands.train` on an installed
+    package)."""
     command = COMMANDS[script]
     started = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    return command if started in (command, f"{command}.exe") else script
+    if started in (command, f"{command}.exe"):
+        return command
+    return script if os.path.isfile(os.path.join(ROOT, script)) else command
 
 
 def spell(script: str, prog: str) -> str:

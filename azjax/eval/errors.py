@@ -40,8 +40,8 @@ def require_set(game: Game, path: str | None = None) -> sv.SolvedSet:
         have = ", ".join(sorted(sv.shipped())) or "none"
         raise ValueError(
             f"no solved positions for {game.name} {dict(game.rules)} (the package has: "
-            f"{have}); build a set with python -m experiments.solved_positions, or give "
-            "--positions=PATH"
+            f"{have}); build a set with python -m experiments.solved_positions (in a "
+            "checkout), or give --positions=PATH"
         )
     return solved
 
