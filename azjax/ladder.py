@@ -112,9 +112,25 @@ def table_name(game_name: str, options: dict[str, Any]) -> str:
     return "-".join(parts) + ".json"
 
 
+LOCAL = "ladders"  # an installed package's: the working folder's tables, found before its own
+
+
 def table_path(game) -> str:
-    """Where the package keeps `game`'s table (which may not exist)."""
-    return os.path.join(TABLES, table_name(game.name, game.rules))
+    """Where `game`'s table is read from by default (which may not exist): the package's
+    (azjax/ladders/), or with the package installed the working folder's `ladders/` where that
+    holds one (`new_table_path`)."""
+    local = new_table_path(game)
+    return local if os.path.exists(local) else os.path.join(TABLES, os.path.basename(local))
+
+
+def new_table_path(game) -> str:
+    """Where `evaluate.py ladder` writes `game`'s table by default: the package's in a source
+    checkout, where a table is rated to be shipped; with the package installed the working
+    folder's `ladders/`, so that the package's files stay as installed (as `export` does)."""
+    from azjax.pretrained import source_checkout
+
+    folder = TABLES if source_checkout() else os.path.join(os.getcwd(), LOCAL)
+    return os.path.join(folder, table_name(game.name, game.rules))
 
 
 def load_ladder(game, path: str | None = None) -> Ladder | None:

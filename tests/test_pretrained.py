@@ -158,6 +158,27 @@ def test_export_writes_into_the_package_only_in_a_source_checkout(monkeypatch, t
     assert pretrained.default_store() == str(tmp_path / "pretrained")
 
 
+def test_a_ladder_table_is_written_into_the_package_only_in_a_source_checkout(
+    monkeypatch, tmp_path
+):
+    """Installed, `evaluate.py ladder` wrote its table into site-packages (left behind by pip
+    uninstall, overwritten by an upgrade, refused on a read-only install)."""
+    from azjax import ladder
+
+    game = games.make("hex", size=3)
+    name = ladder.table_name("hex", dict(game.rules))
+    assert ladder.new_table_path(game) == os.path.join(ladder.TABLES, name)  # the checkout
+    installed = tmp_path / "site-packages" / "azjax"
+    monkeypatch.setattr(pretrained, "STORE", str(installed / "pretrained"))
+    monkeypatch.setattr(ladder, "TABLES", str(installed / "ladders"))
+    monkeypatch.chdir(tmp_path)
+    assert ladder.new_table_path(game) == str(tmp_path / "ladders" / name)
+    assert ladder.table_path(game) == str(installed / "ladders" / name)  # none here yet
+    (tmp_path / "ladders").mkdir()
+    (tmp_path / "ladders" / name).write_text("{}")
+    assert ladder.table_path(game) == str(tmp_path / "ladders" / name)  # found first
+
+
 def test_the_package_ships_networks_and_they_stay_small():
     assert "tictactoe" in pretrained.names()
     sizes = [

@@ -607,7 +607,8 @@ def test_training_waits_for_min_replay(tmp_path):
     augmentation, random openings, the weighted value target, the ownership target, the score
     utility, the soft policy target, policy surprise weighting and the opponent policy target on,
     so their paths run end to end too; the root value in the value target, which the score
-    utility refuses, runs in test_resume_continues_from_the_latest_checkpoint's TD(lambda) target)."""
+    utility refuses, runs in test_resume_continues_from_the_latest_checkpoint's TD(lambda)
+    target)."""
     workdir = str(tmp_path / "wait")
     flags = [f for f in TOY if not f.startswith("--eval_interval")]
     # 16 games x 9 plies = 144 positions a chunk at most: 200 needs two iterations

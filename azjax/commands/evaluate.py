@@ -465,12 +465,12 @@ def run_ladder(args, game) -> None:
     import jax
 
     from azjax.eval.ladder import parse_rungs, rate_rungs
-    from azjax.ladder import load_ladder, save_ladder, table_path
+    from azjax.ladder import load_ladder, new_table_path, save_ladder, table_path
 
     rungs = parse_rungs(args.rungs)
-    path = args.table or table_path(game)
+    path = args.table or new_table_path(game)
     flags.check_file_out(path, "--table")  # before the games
-    known = load_ladder(game, path) if args.extend else None
+    known = load_ladder(game, args.table or table_path(game)) if args.extend else None
     if args.extend and known is None:
         raise ValueError(f"--extend: no table at {path} to extend; rate it without --extend")
     ladder = rate_rungs(

@@ -50,15 +50,18 @@ AUTOMATIC = ("name", "game", "game_options", "network", "source", "storage", "pr
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
+def source_checkout() -> bool:
+    """Whether azjax runs from a source checkout (the project's pyproject.toml beside the
+    package, as in an editable install), where the package's files are the project's to change,
+    rather than from an installed package, whose files stay as installed."""
+    return os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(STORE)), "pyproject.toml"))
+
+
 def default_store() -> str:
-    """Where `export` writes by default: the package's store in a source checkout (the project's
-    pyproject.toml beside the package, as in an editable install), where a network is exported to
-    be shipped; else the working directory's `pretrained/`, which `pretrained/NAME` finds first,
-    so that an installed package's files stay as installed."""
-    checkout = os.path.dirname(os.path.dirname(STORE))
-    if os.path.isfile(os.path.join(checkout, "pyproject.toml")):
-        return STORE
-    return os.path.join(os.getcwd(), PREFIX)
+    """Where `export` writes by default: the package's store in a source checkout, where a
+    network is exported to be shipped; else the working directory's `pretrained/`, which
+    `pretrained/NAME` finds first, so that an installed package's files stay as installed."""
+    return STORE if source_checkout() else os.path.join(os.getcwd(), PREFIX)
 
 
 class PretrainedError(ValueError):
