@@ -1,9 +1,10 @@
-"""Standard 6x7 Connect Four; network and search sizes after seed 001 (Tables 5.3-5.4).
+"""Standard 6x7 Connect Four: the fast default (seed 001's Table 5.4 settings are
+configs/connect_four_thesis.py; this one is not the seed's: 64 filters, 50 simulations).
 
 PUCT with its Q-values in the game's [-1, 1] (`puct_values="raw"`, not mctx's min-max stretch):
 in the CPU recipe with PUCT it beat Gumbel 147-78 with 15 draws at 15 minutes (two seeds;
 docs/strength.md, "Raw PUCT on Connect Four"), and on Hex and Othello raw values learned far
-faster than mctx's ("PUCT's values unstretched"). configs/connect_four_thesis.py keeps mctx's.
+faster than mctx's ("PUCT's values unstretched"), and the seed's equation 3.1 adds Q in [-1, 1] too.
 """
 
 OVERRIDES = dict(

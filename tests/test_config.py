@@ -165,7 +165,8 @@ def test_a_named_config_is_chosen_with_train_config_flag(capsys):
         30,
     )
     assert (run.c_puct, run.learning_rate, run.weight_decay, run.train_steps) == (1.0, 1e-3, 0, 5)
-    assert run.puct_values == "minmax"  # as seed 001 searched; configs/connect_four.py: raw
+    assert run.puct_values == "raw"  # Q in [-1, 1], seed 001's equation 3.1
+    assert (run.value_hidden, run.replay_games) == (256, 80)  # its section 3.3; the last games
     assert dict(run.game_options) == dict(rows=6, cols=7, connect=4)
     assert train.main(["--config=nope"]) == 2
     assert "--config: unknown config 'nope'; available: connect_four, connect_four_thesis" in (
