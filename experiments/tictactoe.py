@@ -12,7 +12,7 @@ many lines. `--games` games are played with each colour.
 
 `--figures` then plays seed 001's Figure 5.1b and 5.4 analogues against perfect play, counting
 the draws of the searcher as O (the second player; as X it draws easily), `--figure_games` games:
-5.1b  pure MCTS (`mcts:sims=N`, random rollouts) at each of `--mcts_sims` simulations;
+5.1b  pure MCTS (`mcts:sims=N,c_uct=1.5`, random rollouts) at each of `--mcts_sims` simulations;
 5.4a  every checkpoint of the run (`ckpt:RUN@STEP`) at `--curve_sims`, beside MCTS at as many;
 5.4b  the final network and pure MCTS at each of `--compare_sims` simulations.
 Writes <workdir>/figures.json and figures.png.
@@ -57,7 +57,8 @@ def play_perfect(config, variables, games_per_colour: int, seed: int = 1) -> Mat
 
 
 # The searchers of the figures, as agent specs (azjax/eval/specs.py), in one place.
-MCTS = "mcts:sims={sims}"
+MCTS = "mcts:sims={sims}"  # UCT at C = 1.4, its "default C = sqrt(2)" of Figure 5.4
+MCTS_51B = "mcts:sims={sims},c_uct=1.5"  # Figure 5.1b's: "with C = 1.5"
 NETWORK = "ckpt:{run}@{step},sims={sims},decisive=0"  # seed 001's search, no decisive moves
 
 # What seed 001 reports in words (its figures are plots; games as black against Minimax): 5.1b,
@@ -101,8 +102,8 @@ def figures(workdir: str, *, games: int, mcts_sims, curve_sims: int, compare_sim
             played[spec] = dict(spec=spec, **row)
         return played[spec]
 
-    def mcts(n):
-        return play(MCTS.format(sims=n), MCTS.format(sims=n))
+    def mcts(n, spec=MCTS):
+        return play(spec.format(sims=n), spec.format(sims=n))
 
     def network(step, n):
         spec = NETWORK.format(run=workdir, step=step, sims=n)
@@ -110,7 +111,7 @@ def figures(workdir: str, *, games: int, mcts_sims, curve_sims: int, compare_sim
         return play(spec, final, restore_variables(workdir, step)[1])
 
     return {
-        "5.1b": [dict(sims=n, **mcts(n)) for n in mcts_sims],
+        "5.1b": [dict(sims=n, **mcts(n, MCTS_51B)) for n in mcts_sims],
         "5.4a": dict(
             mcts=mcts(curve_sims),
             checkpoints=[dict(step=s, **network(s, curve_sims)) for s in steps],

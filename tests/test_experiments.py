@@ -487,6 +487,8 @@ def test_tictactoe_figures_of_seed_001(tiny_run, tmp_path, capsys):
 
     results = tictactoe.figures(tiny_run, games=2, mcts_sims=[2], curve_sims=2, compare_sims=[2])
     assert [r["sims"] for r in results["5.1b"]] == [2]
+    assert results["5.1b"][0]["spec"] == "mcts:sims=2,c_uct=1.5"  # Figure 5.1b's C
+    assert results["5.4a"]["mcts"]["spec"] == "mcts:sims=2"  # Figure 5.4's, sqrt(2)
     assert [r["step"] for r in results["5.4a"]["checkpoints"]] == [1, 2]
     assert results["5.4b"][0]["network"]["spec"] == f"ckpt:{tiny_run}@2,sims=2,decisive=0"
     assert results["5.4b"][0]["mcts"] == results["5.4a"]["mcts"]  # the same point, played once
