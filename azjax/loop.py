@@ -536,7 +536,9 @@ def _earlier_seconds(metrics: Metrics | None, workdir: str, iteration: int) -> f
 
 def start_line(config: Config, workdir: str, devices: int, backend: str, *, resume: bool) -> str:
     """The line a session starts with: what it trains, where, for how long, on what; on a CPU
-    with a GPU-sized batch (512 games or more an iteration), a second naming the CPU recipe."""
+    with a GPU-sized batch (512 games or more an iteration), a second naming the CPU recipe; for
+    Expert Iteration whose prior weight is over twice the simulations a root move gets, one
+    saying that the apprentice's prior then picks the expert's moves."""
     if config.games:
         from azjax.shared import game_configs  # azjax/shared.py imports this module
 
@@ -575,6 +577,15 @@ def start_line(config: Config, workdir: str, devices: int, backend: str, *, resu
             f"--config=cpu ({cpu.batch_games} games at {cpu.num_simulations} simulations, a "
             f"{cpu.num_blocks}x{cpu.num_filters} network) learns faster per minute "
             '(docs/strength.md, "Time to strength on the CPU")'
+        )
+    moves = config.make_game().num_actions
+    per_move = config.num_simulations / moves
+    if config.algorithm == "exit" and config.exit_prior_weight > 2 * per_move:
+        line += (
+            f"\nnote: --exit_prior_weight={config.exit_prior_weight:g} is over twice the "
+            f"{per_move:.3g} simulations a move gets ({config.num_simulations} / {moves}): the "
+            "apprentice's prior picks the expert's moves (the paper's 100 is for 10,000 "
+            f"simulations on 81 moves); about {per_move:.2g} lets the search disagree with it"
         )
     return line
 

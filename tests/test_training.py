@@ -133,7 +133,14 @@ def test_the_start_line_says_what_trains_and_names_the_cpu_recipe_for_a_gpu_batc
     assert line.startswith("continuing othello size=6 in runs/o: to iteration 40, Expert Iteration")
     assert "128 apprentice games an iteration, the expert at 64 simulations (UCT, c=" in line
     assert "(puct)" not in line  # ExIt's expert ignores --search
-    assert "\n" not in line  # a CPU-sized batch: no note
+    first, note = line.split("\n")  # a CPU-sized batch: no CPU note, but the prior weight's
+    assert note == (
+        "note: --exit_prior_weight=100 is over twice the 1.73 simulations a move gets (64 / 37): "
+        "the apprentice's prior picks the expert's moves (the paper's 100 is for 10,000 "
+        "simulations on 81 moves); about 1.7 lets the search disagree with it"
+    )
+    fitting = dataclasses.replace(small, exit_prior_weight=2.0)
+    assert "\n" not in loop.start_line(fitting, "runs/o", 1, "cpu", resume=True)
 
 
 def test_a_resumed_run_keeps_its_clock(run, tmp_path, capsys):
