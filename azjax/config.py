@@ -691,6 +691,20 @@ def _validate_best_by(config: Config) -> None:
                 )
 
 
+# Expert Iteration's own settings (azjax/exit.py), refused in an AlphaZero run
+EXIT_ONLY = (
+    "value_target",
+    "positions_per_game",
+    "dataset",
+    "dataset_size",
+    "dataset_growth",
+    "retrain_from_scratch",
+    "exit_c_uct",
+    "exit_prior_weight",
+    "exit_prior_temperature",
+)
+
+
 def validate(config: Config) -> Config:
     """Check every field against its metadata, and the game options by building the game."""
     for name, f in FIELDS.items():
@@ -798,6 +812,22 @@ def validate(config: Config) -> Config:
         raise ValueError(
             f"gating_games must be even so colours alternate, got {config.gating_games}"
         )
+    exit_only = [n for n in EXIT_ONLY if getattr(config, n) != FIELDS[n].default]
+    if exit_only and config.algorithm != "exit":  # they would change nothing
+        raise ValueError(
+            f"{', '.join(exit_only)}: Expert Iteration's setting{'s' * (len(exit_only) > 1)}, "
+            f"{'they need' if len(exit_only) > 1 else 'it needs'} algorithm=exit"
+        )
+    if config.dataset_size != FIELDS["dataset_size"].default and config.dataset == "batch":
+        raise ValueError(
+            "dataset_size is online_buffer's and online_grow's: dataset=batch trains on each "
+            "iteration's positions alone"
+        )
+    if (
+        config.dataset_growth != FIELDS["dataset_growth"].default
+        and config.dataset != "online_grow"
+    ):
+        raise ValueError(f"dataset_growth needs dataset=online_grow, got dataset={config.dataset}")
     if config.value_target_mix and config.algorithm != "alphazero":
         raise ValueError(
             "value_target_mix needs algorithm=alphazero (Expert Iteration's value target is "

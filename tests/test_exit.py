@@ -109,12 +109,9 @@ def test_round_labels_are_consistent_and_the_expert_finds_a_win():
     ],
 )
 def test_dataset_sizes_over_iterations(dataset, expected):
-    config = tiny(
-        dataset=dataset,
-        positions_per_game=2,
-        dataset_size=16 if dataset == "online_buffer" else 64,
-        dataset_growth=1.0,
-    )
+    sizes = {"online_buffer": dict(dataset_size=16), "online_grow": dict(dataset_size=64)}
+    growth = dict(dataset_growth=1.0) if dataset == "online_grow" else {}
+    config = tiny(dataset=dataset, positions_per_game=2, **sizes.get(dataset, {}), **growth)
     fns = ex.make_iteration(config, parallel.make_mesh())
     run, states, buffer = fns.init_run(), fns.init_states(), fns.init_buffer()
     sizes, rounds = [], []
@@ -125,6 +122,17 @@ def test_dataset_sizes_over_iterations(dataset, expected):
         run = run.replace(iteration=fns.advance(run.iteration))
     assert sizes == expected
     assert rounds == ([1, 1, 2] if dataset == "online_grow" else [1, 1, 1])
+
+
+def test_expert_iteration_s_settings_are_refused_where_they_change_nothing():
+    from azjax import config as cfg
+
+    with pytest.raises(ValueError, match="retrain_from_scratch, exit_prior_weight: Expert "):
+        cfg.load("tictactoe", dict(retrain_from_scratch=True, exit_prior_weight=3.0))
+    with pytest.raises(ValueError, match="dataset_size is online_buffer's and online_grow's"):
+        cfg.load("tictactoe", dict(algorithm="exit", dataset="batch", dataset_size=50))
+    with pytest.raises(ValueError, match="dataset_growth needs dataset=online_grow"):
+        cfg.load("tictactoe", dict(algorithm="exit", dataset_growth=0.5))
 
 
 def test_retrain_from_scratch_forgets_the_current_weights():
