@@ -60,7 +60,7 @@ SCALES = {
         train_batch_size=128,
         num_blocks=2,
         num_filters=32,
-        dataset_size=2000,
+        dataset_size=128,  # 4 iterations' positions: the buffer turns over within the run
         anchors="4,16,64",
     ),
     True: dict(
@@ -72,7 +72,7 @@ SCALES = {
         train_batch_size=256,
         num_blocks=6,
         num_filters=64,
-        dataset_size=243_000,
+        dataset_size=10_240,  # 10 iterations' positions, the paper's 243,000 over 24,300
         anchors="100,1000,10000",
     ),
 }
@@ -114,6 +114,11 @@ def parse(argv):
 def config_for(method: str, seed: int, args):
     extra = dict(METHODS[method])
     factor = extra.pop("batch_games_factor", 1)  # batch ExIt: 4x the games, 1/4 the iterations
+    expert = {}  # Expert Iteration's own settings (an AlphaZero run refuses them)
+    if extra["algorithm"] == "exit":
+        expert["exit_prior_weight"] = args.num_simulations / args.size**2
+    if extra.get("dataset", "batch") != "batch":
+        expert["dataset_size"] = args.dataset_size
     return azjax.load_config(
         "hex",
         dict(
@@ -126,8 +131,6 @@ def config_for(method: str, seed: int, args):
             num_simulations=args.num_simulations,
             train_steps=args.train_steps,
             train_batch_size=args.train_batch_size,
-            dataset_size=args.dataset_size,
-            exit_prior_weight=args.num_simulations / args.size**2,
             optimizer="adam",
             learning_rate=1e-3,
             weight_decay=1e-4,
@@ -136,6 +139,7 @@ def config_for(method: str, seed: int, args):
             eval_interval=0,
             seed=seed,
             **extra,
+            **expert,
         ),
     )
 
