@@ -348,6 +348,13 @@ def settled_between(buffer: Buffer, start, stop) -> jax.Array:
     return (buffer.settled >= jnp.maximum(start, 0)) & (buffer.settled < stop)
 
 
+def restart_games(buffer: Buffer) -> Buffer:
+    """`buffer` for games that start afresh at its next step (a resumed run's: the games in
+    flight at its checkpoint are not saved). Their stored positions stay unsettled, never
+    sampled, until overwritten; settled positions are kept as they were."""
+    return buffer.replace(episode_start=jnp.full_like(buffer.episode_start, buffer.step))
+
+
 def num_ready(buffer: Buffer) -> jax.Array:
     return jnp.sum(buffer.ready, dtype=jnp.int32)
 

@@ -45,6 +45,28 @@ def test_outcomes_settle_per_game_and_across_chunks():
     assert int(replay.num_ready(buf)) == 8
 
 
+def test_restarted_games_leave_the_saved_games_in_flight_unsettled():
+    # A resumed run restores the buffer but starts its games afresh: the positions of the games
+    # in flight at the checkpoint must not take the outcome of the new games in their slots.
+    done = np.zeros((3, 2), bool)
+    done[1, 0] = True  # slot 0's game ends at t=1; slot 1's is in flight at the checkpoint
+    players = np.array([[0, 0], [1, 1], [0, 0]], np.int32)
+    returns = np.zeros((3, 2, 2))
+    returns[1, 0] = [1, -1]
+    buf = replay.add(
+        replay.init(rows=8, batch_games=2, obs_shape=(1, 1, 1), num_actions=3),
+        _traj(done, returns, players),
+    )
+    buf = replay.restart_games(buf)
+    np.testing.assert_array_equal(buf.episode_start, [3, 3])
+    # the new games: both end at once (t=3), player 1 winning
+    later = _traj(np.ones((1, 2), bool), np.array([[[-1, 1], [-1, 1]]]), np.zeros((1, 2), int))
+    buf = replay.add(buf, later)
+    np.testing.assert_array_equal(buf.ready[:4], [[1, 0], [1, 0], [0, 0], [1, 1]])
+    np.testing.assert_array_equal(buf.value[:2, 0], [1, -1])  # the saved game's, kept
+    np.testing.assert_array_equal(buf.value[3], [-1, -1])
+
+
 def test_ring_wraps_and_keeps_only_the_current_game():
     # 3 rows, 1 slot, one game of 5 moves: the first two positions are overwritten.
     done = np.array([[0], [0], [0], [0], [1]], bool)
