@@ -5,6 +5,8 @@
                                               key; with --gating the best network)
     <workdir>/checkpoints/<iteration>/config  the run's Config as JSON
     <workdir>/checkpoints/<iteration>/metrics the metrics rows since the checkpoint before
+    <workdir>/checkpoints/<iteration>/replay  the replay buffer (the newest checkpoint's only:
+                                              `Checkpointer.save`), restored on --resume
 
 An orbax CheckpointManager, one pytree per save, no pickle. Training (`azjax.loop`), evaluation,
 the experiments and the notebooks all load runs through this module:
@@ -44,6 +46,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import orbax.checkpoint as ocp
+from etils import epath
 from flax import struct
 
 from azjax import pretrained
@@ -75,6 +78,12 @@ HEAD_WEIGHTS = ("ownership_weight", "soft_policy_weight", "opponent_policy_weigh
 
 class CheckpointError(ValueError):
     pass
+
+
+# The checkpoint item that holds the replay buffer. Only the newest committed checkpoint keeps it
+# (a buffer is tens to hundreds of MiB): `Checkpointer.wait` removes the older steps' once a newer
+# one is on disk; their state, config and metrics stay readable.
+REPLAY = "replay"
 
 
 def describe_os_error(e: OSError, folder: str = "--workdir") -> str:
@@ -150,7 +159,7 @@ def _manager(workdir: str, keep: int = 0, create: bool = True) -> ocp.Checkpoint
     options = ocp.CheckpointManagerOptions(max_to_keep=keep or None, create=create)
     try:
         return ocp.CheckpointManager(
-            directory, options=options, item_names=("state", "config", "metrics")
+            directory, options=options, item_names=("state", "config", "metrics", REPLAY)
         )
     except ValueError as e:  # orbax reads each step's metrics/metrics (the rows) as it opens
         raise CheckpointError(_unreadable_rows(directory) or _first_line(e)) from None
@@ -214,21 +223,30 @@ class Checkpointer:
         )
 
     def save(
-        self, iteration: int, state: Any, config: Config, rows: list[dict] | None = None
+        self,
+        iteration: int,
+        state: Any,
+        config: Config,
+        rows: list[dict] | None = None,
+        replay: Any = None,
     ) -> None:
         """Start saving checkpoint `iteration`; `rows` are the metrics rows metrics.jsonl does not
-        hold yet, kept with it so that a resumed run has them whatever happened to the file."""
+        hold yet, kept with it so that a resumed run has them whatever happened to the file;
+        `replay` the replay buffer (a pytree of arrays; None: none saved). Orbax copies the
+        arrays to the host before this returns (its synchronous device-to-host transfer), so
+        the buffer may be donated and overwritten once it does. Once this save is on disk the
+        older checkpoints' replay items are removed (`wait`)."""
         self.wait()
         self._saving = iteration
+        items = dict(
+            state=ocp.args.StandardSave(state),
+            config=ocp.args.JsonSave(json.loads(config.to_json())),
+            metrics=ocp.args.JsonSave({"rows": list(rows or [])}),
+        )
+        if replay is not None:
+            items[REPLAY] = ocp.args.StandardSave(replay)
         try:
-            self.manager.save(
-                iteration,
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardSave(state),
-                    config=ocp.args.JsonSave(json.loads(config.to_json())),
-                    metrics=ocp.args.JsonSave({"rows": list(rows or [])}),
-                ),
-            )
+            self.manager.save(iteration, args=ocp.args.Composite(**items))
         except Exception as e:
             raise self._failed(e) from e
         self.last_saved = iteration  # not before: metrics.jsonl takes rows up to it once written
@@ -251,7 +269,59 @@ class Checkpointer:
             raise self._failed(e) from e
         if self._saving is not None and not self.failed:  # orbax reports a failure only once
             self._on_disk = self._saving
+            self.drop_older_replays(self._saving)
         self._saving = None
+
+    def replay_path(self, step: int) -> str:
+        return os.path.join(str(self.manager.directory), str(step), REPLAY)
+
+    def drop_older_replays(self, newest: int) -> None:
+        """Remove the replay items of the checkpoints before `newest`, when `newest` holds one
+        (only the newest checkpoint keeps its replay buffer; the rest of each stays). One
+        process of a distributed run does it (the checkpoints are one shared folder)."""
+        if jax.process_index() != 0 or not os.path.isdir(self.replay_path(newest)):
+            return
+        for step in steps_on_disk(os.path.dirname(str(self.manager.directory))):
+            if step < newest and os.path.isdir(self.replay_path(step)):
+                shutil.rmtree(self.replay_path(step), ignore_errors=True)
+
+    def restore_replay(self, template: Any, step: int) -> tuple[Any, str]:
+        """(buffer, '') of checkpoint `step`'s replay item restored like `template` (abstract
+        arrays with their shardings: `jax.eval_shape` of the run's `init_buffer`), or (None,
+        why not): a checkpoint made before replays were saved, one whose replay a newer
+        checkpoint's replaced, or a buffer of other sizes (another --replay_games,
+        --batch_games, game) or that cannot be read. Never raises for the replay's sake."""
+        if not os.path.isdir(self.replay_path(step)):
+            return None, (
+                f"checkpoint {step} holds no replay buffer (saved before checkpoints kept one, "
+                "or a later checkpoint's replaced it)"
+            )
+        try:
+            saved = ocp.StandardCheckpointHandler().metadata(epath.Path(self.replay_path(step)))
+            saved_shapes = _shapes(getattr(saved, "tree", saved))
+            want_shapes = _shapes(template)
+            if saved_shapes != want_shapes:
+                differ = sorted(
+                    k
+                    for k in set(saved_shapes) | set(want_shapes)
+                    if saved_shapes.get(k) != want_shapes.get(k)
+                )
+                detail = ", ".join(
+                    f"{k}: saved {saved_shapes.get(k)} vs now {want_shapes.get(k)}"
+                    for k in differ[:3]
+                )
+                return None, (
+                    f"checkpoint {step}'s replay buffer has other sizes ({detail}; another "
+                    "--replay_games, --batch_games or dataset)"
+                )
+            abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, template)
+            with _quiet_closed_loops():
+                restored = self.manager.restore(
+                    step, args=ocp.args.Composite(**{REPLAY: ocp.args.StandardRestore(abstract)})
+                )
+            return restored[REPLAY], ""
+        except Exception as e:  # orbax raises many types for bad or mismatched data
+            return None, f"checkpoint {step}'s replay buffer cannot be read ({_first_line(e)})"
 
     def steps(self) -> list[int]:
         return sorted(self.manager.all_steps())
@@ -403,6 +473,19 @@ NEVER_AWAITED = re.compile(r"^coroutine '.*' was never awaited")
 
 def _drop_abandoned_tasks(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith(ABANDONED)
+
+
+def _shapes(tree: Any) -> dict[str, tuple]:
+    """{path: shape} of a pytree of arrays, abstract arrays or orbax's array metadata (whose
+    trees hold a saved dataclass as a dict: the paths are compared by their names)."""
+    leaves = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: hasattr(x, "shape"))[0]
+    return {
+        "/".join(str(getattr(k, "name", getattr(k, "key", getattr(k, "idx", k)))) for k in path): (
+            tuple(leaf.shape)
+        )
+        for path, leaf in leaves
+        if hasattr(leaf, "shape")
+    }
 
 
 def _first_line(e: BaseException, limit: int = 200) -> str:

@@ -472,6 +472,41 @@ def _open_run(
     return run
 
 
+def replay_template(init_buffer: Callable) -> Any:
+    """The abstract replay buffer (shapes, dtypes, shardings) `init_buffer` makes, traced
+    without allocating it: `jax.eval_shape` of the jitted maker, or a dict of them where the
+    maker says its `parts` (a shared run's buffer per game, azjax/shared.py)."""
+    parts = getattr(init_buffer, "parts", None)
+    if parts is not None:
+        return {name: replay_template(part) for name, part in parts.items()}
+    return jax.eval_shape(init_buffer)
+
+
+def _open_replay(fns: Iteration, checkpointer: Checkpointer, step: int) -> Any:
+    """The replay buffer saved with checkpoint `step`, placed as `fns.init_buffer()` places an
+    empty one, its games in flight dropped (the resumed run starts its games afresh:
+    `replay.restart_games`); None, with a line on stderr saying why, where the checkpoint has
+    none that fits (the run then starts with an empty replay, as before checkpoints kept it)."""
+    try:
+        template = replay_template(fns.init_buffer)
+    except Exception as e:  # never fail a resume for the replay's sake
+        buffer, why = None, f"its shapes cannot be traced ({type(e).__name__}: {e})"
+    else:
+        buffer, why = checkpointer.restore_replay(template, step)
+    if buffer is None:
+        if parallel.is_primary():
+            print(f"the replay buffer starts empty: {why}", file=sys.stderr)
+        return None
+    restart = jax.jit(
+        lambda tree: jax.tree_util.tree_map(
+            replay.restart_games, tree, is_leaf=lambda x: isinstance(x, replay.Buffer)
+        ),
+        out_shardings=jax.tree_util.tree_map(lambda a: a.sharding, buffer),
+        donate_argnums=0,
+    )
+    return restart(buffer)
+
+
 def _previous_network(
     config: Config, fns: Iteration, checkpointer: Checkpointer, step: int, it: int, current
 ):
@@ -717,7 +752,8 @@ def _train(
             evaluate = make_evaluation(config, mesh, ratings=last_ratings(config, metrics))
         evaluations = Evaluations(config, evaluate, limit=limit, extra=extra_evaluation)
         gate = gating.make_gate(config) if config.gating else None
-        buffer = fns.init_buffer()
+        buffer = _open_replay(fns, checkpointer, it) if resume else None
+        buffer = fns.init_buffer() if buffer is None else buffer
         states = fns.init_states()
         previous = fns.copy(run.train.variables)  # `learn` donates the run's own buffers
         if resume and evaluate is not None:  # the network of the run's last matches, as before
@@ -827,7 +863,7 @@ def _train(
                 if it % config.checkpoint_interval == 0:
                     with stop.shield():
                         _finish_saves(checkpointer, metrics)  # one save at a time
-                        checkpointer.save(it, run, config, metrics and metrics.held())
+                        checkpointer.save(it, run, config, metrics and metrics.held(), buffer)
                 last = values
                 bar.update(values)
             stop_reason = stop_reason or "iterations"
@@ -840,7 +876,7 @@ def _train(
             with stop.shield():
                 if it not in checkpointer.steps():
                     _finish_saves(checkpointer, metrics)
-                    checkpointer.save(it, run, config, metrics and metrics.held())
+                    checkpointer.save(it, run, config, metrics and metrics.held(), buffer)
                 _finish_saves(checkpointer, metrics)
     except Interrupted as e:  # a second signal: stop at once, keep what is on disk
         _abandon(bar, checkpointer, metrics)

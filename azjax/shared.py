@@ -324,11 +324,15 @@ def make_iteration(config: Config, mesh: Mesh) -> loop.Iteration:
             train = merge_train(train, name, trained)
         return train, {name: losses[name] for name in names}
 
+    def init_buffer():
+        return {name: f.init_buffer() for name, f in parts.items()}
+
+    init_buffer.parts = {name: f.init_buffer for name, f in parts.items()}  # loop.replay_template
     rep = parallel.replicated(mesh)
     return first._replace(
         init_run=jax.jit(lambda: init_run(config), out_shardings=rep),
         init_states=lambda: {name: f.init_states() for name, f in parts.items()},
-        init_buffer=lambda: {name: f.init_buffer() for name, f in parts.items()},
+        init_buffer=init_buffer,
         play=play,
         learn=learn,
     )

@@ -124,8 +124,13 @@ def test_two_processes_resume_and_go_back_to_a_checkpoint(two_process_run):
     # aside; process 1's manager still listed them and skipped saving them again, and process 0
     # waited for it at the save.
     workdir, _ = two_process_run
-    _train(workdir, "--resume", "--iterations=2")
-    _train(workdir, "--resume_step=1", "--iterations=2")
+    # the replay buffer, split over both processes' devices, is saved and restored as a whole:
+    # checkpoint 1's (the newest), then none once checkpoint 2's replaced it
+    resumed = _train(workdir, "--resume", "--iterations=2")
+    assert not any("replay buffer starts empty" in err for _, err in resumed)
+    assert not os.path.isdir(os.path.join(workdir, "checkpoints", "1", "replay"))
+    back = _train(workdir, "--resume_step=1", "--iterations=2")
+    assert "the replay buffer starts empty: checkpoint 1 holds no replay buffer" in back[0][1]
     assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["1", "2"]
     with open(os.path.join(workdir, "metrics.jsonl")) as f:
         assert [json.loads(line)["iteration"] for line in f] == [1, 2]

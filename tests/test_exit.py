@@ -190,6 +190,12 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
     with open(os.path.join(workdir, "metrics.jsonl")) as f:
         rows = [json.loads(line) for line in f]
     assert [r["iteration"] for r in rows] == [1, 2, 3]
+    # the resumed session trains on the dataset aggregated before it (saved with checkpoint 2),
+    # which only the newest checkpoint keeps
+    assert rows[2]["replay_ready"] == rows[1]["replay_ready"] + rows[2]["exit/positions"]
+    assert rows[2]["exit/rounds"] >= rows[1]["exit/rounds"]  # online_grow keeps growing
+    have = [os.path.isdir(os.path.join(workdir, "checkpoints", s, "replay")) for s in "123"]
+    assert have == [False, False, True]
     # 4 positions x (4 simulations + 1) expert evaluations, plus 4 apprentice games of 5..9 moves
     assert all(20 + 20 <= r["exit/network_evaluations"] <= 20 + 36 for r in rows)
     assert all("loss/policy" in r for r in rows)

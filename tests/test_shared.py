@@ -5,6 +5,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 
 import jax
 import jax.numpy as jnp
@@ -288,6 +289,22 @@ def test_a_shared_run_trains_every_game_and_gates_them(shared_run, run0):
     assert step == 2
     for part in ("trunk", "tictactoe", "connect_four"):  # every part learned
         assert not equal(variables["params"][part], run0.train.variables["params"][part])
+
+
+def test_a_shared_run_resumes_with_every_game_s_replay(shared_run, config, tmp_path, capsys):
+    workdir = str(tmp_path / "run")
+    shutil.copytree(shared_run[0], workdir)
+    train_and_evaluate(
+        dataclasses.replace(config, iterations=3), workdir, resume=True, progress=False
+    )
+    assert "replay buffer starts empty" not in capsys.readouterr().err
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    assert [r["iteration"] for r in rows] == [1, 2, 3]
+    # the fewest settled positions of any game's buffer: the saved ones and the session's
+    assert rows[2]["replay_ready"] > rows[1]["replay_ready"] > rows[0]["replay_ready"]
+    folder = os.path.join(workdir, "checkpoints")
+    assert [s for s in sorted(os.listdir(folder)) if os.path.isdir(f"{folder}/{s}/replay")] == ["3"]
 
 
 def test_a_shared_run_logs_each_game_s_self_play(shared_run):

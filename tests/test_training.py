@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import checkpoint, loop, loop_eval, network, training
+from azjax import checkpoint, loop, loop_eval, network, parallel, training
 from azjax import config as cfg
 from azjax.checkpoint import Checkpointer
 from azjax.commands import train
@@ -105,6 +105,84 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
     for row, progress in zip(rows[2:], (2.5 / 4, 3.5 / 4)):  # the middle of iterations 3, 4
         want = peak * 0.5 * (1 + np.cos(np.pi * progress))
         assert row["train/learning_rate"] == pytest.approx(want)
+
+
+def _replays(workdir):
+    folder = os.path.join(workdir, "checkpoints")
+    return sorted(int(s) for s in os.listdir(folder) if os.path.isdir(f"{folder}/{s}/replay"))
+
+
+def test_resume_restores_the_replay_and_only_the_newest_checkpoint_keeps_one(run, tmp_path, capsys):
+    workdir = str(tmp_path / "copy")
+    shutil.copytree(run, workdir)
+    assert _replays(workdir) == [2]
+    assert train.main([f"--workdir={workdir}", "--resume", "--iterations=4", "--no_progress"]) == 0
+    assert "replay buffer starts empty" not in capsys.readouterr().err
+    rows = _metrics(workdir)
+    # the first resumed iteration adds its settled positions to the saved ones (a fresh buffer
+    # would hold about one iteration's, as iteration 1's)
+    assert rows[2]["replay_ready"] > rows[1]["replay_ready"] > rows[0]["replay_ready"]
+    assert _replays(workdir) == [4]  # checkpoint 4's replaced checkpoint 2's
+    # checkpoint 2 keeps its state, config and rows
+    checkpointer = Checkpointer(workdir)
+    try:
+        assert checkpointer.steps() == [2, 4]
+        config = checkpoint.read_config(workdir, 2)
+        state, step = checkpointer.restore(checkpoint.run_template(config), 2)
+        assert step == 2 and int(state.iteration) == 2
+        assert [r["iteration"] for r in checkpointer.saved_rows(2)] == [1, 2]
+    finally:
+        checkpointer.close()
+    assert checkpoint.load_checkpoint(workdir, 2)[2] == 2
+
+
+def test_a_saved_replay_is_the_buffer_of_its_iteration_though_donated_after(tmp_path):
+    """The save is asynchronous and the next iteration's `play` donates the buffer: what is on
+    disk is the buffer as it was when the save started, restored with the loop's placement."""
+    config = cfg.load("tictactoe", dict(batch_games=16, num_blocks=1, num_filters=4))
+    config = dataclasses.replace(config, value_hidden=4, replay_games=40)
+    fns = loop.make_iteration(config, parallel.make_mesh())
+    bump = jax.jit(
+        lambda b, n: b.replace(step=b.step + n, value=b.value + n, settled=b.settled + 1),
+        donate_argnums=0,
+    )
+    buffer = bump(fns.init_buffer(), 5)
+    checkpointer = Checkpointer(str(tmp_path))
+    try:
+        checkpointer.save(1, fns.init_run(), config, [], buffer)
+        buffer = bump(buffer, 100)  # overwrites the saved arrays in place where it can
+        checkpointer.wait()
+        saved, why = checkpointer.restore_replay(loop.replay_template(fns.init_buffer), 1)
+    finally:
+        checkpointer.close()
+    assert why == "" and int(saved.step) == 5
+    assert np.all(np.asarray(saved.value) == 5) and np.all(np.asarray(saved.settled) == 0)
+    empty = fns.init_buffer()
+    assert jax.tree_util.tree_map(lambda a: a.sharding, saved) == jax.tree_util.tree_map(
+        lambda a: a.sharding, empty
+    )
+
+
+@pytest.mark.parametrize("how", ["deleted", "resized"])
+def test_a_checkpoint_without_a_fitting_replay_resumes_with_an_empty_one(
+    run, tmp_path, capsys, how
+):
+    workdir = str(tmp_path / "copy")
+    shutil.copytree(run, workdir)
+    argv = [f"--workdir={workdir}", "--resume", "--iterations=3", "--no_progress"]
+    if how == "deleted":  # as checkpoints made before they kept the replay
+        shutil.rmtree(os.path.join(workdir, "checkpoints", "2", "replay"))
+        why = " holds no replay buffer"
+    else:  # a resumed run may change the replay's size
+        argv += ["--replay_games=40"]
+        why = "'s replay buffer has other sizes"
+    assert train.main(argv) == 0
+    err = capsys.readouterr().err
+    assert f"the replay buffer starts empty: checkpoint 2{why}" in err
+    rows = _metrics(workdir)
+    assert [r["iteration"] for r in rows] == [1, 2, 3]
+    assert rows[2]["replay_ready"] < rows[1]["replay_ready"]
+    assert _replays(workdir) == [3]
 
 
 def test_resume_without_workdir_keeps_the_default_folders_settings(run, tmp_path, monkeypatch):
