@@ -423,7 +423,8 @@ class Config:
     )
     positions_per_game: int = _field(
         1,
-        "ExIt: positions drawn uniformly from each apprentice game (without replacement)",
+        "ExIt: positions drawn uniformly from each apprentice game (without replacement; a "
+        "game with fewer plies than that gives its first draw again for the rest)",
         low=1,
         high=64,
     )

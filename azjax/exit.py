@@ -4,7 +4,8 @@ Each round (`make_round`):
 1. the apprentice (the network's policy, no search, sampling at temperature 1) plays B games
    from the start in lock-step, `game.max_game_length` plies (finished games stay put);
 2. from each game `positions_per_game` positions are drawn uniformly (without replacement) among
-   those before its end, so the positions of a round are uncorrelated;
+   those before its end, so the positions of a round are uncorrelated (a game shorter than
+   that gives its first draw again for the rest: `draw_positions`);
 3. the expert searches all drawn positions at once: `mctx.search` with ExIt's tree policy
    (`azjax.selection`: UCT plus w_a pi(a|s,tau) / (n(s,a) + 1)), leaf values from the evaluator
    (the network, or value 0 with `evaluator=uniform`) blended with rollouts as in search.py:

@@ -48,7 +48,8 @@ def parse(argv):
         "--prior_weight",
         type=float,
         default=None,
-        help="w_a of the expert (default the run's exit_prior_weight)",
+        help="w_a of the expert (default the run's exit_prior_weight, scaled by --sims over the "
+        "run's simulations: w_a goes with the simulations a move gets)",
     )
     parser.add_argument(
         "--full_rounds", type=int, default=1, help="repeat every match this many times (new keys)"
@@ -78,8 +79,11 @@ def main(argv=None) -> int:
     game = config.make_game()
     sims = args.sims or config.num_simulations
     overrides = dict(num_simulations=sims)
-    if args.prior_weight is not None:
-        overrides["prior_weight"] = args.prior_weight
+    overrides["prior_weight"] = (
+        args.prior_weight
+        if args.prior_weight is not None
+        else config.exit_prior_weight * sims / config.num_simulations
+    )
     spec = ExpertSpec.from_config(config, **overrides)
     expert = expert_agent(f"expert{sims}", game, spec, network_apply(config), variables)
     log(f"expert of {args.workdir}@{step} ({spec}) against vanilla MCTS; load {os.getloadavg()}")
