@@ -573,7 +573,9 @@ def start_line(config: Config, workdir: str, devices: int, backend: str, *, resu
     """The line a session starts with: what it trains, where, for how long, on what; on a CPU
     with a GPU-sized batch (512 games or more an iteration), a second naming the CPU recipe; for
     Expert Iteration whose prior weight is over twice the simulations a root move gets, one
-    saying that the apprentice's prior then picks the expert's moves."""
+    saying that the apprentice's prior then picks the expert's moves; where the in-loop
+    evaluation would place the network on a ladder or measure its exact error rate and the game
+    has no table or solved positions, one saying it skips them."""
     if config.games:
         from azjax.shared import game_configs  # azjax/shared.py imports this module
 
@@ -613,6 +615,23 @@ def start_line(config: Config, workdir: str, devices: int, backend: str, *, resu
             f"{cpu.num_blocks}x{cpu.num_filters} network) learns faster per minute "
             '(docs/strength.md, "Time to strength on the CPU")'
         )
+    if config.eval_interval:
+        from azjax.ladder import table_path
+        from azjax.shared import game_configs  # azjax/shared.py imports this module
+        from azjax.solved import set_path
+
+        for each in game_configs(config).values():
+            game = each.make_game()
+            lacks = []
+            if each.eval_ladder and not os.path.exists(table_path(game)):
+                lacks.append("no ladder table (eval/elo; `evaluate.py ladder` rates one)")
+            if each.eval_errors and not os.path.exists(set_path(game)):
+                lacks.append("no solved positions (eval/error_rate)")
+            if lacks:
+                line += (
+                    f"\nnote: {game.name} {dict(game.rules)} has {' and '.join(lacks)}: the "
+                    "in-loop evaluation skips them"
+                )
     moves = config.make_game().num_actions
     per_move = config.num_simulations / moves
     if config.algorithm == "exit" and config.exit_prior_weight > 2 * per_move:

@@ -221,6 +221,26 @@ def test_the_start_line_says_what_trains_and_names_the_cpu_recipe_for_a_gpu_batc
     assert "\n" not in loop.start_line(fitting, "runs/o", 1, "cpu", resume=True)
 
 
+def test_the_start_line_says_what_the_in_loop_evaluation_skips():
+    """A game with no ladder table or solved positions: eval/elo and eval/error_rate were
+    dropped without a word, even when asked for by name."""
+    line = loop.start_line(cfg.load("hex", {"size": 3}), "runs/h", 1, "gpu", resume=False)
+    assert line.split("\n")[1] == (
+        "note: hex {'size': 3, 'swap': False} has no ladder table (eval/elo; `evaluate.py "
+        "ladder` rates one) and no solved positions (eval/error_rate): the in-loop evaluation "
+        "skips them"
+    )
+    nine = loop.start_line(cfg.load("hex", {"size": 9}), "runs/h", 1, "gpu", resume=False)
+    assert nine.endswith(
+        "\nnote: hex {'size': 9, 'swap': False} has no solved positions "
+        "(eval/error_rate): the in-loop evaluation skips them"
+    )
+    quiet = cfg.load("hex", {"size": 3, "eval_ladder": False, "eval_errors": False})
+    assert "\n" not in loop.start_line(quiet, "runs/h", 1, "gpu", resume=False)
+    unevaluated = cfg.load("hex", {"size": 3, "eval_interval": 0})
+    assert "\n" not in loop.start_line(unevaluated, "runs/h", 1, "gpu", resume=False)
+
+
 def test_a_resumed_run_keeps_its_clock(run, tmp_path, capsys):
     """The time budget and the rate's schedule count the earlier sessions' time (the last row's
     run_seconds), so a run killed and resumed trains what it would have without the kill."""
