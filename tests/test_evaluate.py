@@ -219,6 +219,25 @@ def test_bad_input_exits_with_code_2(argv, message, tiny_run, tmp_path, capsys, 
     assert not os.path.exists(tmp_path / "o")  # nothing written
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["match", "bogus", "random", "--game=tictactoe"],
+        ["place", "random", "--game=tictactoe", "--games=0"],
+        ["ladder", "--game=tictactoe", "--rungs=9:2"],
+    ],
+)
+def test_a_refused_evaluation_leaves_no_folder_behind(argv, tmp_path, monkeypatch, capsys):
+    """Without --out, a refusal left the runs/eval/ it had made for its records."""
+    monkeypatch.chdir(tmp_path)
+    assert evaluate.main(argv) == 2
+    assert "error:" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+    (tmp_path / "runs" / "eval").mkdir(parents=True)  # an earlier evaluation's folders stay
+    assert evaluate.main(argv) == 2
+    assert os.listdir(tmp_path / "runs") == ["eval"]
+
+
 def test_usage_errors_exit_with_code_2():
     with pytest.raises(SystemExit) as e:
         evaluate.main(["match", "random"])

@@ -84,6 +84,7 @@ budget, has finished games before its end).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -399,12 +400,17 @@ def run(args, option_flags: list[str]) -> None:
             args.game = read_config(args.run).game  # the options given are checked against it
     no_game = args.command == "curve" and args.game is None  # the run's game
     game = None if no_game else resolve_game(args, option_flags)
+    parents = [p for p in (os.path.dirname(name), os.path.dirname(os.path.dirname(name))) if p]
+    made = [p for p in parents if not os.path.isdir(p)]  # runs/eval, runs: made by reserve
     folder = args.out or reserve(name)
     try:
         evaluate(args, game, folder)
     finally:  # a reserved folder that nothing was written into (the ladder writes its table)
         if not args.out and not os.listdir(folder):
             os.rmdir(folder)
+            for parent in made:  # and its parents this call made, left empty by a refusal
+                with contextlib.suppress(OSError):
+                    os.rmdir(parent)
 
 
 def evaluate(args, game, folder: str) -> None:
