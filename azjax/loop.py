@@ -687,7 +687,12 @@ def train_and_evaluate(
             "extra_evaluation=azjax.eval.TrainingOpponent(config) to train_and_evaluate"
         )
     primary = parallel.is_primary()
-    if (resume or resume_step is not None) and not os.path.isdir(workdir):  # made by nothing
+    resume = resume or resume_step is not None
+    if config.init_from and not resume:  # a resumed run keeps the source its config records
+        from azjax import transfer
+
+        config = transfer.resolve(config)  # a bad source: refused before the workdir is made
+    if resume and not os.path.isdir(workdir):  # made by nothing
         raise CheckpointError(
             f"--resume: no run folder {workdir!r}; leave --resume out to start one"
         )
@@ -699,7 +704,7 @@ def train_and_evaluate(
         return _train(
             config,
             workdir,
-            resume or resume_step is not None,
+            resume,
             resume_step,
             progress,
             on_iteration,
@@ -719,10 +724,6 @@ def _train(
     extra_evaluation: Callable | None = None,
 ) -> dict[str, Any]:
     primary = parallel.is_primary()
-    if config.init_from and not resume:  # a resumed run keeps the source its config records
-        from azjax import transfer
-
-        config = transfer.resolve(config)
     game = config.make_game()
     mesh = parallel.make_mesh()
     devices = parallel.num_devices(mesh)

@@ -310,6 +310,7 @@ def test_bad_sources_are_one_line(tiny_run, tmp_path, capsys, monkeypatch):
     )
     _fails(capsys, [*run, f"--init_from={tiny_run}", "--resume"], "--init_from starts a new run")
     _fails(capsys, [*run, "--freeze_trunk"], "nothing to transfer")
+    assert not os.path.exists(tmp_path / "run")  # refused before the workdir (and its lock)
 
     from games.connect_four import ConnectFour
 
