@@ -715,7 +715,8 @@ def validate(config: Config) -> Config:
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ValueError(f"{name} must be a {kind.__name__}, got {value!r}")
+            article = "an" if kind is int else "a"
+            raise ValueError(f"{name} must be {article} {kind.__name__}, got {value!r}")
         if kind is float and not math.isfinite(value):
             raise ValueError(f"{name} must be finite, got {value!r}")
         if meta["choices"] is not None and value not in meta["choices"]:

@@ -69,7 +69,7 @@ def test_a_config_is_frozen():
         ({"num_simulations": 0}, "num_simulations must be >= 1"),
         ({"optimizer": "rmsprop"}, "optimizer must be one of sgd, adam"),
         ({"learning_rate": float("nan")}, "learning_rate must be finite"),
-        ({"batch_games": 2.5}, "batch_games must be a int"),
+        ({"batch_games": 2.5}, "batch_games must be an int"),
         ({"swap": True, "rows": 3}, "unknown setting(s) rows"),
         ({"opening_plies": 65}, "opening_plies must be <= 64"),
         ({"size": 1}, "size must be an integer in 2..19"),
