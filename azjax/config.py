@@ -547,7 +547,7 @@ def named_defaults(name: str, game: str | None = None) -> tuple[str | None, dict
     config.json, or {"num_simulations": 100}) or `*.py` (an `OVERRIDES` dict, and `GAME`).
     The game is None where a file names none.
     ValueError naming the file's problem, or listing the available configs for an unknown name."""
-    if _is_file(name):
+    if is_file(name):
         return _file_defaults(name)
     available = config_names()
     if name not in available:
@@ -567,7 +567,7 @@ def game_option_defaults(name: str, game_names: Sequence[str]) -> dict[str, dict
     mobility planes wherever it stands in the list); any other config gives its options to the
     game it names, or to the first game where it names none. ValueError as `named_defaults`."""
     named = {game: named_defaults(name, game) for game in game_names}  # ValueError: a bad name
-    recipe = not _is_file(name) and not hasattr(
+    recipe = not is_file(name) and not hasattr(
         importlib.import_module(f"configs.{name}"), "OVERRIDES"
     )
     out = {}
@@ -595,7 +595,7 @@ def options_into_the_list(overrides: Mapping[str, Any], config_name: str | None)
     return out
 
 
-def _is_file(name: str) -> bool:
+def is_file(name: str) -> bool:
     """`--config=NAME` names a file of overrides, not a module of configs/."""
     return name.endswith((".json", ".py")) or os.sep in name
 

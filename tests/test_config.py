@@ -212,7 +212,12 @@ def test_config_files_of_overrides(tmp_path, capsys):
     (tmp_path / "bad.json").write_text('{"num_simulations": 7, "sims": 1}')
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "type.json").write_text('{"num_simulations": "abc"}')
+    (tmp_path / "chess.json").write_text('{"game": "chess"}')
     for name, needle in (
+        # the file named, not the flag the user never typed
+        ("type.json", f"--config={tmp_path / 'type.json'}: num_simulations must be an int"),
+        ("chess.json", f"--config={tmp_path / 'chess.json'}: unknown game 'chess'; known games"),
         ("bad.json", "unknown setting(s) sims"),
         ("list.json", "holds list, not a dict"),
         ("missing.json", "--config: no file"),

@@ -157,6 +157,11 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     base: dict = {}
     if known.config is not None:
         config_game, base = cfg.named_defaults(known.config, known.game)
+        if config_game is not None and config_game not in games.names():  # a file's "game"
+            raise ValueError(
+                f"--config={known.config}: unknown game {config_game!r}; known games: "
+                f"{', '.join(games.names())}"
+            )
         if known.game not in (None, config_game) and config_game is not None:
             given = f"--games lists {known.game} first" if shared else f"--game={known.game}"
             raise ValueError(f"{given} but --config={known.config} is {config_game}")
@@ -222,7 +227,14 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
                 "e.g. --games=connect_four,othello:size=6"
             )
         overrides = cfg.options_into_the_list(overrides, None if saved else known.config)
-    return cfg.load(game, overrides), args
+    try:
+        return cfg.load(game, overrides), args
+    except ValueError as e:  # "<field> must ...": name the file that gave the field
+        field = str(e).split(" ", 1)[0]
+        from_file = saved is None and known.config is not None and cfg.is_file(known.config)
+        if from_file and field in base and field not in flags.config_overrides(args, config_flags):
+            raise ValueError(f"--config={known.config}: {e}") from None
+        raise
 
 
 def default_workdir(game: str, *, resume: bool) -> str:
