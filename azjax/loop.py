@@ -576,9 +576,9 @@ def start_line(config: Config, workdir: str, devices: int, backend: str, *, resu
     saying that the apprentice's prior then picks the expert's moves; where the in-loop
     evaluation would place the network on a ladder or measure its exact error rate and the game
     has no table or solved positions, one saying it skips them."""
-    if config.games:
-        from azjax.shared import game_configs  # azjax/shared.py imports this module
+    from azjax.shared import game_configs  # azjax/shared.py imports this module
 
+    if config.games:
         what = f"{'+'.join(game_configs(config))} (one shared network)"
     else:
         options = " ".join(f"{k}={v}" for k, v in config.game_options.items())
@@ -617,7 +617,6 @@ def start_line(config: Config, workdir: str, devices: int, backend: str, *, resu
         )
     if config.eval_interval:
         from azjax.ladder import table_path
-        from azjax.shared import game_configs  # azjax/shared.py imports this module
         from azjax.solved import set_path
 
         for each in game_configs(config).values():

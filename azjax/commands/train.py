@@ -220,10 +220,10 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     overrides = {**base, **given, **flags.game_options(args, game, option_flags)}
     overrides.pop("game", None)
     if overrides.get("games"):
-        given = [f"--{k}" for k in flags.game_options(args, game, option_flags)]
-        if given:
+        beside = [f"--{k}" for k in flags.game_options(args, game, option_flags)]
+        if beside:
             raise ValueError(
-                f"{', '.join(given)} with --games: give each game's options in the list, "
+                f"{', '.join(beside)} with --games: give each game's options in the list, "
                 "e.g. --games=connect_four,othello:size=6"
             )
         overrides = cfg.options_into_the_list(overrides, None if saved else known.config)
@@ -232,7 +232,7 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
     except ValueError as e:  # "<field> must ...": name the file that gave the field
         field = str(e).split(" ", 1)[0]
         from_file = saved is None and known.config is not None and cfg.is_file(known.config)
-        if from_file and field in base and field not in flags.config_overrides(args, config_flags):
+        if from_file and field in base and field not in given:
             raise ValueError(f"--config={known.config}: {e}") from None
         raise
 
