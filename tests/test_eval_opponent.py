@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+import readme_metrics
 
 from azjax.commands import train
 from azjax.eval.stats import score_ci
@@ -59,6 +60,7 @@ def random_run(tmp_path_factory):
 
 def test_the_metrics_row_holds_the_match_against_random(random_run):
     (row,) = _rows(random_run)
+    assert not readme_metrics.undocumented([row])
     _check_opponent_values(row, 2)
     assert "eval/mcts_score" in row  # beside the loop's own evaluation
 

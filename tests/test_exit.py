@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import readme_metrics
 
 import azjax
 import games
@@ -190,6 +191,7 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
     with open(os.path.join(workdir, "metrics.jsonl")) as f:
         rows = [json.loads(line) for line in f]
     assert [r["iteration"] for r in rows] == [1, 2, 3]
+    assert not readme_metrics.undocumented(rows)
     # the resumed session trains on the dataset aggregated before it (saved with checkpoint 2),
     # which only the newest checkpoint keeps
     assert rows[2]["replay_ready"] == rows[1]["replay_ready"] + rows[2]["exit/positions"]

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import readme_metrics
 
 import azjax
 from azjax import gating, loop, parallel
@@ -202,6 +203,7 @@ def test_the_gate_in_the_loop_counts_and_saves(experiment):
     workdir = os.path.join(experiment, "gated")
     rows = _rows(workdir)
     assert [r["iteration"] for r in rows] == [1, 2, 3]
+    assert not readme_metrics.undocumented(rows)
     assert all(sum(r["gate/wdl"]) == 2 for r in rows)  # the real gate match, 2 games a gate
     assert [r["gate/accepted_total"] for r in rows] == list(
         np.cumsum([r["gate/accepted"] for r in rows])

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import jax
 import numpy as np
 import pytest
+import readme_metrics
 
 import games
 from azjax.ladder import (
@@ -478,6 +479,7 @@ def test_the_training_loops_placement(tmp_path, lowerings):
     with lowerings() as lowered:
         values = evaluate(variables, jax.random.PRNGKey(0))
     assert lowered == []
+    assert not readme_metrics.undocumented([values])
     assert values["eval/elo_games"] == 2 * 4  # two rounds of 4 games against the one rung
     assert values["eval/elo_off_scale"] in (-1, 0, 1) and values["eval/elo_top"] == 0.0
     assert values["eval/elo_moving"] == 0  # its one rung under the cap, played: settled

@@ -4,13 +4,13 @@ and heads per game, at toy size (Tic-Tac-Toe and 4x5 Connect Four, 1 block of 8 
 import dataclasses
 import json
 import os
-import re
 import shutil
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import readme_metrics
 
 import games
 from azjax import gating, load_config, loop, parallel, shared, training
@@ -327,26 +327,8 @@ def test_a_shared_run_logs_each_game_s_self_play(shared_run):
 
 
 def test_the_readme_names_every_metric_a_shared_run_writes(shared_run):
-    # README's "Metrics, by name" (its table and shared-run note) and its held-out losses: each
-    # key as written there, by its last part (`resign_checked`) or as `_ply4`; a game's as
-    # `<group>/<game>/...` beside the name without the game
-    readme = open(os.path.join(os.path.dirname(__file__), os.pardir, "README.md")).read()
-    start = readme.index("**Metrics, by name**")
-    section = readme[start : readme.index("\n\n", readme.index("**Held-out losses.**"))]
-    named = set(re.findall(r"`([^`]+)`", section))
     rows = [json.loads(line) for line in open(os.path.join(shared_run[0], "metrics.jsonl"))]
-    missing = []
-    for key in sorted(set().union(*rows) - {"iteration"}):
-        base = key
-        for name in ("tictactoe", "connect_four"):
-            if f"/{name}/" in key:
-                base = key.replace(f"/{name}/", "/")
-                if f"{key.split('/')[0]}/<game>/..." not in named:
-                    missing.append(key)
-        last = base.split("/")[-1]
-        if not {base, last, "_" + last.rsplit("_", 1)[-1]} & named:
-            missing.append(key)
-    assert not missing
+    assert not readme_metrics.undocumented(rows, ("tictactoe", "connect_four"))
 
 
 def test_a_shared_checkpoint_plays_each_of_its_games(shared_run):

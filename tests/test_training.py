@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import readme_metrics
 
 from azjax import checkpoint, loop, loop_eval, network, parallel, training
 from azjax import config as cfg
@@ -51,6 +52,7 @@ def _metrics(workdir):
 def test_a_run_writes_metrics_checkpoints_and_summary(run):
     rows = _metrics(run)
     assert [r["iteration"] for r in rows] == [1, 2]
+    assert not readme_metrics.undocumented(rows)
     assert all(np.isfinite(r["loss/total"]) for r in rows)
     for r in rows:  # shares of the iteration's finished games
         first, draws = r["selfplay/first_player_wins"], r["selfplay/draws"]
@@ -92,6 +94,7 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
     assert train.main(argv + more) == 0
     rows = _metrics(workdir)
     assert [r["iteration"] for r in rows] == [1, 2, 3, 4]
+    assert not readme_metrics.undocumented(rows)  # with resignation's
     assert all(np.isfinite(r["loss/value"]) for r in rows)
     saved = cfg.Config.from_json(open(os.path.join(workdir, "config.json")).read())
     assert (saved.value_lambda, saved.branch_prob, saved.resign_threshold) == (0.8, 0.5, 0.5)
