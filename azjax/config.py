@@ -506,6 +506,9 @@ class Config:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"config has unknown field(s) {', '.join(unknown)}")
+        if (data.get("rollout_policy", "none") != "none") != (data.get("rollout_prob", 0) > 0):
+            # saved before validate refused half a rollout setting, which played none: as it ran
+            data.update(rollout_policy="none", rollout_prob=0.0)
         return validate(Config(**data))
 
 
@@ -899,11 +902,18 @@ def validate(config: Config) -> Config:
         )
     if config.gating and config.algorithm != "alphazero":
         raise ValueError("gating needs algorithm=alphazero (Expert Iteration has no gate)")
-    no_rollouts = config.rollout_policy == "none" or config.rollout_prob == 0
+    if (config.rollout_policy != "none") != (config.rollout_prob > 0):  # half of it: no rollouts
+        raise ValueError(
+            "rollouts need both rollout_policy (random or policy) and rollout_prob (p_r > 0), "
+            f"got rollout_policy={config.rollout_policy} rollout_prob={config.rollout_prob:g}: "
+            "that plays none"
+        )
+    no_rollouts = config.rollout_policy == "none"
     if config.score_utility and not no_rollouts:
         raise ValueError(
             "score_utility with rollouts: a rollout's result is the outcome, not the score the "
-            "leaf values are blended with; give rollout_prob=0 or score_utility=0"
+            "leaf values are blended with; give rollout_policy=none rollout_prob=0, or "
+            "score_utility=0"
         )
     if config.evaluator == "uniform" and no_rollouts:
         raise ValueError(

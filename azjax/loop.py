@@ -569,6 +569,21 @@ def _earlier_seconds(metrics: Metrics | None, workdir: str, iteration: int) -> f
     return seconds
 
 
+def _leaf_values(config: Config) -> str:
+    """How the search values its leaves where it is not the network alone, for the start line:
+    the rollouts blended in (the thesis's question) and the uniform evaluator."""
+    said = []
+    if config.evaluator == "uniform":
+        said.append("no network at the leaves: uniform priors, value 0")
+    if config.rollout_policy != "none" and config.rollout_prob > 0:
+        sampled = "sampled " if config.rollout_policy == "policy" and config.rollout_sample else ""
+        said.append(
+            f"{sampled}{config.rollout_policy} rollouts from {config.rollout_prob:g} of the "
+            f"leaves, blended at lambda={config.rollout_weight:g}"
+        )
+    return "".join(f", {s}" for s in said)
+
+
 def start_line(config: Config, workdir: str, devices: int, backend: str, *, resume: bool) -> str:
     """The line a session starts with: what it trains, where, for how long, on what; on a CPU
     with a GPU-sized batch (512 games or more an iteration), a second naming the CPU recipe; for
@@ -594,12 +609,12 @@ def start_line(config: Config, workdir: str, devices: int, backend: str, *, resu
         played = (
             f"Expert Iteration, {config.batch_games} apprentice games an iteration, the expert "
             f"at {config.num_simulations} simulations (UCT, c={config.exit_c_uct:g}, the "
-            f"apprentice's prior at w_a={config.exit_prior_weight:g})"
+            f"apprentice's prior at w_a={config.exit_prior_weight:g}{_leaf_values(config)})"
         )
     else:
         played = (
             f"{config.batch_games} games in lock-step at {config.num_simulations} simulations "
-            f"({config.search})"
+            f"({config.search}{_leaf_values(config)})"
         )
     line = (
         f"{'continuing' if resume else 'training'} {what} in {workdir}: {' or '.join(ends)}, "

@@ -2,6 +2,7 @@
 
 import dataclasses
 import importlib
+import json
 
 import pytest
 
@@ -130,6 +131,12 @@ def test_a_config_is_frozen():
             "connect_four-cols7-connect4-rows6, hex-size5-swapfalse,",
         ),
         ({"best_by": "error_rate", "size": 6, "eval_errors": False}, "needs eval_errors=true"),
+        (  # either half alone played no rollouts, silently
+            {"rollout_policy": "random"},
+            "rollouts need both rollout_policy (random or policy) and rollout_prob (p_r > 0), "
+            "got rollout_policy=random rollout_prob=0: that plays none",
+        ),
+        ({"rollout_prob": 0.5}, "got rollout_policy=none rollout_prob=0.5: that plays none"),
     ],
 )
 def test_bad_values_are_named(overrides, message):
@@ -142,6 +149,18 @@ def test_best_by_takes_a_measure_the_run_logs():
     assert cfg.load("hex", {"size": 6, "best_by": "error_rate"}).best_by == "error_rate"
     assert cfg.load("hex", {"best_by": "opponent", "eval_opponent": "random"}).best_by
     assert cfg.load("hex").best_by == "auto"
+
+
+def test_a_saved_config_with_half_a_rollout_setting_loads_as_it_ran():
+    # saved before validate refused it: it played no rollouts, and it still loads so
+    data = json.loads(cfg.load("tictactoe").to_json())
+    for half in (dict(rollout_policy="random"), dict(rollout_prob=0.5)):
+        config = cfg.Config.from_json(json.dumps({**data, **half}))
+        assert (config.rollout_policy, config.rollout_prob) == ("none", 0.0)
+    rolled = cfg.Config.from_json(
+        json.dumps({**data, "rollout_policy": "policy", "rollout_prob": 1})
+    )
+    assert (rolled.rollout_policy, rolled.rollout_prob) == ("policy", 1)
 
 
 def test_unknown_fields_in_json_are_refused():

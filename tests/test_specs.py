@@ -307,6 +307,30 @@ def test_checkpoint_agent_takes_search_settings(tiny_run):
     assert step == 2 and config.num_filters == 4
 
 
+@pytest.mark.parametrize("half", [dict(rollout_prob=0.5), dict(rollout_policy="random")])
+def test_a_checkpoint_trained_with_half_a_rollout_setting_plays_without_rollouts(
+    tiny_run, monkeypatch, half
+):
+    # training reads either half alone as no rollouts (config.validate): so does its ckpt: agent,
+    # and `rollout=none` or `p_r=0` alone turn off what a checkpoint had
+    trained = specs.read_config(tiny_run)
+    monkeypatch.setattr(specs, "read_config", lambda *a: dataclasses.replace(trained, **half))
+    for options in ("", ",rollout=none", ",p_r=0"):
+        spec = parse_agent(f"ckpt:{tiny_run}{options}", TTT).search.spec
+        assert (spec.rollout_policy, spec.rollout_prob) == ("none", 0.0)
+    rolled = dataclasses.replace(trained, rollout_policy="random", rollout_prob=0.5)
+    monkeypatch.setattr(specs, "read_config", lambda *a: rolled)
+    for options in (",rollout=none", ",p_r=0"):
+        spec = parse_agent(f"ckpt:{tiny_run}{options}", TTT).search.spec
+        assert (spec.rollout_policy, spec.rollout_prob) == ("none", 0.0)
+    spec = parse_agent(f"ckpt:{tiny_run},rollout=policy", TTT).search.spec
+    assert (spec.rollout_policy, spec.rollout_prob) == ("policy", 0.5)
+    with pytest.raises(ValueError, match="rollout=random needs p_r > 0"):
+        parse_agent(f"ckpt:{tiny_run},rollout=random,p_r=0", TTT)
+    with pytest.raises(ValueError, match="p_r=0.3 needs rollout=random or rollout=policy"):
+        parse_agent(f"ckpt:{tiny_run},rollout=none,p_r=0.3", TTT)
+
+
 def test_checkpoint_errors_name_the_problem(tiny_run, tmp_path):
     with pytest.raises(CheckpointError, match="no run folder"):
         parse_agent(f"ckpt:{tmp_path}/nowhere", TTT)

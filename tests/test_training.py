@@ -224,6 +224,21 @@ def test_the_start_line_says_what_trains_and_names_the_cpu_recipe_for_a_gpu_batc
     assert "\n" not in loop.start_line(fitting, "runs/o", 1, "cpu", resume=True)
 
 
+def test_the_start_line_says_how_the_search_values_its_leaves():
+    """The thesis's rollouts and the uniform evaluator: config.json had them, the line did not."""
+
+    def played(**options):
+        return loop.start_line(cfg.load("tictactoe", options), "r", 1, "cpu", resume=False)
+
+    assert "simulations (gumbel), on" in played()
+    rolled = played(rollout_policy="random", rollout_prob=0.5, rollout_weight=0.25)
+    assert "(gumbel, random rollouts from 0.5 of the leaves, blended at lambda=0.25)" in rolled
+    pure = played(evaluator="uniform", rollout_policy="random", rollout_prob=1, rollout_weight=1)
+    assert "no network at the leaves: uniform priors, value 0, random rollouts from 1" in pure
+    exit_ = played(algorithm="exit", rollout_policy="policy", rollout_prob=1, rollout_sample=True)
+    assert "w_a=100, sampled policy rollouts from 1 of the leaves, blended at lambda=0.5)" in exit_
+
+
 def test_the_start_line_says_what_the_in_loop_evaluation_skips():
     """A game with no ladder table or solved positions: eval/elo and eval/error_rate were
     dropped without a word, even when asked for by name."""

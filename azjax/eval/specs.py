@@ -325,17 +325,22 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
             f"{name}: score={spec.score_utility} reads the ownership head, and this network has "
             "none (it was trained with ownership_weight=0)"
         )
-    if spec.rollout_policy != "none" and spec.rollout_prob == 0:
-        raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (p_r is 0)")
+    if (spec.rollout_policy != "none") != (spec.rollout_prob > 0):
+        # half a rollout setting: refused where the options ask for the half that is on; else
+        # no rollouts, as training reads a checkpoint's half-set pair (`rollout=none` or `p_r=0`
+        # alone turn off what the checkpoint had)
+        if "rollout" in opts and spec.rollout_policy != "none":
+            raise ValueError(f"{name}: rollout={spec.rollout_policy} needs p_r > 0 (p_r is 0)")
+        if "p_r" in opts and spec.rollout_prob > 0:
+            raise ValueError(
+                f"{name}: p_r={spec.rollout_prob} needs rollout=random or "
+                "rollout=policy (the rollout policy is none)"
+            )
+        spec = dataclasses.replace(spec, rollout_policy="none", rollout_prob=0.0)
     if spec.score_utility and spec.rollout_policy != "none":
         raise ValueError(
             f"{name}: score={spec.score_utility} with rollout={spec.rollout_policy}: a rollout's "
             "result is the outcome, not the score the leaf values are blended with"
-        )
-    if spec.rollout_policy == "none" and spec.rollout_prob > 0:
-        raise ValueError(
-            f"{name}: p_r={spec.rollout_prob} needs rollout=random or "
-            "rollout=policy (the rollout policy is none)"
         )
     # the network's own game: what it observes may differ from the match's game (`same_rules`)
     setup = SearchSetup(
