@@ -788,16 +788,8 @@ def validate(config: Config) -> Config:
         raise ValueError(f"eval_games must be even so colours alternate, got {config.eval_games}")
     if config.iterations == 0 and not config.time_budget:
         raise ValueError("iterations=0 (no limit) needs a time_budget to end the run")
-    if config.eval_opening_plies and not config.make_game().alternating:
-        raise ValueError(
-            "eval_opening_plies needs a game whose players alternate (Hex's swap rule breaks it)"
-        )
+    _check_opening_plies(config.make_game(), config.eval_opening_plies)
     longest = config.make_game().max_game_length
-    if config.eval_opening_plies >= longest:
-        raise ValueError(
-            f"eval_opening_plies must be under the game's longest length ({longest} plies), "
-            f"got {config.eval_opening_plies}"
-        )
     if config.algorithm == "exit" and config.positions_per_game > longest:
         raise ValueError(
             f"positions_per_game must be in 1..{longest} for {config.game} (its longest game, "
@@ -932,6 +924,22 @@ def validate(config: Config) -> Config:
     return config
 
 
+def _check_opening_plies(game, plies: int, name: str = "") -> None:
+    """eval_opening_plies against a game of the run (`name`: a shared run's game, for the
+    message)."""
+    whose = f"{name}'s" if name else "the game's"
+    if plies and not game.alternating:
+        raise ValueError(
+            "eval_opening_plies needs a game whose players alternate (Hex's swap rule breaks it"
+            f"{f'; {name} has it' if name else ''})"
+        )
+    if plies >= game.max_game_length:
+        raise ValueError(
+            f"eval_opening_plies must be under {whose} longest length ({game.max_game_length} "
+            f"plies), got {plies}"
+        )
+
+
 def _validate_shared(config: Config) -> None:
     """A shared run (azjax/shared.py): a valid list of games whose first is `game`, a trunk to
     share, and none of the settings it does not support."""
@@ -943,6 +951,8 @@ def _validate_shared(config: Config) -> None:
             f"games={config.games}: game must be the first of them ({first} {options}), got "
             f"{config.game} {dict(config.game_options)}"
         )
+    for name, options in parse_games(config.games)[1:]:  # the first's: validate's own check
+        _check_opening_plies(games.make(name, **options), config.eval_opening_plies, name)
     if config.num_blocks < 1:
         raise ValueError("games needs num_blocks >= 1: the residual blocks are what is shared")
     if config.algorithm != "alphazero":

@@ -102,6 +102,19 @@ def test_the_run_game_is_the_first_and_each_game_its_own_options(config):
         load_config("connect_four", {**TOY, "games": "connect_four,tictactoe", "rows": 5})
 
 
+def test_each_game_of_the_list_takes_the_in_loop_openings():
+    # checked against the first game only, 9-ply openings filled Tic-Tac-Toe's board after 4x4
+    # Hex's: every evaluation of it scored 0.5, each pair of games decided before a move
+    with pytest.raises(ValueError, match="under tictactoe's longest length \\(9 plies\\), got 9"):
+        load_config("hex", {**TOY, "games": "hex:size=4,tictactoe", "eval_opening_plies": 9})
+    with pytest.raises(ValueError, match="players alternate .*; hex has it"):
+        load_config(
+            "tictactoe", {**TOY, "games": "tictactoe,hex:size=3,swap=true", "eval_opening_plies": 2}
+        )
+    fine = {**TOY, "games": "hex:size=4,tictactoe", "eval_opening_plies": 8}
+    assert load_config("hex", fine).eval_opening_plies == 8
+
+
 def test_default_options_go_under_the_list_s_own():
     text = shared.with_default_options(
         "othello:size=6,connect_four",
