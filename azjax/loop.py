@@ -493,6 +493,8 @@ def _open_replay(fns: Iteration, checkpointer: Checkpointer, step: int) -> Any:
         buffer, why = None, f"its shapes cannot be traced ({type(e).__name__}: {e})"
     else:
         buffer, why = checkpointer.restore_replay(template, step)
+        if buffer is None:  # saved with the other --policy_surprise? (not structural)
+            buffer = _with_other_surprise(checkpointer, template, step)
     if buffer is None:
         if parallel.is_primary():
             print(f"the replay buffer starts empty: {why}", file=sys.stderr)
@@ -505,6 +507,46 @@ def _open_replay(fns: Iteration, checkpointer: Checkpointer, step: int) -> Any:
         donate_argnums=0,
     )
     return restart(buffer)
+
+
+def _with_other_surprise(checkpointer: Checkpointer, template: Any, step: int) -> Any:
+    """Checkpoint `step`'s buffer where it differs from `template` only by keeping policy
+    surprises where the run now keeps none or the other way round (`--policy_surprise` turned off
+    or on at a resume), made to fit: its surprises dropped, or zeros for the positions it saved
+    (they count as unsurprising, weight 1 - f, until the window turns over); else None."""
+
+    def is_buffer(x):
+        return isinstance(x, replay.Buffer)
+
+    def toggled(b):
+        v = b.value
+        other = jax.ShapeDtypeStruct(v.shape, jnp.float32, sharding=v.sharding)
+        return b.replace(surprise=None if b.surprise is not None else other)
+
+    saved, _ = checkpointer.restore_replay(
+        jax.tree_util.tree_map(toggled, template, is_leaf=is_buffer), step
+    )
+    if saved is None:
+        return None
+
+    def fit(b, want):
+        return b.replace(surprise=None if want.surprise is None else jnp.zeros_like(b.value))
+
+    buffers = jax.tree_util.tree_leaves(template, is_leaf=is_buffer)
+    if parallel.is_primary():
+        said = (
+            "on: the replay buffer is restored, its positions counted as unsurprising until the "
+            "window turns over"
+            if buffers[0].surprise is not None
+            else "off: the replay buffer is restored"
+        )
+        print(f"note: policy surprise weighting turned {said}", file=sys.stderr)
+    shardings = jax.tree_util.tree_map(lambda a: a.sharding, template)
+    return jax.jit(
+        lambda tree: jax.tree_util.tree_map(fit, tree, template, is_leaf=is_buffer),
+        out_shardings=shardings,
+        donate_argnums=0,
+    )(saved)
 
 
 def _previous_network(

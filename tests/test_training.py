@@ -166,6 +166,37 @@ def test_a_saved_replay_is_the_buffer_of_its_iteration_though_donated_after(tmp_
     )
 
 
+@pytest.mark.parametrize("saved_with, resumed_with", [(0.0, 0.5), (0.5, 0.0)])
+def test_turning_policy_surprise_on_or_off_at_a_resume_keeps_the_replay(
+    tmp_path, capsys, saved_with, resumed_with
+):
+    """Not structural, but the buffer keeps surprises only with it: the saved one was refused
+    as 'other sizes' (naming --replay_games, --batch_games or dataset) and the run restarted
+    with an empty replay."""
+    base = cfg.load("tictactoe", dict(batch_games=16, num_blocks=1, num_filters=4))
+    base = dataclasses.replace(base, value_hidden=4, replay_games=40)
+    mesh = parallel.make_mesh()
+    before = loop.make_iteration(dataclasses.replace(base, policy_surprise=saved_with), mesh)
+    after = loop.make_iteration(dataclasses.replace(base, policy_surprise=resumed_with), mesh)
+    buffer = jax.jit(lambda b: b.replace(step=b.step + 5, value=b.value + 1))(before.init_buffer())
+    checkpointer = Checkpointer(str(tmp_path))
+    try:
+        checkpointer.save(1, before.init_run(), base, [], buffer)
+        checkpointer.wait()
+        restored = loop._open_replay(after, checkpointer, 1)
+    finally:
+        checkpointer.close()
+    assert int(restored.step) == 5 and np.all(np.asarray(restored.value) == 1)
+    if resumed_with:  # the saved positions count as unsurprising
+        assert np.all(np.asarray(restored.surprise) == 0)
+    else:
+        assert restored.surprise is None
+    assert restored.surprise is None or restored.surprise.sharding == restored.value.sharding
+    err = capsys.readouterr().err
+    assert "starts empty" not in err
+    assert f"policy surprise weighting turned {'on' if resumed_with else 'off'}" in err
+
+
 @pytest.mark.parametrize("how", ["deleted", "resized"])
 def test_a_checkpoint_without_a_fitting_replay_resumes_with_an_empty_one(
     run, tmp_path, capsys, how
