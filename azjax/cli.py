@@ -104,7 +104,10 @@ def run(
         name = e.name if isinstance(e, Interrupted) else "SIGINT"
         message = (e.message if isinstance(e, Interrupted) else "") or stopped
         print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
-        if threaded:  # the worker may be inside XLA: leave without waiting for it
+        # the worker, or this thread where the signal's handler raised (`at_once`), may be inside
+        # XLA: leave without waiting for it, and without the interpreter's shutdown, which can
+        # crash there (a second Ctrl-C during a compile ended in a segmentation fault)
+        if threaded or getattr(e, "at_once", False):
             sys.stdout.flush()
             os._exit(128 + signum)
         return 128 + signum

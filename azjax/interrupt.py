@@ -29,11 +29,14 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Interrupted(KeyboardInterrupt):
-    """The program was stopped by a signal; `message` says what was kept."""
+    """The program was stopped by a signal; `message` says what was kept. `at_once`: raised by
+    the signal's handler wherever the program was (a second signal, or one with no step to
+    finish), perhaps inside XLA's native code: the process should then end without the
+    interpreter's shutdown (`azjax.cli.run` leaves by `os._exit`), which can crash there."""
 
-    def __init__(self, signum: int, message: str = ""):
+    def __init__(self, signum: int, message: str = "", *, at_once: bool = False):
         super().__init__(message)
-        self.signum, self.message = signum, message
+        self.signum, self.message, self.at_once = signum, message, at_once
 
     @property
     def name(self) -> str:
@@ -79,7 +82,7 @@ class StopSignals:
             )
             return
         self._restore()
-        raise Interrupted(signum)
+        raise Interrupted(signum, at_once=True)
 
     @contextlib.contextmanager
     def shield(self):
@@ -92,7 +95,7 @@ class StopSignals:
             self._shielded = False
         if self._deferred is not None:
             self._restore()
-            raise Interrupted(self._deferred)
+            raise Interrupted(self._deferred, at_once=True)
 
     def _restore(self) -> None:
         for signum, handler in self._previous.items():
@@ -116,7 +119,7 @@ def raise_on_signals():
     thread it does nothing."""
 
     def handle(signum, frame):
-        raise Interrupted(signum)
+        raise Interrupted(signum, at_once=True)
 
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -92,7 +92,7 @@ from azjax.checkpoint import (
 )
 from azjax.config import Config
 from azjax.health import Health, divergence, reference_loss
-from azjax.interrupt import Interrupted, StopSignals
+from azjax.interrupt import Interrupted, StopSignals, run_interruptibly
 from azjax.loop_eval import Evaluations, last_matches, last_ratings, make_evaluation
 from azjax.memory import check_memory
 from azjax.metrics import Metrics, MoveTicker, Progress, run_seconds
@@ -837,8 +837,9 @@ def _train(
                 config, fns, checkpointer, last_matches(metrics, it), it, previous
             )
 
-        def compile_next_evaluation() -> None:  # where one falls due in this session
-            evaluations.compile_ahead(it, previous, fns.eval_key(run))
+        def compile_next_evaluation(session_ends: bool) -> None:  # where one falls due in it
+            if not (stop.requested or session_ends):  # else the stop would wait for it
+                evaluations.compile_ahead(it, previous, fns.eval_key(run))
 
         first = it + 1  # the session's first iteration compiles the loop's own programs
         bar = Progress(progress and primary, it, config.iterations or None)
@@ -861,7 +862,9 @@ def _train(
                 it += 1
                 t0 = time.time()
                 states, buffer, played = fns.play(run, states, buffer)
-                played = parallel.fetch(played)  # the iteration's one copy before learning
+                # the iteration's one copy before learning, waited for in a worker thread: here
+                # a signal's handler runs at once (its note, a second one's stop), not after
+                played = run_interruptibly(functools.partial(parallel.fetch, played))
                 t1 = time.time()
                 values = _play_values(
                     played,
@@ -878,7 +881,9 @@ def _train(
                     progress = training.run_progress(it, limit, t1 - t_run, config.time_budget)
                     lr_scale = training.lr_fraction(config.lr_schedule, progress)
                     train, losses = fns.learn(run, buffer, lr_scale)
-                    values.update(_losses(parallel.fetch(losses)))
+                    values.update(
+                        _losses(run_interruptibly(functools.partial(parallel.fetch, losses)))
+                    )
                     values["train_seconds"] = time.time() - t1
                     values["train/learning_rate"] = config.learning_rate * lr_scale
                 run = run.replace(train=train, iteration=fns.advance(run.iteration))
@@ -926,9 +931,9 @@ def _train(
                     values.update(evaluated)
                     if full:
                         previous = fns.copy(run.train.variables)
-                        compile_next_evaluation()  # the ladder's next rungs, if new
+                        compile_next_evaluation(ends())  # the ladder's next rungs, if new
                 if it == first:  # not alongside them: both lower on Python's one lock
-                    compile_next_evaluation()
+                    compile_next_evaluation(ends())
                 values["run_seconds"] = round(time.time() - t_run, 1)  # every session's
                 if primary:
                     metrics.add(it, values)
@@ -956,6 +961,8 @@ def _train(
                 _finish_saves(checkpointer, metrics)
     except Interrupted as e:  # a second signal: stop at once, keep what is on disk
         _abandon(bar, checkpointer, metrics)
+        if evaluations is not None and not e.at_once:  # at once: not waiting for a compilation
+            evaluations.close()  # in flight (azjax.cli ends the process without the shutdown)
         if e.message:
             raise
         saved = steps_on_disk(workdir)
@@ -964,13 +971,12 @@ def _train(
             if saved
             else "no checkpoint was saved"
         )
-        raise Interrupted(e.signum, f"stopped at once; {kept}") from None
+        raise Interrupted(e.signum, f"stopped at once; {kept}", at_once=e.at_once) from None
     except BaseException:
         _abandon(bar, checkpointer, metrics)
-        raise
-    finally:
         if evaluations is not None:
             evaluations.close()  # a compilation in flight ends before the process may
+        raise
     bar.close()
     summary = _summary(
         config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last
@@ -985,6 +991,7 @@ def _train(
     if primary:
         summary["best"] = _best(workdir, config)
         _write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=2))
+    evaluations.close()  # after the summary: a compilation in flight is not what a stop waits for
     if stop.signum is not None:
         raise Interrupted(stop.signum, f"checkpoint {it} saved; continue with --resume")
     return summary

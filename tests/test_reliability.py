@@ -181,6 +181,66 @@ def test_kill_9_then_sigint_keep_metrics_and_checkpoints_in_step(tmp_path, env):
     assert _iterations(workdir) == list(range(1, _steps(workdir)[-1] + 1))
 
 
+def test_a_second_sigint_while_compiling_stops_at_once_without_a_crash(tmp_path, env):
+    """Two Ctrl-Cs while the first iteration compiles (a fresh compilation cache): the second
+    one's `Interrupted` was raised inside XLA's compile, and the interpreter's shutdown after it
+    crashed (a segmentation fault, exit -11, in 5 of 5 tries of a review)."""
+    env = dict(env, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("XLA_FLAGS", None)  # the suite's fast compiling ends before the signals
+    proc = _start([f"--workdir={tmp_path / 'run'}", "--iterations=100000"], env)
+    try:
+        while "training tictactoe" not in proc.stderr.readline():
+            assert proc.poll() is None
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "SIGINT: stopped at once" in err
+    assert "Fatal Python error" not in err and "Traceback" not in err
+
+
+def test_a_stopping_run_compiles_no_evaluation_it_will_not_play(tmp_path, monkeypatch):
+    """A SIGTERM in the first iteration: the loop went on to compile the next evaluation's
+    programs in the background and waited for them before it exited (11 s against 0.6 s in a
+    review), summary.json written only after: time a batch system's kill may not give."""
+    from azjax import loop, loop_eval
+    from azjax.interrupt import Interrupted
+
+    compiled = []
+    monkeypatch.setattr(loop_eval.Evaluations, "compile_ahead", lambda *a: compiled.append(a))
+
+    calls = []
+
+    def spent(config, t_run):  # judged before the first iteration, then after each learns:
+        calls.append(t_run)  # the signal arrives after the first one's
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return False
+
+    monkeypatch.setattr(loop, "_budget_spent", spent)
+    toy = dict(num_blocks=1, num_filters=4, value_hidden=4, train_steps=3, train_batch_size=32)
+    config = cfg.load(
+        "tictactoe",
+        dict(
+            toy,
+            batch_games=16,
+            num_simulations=4,
+            eval_interval=3,
+            eval_compile_ahead="on",
+            iterations=5,
+        ),
+    )
+    with pytest.raises(Interrupted, match="checkpoint 1 saved"):
+        loop.train_and_evaluate(config, str(tmp_path / "run"), progress=False)
+    assert compiled == []
+    assert json.load(open(tmp_path / "run" / "summary.json"))["stopped_by"] == "SIGTERM"
+
+
 def test_divergence_is_not_saved_and_names_the_last_healthy_checkpoint(stopped_run, tmp_path, env):
     workdir = str(tmp_path / "run")
     shutil.copytree(stopped_run[0], workdir)
