@@ -229,6 +229,36 @@ def test_shipped_tables_are_anchored_and_readable():
         assert list(ladder.sims) == sorted(ladder.sims)
 
 
+def test_a_timed_agent_is_calibrated_once_for_its_whole_placement(ttt_table, monkeypatch):
+    """Each rung's match calibrated a `seconds` agent afresh: one placement rated an agent of
+    187 - 278 simulations, and paid a calibration a match."""
+    from azjax.eval import calibration
+    from azjax.eval.ladder import place_agent
+    from azjax.eval.specs import parse_agent
+
+    timed = []
+
+    def time_search(agent, states, key):  # 0.1 ms a simulation: no compiling, no clock
+        timed.append(agent.search.spec.num_simulations)
+        return 1e-4 * agent.search.spec.num_simulations
+
+    monkeypatch.setattr(calibration, "_time_search", time_search)
+    game, said = games.make("tictactoe"), []
+    agent = parse_agent("mcts:seconds=0.0008", game)
+    p = place_agent(
+        game,
+        agent,
+        load_ladder(game, ttt_table),
+        rounds=2,
+        games_per_rung=4,
+        key=jax.random.PRNGKey(0),
+        log=said.append,
+    )
+    assert p.games == 16  # four matches, one calibration: 16 (2 games at once) in one line
+    assert timed == [16, 64]  # the probes; the line through them gives 16 (1.6 ms for 2 games)
+    assert said[0] == "mcts:seconds=0.0008: 16 simulations a move (calibrated to 0.0008 s)"
+
+
 def test_ladder_and_place_commands(ttt_table, tmp_path, capsys):
     from azjax.commands import evaluate
 

@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from azjax.eval.agent import Agent, SearchSetup, search_agent
+from azjax.eval.calibration import calibrate
 from azjax.eval.match import play_games
 from azjax.eval.stats import elo, is_connected
 from azjax.flags import value_text
@@ -201,6 +202,16 @@ def place_agent(
     rungs: dict[int, Agent] = {}
     calls = [0]
     capacity = shared_capacity(game, ladder.sims, games_per_rung)
+    # a `seconds` agent calibrated once for the batch its matches play: one agent rated on every
+    # rung (each match calibrated it afresh: 187 - 278 simulations on one placement)
+    batch = 1 if agent.stateful else (games_per_rung + 1) // 2
+    calibrated = calibrate(agent, game, batch, jax.random.fold_in(key, 0))  # the matches: 1, 2..
+    if log and calibrated is not agent:
+        log(
+            f"{agent.name}: {calibrated.search.spec.num_simulations} simulations a move "
+            f"(calibrated to {agent.search.seconds:g} s)"
+        )
+    agent = calibrated
 
     def play(i: int, n: int) -> float:
         rung = rungs.setdefault(i, rung_agent(game, ladder.sims[i], capacity))
