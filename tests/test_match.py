@@ -63,6 +63,22 @@ def _assert_moves_replay(out):
         assert black == (ret if a_first else -ret)
 
 
+def test_a_timed_side_compiles_nothing_inside_its_timing(lowerings):
+    """The first timed move compiled its key's fold_in: 20 ms "a move" for one simulation, and
+    in a short match the side that moved first looked slower than it was."""
+    import numpy as np
+
+    from azjax.eval.match import _Side, start_states
+
+    game = games.make("tictactoe")
+    side = _Side(parse_agent("mcts:sims=2", game), 2, jax.random.PRNGKey(0))
+    states = start_states(game, [()] * 2)
+    side.warm_up(states)
+    with lowerings() as lowered:
+        side.moves_for(states, np.arange(2))
+    assert lowered == []
+
+
 def test_match_json_holds_the_games_and_a_record_file_each(tmp_path):
     record = run_match(TTT, ["minimax:depth=1", "random"], str(tmp_path), games=3, seed=4)
     with open(tmp_path / "match.json") as f:

@@ -162,9 +162,10 @@ class _Side:
         self.seconds, self.moves, self.calls = 0.0, 0, 0
 
     def warm_up(self, states) -> None:
-        if self.act is not None:  # compile outside the timing
+        if self.act is not None:  # compile outside the timing, the key's fold_in included
             sub = jax.tree_util.tree_map(lambda x: x[np.zeros(self.pad, int)], states)
-            jax.block_until_ready(self.act(self.agent.variables, self.key, sub))
+            key = jax.random.fold_in(self.key, 0)  # as `_batched` makes them
+            jax.block_until_ready(self.act(self.agent.variables, key, sub))
 
     def moves_for(self, states, idx: np.ndarray) -> np.ndarray:
         """int actions for the games `idx` of the numpy batch `states`."""
