@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 
 from azjax.checkpoint import describe_os_error
-from azjax.interrupt import Interrupted, raise_on_signals, run_interruptibly
+from azjax.interrupt import Interrupted, exits_at_once, raise_on_signals, run_interruptibly
 
 MEMORY_HINT = (
     "lower --batch_games, --train_batch_size, --replay_games, --num_simulations or the "
@@ -95,7 +95,8 @@ def run(
         compile_cache.enable()  # before anything compiles: later runs load what this one compiles
         xla_flags.enable()  # before the backend starts: a GPU runs while loops as CUDA graphs
     try:
-        with raise_on_signals():  # SIGTERM ends like Ctrl-C, with a line and 143, not silently
+        # SIGTERM ends like Ctrl-C, with a line and 143, not silently; a stop at once by os._exit
+        with raise_on_signals(), exits_at_once():
             if threaded:
                 return run_interruptibly(lambda: body(argv))
             return body(argv)

@@ -26,6 +26,25 @@ from collections.abc import Callable
 from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_exiting = [False]  # within `exits_at_once`: an `at_once` stop ends the process by os._exit
+
+
+@contextlib.contextmanager
+def exits_at_once():
+    """Within it (`azjax.cli.run`), a stop `at_once` ends the process by `os._exit`, so the work
+    stopped need not wait for threads that may be inside XLA (a compilation in flight); outside
+    (a Python caller of `azjax.train_and_evaluate`, whose interpreter then shuts down with them)
+    it waits for them."""
+    before, _exiting[0] = _exiting[0], True
+    try:
+        yield
+    finally:
+        _exiting[0] = before
+
+
+def exiting_at_once() -> bool:
+    """Whether an `at_once` stop ends the process by `os._exit` (`exits_at_once`)."""
+    return _exiting[0]
 
 
 class Interrupted(KeyboardInterrupt):

@@ -92,7 +92,7 @@ from azjax.checkpoint import (
 )
 from azjax.config import Config
 from azjax.health import Health, divergence, reference_loss
-from azjax.interrupt import Interrupted, StopSignals, run_interruptibly
+from azjax.interrupt import Interrupted, StopSignals, exiting_at_once, run_interruptibly
 from azjax.loop_eval import Evaluations, last_matches, last_ratings, make_evaluation
 from azjax.memory import check_memory
 from azjax.metrics import Metrics, MoveTicker, Progress, run_seconds
@@ -961,8 +961,10 @@ def _train(
                 _finish_saves(checkpointer, metrics)
     except Interrupted as e:  # a second signal: stop at once, keep what is on disk
         _abandon(bar, checkpointer, metrics)
-        if evaluations is not None and not e.at_once:  # at once: not waiting for a compilation
-            evaluations.close()  # in flight (azjax.cli ends the process without the shutdown)
+        # a compilation in flight ends before the process may, unless the process ends at once
+        # without the interpreter's shutdown (azjax.cli's os._exit)
+        if evaluations is not None and not (e.at_once and exiting_at_once()):
+            evaluations.close()
         if e.message:
             raise
         saved = steps_on_disk(workdir)
@@ -978,20 +980,22 @@ def _train(
             evaluations.close()  # a compilation in flight ends before the process may
         raise
     bar.close()
-    summary = _summary(
-        config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last
-    )
-    summary["eval_seconds"] = round(evaluations.seconds, 1)  # this session's in-loop evaluation
-    summary["eval_compile_seconds"] = round(evaluations.seconds - evaluations.budgeted, 1)  # of it
-    if metrics is not None:  # every session's evaluations
-        summary["trends"] = _trends(config, metrics.rows)
-        summary["eval_postponed"] = sum(int(r.get("eval_postponed", 0)) for r in metrics.rows)
-    summary["run_seconds"] = round(time.time() - t_run, 1)  # every session's
-    _close(checkpointer, metrics)
-    if primary:
-        summary["best"] = _best(workdir, config)
-        _write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=2))
-    evaluations.close()  # after the summary: a compilation in flight is not what a stop waits for
+    try:  # the summary first: a compilation in flight is not what a stop should wait for
+        summary = _summary(
+            config, it, stop_reason, session, metrics, t_start, run, devices, workdir, last
+        )
+        summary["eval_seconds"] = round(evaluations.seconds, 1)  # this session's evaluation
+        summary["eval_compile_seconds"] = round(evaluations.seconds - evaluations.budgeted, 1)
+        if metrics is not None:  # every session's evaluations
+            summary["trends"] = _trends(config, metrics.rows)
+            summary["eval_postponed"] = sum(int(r.get("eval_postponed", 0)) for r in metrics.rows)
+        summary["run_seconds"] = round(time.time() - t_run, 1)  # every session's
+        _close(checkpointer, metrics)
+        if primary:
+            summary["best"] = _best(workdir, config)
+            _write_text(os.path.join(workdir, "summary.json"), json.dumps(summary, indent=2))
+    finally:
+        evaluations.close()
     if stop.signum is not None:
         raise Interrupted(stop.signum, f"checkpoint {it} saved; continue with --resume")
     return summary

@@ -241,6 +241,31 @@ def test_a_stopping_run_compiles_no_evaluation_it_will_not_play(tmp_path, monkey
     assert json.load(open(tmp_path / "run" / "summary.json"))["stopped_by"] == "SIGTERM"
 
 
+def test_a_python_caller_stopped_at_once_still_waits_for_a_compilation(tmp_path, monkeypatch):
+    """From Python (no azjax.cli, no os._exit), two signals: the loop must still end the
+    evaluation's compile threads, or the interpreter's shutdown meets one inside XLA (a review's
+    script aborted with exit 134)."""
+    from azjax import loop, loop_eval
+    from azjax.interrupt import Interrupted
+
+    closed = []
+    close = loop_eval.Evaluations.close
+    monkeypatch.setattr(loop_eval.Evaluations, "close", lambda self: closed.append(close(self)))
+
+    def twice(it, values):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    config = cfg.load(
+        "tictactoe",
+        dict(num_blocks=1, num_filters=4, value_hidden=4, train_steps=3, train_batch_size=32)
+        | dict(batch_games=16, num_simulations=4, eval_interval=2, eval_compile_ahead="on"),
+    )
+    with pytest.raises(Interrupted, match="stopped at once") as stopped:
+        loop.train_and_evaluate(config, str(tmp_path / "run"), progress=False, on_iteration=twice)
+    assert stopped.value.at_once and closed == [None]
+
+
 def test_divergence_is_not_saved_and_names_the_last_healthy_checkpoint(stopped_run, tmp_path, env):
     workdir = str(tmp_path / "run")
     shutil.copytree(stopped_run[0], workdir)
