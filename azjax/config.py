@@ -506,13 +506,19 @@ class Config:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"config has unknown field(s) {', '.join(unknown)}")
-        if (data.get("rollout_policy", "none") != "none") != (data.get("rollout_prob", 0) > 0):
-            # saved before validate refused half a rollout setting, which played none: as it ran
-            data.update(rollout_policy="none", rollout_prob=0.0)
-        return validate(Config(**data))
+        return validate(Config(**_as_it_ran(data)))
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(Config) if f.name != "game_options"}
+
+
+def _as_it_ran(saved: dict[str, Any]) -> dict[str, Any]:
+    """A saved config (a run's config.json) as it ran: half a rollout setting, saved before
+    `validate` refused it, played no rollouts."""
+    policy, prob = saved.get("rollout_policy", "none"), saved.get("rollout_prob", 0.0)
+    if (policy != "none") != (prob > 0):
+        return {**saved, "rollout_policy": "none", "rollout_prob": 0.0}
+    return saved
 
 
 def game_defaults(game: str) -> dict[str, Any]:
@@ -617,6 +623,8 @@ def _file_defaults(path: str) -> tuple[str | None, dict[str, Any]]:
         else:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
+            if isinstance(data, dict) and {"rollout_policy", "rollout_prob"} <= set(data):
+                data = _as_it_ran(data)  # a run's config.json, which holds every setting
     except SystemExit as e:  # sys.exit() or exit() in the file: the run would end unexplained
         raise ValueError(f"--config: {path} exited (code {e.code!r}) as it was read") from None
     except Exception as e:  # the user's file: any error in it is theirs to fix

@@ -151,12 +151,21 @@ def test_best_by_takes_a_measure_the_run_logs():
     assert cfg.load("hex").best_by == "auto"
 
 
-def test_a_saved_config_with_half_a_rollout_setting_loads_as_it_ran():
-    # saved before validate refused it: it played no rollouts, and it still loads so
+def test_a_saved_config_with_half_a_rollout_setting_loads_as_it_ran(tmp_path):
+    # saved before validate refused it: it played no rollouts, and it still loads so, resumed
+    # (Config.from_json) or given as --config
+    from azjax.commands import train
+
     data = json.loads(cfg.load("tictactoe").to_json())
     for half in (dict(rollout_policy="random"), dict(rollout_prob=0.5)):
         config = cfg.Config.from_json(json.dumps({**data, **half}))
         assert (config.rollout_policy, config.rollout_prob) == ("none", 0.0)
+        (tmp_path / "config.json").write_text(json.dumps({**data, **half}))
+        config, _ = train.parse([f"--config={tmp_path / 'config.json'}"])
+        assert (config.rollout_policy, config.rollout_prob) == ("none", 0.0)
+    (tmp_path / "mine.json").write_text('{"rollout_policy": "random"}')  # not a saved run's
+    with pytest.raises(ValueError, match="rollouts need both"):
+        train.parse(["--game=tictactoe", f"--config={tmp_path / 'mine.json'}"])
     rolled = cfg.Config.from_json(
         json.dumps({**data, "rollout_policy": "policy", "rollout_prob": 1})
     )
