@@ -76,6 +76,8 @@ class StopSignals:
         self._previous: dict[int, Any] = {}
         self._shielded = False
         self._deferred: int | None = None
+        self._at_once: int | None = None  # a second signal's, for `check`
+        self._unraisable = None
 
     @property
     def requested(self) -> bool:
@@ -100,8 +102,22 @@ class StopSignals:
                 flush=True,
             )
             return
+        self._at_once = signum
         self._restore()
         raise Interrupted(signum, at_once=True)
+
+    def check(self) -> None:
+        """Raises the second signal's `Interrupted` again where its handler's was lost: a handler
+        that runs inside a callback from native code (XLA's, while it compiles) raises into code
+        that only reports it ("Exception ignored in"), and the work would go on to its first
+        signal's stop."""
+        if self._at_once is not None:
+            raise Interrupted(self._at_once, at_once=True)
+
+    def _unraisable_hook(self, unraisable) -> None:
+        if isinstance(unraisable.exc_value, Interrupted):  # acted on by `check`: no traceback
+            return
+        self._unraisable(unraisable)
 
     @contextlib.contextmanager
     def shield(self):
@@ -125,10 +141,13 @@ class StopSignals:
         if threading.current_thread() is threading.main_thread():
             for signum in SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
+            self._unraisable, sys.unraisablehook = sys.unraisablehook, self._unraisable_hook
         return self
 
     def __exit__(self, *exc) -> None:
         self._restore()
+        if self._unraisable is not None:
+            sys.unraisablehook, self._unraisable = self._unraisable, None
 
 
 @contextlib.contextmanager

@@ -856,12 +856,14 @@ def _train(
         spent: bool | None = None
         with StopSignals(lambda: f"finishing iteration {it}, then saving a checkpoint") as stop:
             while it < limit:
+                stop.check()  # a second signal whose handler's stop was lost (`check`)
                 stop_reason = _should_stop(config, t_run, stop, spent=spent)
                 if stop_reason:
                     break
                 it += 1
                 t0 = time.time()
                 states, buffer, played = fns.play(run, states, buffer)
+                stop.check()  # the first iteration compiles in it
                 # the iteration's one copy before learning, waited for in a worker thread: here
                 # a signal's handler runs at once (its note, a second one's stop), not after
                 played = run_interruptibly(functools.partial(parallel.fetch, played))
