@@ -170,10 +170,12 @@ def raise_on_signals():
             signal.signal(signum, handler)
 
 
-def run_interruptibly(fn: Callable[[], Any]) -> Any:
+def run_interruptibly(fn: Callable[[], Any], *, finish: bool = False) -> Any:
     """fn() in a worker thread while this thread waits, so a signal (`Interrupted`, or
-    KeyboardInterrupt) reaches the caller at once instead of after the call. The interrupted
-    call goes on in its daemon thread; the caller is expected to end the process."""
+    KeyboardInterrupt) reaches the caller at once instead of after the call, and each signal
+    its own handler's call (signals that arrive while the main thread is inside native code are
+    merged into one). The interrupted call goes on in its daemon thread; the caller is expected
+    to end the process, or with `finish` the exception waits for the call to end."""
     box: dict[str, Any] = {}
 
     def work():
@@ -184,8 +186,13 @@ def run_interruptibly(fn: Callable[[], Any]) -> Any:
 
     thread = threading.Thread(target=work, daemon=True)
     thread.start()
-    while thread.is_alive():
-        thread.join(0.05)
+    try:
+        while thread.is_alive():
+            thread.join(0.05)
+    except BaseException:
+        if finish:  # no thread left inside XLA for the interpreter's shutdown to meet
+            thread.join()
+        raise
     if "error" in box:
         raise box["error"]
     return box["value"]

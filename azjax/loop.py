@@ -509,6 +509,25 @@ def _open_replay(fns: Iteration, checkpointer: Checkpointer, step: int) -> Any:
     return restart(buffer)
 
 
+def _played(fns: Iteration, run: RunState, states, buffer):
+    """`fns.play` and the iteration's one host copy of what it played, before learning."""
+    states, buffer, played = fns.play(run, states, buffer)
+    return states, buffer, parallel.fetch(played)
+
+
+def _learnt(fns: Iteration, run: RunState, buffer, lr_scale: float):
+    """`fns.learn` and a host copy of its losses."""
+    train, losses = fns.learn(run, buffer, lr_scale)
+    return train, parallel.fetch(losses)
+
+
+def waited(fn: Callable[[], Any]) -> Any:
+    """fn() in a worker thread, waited for here (`interrupt.run_interruptibly`): a signal's
+    handler runs at once, each its own call. Where a stop at once ends the process by os._exit
+    (azjax.cli) the wait ends with the signal; else (a Python caller) the call finishes first."""
+    return run_interruptibly(fn, finish=not exiting_at_once())
+
+
 def _with_other_surprise(checkpointer: Checkpointer, template: Any, step: int) -> Any:
     """Checkpoint `step`'s buffer where it differs from `template` only by keeping policy
     surprises where the run now keeps none or the other way round (`--policy_surprise` turned off
@@ -862,11 +881,12 @@ def _train(
                     break
                 it += 1
                 t0 = time.time()
-                states, buffer, played = fns.play(run, states, buffer)
-                stop.check()  # the first iteration compiles in it
-                # the iteration's one copy before learning, waited for in a worker thread: here
-                # a signal's handler runs at once (its note, a second one's stop), not after
-                played = run_interruptibly(functools.partial(parallel.fetch, played))
+                # in a worker thread (the first iteration compiles in it): here each signal's
+                # handler runs at once (its note, a second one's stop), not after the call
+                states, buffer, played = waited(
+                    functools.partial(_played, fns, run, states, buffer)
+                )
+                stop.check()
                 t1 = time.time()
                 values = _play_values(
                     played,
@@ -882,10 +902,9 @@ def _train(
                 if config.train_steps and played.ready >= fns.min_replay:
                     progress = training.run_progress(it, limit, t1 - t_run, config.time_budget)
                     lr_scale = training.lr_fraction(config.lr_schedule, progress)
-                    train, losses = fns.learn(run, buffer, lr_scale)
-                    values.update(
-                        _losses(run_interruptibly(functools.partial(parallel.fetch, losses)))
-                    )
+                    train, losses = waited(functools.partial(_learnt, fns, run, buffer, lr_scale))
+                    stop.check()
+                    values.update(_losses(losses))
                     values["train_seconds"] = time.time() - t1
                     values["train/learning_rate"] = config.learning_rate * lr_scale
                 run = run.replace(train=train, iteration=fns.advance(run.iteration))

@@ -204,6 +204,34 @@ def test_a_second_sigint_while_compiling_stops_at_once_without_a_crash(tmp_path,
     assert "Fatal Python error" not in err and "Traceback" not in err and "ignored" not in err
 
 
+def test_two_signals_inside_one_self_play_call_are_two(tmp_path, env):
+    """With the progress bar (host callbacks a move), self-play ran with the main thread inside
+    XLA: the two signals that arrived in one call were merged into one handler's call, and the
+    second Ctrl-C was lost (a newcomer's walk: the run finished its iteration and saved)."""
+    args = ["--batch_games=256", "--num_simulations=150", "--iterations=100000"]
+    proc = subprocess.Popen(
+        [sys.executable, "train.py", *[a for a in TOY if a != "--no_progress"], *args]
+        + [f"--workdir={tmp_path / 'run'}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(os.path.join(tmp_path, "run", "checkpoints", "1"), proc)
+        time.sleep(0.5)  # into iteration 2's self-play, seconds long
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert "SIGINT: stopped at once; checkpoint 1 (the last saved) is intact" in err, err[-500:]
+
+
 def test_a_second_signal_lost_in_a_callback_stops_at_the_next_check(capsys):
     """A handler that runs inside a callback from native code (XLA's, while it compiles: seen in
     CI) raises into code that only reports it, "Exception ignored in" with a traceback, and the
