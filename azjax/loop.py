@@ -661,9 +661,8 @@ def start_line(config: Config, workdir: str, devices: int, backend: str, *, resu
         what = f"{config.game} {options}".strip()  # as the closing message names it
     ends = []
     if config.iterations:
-        ends += [
-            f"to iteration {config.iterations}" if resume else f"{config.iterations} iterations"
-        ]
+        count = f"{config.iterations} iteration{'s' * (config.iterations != 1)}"
+        ends += [f"to iteration {config.iterations}" if resume else count]
     if config.time_budget:
         ends += [f"{config.time_budget:g} minute{'s' * (config.time_budget != 1)}"]
     if config.algorithm == "exit":  # its expert searches by UCT, whatever config.search says

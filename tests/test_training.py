@@ -262,6 +262,7 @@ def test_the_start_line_says_how_the_search_values_its_leaves():
         return loop.start_line(cfg.load("tictactoe", options), "r", 1, "cpu", resume=False)
 
     assert "simulations (gumbel), on" in played()
+    assert ": 1 iteration, 256 games" in played(iterations=1)  # "1 iterations" before
     rolled = played(rollout_policy="random", rollout_prob=0.5, rollout_weight=0.25)
     assert "(gumbel, random rollouts from 0.5 of the leaves, blended at lambda=0.25)" in rolled
     pure = played(evaluator="uniform", rollout_policy="random", rollout_prob=1, rollout_weight=1)

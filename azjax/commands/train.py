@@ -395,7 +395,8 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     if summary.get("algorithm") == "exit":  # the apprentice plays; the expert searches
         played = "apprentice games, {:,} positions labelled by the expert"
     lines = [
-        f"trained {what}for {summary['iterations']} iterations: {summary['games']:,} "
+        f"trained {what}for {summary['iterations']} iteration{'s' * (summary['iterations'] != 1)}: "
+        f"{summary['games']:,} "
         + played.format(summary["positions"])
         + f" ({minutes:.1f} min this session"
         + (f", {in_all:.1f} in all" if in_all > minutes + 0.05 else "")
