@@ -181,6 +181,19 @@ def test_kill_9_then_sigint_keep_metrics_and_checkpoints_in_step(tmp_path, env):
     assert _iterations(workdir) == list(range(1, _steps(workdir)[-1] + 1))
 
 
+def _two_sigints(proc, ready) -> str:
+    """`proc`'s stderr after two SIGINTs half a second apart, sent once `ready()` returns."""
+    try:
+        ready()
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        return proc.communicate(timeout=TIMEOUT)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 def test_a_second_sigint_while_compiling_stops_at_once_without_a_crash(tmp_path, env):
     """Two Ctrl-Cs while the first iteration compiles (a fresh compilation cache): the second
     one's `Interrupted` was raised inside XLA's compile, and the interpreter's shutdown after it
@@ -188,17 +201,13 @@ def test_a_second_sigint_while_compiling_stops_at_once_without_a_crash(tmp_path,
     env = dict(env, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("XLA_FLAGS", None)  # the suite's fast compiling ends before the signals
     proc = _start([f"--workdir={tmp_path / 'run'}", "--iterations=100000"], env)
-    try:
+
+    def started():
         while "training tictactoe" not in proc.stderr.readline():
             assert proc.poll() is None
         time.sleep(1.5)
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    err = _two_sigints(proc, started)
     assert proc.returncode == 130, err
     assert "SIGINT: stopped at once" in err
     assert "Fatal Python error" not in err and "Traceback" not in err and "ignored" not in err
@@ -218,16 +227,12 @@ def test_two_signals_inside_one_self_play_call_are_two(tmp_path, env):
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
+
+    def saved():
         _wait_for(os.path.join(tmp_path, "run", "checkpoints", "1"), proc)
         time.sleep(0.5)  # into iteration 2's self-play, seconds long
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    err = _two_sigints(proc, saved)
     assert proc.returncode == 130
     assert "SIGINT: stopped at once; checkpoint 1 (the last saved) is intact" in err, err[-500:]
 
