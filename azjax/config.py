@@ -512,11 +512,16 @@ class Config:
 FIELDS = {f.name: f for f in dataclasses.fields(Config) if f.name != "game_options"}
 
 
+def half_rollouts(policy: str, prob: float) -> bool:
+    """Whether a rollout setting is half given (a policy without a probability, or the
+    reverse): it plays no rollouts."""
+    return (policy != "none") != (prob > 0)
+
+
 def _as_it_ran(saved: dict[str, Any]) -> dict[str, Any]:
     """A saved config (a run's config.json) as it ran: half a rollout setting, saved before
     `validate` refused it, played no rollouts."""
-    policy, prob = saved.get("rollout_policy", "none"), saved.get("rollout_prob", 0.0)
-    if (policy != "none") != (prob > 0):
+    if half_rollouts(saved.get("rollout_policy", "none"), saved.get("rollout_prob", 0.0)):
         return {**saved, "rollout_policy": "none", "rollout_prob": 0.0}
     return saved
 
@@ -902,7 +907,7 @@ def validate(config: Config) -> Config:
         )
     if config.gating and config.algorithm != "alphazero":
         raise ValueError("gating needs algorithm=alphazero (Expert Iteration has no gate)")
-    if (config.rollout_policy != "none") != (config.rollout_prob > 0):  # half of it: no rollouts
+    if half_rollouts(config.rollout_policy, config.rollout_prob):
         raise ValueError(
             "rollouts need both rollout_policy (random or policy) and rollout_prob (p_r > 0), "
             f"got rollout_policy={config.rollout_policy} rollout_prob={config.rollout_prob:g}: "

@@ -71,7 +71,7 @@ from azjax.checkpoint import (
     parse_location,
     read_config,
 )
-from azjax.config import Config
+from azjax.config import Config, half_rollouts
 from azjax.eval.agent import Agent, SearchSetup, network_apply, random_agent, search_agent
 from azjax.eval.calibration import calibrate
 from azjax.eval.gtp import ANSWER_SECONDS, GTPClient, make_gtp_agent
@@ -325,7 +325,7 @@ def _ckpt(game: Game, rest: str, name: str) -> Agent:
             f"{name}: score={spec.score_utility} reads the ownership head, and this network has "
             "none (it was trained with ownership_weight=0)"
         )
-    if (spec.rollout_policy != "none") != (spec.rollout_prob > 0):
+    if half_rollouts(spec.rollout_policy, spec.rollout_prob):
         # half a rollout setting: refused where the options ask for the half that is on; else
         # no rollouts, as training reads a checkpoint's half-set pair (`rollout=none` or `p_r=0`
         # alone turn off what the checkpoint had)
