@@ -25,6 +25,7 @@ folder `pretrained/NAME` exists: `azjax.checkpoint.resolve_run` is the one place
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import json
@@ -46,6 +47,7 @@ STORE = os.path.dirname(os.path.abspath(__file__))  # the package's networks, on
 PREFIX = "pretrained"  # `pretrained/NAME` names a shipped network
 FILES = ("config.json", "variables.msgpack", "card.json")
 DTYPES = ("float16", "float32")
+COMPUTE_DTYPES = ("float32", "bfloat16")  # Config.dtype's choices
 AUTOMATIC = ("name", "game", "game_options", "network", "source", "storage", "precision")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -181,18 +183,27 @@ def export(
     to: str | None = None,
     card: dict[str, Any] | None = None,
     dtype: str = "float16",
+    compute_dtype: str | None = None,
     force: bool = False,
 ) -> str:
     """Exports checkpoint `step` (None: the latest) of `run` as network `name` into `to`/`name`
     (default: `default_store()`); returns the folder. `card` holds the exporter's fields (how it
     was trained, its measured strength); the source, the run's summary and the storage's
-    precision are filled in here. An existing `name` is replaced only with `force`."""
+    precision are filled in here. `compute_dtype` is the dtype the exported config.json computes
+    in (None: the run's; float32 plays faster on a CPU than a bfloat16-trained run's own).
+    An existing `name` is replaced only with `force`."""
     from azjax.checkpoint import load_checkpoint, resolve_run  # it resolves exported networks
 
     check_name(name)
     if dtype not in DTYPES:
         raise PretrainedError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if compute_dtype not in (None, *COMPUTE_DTYPES):
+        raise PretrainedError(
+            f"--compute_dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {compute_dtype!r}"
+        )
     config, variables, step = load_checkpoint(run, step)  # a bad run first, then the target
+    if compute_dtype is not None:
+        config = dataclasses.replace(config, dtype=compute_dtype)
     to = default_store() if to is None else to
     source_folder = os.path.abspath(resolve_run(run))  # pretrained/NAME: the folder it names
     earlier = read_card(source_folder) if is_exported(source_folder) else None
@@ -234,7 +245,7 @@ def export(
             exported=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             **_earlier_source(source_folder, earlier),
         ),
-        storage=dict(dtype=dtype, bytes=len(blob)),
+        storage=dict(dtype=dtype, bytes=len(blob), compute_dtype=config.dtype),
         precision=precision(config, host, stored),
     )
     carried = {k: v for k, v in (earlier or {}).items() if k not in AUTOMATIC}  # how it trained
@@ -282,8 +293,10 @@ def _run_summary(run: str) -> dict[str, Any] | None:
 def precision(config: Config, full: dict, stored: dict, positions: int = 256) -> dict[str, Any]:
     """What storing `full` (float32) as `stored` changes: the largest absolute difference of the
     policy logits (legal moves) and of the value, and the share of positions whose policy argmax
-    over legal moves is unchanged, over `positions` positions after uniformly random moves."""
-    outputs = _probe(config.to_json(), positions)
+    over legal moves is unchanged, over `positions` positions after uniformly random moves. Both
+    sides compute in float32, whatever `config.dtype`: a bfloat16 network's own rounding (0.008
+    of a logit near 1) would otherwise be counted as the storage's."""
+    outputs = _probe(dataclasses.replace(config, dtype="float32").to_json(), positions)
     logits32, value32, legal = (np.asarray(x) for x in outputs(full))
     low = jax.tree_util.tree_map(lambda x: np.asarray(x, np.float32), stored)
     logits16, value16, _ = (np.asarray(x) for x in outputs(low))
