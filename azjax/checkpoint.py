@@ -29,6 +29,7 @@ checkpoint can be read instead. The workdir is held by one run at a time (`Workd
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import json
@@ -593,6 +594,16 @@ def check_resumable(saved: Config, config: Config) -> None:
         raise CheckpointError(
             f"cannot resume: the checkpoint was made with other settings ({detail})"
         )
+
+
+def changed_settings(saved: Config, config: Config) -> list[str]:
+    """'FIELD SAVED -> NOW' for each setting a resume changes (flags given beside --resume), in
+    the config's field order: what the resume banner lists."""
+    return [
+        f"{f.name} {getattr(saved, f.name)!r} -> {getattr(config, f.name)!r}"
+        for f in dataclasses.fields(config)
+        if getattr(saved, f.name) != getattr(config, f.name)
+    ]
 
 
 # ---- runs named on the command line --------------------------------------------------------------

@@ -83,6 +83,7 @@ from azjax.checkpoint import (
     RunState,
     WorkdirLock,
     best_checkpoint,
+    changed_settings,
     check_resumable,
     check_workdir,
     init_run,
@@ -444,6 +445,12 @@ def _open_run(
             gating.restore_template(run, bool(saved.gating)), resume_step
         )
         run = gating.adapt(run, bool(config.gating), fns.copy)
+        changed = changed_settings(saved, config)
+        if changed and parallel.is_primary():
+            print(
+                f"resuming with settings changed since checkpoint {step}: " + ", ".join(changed),
+                file=sys.stderr,
+            )
         folder = checkpointer.set_aside(after=step) if parallel.is_primary() else None
         if jax.process_count() > 1:  # every process's manager must stop listing the moved steps,
             from jax.experimental import multihost_utils  # or it would skip saving them again

@@ -83,7 +83,7 @@ def test_a_run_writes_metrics_checkpoints_and_summary(run):
     assert cfg.Config.from_json(open(os.path.join(run, "config.json")).read()).num_filters == 4
 
 
-def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
+def test_resume_continues_from_the_latest_checkpoint(run, tmp_path, capsys):
     workdir = str(tmp_path / "copy")
     shutil.copytree(run, workdir)
     # the saved config is the base: no --game needed, only what changes (here the schedule, and
@@ -92,6 +92,14 @@ def test_resume_continues_from_the_latest_checkpoint(run, tmp_path):
     argv = [f"--workdir={workdir}", "--resume", "--iterations=4", "--lr_schedule=cosine"]
     more = ["--value_lambda=0.8", "--branch_prob=0.5", "--resign_threshold=0.5", "--no_progress"]
     assert train.main(argv + more) == 0
+    changed = capsys.readouterr().err.splitlines()[0]  # each setting the flags change, named
+    assert changed.startswith("resuming with settings changed since checkpoint 2: "), changed
+    for part in (
+        "iterations 2 -> 4",
+        "lr_schedule 'constant' -> 'cosine'",
+        "branch_prob 0.0 -> 0.5",
+    ):
+        assert part in changed, changed
     rows = _metrics(workdir)
     assert [r["iteration"] for r in rows] == [1, 2, 3, 4]
     assert not readme_metrics.undocumented(rows)  # with resignation's
@@ -120,7 +128,9 @@ def test_resume_restores_the_replay_and_only_the_newest_checkpoint_keeps_one(run
     shutil.copytree(run, workdir)
     assert _replays(workdir) == [2]
     assert train.main([f"--workdir={workdir}", "--resume", "--iterations=4", "--no_progress"]) == 0
-    assert "replay buffer starts empty" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "replay buffer starts empty" not in err
+    assert "settings changed since checkpoint 2: iterations 2 -> 4\n" in err  # nothing else
     rows = _metrics(workdir)
     # the first resumed iteration adds its settled positions to the saved ones (a fresh buffer
     # would hold about one iteration's, as iteration 1's)
