@@ -17,6 +17,7 @@ its compiled programs in the persistent compilation cache (`azjax.compile_cache`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -64,6 +65,21 @@ def user_message(
     return None
 
 
+_ON_STOP: list[Callable[[], None]] = []  # tidy-ups the work asks for should a signal end it
+
+
+@contextlib.contextmanager
+def tidied_on_stop(fn: Callable[[], None]):
+    """Within the block, a signal that ends a threaded command calls fn() before the process
+    leaves (its `finally` clauses never run: the worker is left inside XLA); fn's errors are
+    ignored."""
+    _ON_STOP.append(fn)
+    try:
+        yield
+    finally:
+        _ON_STOP.remove(fn)
+
+
 def fail(prog: str, message: object, code: int = 2) -> int:
     """Print the one line `PROG: error: MESSAGE` to stderr; return the exit `code`."""
     print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
@@ -109,6 +125,9 @@ def run(
         # XLA: leave without waiting for it, and without the interpreter's shutdown, which can
         # crash there (a second Ctrl-C during a compile ended in a segmentation fault)
         if threaded or getattr(e, "at_once", False):
+            for tidy in list(_ON_STOP):
+                with contextlib.suppress(Exception):
+                    tidy()
             sys.stdout.flush()
             os._exit(128 + signum)
         return 128 + signum

@@ -2,6 +2,8 @@
 
 import json
 import os
+import signal
+import threading
 
 import numpy as np
 import pytest
@@ -102,6 +104,59 @@ def test_tournament_writes_matrix_heatmap_and_elo(tmp_path, capsys):
     assert sum(elo) == pytest.approx(0.0, abs=1e-6)
     assert os.path.getsize(os.path.join(out, "win_ratio.png")) > 1000
     assert "Elo" in capsys.readouterr().out
+
+
+def test_a_stopped_tournament_leaves_no_earlier_tournaments_files(tmp_path, monkeypatch):
+    """An --out given again holds this tournament's files only, from its start: a stop before
+    its first match once left the earlier tournament's complete tournament.json there."""
+    from azjax.eval import tournament
+
+    out = tmp_path / "t"
+    out.mkdir()
+    for stale in ("tournament.json", "win_ratio.png"):
+        (out / stale).write_text("{}")
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tournament, "round_robin", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        tournament.run_tournament(GAME, ["random", "random"], str(out), games=2)
+    assert os.listdir(out) == []
+
+
+def test_a_match_whose_games_folder_is_a_file_is_refused_before_its_games(tmp_path, capsys):
+    (tmp_path / "games").write_text("")
+    argv = ["match", "random", "random", "--game=tictactoe", f"--out={tmp_path}"]
+    assert evaluate.main(argv) == 2
+    err = capsys.readouterr()
+    assert "games is a file" in err.err and "--out" in err.err and err.out == ""  # no game
+
+
+def test_a_stopped_evaluation_leaves_no_empty_folder_of_its_own(tmp_path, capsys, monkeypatch):
+    """A signal ends evaluate.py by os._exit, past the worker's `finally`: the folder it
+    reserved under runs/eval was left behind empty, as a refusal's is not."""
+    from azjax import cli
+    from azjax.eval import tournament
+
+    monkeypatch.chdir(tmp_path)
+
+    release = threading.Event()
+
+    def stopped(*args, **kwargs):  # a Ctrl-C while the worker is busy, as inside XLA
+        os.kill(os.getpid(), signal.SIGINT)
+        release.wait(30)
+        raise KeyboardInterrupt  # the worker's own end, after the process would have left
+
+    left = []
+    monkeypatch.setattr(tournament, "round_robin", stopped)
+    monkeypatch.setattr(cli.os, "_exit", left.append)
+    try:
+        assert evaluate.main(["tournament", "random", "random", "--game=tictactoe"]) == 130
+        assert left == [130] and "SIGINT" in capsys.readouterr().err
+        assert not os.path.exists("runs")  # runs/eval/tournament-... and the parents it made
+    finally:
+        release.set()
 
 
 def test_a_tournament_from_openings_plays_each_with_both_colours(tmp_path):

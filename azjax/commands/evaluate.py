@@ -409,14 +409,21 @@ def run(args, option_flags: list[str]) -> None:
     parents = [p for p in (os.path.dirname(name), os.path.dirname(os.path.dirname(name))) if p]
     made = [p for p in parents if not os.path.isdir(p)]  # runs/eval, runs: made by reserve
     folder = args.out or reserve(name)
-    try:
-        evaluate(args, game, folder)
-    finally:  # a reserved folder that nothing was written into (the ladder writes its table)
-        if not args.out and not os.listdir(folder):
+
+    def tidy() -> None:
+        """Removes a reserved folder nothing was written into (the ladder writes its table) and
+        the parents this call made for it: what a refusal or a signal leaves."""
+        if not args.out and os.path.isdir(folder) and not os.listdir(folder):
             os.rmdir(folder)
-            for parent in made:  # and its parents this call made, left empty by a refusal
+            for parent in made:
                 with contextlib.suppress(OSError):
                     os.rmdir(parent)
+
+    try:
+        with cli.tidied_on_stop(tidy):
+            evaluate(args, game, folder)
+    finally:
+        tidy()
 
 
 def evaluate(args, game, folder: str) -> None:

@@ -110,7 +110,12 @@ def write_records(
 
 def clear_records(folder: str) -> None:
     """Removes the record files (`record_filename`'s game-NNNN.sgf / .txt) an earlier match left
-    in `folder`, so that it holds only the games of the match about to be written there."""
+    in `folder`, so that it holds only the games of the match about to be written there;
+    ValueError where `folder` is a file (before the games, whose records it could not hold)."""
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ValueError(
+            f"{folder} is a file, where the match writes its games' records: choose another --out"
+        )
     if os.path.isdir(folder):
         for name in os.listdir(folder):
             if re.fullmatch(r"game-\d{4,}\.(sgf|txt)", name):

@@ -400,10 +400,10 @@ def run_match(
     record = dict(head, complete=True, **outcome_record(specs, outcome, game))
     if openings != "none":
         record["by_opening"] = op.opening_records(game, moves, outcome.returns)
+    write_json(folder, "match.json", record)  # before the solver: a signal there keeps them
     _write_game_files(
         folder, game, specs, dict(enumerate(zip(outcome.moves, record["game_records"])))
     )
-    write_json(folder, "match.json", record)  # before the solver: a signal there keeps them
     values = op.perfect_values(game, moves) if openings != "none" else None
     if values is not None:
         for row, v in zip(record["by_opening"], values):

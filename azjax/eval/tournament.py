@@ -6,6 +6,7 @@ record = run_tournament(game, specs, folder, games=20)     # evaluate.py tournam
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import jax
@@ -55,6 +56,9 @@ def run_tournament(
 
     names = unique_names(specs)
     played = dict(seed=seed, openings=openings, checkpoints=checkpoints_record(names, agents))
+    for stale in ("tournament.json", "win_ratio.png"):  # an earlier tournament's, in an --out
+        with contextlib.suppress(FileNotFoundError):  # given again: never taken for this one's
+            os.remove(os.path.join(folder, stale))
 
     def keep(partial: dict) -> None:  # a tournament stopped by a signal keeps its matches
         write_json(folder, "tournament.json", dict(partial, **played, complete=False))
