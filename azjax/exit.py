@@ -45,6 +45,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
@@ -53,7 +54,7 @@ from azjax.checkpoint import RunState, init_run
 from azjax.config import Config
 from azjax.loop import Iteration, make_sampler
 from azjax.network import init_variables, make_apply, make_network
-from azjax.play_stats import observation_hashes, variety
+from azjax.play_stats import VARIETY_PLIES, observation_hashes, variety
 from azjax.search import make_evaluator, make_model
 from azjax.selection import uct_policy
 from azjax.selfplay import init_states
@@ -397,7 +398,7 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
     ready_fn = jax.jit(replay.num_ready, out_shardings=rep)
 
     def play(run, states, buffer):
-        total = None
+        total, played = None, []
         rounds = rounds_for(config, int(parallel.fetch(ready_fn(buffer))))
         for index in range(rounds):
             buffer, summary = parallel.settle(round_fn(run, buffer, jnp.int32(index)), mesh)
@@ -407,6 +408,12 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
             else:
                 summed = jax.tree_util.tree_map(jnp.add, total, stats)
                 total = summed._replace(ready=stats.ready)
+            if rounds > 1:
+                played.append(parallel.fetch((summary.ply, summary.hashes)))
+        if played:  # a position drawn in two rounds is one position: count over all of them
+            ply, hashes = (np.concatenate([p[i].reshape(-1) for p in played]) for i in (0, 1))
+            distinct = [len(np.unique(hashes[ply == k])) for k in VARIETY_PLIES]
+            total = total._replace(distinct=jnp.asarray(distinct, jnp.int32))
         return states, buffer, total
 
     play.round, play.stats = round_fn, stats_fn  # the two jitted programs of a round

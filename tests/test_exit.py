@@ -125,6 +125,27 @@ def test_dataset_sizes_over_iterations(dataset, expected):
     assert rounds == ([1, 1, 2] if dataset == "online_grow" else [1, 1, 1])
 
 
+def test_an_iterations_opening_variety_counts_a_position_drawn_in_two_rounds_once():
+    """selfplay/distinct_ply2 of an iteration of several rounds: summed round by round it
+    counted the same position once per round, past Tic-Tac-Toe's 72 positions at ply 2."""
+    config = tiny(
+        dataset="online_grow",
+        dataset_growth=4.0,
+        dataset_size=4096,
+        batch_games=64,
+        positions_per_game=9,  # every ply of every game
+    )
+    fns = ex.make_iteration(config, parallel.make_mesh())
+    run, states, buffer = fns.init_run(), fns.init_states(), fns.init_buffer()
+    states, buffer, _ = fns.play(run, states, buffer)
+    run = run.replace(iteration=fns.advance(run.iteration))
+    states, buffer, stats = fns.play(run, states, buffer)
+    assert stats.metrics()["exit/rounds"] == 4
+    distinct, reached = np.asarray(stats.distinct), np.asarray(stats.reached)
+    assert reached[0] >= 4 * 64  # every game's ply 2, once or (a short game) more
+    assert 0 < distinct[0] <= 72 and 0 < distinct[1] <= min(reached[1], 9 * 8 * 7 * 6 // 4)
+
+
 def test_expert_iteration_s_settings_are_refused_where_they_change_nothing():
     from azjax import config as cfg
 
