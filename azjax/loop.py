@@ -250,8 +250,9 @@ def make_heldout(net, batch_size: int, mesh: Mesh | None = None, *, chunk_steps:
         def losses(k, among):
             return training.inference_losses(net, variables, draw(buffer, k, among))
 
-        (value, policy), (seen_value, seen_policy) = losses(k_fresh, fresh), losses(k_seen, seen)
-        prev_value, prev_policy = losses(k_prev, prev)
+        value, policy, rows = losses(k_fresh, fresh)
+        seen_value, seen_policy, seen_rows = losses(k_seen, seen)
+        prev_value, prev_policy, prev_rows = losses(k_prev, prev)
         return HeldOut(
             positions=jnp.sum(fresh, dtype=jnp.int32),
             seen_positions=jnp.sum(seen, dtype=jnp.int32),
@@ -262,6 +263,9 @@ def make_heldout(net, batch_size: int, mesh: Mesh | None = None, *, chunk_steps:
             prev_positions=jnp.sum(prev, dtype=jnp.int32),
             prev_value=prev_value,
             prev_policy=prev_policy,
+            policy_rows=rows,
+            seen_policy_rows=seen_rows,
+            prev_policy_rows=prev_rows,
         )
 
     return heldout
@@ -1116,16 +1120,16 @@ def _game_play_values(played: PlayStats, resigning: bool) -> dict[str, Any]:
     held = played.heldout
     if held is not None:
         values["heldout/positions"] = int(held.positions)
-        if int(held.positions) > 0:
-            values["heldout/value"] = float(held.value)
-            values["heldout/policy"] = float(held.policy)
-        if int(held.seen_positions) > 0:
-            values["heldout/seen_value"] = float(held.seen_value)
-            values["heldout/seen_policy"] = float(held.seen_policy)
         values["heldout/prev_positions"] = int(held.prev_positions)
-        if int(held.prev_positions) > 0:
-            values["heldout/prev_value"] = float(held.prev_value)
-            values["heldout/prev_policy"] = float(held.prev_policy)
+        for name, positions, rows in (  # a sample of none, or none with a policy target (only
+            ("", held.positions, held.policy_rows),  # fast searches'), means nothing
+            ("seen_", held.seen_positions, held.seen_policy_rows),
+            ("prev_", held.prev_positions, held.prev_policy_rows),
+        ):
+            if int(positions) > 0:
+                values[f"heldout/{name}value"] = float(getattr(held, f"{name}value"))
+                if int(rows) > 0:
+                    values[f"heldout/{name}policy"] = float(getattr(held, f"{name}policy"))
     return values
 
 

@@ -71,6 +71,11 @@ class HeldOut(NamedTuple):
     prev_positions: jax.Array  # int32[], positions the chunk before settled
     prev_value: jax.Array  # float32[], the value term on a sample of those
     prev_policy: jax.Array  # float32[], the policy term on the same sample
+    # int32[], the positions of each sample with a policy target (a fast search's have none: a
+    # sample of only those has a policy term of 0 that means nothing)
+    policy_rows: jax.Array | None = None
+    seen_policy_rows: jax.Array | None = None
+    prev_policy_rows: jax.Array | None = None
 
 
 def observation_hashes(obs: jax.Array, batch_dims: int = 1) -> jax.Array:

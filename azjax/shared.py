@@ -274,7 +274,8 @@ def _combine(stats: list[PlayStats]) -> PlayStats:
 
 def _combine_heldout(held: list[HeldOut]) -> HeldOut:
     """The games' held-out losses: each the mean over the games that had such positions (a
-    game's sample of none means nothing), the counts summed."""
+    game's sample of none means nothing; for a policy term, none with a policy target), the
+    counts summed."""
 
     def mean(losses, counts):
         has = jnp.stack(counts) > 0
@@ -282,16 +283,21 @@ def _combine_heldout(held: list[HeldOut]) -> HeldOut:
 
     new, seen = [h.positions for h in held], [h.seen_positions for h in held]
     prev = [h.prev_positions for h in held]
+    rows, seen_rows = [h.policy_rows for h in held], [h.seen_policy_rows for h in held]
+    prev_rows = [h.prev_policy_rows for h in held]
     return HeldOut(
         positions=sum(new),
         seen_positions=sum(seen),
         value=mean([h.value for h in held], new),
-        policy=mean([h.policy for h in held], new),
+        policy=mean([h.policy for h in held], rows),
         seen_value=mean([h.seen_value for h in held], seen),
-        seen_policy=mean([h.seen_policy for h in held], seen),
+        seen_policy=mean([h.seen_policy for h in held], seen_rows),
         prev_positions=sum(prev),
         prev_value=mean([h.prev_value for h in held], prev),
-        prev_policy=mean([h.prev_policy for h in held], prev),
+        prev_policy=mean([h.prev_policy for h in held], prev_rows),
+        policy_rows=sum(rows),
+        seen_policy_rows=sum(seen_rows),
+        prev_policy_rows=sum(prev_rows),
     )
 
 

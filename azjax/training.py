@@ -157,18 +157,20 @@ def _policy_loss(logits: jax.Array, policy: jax.Array) -> jax.Array:
     return jnp.sum(ce) / jnp.maximum(jnp.sum(has_target), 1)
 
 
-def inference_losses(net, variables, batch: Batch) -> tuple[jax.Array, jax.Array]:
-    """(value, policy): the value and policy terms of the loss (`make_train_step`'s, unweighted)
-    of the network `variables` in inference mode (batch norms from their statistics) on
-    `batch`; the policy term over the positions with a policy target. The learner's
-    `Losses.value` and `.policy` are the same terms in training mode on the batches it steps on;
-    the loop reads these on positions the learner has never drawn (`azjax.play_stats.HeldOut`).
+def inference_losses(net, variables, batch: Batch) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(value, policy, policy_rows): the value and policy terms of the loss (`make_train_step`'s,
+    unweighted) of the network `variables` in inference mode (batch norms from their statistics)
+    on `batch`; the policy term over the positions with a policy target, `policy_rows` int32[]
+    of them (none, only fast searches' positions: the term is 0 and means nothing). The
+    learner's `Losses.value` and `.policy` are the same terms in training mode on the batches it
+    steps on; the loop reads these on positions the learner has never drawn
+    (`azjax.play_stats.HeldOut`).
     """
     wdl = net.value_head == "wdl"
     logits, value, *extra = net.apply(variables, batch.obs, train=False, with_value_logits=wdl)
-    return _value_loss(value, extra[0] if wdl else None, batch.value), _policy_loss(
-        logits, batch.policy
-    )
+    rows = jnp.sum(jnp.sum(batch.policy, axis=-1) > 0, dtype=jnp.int32)
+    value_loss = _value_loss(value, extra[0] if wdl else None, batch.value)
+    return value_loss, _policy_loss(logits, batch.policy), rows
 
 
 def _ownership_loss(target: jax.Array, predicted: jax.Array) -> jax.Array:

@@ -419,10 +419,11 @@ def test_the_games_play_statistics_combine():
     assert float(both.surprise) == pytest.approx(0.3)  # the games' mean policy surprise
     assert shared._combine([stats(3, 10), stats(5, 7)]).surprise is None
     # held-out losses: the mean over the games that had such positions, the counts summed
-    a = HeldOut(*map(jnp.float32, (100, 0, 0.2, 1.0, 9.0, 9.0, 0, 9.0, 9.0)))  # none seen yet
-    b = HeldOut(*map(jnp.float32, (50, 400, 0.4, 2.0, 0.3, 1.5, 60, 0.35, 1.6)))
+    # none seen yet; and a's sample of the previous chunk's positions had no policy target
+    a = HeldOut(*map(jnp.float32, (100, 0, 0.2, 1.0, 9.0, 9.0, 10, 0.3, 0.0, 8, 0, 0)))
+    b = HeldOut(*map(jnp.float32, (50, 400, 0.4, 2.0, 0.3, 1.5, 60, 0.35, 1.6, 8, 8, 8)))
     held = shared._combine([stats(3, 10)._replace(heldout=a), stats(5, 7)._replace(heldout=b)])
-    expected = [150, 400, 0.3, 1.5, 0.3, 1.5, 60, 0.35, 1.6]
+    expected = [150, 400, 0.3, 1.5, 0.3, 1.5, 70, 0.325, 1.6, 16, 8, 8]
     np.testing.assert_allclose(held.heldout, expected, rtol=1e-6)
     assert shared._combine([stats(3, 10), stats(5, 7)]).heldout is None
     # no outcomes over the games: a draw share over Tic-Tac-Toe and Hex means nothing (per game:

@@ -635,17 +635,38 @@ def test_heldout_losses_judge_the_network_on_settled_previous_and_seen_positions
         return Batch(obs[t][None], jax.nn.one_hot(jnp.array([t]), 9), winner[t][None])
 
     for t, value, policy in ((2, held.value, held.policy), (1, held.prev_value, held.prev_policy)):
-        expected = training.inference_losses(net, variables, one(t))
+        *expected, rows = training.inference_losses(net, variables, one(t))
         np.testing.assert_allclose([float(value), float(policy)], expected, rtol=1e-5)
+        assert int(rows) == 1
         # by hand: the squared error of the inference value, the policy's cross-entropy
         logits, v = network.make_apply(net, fold=False)(variables, obs[t][None])
         np.testing.assert_allclose(float(value), (float(winner[t]) - float(v[0])) ** 2, 1e-5)
         ce = -jax.nn.log_softmax(logits[0])[t]
         np.testing.assert_allclose(float(policy), float(ce), rtol=1e-5)
     # the seen sample draws among chunks 0 and 1: each loss lies between theirs
-    apart = np.array([training.inference_losses(net, variables, one(t)) for t in (0, 1)])
+    apart = np.array([training.inference_losses(net, variables, one(t))[:2] for t in (0, 1)])
     seen = np.array([float(held.seen_value), float(held.seen_policy)])
     assert (apart.min(0) - 1e-5 <= seen).all() and (seen <= apart.max(0) + 1e-5).all()
+    rows = (held.policy_rows, held.seen_policy_rows, held.prev_policy_rows)
+    assert tuple(map(int, rows)) == (8, 8, 8)  # each sample's positions with a policy target
+
+
+def test_a_heldout_sample_of_fast_searches_only_logs_no_policy_term():
+    """Every sampled position from a fast search (playout cap randomisation): no policy target,
+    so no policy term, where 0.0 was logged as if the network fitted them perfectly."""
+    from azjax.play_stats import HeldOut, PlayStats
+
+    def held(rows):
+        counts = dict(positions=21, seen_positions=40, prev_positions=30)
+        losses = dict(value=0.5, policy=0.0, seen_value=0.4, seen_policy=2.0)
+        rows = dict(policy_rows=rows, seen_policy_rows=8, prev_policy_rows=0)
+        return HeldOut(**counts, **losses, prev_value=0.6, prev_policy=0.0, **rows)
+
+    played = PlayStats(jnp.int32(4), jnp.int32(9), jnp.array([1, 1]), jnp.array([1, 1]))
+    logged = loop._game_play_values(played._replace(heldout=held(0)), False)
+    assert "heldout/policy" not in logged and "heldout/prev_policy" not in logged
+    assert logged["heldout/value"] == 0.5 and logged["heldout/seen_policy"] == 2.0
+    assert loop._game_play_values(played._replace(heldout=held(5)), False)["heldout/policy"] == 0
 
 
 def test_positions_without_a_policy_target_add_nothing_to_the_policy_loss():
