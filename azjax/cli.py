@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -80,6 +81,21 @@ def tidied_on_stop(fn: Callable[[], None]):
         _ON_STOP.remove(fn)
 
 
+@contextlib.contextmanager
+def _signals_ignored():
+    """SIGINT and SIGTERM ignored within the block (in the main thread; elsewhere no handler can
+    be set), their handlers put back after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
 def fail(prog: str, message: object, code: int = 2) -> int:
     """Print the one line `PROG: error: MESSAGE` to stderr; return the exit `code`."""
     print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
@@ -92,18 +108,18 @@ def run(
     argv: list[str],
     *,
     threaded: bool = False,
-    stopped: str = "stopped",
+    stopped: str | Callable[[], str] = "stopped",
     setup: bool = True,
     memory_hint: str = MEMORY_HINT,
     folder: str = "--workdir",
     debug: bool = False,
 ) -> int:
     """body(argv)'s exit code, with errors and signals handled as the module doc says;
-    `stopped` is what a signal's line says was kept, `memory_hint` what to lower when memory
-    runs out (training's flags by default), `folder` what to choose another of when a folder
-    cannot be written (training's --workdir by default). `setup=False` leaves the compilation cache
-    and XLA's flags as the environment has them (`script`); `debug` (or `--debug` in `argv`)
-    lets a user error's traceback through."""
+    `stopped` is what a signal's line says was kept (or a function that says it, asked then),
+    `memory_hint` what to lower when memory runs out (training's flags by default), `folder`
+    what to choose another of when a folder cannot be written (training's --workdir by
+    default). `setup=False` leaves the compilation cache and XLA's flags as the environment has
+    them (`script`); `debug` (or `--debug` in `argv`) lets a user error's traceback through."""
     debug = debug or "--debug" in argv
     if setup:
         from azjax import compile_cache, xla_flags
@@ -119,17 +135,22 @@ def run(
     except KeyboardInterrupt as e:
         signum = e.signum if isinstance(e, Interrupted) else 2
         name = e.name if isinstance(e, Interrupted) else "SIGINT"
-        message = (e.message if isinstance(e, Interrupted) else "") or stopped
-        print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
-        # the worker, or this thread where the signal's handler raised (`at_once`), may be inside
-        # XLA: leave without waiting for it, and without the interpreter's shutdown, which can
-        # crash there (a second Ctrl-C during a compile ended in a segmentation fault)
-        if threaded or getattr(e, "at_once", False):
-            for tidy in list(_ON_STOP):
-                with contextlib.suppress(Exception):
-                    tidy()
-            sys.stdout.flush()
-            os._exit(128 + signum)
+        message = (e.message if isinstance(e, Interrupted) else "") or (
+            stopped() if callable(stopped) else stopped
+        )
+        with _signals_ignored():  # a second signal here (`timeout` signals the process and
+            # its group: two at once) ended in a traceback and an abort, the tidying undone
+            print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
+            # the worker, or this thread where the signal's handler raised (`at_once`), may be
+            # inside XLA: leave without waiting for it, and without the interpreter's shutdown,
+            # which can crash there (a second Ctrl-C during a compile ended in a segmentation
+            # fault)
+            if threaded or getattr(e, "at_once", False):
+                for tidy in list(_ON_STOP):
+                    with contextlib.suppress(Exception):
+                        tidy()
+                sys.stdout.flush()
+                os._exit(128 + signum)
         return 128 + signum
     except Exception as e:
         message = user_message(e, memory_hint, folder)

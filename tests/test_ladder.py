@@ -383,6 +383,10 @@ def test_place_says_when_its_rounds_ran_out_before_it_settled(tmp_path, capsys):
             "--rounds must be auto or a whole",
         ),
         (["ladder", "--game=tictactoe", "--table=/"], "is a folder; choose a file as --table"),
+        (  # and were it not refused, the package's table would not be the one written
+            ["ladder", "--game=tictactoe", "--out=/tmp/x", "--table=/tmp/azjax-test-t.json"],
+            "not into --out: give the table's file",
+        ),
         (["place", "random", "--game=tictactoe", "--table=/no.json"], "'/no.json': no such file"),
         (["curve", "/nowhere", "--measures=matches", "--table=/t.json"], "--measures=...,ladder"),
         (["errors", "random", "--game=tictactoe", "--positions=0"], "'0': no such file"),
@@ -394,6 +398,33 @@ def test_bad_ladder_input_is_one_line(argv, message, capsys):
     assert evaluate.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_stopped_place_or_errors_leaves_no_earlier_result_in_its_out(
+    ttt_table, tmp_path, monkeypatch, capsys
+):
+    """An --out given again: a stop before the command wrote its own file kept the earlier
+    run's place.json or errors.json there, as if this run's; the stop's line says none was
+    written."""
+    from azjax import cli
+    from azjax.commands import evaluate
+    from azjax.eval import errors, ladder
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ladder, "place_agent", stopped)
+    monkeypatch.setattr(errors, "choose_moves", stopped)
+    monkeypatch.setattr(cli.os, "_exit", lambda code: None)
+    for command, name in (("place", "place.json"), ("errors", "errors.json")):
+        (tmp_path / name).write_text("{}")
+        table = [f"--table={ttt_table}"] if command == "place" else []
+        argv = [command, "random", "--game=tictactoe", f"--out={tmp_path}", *table]
+        assert evaluate.main(argv) == 130
+        assert not (tmp_path / name).exists()
+        assert f"SIGINT: stopped ({name} is written at the end: none written)" in (
+            capsys.readouterr().err
+        )
 
 
 def _rung_games(monkeypatch):
@@ -443,6 +474,8 @@ def test_extend_keeps_the_tables_games_and_plays_only_the_new_pairs(
     assert played.sum() == 2 * 4 * 5 and after["rungs"][2]["elo"] == 0.0
     assert after["info"]["extended"]["sims"] == [8, 16]
     assert after["info"]["extended"]["new_pairs"] == 4 and after["loop_max_sims"] == 8
+    kept = {k: before["info"][k] for k in ("seed", "devices", "machine")}  # what played them
+    assert {k: after["info"]["extended"][k] for k in kept} == kept
     assert after["rungs"][3]["elo"] > after["rungs"][2]["elo"] > after["rungs"][0]["elo"]
     asked.clear()  # the same rungs again: nothing left to play, the same table
     assert evaluate.main(argv) == 0 and asked == []

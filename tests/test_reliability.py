@@ -1097,6 +1097,32 @@ def test_a_missing_optional_package_is_named_with_its_install_command():
     )
 
 
+def test_a_second_signal_while_a_stop_is_reported_is_ignored(monkeypatch, capsys):
+    """`timeout` signals a command and its process group: two signals at once. The second one,
+    arriving while the first's line was printed (the handlers already put back), ended in a
+    KeyboardInterrupt traceback and an abort instead of exit 130."""
+    import signal
+
+    from azjax import cli
+
+    class Stderr:  # the second Ctrl-C arrives as the line is written
+        def write(self, text):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs between bytecodes, in this thread
+                pass
+            return len(text)
+
+        def flush(self):
+            pass
+
+    def body(argv):
+        monkeypatch.setattr(cli.sys, "stderr", Stderr())
+        raise KeyboardInterrupt
+
+    assert cli.run("x", body, [], setup=False) == 130
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back after
+
+
 def test_a_stuck_save_thread_ends_the_process_with_the_errors_code(monkeypatch):
     """orbax's threads override join(timeout) to raise TimeoutError (or their own error): after
     the one-line error of a failed save, the wait for them ended in a traceback and exit 1."""

@@ -384,6 +384,10 @@ def check_args(args, folder: str) -> None:
         if args.table is not None and "ladder" not in (measures or ()):  # None: no ladder
             raise ValueError("--table is the ladder's table: give it with --measures=...,ladder")
         parse_rounds(args.rounds)
+    if args.command == "ladder" and args.out is not None:  # the table is all it writes
+        raise ValueError(
+            "ladder writes its table, not into --out: give the table's file with --table=PATH"
+        )
     flags.check_out(folder)
 
 
@@ -513,7 +517,7 @@ def run_place(args, game, folder: str) -> None:
     several, the placements best first, each against the best."""
     from azjax.eval import parse_agent
     from azjax.eval.ladder import require_ladder
-    from azjax.eval.records import write_json
+    from azjax.eval.records import remove_earlier, write_json
     from azjax.eval.tournament import unique_names
     from azjax.ladder import parse_rounds
 
@@ -524,6 +528,7 @@ def run_place(args, game, folder: str) -> None:
     records = []  # game's ckpt: named before the table (which that game may not have)
     try:
         ladder = require_ladder(game, args.table)
+        remove_earlier(folder, "place.json")
         for name, agent in zip(unique_names(args.agents), agents):  # a repeat: `NAME #2`
             records.append(_place_one(args, game, ladder, name, agent, rounds))
     finally:
@@ -706,16 +711,31 @@ def main(argv: list[str] | None = None) -> int:
         _main,
         argv,
         threaded=True,
-        stopped="stopped (curve.json, match.json or tournament.json keeps the checkpoints, "
-        'games or matches finished so far, marked "complete": false)',
+        stopped=lambda: STOPPED.get(_command, "stopped"),
         memory_hint="lower --games (a match plays its games side by side) or the agents' sims=",
         folder="folder (--out; export: --to)",
     )
 
 
+# what a signal's line says each command kept
+STOPPED = {
+    "match": 'stopped (match.json keeps the games finished so far, marked "complete": false)',
+    "tournament": "stopped (tournament.json keeps the matches finished so far, marked "
+    '"complete": false)',
+    "curve": 'stopped (curve.json keeps the checkpoints finished so far, marked "complete": false)',
+    "errors": "stopped (errors.json is written at the end: none written)",
+    "place": "stopped (place.json is written at the end: none written)",
+    "ladder": "stopped (the table is written at the end: unchanged)",
+    "export": "stopped (the network's folder is written whole: none written)",
+}
+_command: str | None = None  # the command running, for its line in STOPPED
+
+
 def _main(argv: list[str]) -> int:
+    global _command
     parser, option_flags = build_parser()
     args = parser.parse_args(argv)
+    _command = args.command
     cpu_devices = getattr(args, "cpu_devices", None)  # export plays nothing: no such flag
     if cpu_devices is not None:  # before anything starts JAX
         split_cpu(cpu_devices)

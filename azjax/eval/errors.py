@@ -23,7 +23,7 @@ from azjax import solved as sv
 from azjax.eval.agent import Agent
 from azjax.eval.calibration import calibrate
 from azjax.eval.match import tell_moves
-from azjax.eval.records import checkpoints_record, write_json
+from azjax.eval.records import checkpoints_record, remove_earlier, write_json
 from azjax.eval.specs import parse_agent
 from games.base import Game
 
@@ -107,6 +107,7 @@ def run_errors(
     agents compared with the first; writes errors.json into `folder` and returns its record."""
     solved = require_set(game, path)
     agents = [parse_agent(s, game, seed=seed) for s in specs]  # minimax, perfect, spiel: --seed
+    remove_earlier(folder, "errors.json")
     states = sv.start_states(game, solved)
     key = jax.random.PRNGKey(seed)
     rows, wrong = [], []

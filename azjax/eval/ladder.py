@@ -173,12 +173,15 @@ def _known_games(known: Ladder | None, sims: list[int]) -> tuple[np.ndarray, np.
 
 
 def _extended(known: Ladder, new_pairs: int) -> dict:
-    """What an extended table kept of the one before it (its `info` names the latest rating)."""
+    """What an extended table kept of the one before it (its `info` names the latest rating): its
+    rungs and how their games were played (the pairs' games, span, seed, devices and machine:
+    what reproduces them, which the new table's own fields no longer say)."""
     return dict(
         sims=list(known.sims),
         games_per_pair=known.games_per_pair,
         seconds=known.info.get("seconds"),
         span=known.info.get("span"),
+        **{k: known.info[k] for k in ("seed", "devices", "machine") if k in known.info},
         new_pairs=new_pairs,
         **({"before": known.info["extended"]} if "extended" in known.info else {}),
     )

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -164,6 +165,15 @@ def write_json(folder: str, name: str, data: dict) -> str:
         f.write(_one_line_lists(json.dumps(data, indent=2)))
     os.replace(path + ".tmp", path)
     return path
+
+
+def remove_earlier(folder: str, *names: str) -> None:
+    """Removes the files `names` an earlier command left in `folder` (an --out given again),
+    once this command's agents have parsed: a stop before it writes its own must not leave the
+    earlier results looking like this command's."""
+    for name in names:
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            os.remove(os.path.join(folder, name))
 
 
 def _one_line_lists(text: str) -> str:

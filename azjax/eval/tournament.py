@@ -6,7 +6,6 @@ record = run_tournament(game, specs, folder, games=20)     # evaluate.py tournam
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 import jax
@@ -19,6 +18,7 @@ from azjax.eval.records import (
     checkpoints_record,
     outcome_record,
     plot_heatmap,
+    remove_earlier,
     write_json,
 )
 from azjax.eval.specs import parse_agent
@@ -56,9 +56,7 @@ def run_tournament(
 
     names = unique_names(specs)
     played = dict(seed=seed, openings=openings, checkpoints=checkpoints_record(names, agents))
-    for stale in ("tournament.json", "win_ratio.png"):  # an earlier tournament's, in an --out
-        with contextlib.suppress(FileNotFoundError):  # given again: never taken for this one's
-            os.remove(os.path.join(folder, stale))
+    remove_earlier(folder, "tournament.json", "win_ratio.png")
 
     def keep(partial: dict) -> None:  # a tournament stopped by a signal keeps its matches
         write_json(folder, "tournament.json", dict(partial, **played, complete=False))
