@@ -4,6 +4,8 @@ list flags and confidence intervals."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import glob
 import json
 import math
 import os
@@ -161,6 +163,16 @@ def open_run(args, module: str):
     return config, config.make_game(), step, Log(os.path.join(args.out, "log.txt"))
 
 
+def remove_earlier_results(out: str, *more: str) -> None:
+    """Removes what an earlier invocation wrote at its end into `out` (results.json and the
+    `more` names, glob patterns), before this one starts: a stop before its own results are
+    written must not leave those looking like this run's. log.txt goes on, runs stay."""
+    for pattern in ("results.json", *more):
+        for path in glob.glob(os.path.join(glob.escape(out), pattern)):
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                os.remove(path)
+
+
 def write_results(args, results: dict, log) -> None:
     """<out>/results.json, and a closing log line; `results["seconds"]` is the wall time, or
     its parts with their `total`."""
@@ -185,6 +197,33 @@ def train_runs(configs: dict, out: str, log, *, progress: bool) -> dict:
         s = summaries[name] = train_and_evaluate(config, os.path.join(out, name), progress=progress)
         log(f"{name}: {s['iterations']} iterations, {s['games']} games, {s['wall_seconds']} s")
     return summaries
+
+
+def holds_checkpoints(workdir: str) -> bool:
+    """Whether `workdir` holds a run's checkpoints (an earlier invocation's training)."""
+    folder = os.path.join(workdir, "checkpoints")
+    return os.path.isdir(folder) and bool(os.listdir(folder))
+
+
+def add_resume_flag(parser) -> None:
+    """--resume, for an experiment that trains its run with `train_and_evaluate`."""
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the training run in --workdir from its latest checkpoint (a stopped "
+        "run; its time budget counts every session's minutes), then evaluate",
+    )
+
+
+def check_resume(workdir: str, resume: bool, others: str) -> None:
+    """A ValueError, before any training, where --workdir holds a run and --resume was not
+    given (train_and_evaluate's own error would come after the experiment's first log lines),
+    naming what else to do (`others`)."""
+    if not resume and holds_checkpoints(workdir):
+        raise ValueError(
+            f"--workdir {workdir!r} holds a trained run already: --resume continues its "
+            f"training, {others}, or choose another --workdir"
+        )
 
 
 def refuse_trained(out: str, names, flag: str, advice: str) -> None:

@@ -31,7 +31,15 @@ from azjax.config import named_defaults
 from azjax.eval.match import play_games
 from azjax.eval.minimax import HEURISTICS
 from azjax.eval.specs import parse_agent
-from experiments.common import Log, latest_config, parse_ints, write_results
+from experiments.common import (
+    Log,
+    add_resume_flag,
+    check_resume,
+    latest_config,
+    parse_ints,
+    remove_earlier_results,
+    write_results,
+)
 
 # The players, as agent specs (azjax/eval/specs.py), in one place.
 AGENT = "ckpt:{run},sims={sims},decisive=0"  # seed 001's search, no decisive moves
@@ -77,6 +85,7 @@ def parse(argv):
         help="training defaults from configs/NAME.py (connect_four, connect_four_thesis)",
     )
     parser.add_argument("--minutes", type=float, default=0.0, help="training time (0: no limit)")
+    add_resume_flag(parser)
     parser.add_argument("--sims", type=int, default=800, help="the network's simulations a move")
     parser.add_argument("--games", type=int, default=50, help="games with each colour")
     parser.add_argument("--minimax_depths", default="5,6", help="Minimax(d) opponents ('' none)")
@@ -111,6 +120,9 @@ def parse(argv):
             if game not in (None, "connect_four"):  # None: a recipe, or a file naming no game
                 raise ValueError(f"--config={args.config} is a {game} config, not Connect 4")
             args.game = "connect_four"
+            check_resume(args.workdir, args.resume, f"--run={args.workdir} plays it")
+        elif args.resume:
+            raise ValueError("--resume trains on and --run plays a run without training: give one")
         # before the training, not after it
         flags.check_out(args.out or os.path.join(args.run or args.workdir, "connect_four"))
     except ValueError as e:
@@ -128,7 +140,9 @@ def train(args, overrides) -> tuple[str, float, int]:
     """Train into args.workdir; (run folder, seconds, games played)."""
     config = training_config(args, overrides)
     t0 = time.time()
-    summary = train_and_evaluate(config, args.workdir, progress=not args.no_progress)
+    summary = train_and_evaluate(
+        config, args.workdir, resume=args.resume, progress=not args.no_progress
+    )
     return args.workdir, time.time() - t0, summary["games"]
 
 
@@ -158,6 +172,7 @@ def main(argv=None) -> int:
         return cli.fail(f"python -m {__spec__.name}", e)
     args.out = args.out or os.path.join(run, "connect_four")
     log = Log(os.path.join(args.out, "log.txt"))
+    remove_earlier_results(args.out)
     log(
         f"{agent.name} (checkpoint {step}, {config.game} {dict(config.game_options)}), "
         f"{args.games} games with each colour; seed 001 (Table 5.5) in brackets, W-L of 50"

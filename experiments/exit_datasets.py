@@ -38,7 +38,14 @@ from azjax.checkpoint import load_checkpoint, steps
 from azjax.eval.agent import network_apply, random_agent
 from azjax.eval.stats import elo
 from azjax.exit import ExpertSpec
-from experiments.common import Log, add_scale_flags, parse_ints, set_scale, write_results
+from experiments.common import (
+    Log,
+    add_scale_flags,
+    parse_ints,
+    remove_earlier_results,
+    set_scale,
+    write_results,
+)
 from experiments.exit_common import expert_agent, greedy_agent, opening_match
 
 METHODS = {  # name: config overrides (on top of the scale's)
@@ -162,6 +169,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
     log = Log(os.path.join(args.out, "log.txt"))
+    remove_earlier_results(args.out, "elo.png")
     t0 = time.time()
     log(
         f"{args.size}x{args.size} Hex, methods {args.methods}, {args.seeds} seed(s), "

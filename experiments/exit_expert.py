@@ -26,7 +26,7 @@ from azjax import cli, flags
 from azjax.checkpoint import load_checkpoint
 from azjax.eval.agent import network_apply
 from azjax.exit import ExpertSpec
-from experiments.common import Log
+from experiments.common import Log, remove_earlier_results
 from experiments.exit_common import expert_agent, opening_match
 
 
@@ -75,6 +75,7 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as e:
         return cli.fail(f"python -m {__spec__.name}", e)
     log = Log(os.path.join(args.out, "log.txt"))
+    remove_earlier_results(args.out)
     t0 = time.time()
     game = config.make_game()
     sims = args.sims or config.num_simulations

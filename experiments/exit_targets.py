@@ -37,7 +37,13 @@ from azjax import cli, flags, training
 from azjax.exit import ExpertSpec, make_round
 from azjax.network import init_variables, make_apply, make_network
 from azjax.replay import Batch
-from experiments.common import Log, add_scale_flags, set_scale, write_results
+from experiments.common import (
+    Log,
+    add_scale_flags,
+    remove_earlier_results,
+    set_scale,
+    write_results,
+)
 from experiments.exit_common import elo_difference, greedy_agent, opening_match
 
 SCALES = {  # CPU scale / the paper's (9x9 Hex, 100,000 positions, 10,000 simulations)
@@ -131,6 +137,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
     log = Log(os.path.join(args.out, "log.txt"))
+    remove_earlier_results(args.out)
     t0 = time.time()
     config = azjax.load_config(
         "hex",

@@ -51,10 +51,13 @@ from azjax.loop_eval import evaluation_matches, match_args
 from configs.cpu import cpu_recipe
 from experiments.common import (
     Log,
+    add_resume_flag,
+    check_resume,
     checkpoint_steps,
     default_workdir,
     initial_variables,
     parse_ints,
+    remove_earlier_results,
     restore_variables,
     wilson,
     write_results,
@@ -217,6 +220,7 @@ def parse(argv):
         "5.1's iterations end the run)",
     )
     parser.add_argument("--eval_only", action="store_true", help="skip training")
+    add_resume_flag(parser)
     parser.add_argument(
         "--eval_games",
         type=int,
@@ -266,6 +270,8 @@ def parse(argv):
     args.out = args.out or os.path.join(args.workdir, "results")
     args.config = None
     if args.eval_only:
+        if args.resume:
+            parser.error("--resume trains on and --eval_only skips training: give one of them")
         if overrides:
             parser.error(
                 "--eval_only plays the checkpoints with the run's own settings: drop "
@@ -284,6 +290,7 @@ def parse(argv):
             )
         try:  # before any folder is made
             args.config = make_config(args.game, args.full, args.minutes, overrides)
+            check_resume(args.workdir, args.resume, "--eval_only evaluates it")
         except ValueError as e:
             parser.error(str(e))
     for folder, flag in ((args.workdir, "--workdir"), (args.out, "--out")):
@@ -298,12 +305,15 @@ def main(argv=None) -> int:
     args, _ = parse(sys.argv[1:] if argv is None else argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
+    remove_earlier_results(args.out, "learning_curve.png")
     t_start = time.time()
     summary = None
     if not args.eval_only:
         config = args.config
         log(f"training {args.game} in {args.workdir}: {config.to_json()}")
-        summary = train_and_evaluate(config, args.workdir, progress=not args.no_progress)
+        summary = train_and_evaluate(
+            config, args.workdir, resume=args.resume, progress=not args.no_progress
+        )
         log(
             f"trained: {summary['iterations']} iterations, {summary['games']} games, "
             f"{summary['wall_seconds']} s"

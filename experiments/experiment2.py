@@ -35,7 +35,14 @@ from azjax import cli, flags
 from azjax.eval import format_tournament, parse_agent, plot_heatmap, round_robin
 from azjax.eval.records import pyplot
 from azjax.eval.stats import score_ci
-from experiments.common import add_run_flags, check_run_flags, open_run, parse_floats, write_results
+from experiments.common import (
+    add_run_flags,
+    check_run_flags,
+    open_run,
+    parse_floats,
+    remove_earlier_results,
+    write_results,
+)
 
 
 def agent_spec(
@@ -134,6 +141,7 @@ def main(argv=None) -> int:
     run = open_run(args, __spec__.name)
     if run is None:
         return 2
+    remove_earlier_results(args.out, "rollout_probability.png", "win_ratio_lambda*.png")
     config, game, step, log = run
     t_start = time.time()
     log(

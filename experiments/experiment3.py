@@ -34,7 +34,13 @@ import jax
 
 from azjax import cli, flags
 from azjax.eval import format_match, outcome_record, parse_agent, play_games
-from experiments.common import add_run_flags, check_run_flags, open_run, write_results
+from experiments.common import (
+    add_run_flags,
+    check_run_flags,
+    open_run,
+    remove_earlier_results,
+    write_results,
+)
 
 CONFIGS = {  # name: (description, first agent's options, second agent's options)
     "evaluator": (
@@ -111,6 +117,7 @@ def main(argv=None) -> int:
     run = open_run(args, __spec__.name)
     if run is None:
         return 2
+    remove_earlier_results(args.out)
     _, game, step, log = run
     t_start = time.time()
     log(

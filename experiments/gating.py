@@ -45,6 +45,7 @@ from experiments.common import (
     finished_runs,
     phase_seconds,
     read_config,
+    remove_earlier_results,
     train_runs,
     wilson,
     write_results,
@@ -169,6 +170,7 @@ def main(argv=None) -> int:
     args, configs = parse(argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
+    remove_earlier_results(args.out)
     t_start = time.time()
     if args.eval_only:  # the runs as they were trained, whatever the flags say now
         configs, summaries = finished_runs(RUNS, args.out)

@@ -27,7 +27,7 @@ from azjax.eval.curve import training_games
 from azjax.eval.match import play_games
 from azjax.eval.records import pyplot, write_json
 from azjax.eval.specs import parse_agent
-from experiments.common import Log, wilson
+from experiments.common import Log, remove_earlier_results, wilson
 
 
 def parse(argv):
@@ -78,6 +78,7 @@ def main(argv=None) -> int:
         return cli.fail(f"python -m {__spec__.name}", e)
     chosen = steps[:: args.every] + ([steps[-1]] if (len(steps) - 1) % args.every else [])
     log = Log(os.path.join(args.out, "log.txt"))
+    remove_earlier_results(args.out, "curve.png")
     key = jax.random.PRNGKey(args.seed)
     moves = op.openings(game, args.openings, key)
     both = op.both_colours(moves)

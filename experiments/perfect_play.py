@@ -112,3 +112,14 @@ def make_perfect_agent():
         return jax.random.categorical(key, logits).astype(jnp.int32)
 
     return act
+
+
+if __name__ == "__main__":  # a library: nothing to run (python -m experiments.tictactoe uses it)
+    import sys
+
+    print(
+        "python -m experiments.perfect_play: error: a library (the Tic-Tac-Toe solver and "
+        "perfect player python -m experiments.tictactoe plays against), not a command",
+        file=sys.stderr,
+    )
+    sys.exit(2)

@@ -44,6 +44,7 @@ game's ladder of pure MCTS (`azjax/ladders`) as `evaluate.py place` rates azjax'
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -67,6 +68,7 @@ from azjax.eval.errors import choose_moves
 from azjax.eval.ladder import place_agent, require_ladder
 from azjax.eval.match import play_games
 from azjax.eval.specs import parse_agent
+from azjax.interrupt import Interrupted, StopSignals
 from azjax.ladder import Placement, off_scale, parse_rounds
 from azjax.network import PolicyValueNet
 from azjax.search import SearchSpec
@@ -229,7 +231,11 @@ def make_train_step(net: PolicyValueNet, optimizer):
 
 def train(args, env) -> dict:
     """The example's loop for `args.minutes` over pgx's `env`; writes variables.pkl and run.json
-    into args.out."""
+    into args.out (an earlier run's two removed first). A signal stops it after the iteration
+    under way; the two files then keep what it trained, run.json saying `"stopped": true`."""
+    for name in ("run.json", "variables.pkl"):  # never taken for this run's, should it stop
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(args.out, name))
     net = make_network(env.num_actions, args.blocks, args.filters)
 
     def apply(variables, obs):
@@ -245,19 +251,21 @@ def train(args, env) -> dict:
     variables = net.init(k_net, obs.astype(jnp.float32))
     opt_state = optimizer.init(variables["params"])
     start, iteration, positions, losses = time.time(), 0, 0, (0.0, 0.0)
-    while time.time() - start < 60 * args.minutes:
-        key, k_init, k_play, k_shuffle = jax.random.split(key, 4)
-        states = init(jax.random.split(k_init, args.batch))
-        _, data = selfplay(variables, k_play, states)
-        samples = samples_of(data)
-        batches = minibatches(samples, k_shuffle, args.train_batch)
-        for i in range(batches.value.shape[0]):
-            batch = jax.tree.map(lambda x, i=i: x[i], batches)
-            variables, opt_state, losses = step(variables, opt_state, batch)
-        iteration += 1
-        positions += int(samples.value.shape[0])
-        if not np.isfinite(float(losses[0]) + float(losses[1])):
-            raise FloatingPointError(f"the loss is not finite at iteration {iteration}")
+    stop = StopSignals("stopping after the iteration under way, keeping what it trained")
+    with stop:
+        while time.time() - start < 60 * args.minutes and not stop.signum:
+            key, k_init, k_play, k_shuffle = jax.random.split(key, 4)
+            states = init(jax.random.split(k_init, args.batch))
+            _, data = selfplay(variables, k_play, states)
+            samples = samples_of(data)
+            batches = minibatches(samples, k_shuffle, args.train_batch)
+            for i in range(batches.value.shape[0]):
+                batch = jax.tree.map(lambda x, i=i: x[i], batches)
+                variables, opt_state, losses = step(variables, opt_state, batch)
+            iteration += 1
+            positions += int(samples.value.shape[0])
+            if not np.isfinite(float(losses[0]) + float(losses[1])):
+                raise FloatingPointError(f"the loss is not finite at iteration {iteration}")
     record = {
         "game": args.game,
         **({} if args.size is None else {"size": args.size}),
@@ -269,12 +277,18 @@ def train(args, env) -> dict:
         "value_loss": float(losses[1]),
         **{k: getattr(args, k) for k in ("batch", "sims", "steps", "train_batch", "lr")},
         **{k: getattr(args, k) for k in ("blocks", "filters", "seed")},
+        **({"stopped": True} if stop.signum else {}),
     }
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "variables.pkl"), "wb") as f:
         pickle.dump(jax.device_get(variables), f)
     with open(os.path.join(args.out, "run.json"), "w") as f:
         json.dump(record, f, indent=1)
+    if stop.signum:
+        raise Interrupted(
+            stop.signum,
+            f'{args.out} keeps the {iteration} iterations trained (run.json: "stopped": true)',
+        )
     return record
 
 

@@ -46,16 +46,21 @@ with an interval as above, a lower bound where a network won every game against 
 
 Writes <out>/results.json (the recipes, each run's training summary, the tournament, the table),
 <out>/tournament/ (tournament.json, win_ratio.png) and <out>/log.txt; prints the table.
-A run whose folder already has a summary.json is not trained again (`--rate_only`: none is).
+A run that trained to its end (its summary.json says so) is not trained again (`--rate_only`: none
+is); one stopped before it (a signal, a kill) goes on from its latest checkpoint (train.py's
+--resume). A signal stops the runs in training too, each saving a checkpoint: the same command
+then goes on with them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -73,9 +78,17 @@ from azjax.eval.ladder import place_agent, require_ladder
 from azjax.eval.openings import random_sequences
 from azjax.eval.specs import parse_agent, split_specs
 from azjax.eval.tournament import run_tournament
+from azjax.interrupt import Interrupted
 from azjax.ladder import AUTO_ROUNDS, off_scale
 from azjax.solved import errs, load_set, start_states
-from experiments.common import Log, checkpoint_steps, parse_ints, write_results
+from experiments.common import (
+    Log,
+    checkpoint_steps,
+    holds_checkpoints,
+    parse_ints,
+    remove_earlier_results,
+    write_results,
+)
 
 RUN = dict(iterations=100000, checkpoint_interval=5, eval_interval=0)
 
@@ -208,12 +221,14 @@ def leave_accelerator_to_runs() -> dict[str, str]:
 
 
 def check_finished(configs: dict, out: str) -> None:
-    """A ValueError where a finished run in `out` (which `train_all` keeps rather than trains
-    again) was trained with other settings than `configs` gives it now: its results would be
-    reported under the recipe's new settings."""
+    """A ValueError where a run in `out`, finished or stopped with checkpoints (which
+    `train_all` keeps, or resumes, rather than trains afresh), was trained with other settings
+    than `configs` gives it now: its results would be reported under the recipe's new
+    settings."""
     for name, config in configs.items():
         folder = os.path.join(out, name)
-        if not os.path.exists(os.path.join(folder, "summary.json")):
+        trained = os.path.exists(os.path.join(folder, "summary.json")) or holds_checkpoints(folder)
+        if not trained or not os.path.exists(os.path.join(folder, "config.json")):
             continue
         with open(os.path.join(folder, "config.json")) as f:
             saved = json.load(f)
@@ -221,67 +236,125 @@ def check_finished(configs: dict, out: str) -> None:
         other = [f"{k} {saved.get(k)!r}, not {v!r}" for k, v in wanted.items() if saved.get(k) != v]
         if other:
             raise ValueError(
-                f"--out {out!r} holds a finished run {name} trained with other settings "
+                f"--out {out!r} holds a run {name} trained with other settings "
                 f"({'; '.join(other)}): choose another --out, or another recipe name"
             )
+
+
+STOP_WAIT = 300.0  # seconds a stopped recipes run waits for its runs in training to save
+FINISHED = ("iterations", "time_budget")  # a summary.json's stopped_by for a run at its end
+
+
+def finished(out: str, name: str) -> bool:
+    """Whether <out>/<name> trained to its end (its summary.json's `stopped_by` its iterations or
+    its time budget; a signal's stop writes one too)."""
+    try:
+        with open(os.path.join(out, name, "summary.json")) as f:
+            return json.load(f).get("stopped_by") in FINISHED
+    except (OSError, ValueError):
+        return False
 
 
 def train_all(
     configs: dict, out: str, at_once: int, log, env: dict[str, str] | None = None
 ) -> dict:
     """Trains the runs of `configs` not yet finished, `at_once` at a time on their own cores, each
-    a process with environment `env` (default: this one's); returns {run: summary} of every
-    finished run in `out`, which must have been trained as `configs` says (`check_finished`). A
-    run that fails is reported with its log's last lines and left out."""
+    a process with environment `env` (default: this one's); a run stopped before its end (it
+    holds checkpoints) goes on from its latest with train.py's --resume, to its own budget.
+    Returns {run: summary} of every finished run in `out`, which must have been trained as
+    `configs` says (`check_finished`). A run that fails is reported with its log's last lines
+    and left out. Stopped by a signal, it stops the runs in training (each saves a checkpoint)
+    before it ends."""
     check_finished(configs, out)
-    todo = [n for n in configs if not os.path.exists(os.path.join(out, n, "summary.json"))]
+    todo = [n for n in configs if not finished(out, n)]
     shares = core_shares(at_once)
     running: dict[str, tuple[subprocess.Popen, int]] = {}
     free = list(range(at_once))
-    while todo or running:
-        while todo and free:
-            name, slot = todo.pop(0), free.pop(0)
-            folder = os.path.join(out, name)
-            os.makedirs(folder, exist_ok=True)
-            recipe = os.path.join(out, f"{name}.json")
-            with open(recipe, "w") as f:
-                f.write(configs[name].to_json())
-            cores = shares[slot]
-            command = [
-                sys.executable,
-                "-m",
-                "azjax.commands.train",
-                f"--config={recipe}",
-                f"--workdir={folder}",
-                "--no_progress",
-            ]
-            log(f"{name}: training on cores {sorted(cores) or 'all'}: {' '.join(command[1:])}")
-            with open(os.path.join(out, f"{name}.log"), "w") as stdout:
-                running[name] = (
-                    subprocess.Popen(
-                        pinned(command, cores), stdout=stdout, stderr=subprocess.STDOUT, env=env
-                    ),
-                    slot,
-                )
-        time.sleep(1.0)
-        for name, (process, slot) in list(running.items()):
-            if process.poll() is None:
-                continue
-            del running[name]
-            free.append(slot)
-            if process.returncode:
-                with open(os.path.join(out, f"{name}.log")) as f:
-                    tail = f.read().splitlines()[-5:]
-                log(f"{name}: train.py exited with {process.returncode}: " + " | ".join(tail))
-            else:
-                log(f"{name}: done")
+    try:
+        while todo or running:
+            while todo and free:
+                name, slot = todo.pop(0), free.pop(0)
+                running[name] = (_start(configs[name], out, name, shares[slot], log, env), slot)
+            time.sleep(1.0)
+            for name, (process, slot) in list(running.items()):
+                if process.poll() is None:
+                    continue
+                del running[name]
+                free.append(slot)
+                if process.returncode:
+                    with open(os.path.join(out, f"{name}.log")) as f:
+                        tail = f.read().splitlines()[-5:]
+                    log(f"{name}: train.py exited with {process.returncode}: " + " | ".join(tail))
+                else:
+                    log(f"{name}: done")
+    except KeyboardInterrupt as e:
+        _stop(running, log)
+        if isinstance(e, Interrupted):
+            left = ", ".join(running) or "none"
+            raise Interrupted(
+                e.signum,
+                f"stopped; the runs in training ({left}) saved a checkpoint each: the same command "
+                "goes on with them",
+            ) from None
+        raise
     summaries = {}
     for name in sorted(os.listdir(out)):
         path = os.path.join(out, name, "summary.json")
-        if os.path.exists(path):
+        if finished(out, name):
             with open(path) as f:
                 summaries[name] = json.load(f)
+        elif name in configs and os.path.exists(path):
+            log(f"{name}: not at its end (summary.json: stopped by a signal), left out")
     return summaries
+
+
+def _start(config, out: str, name: str, cores, log, env) -> subprocess.Popen:
+    """train.py training run `name` into <out>/<name> in a process of its own (its own session:
+    a Ctrl-C reaches it from this process alone, once), resuming it where it holds checkpoints."""
+    folder = os.path.join(out, name)
+    os.makedirs(folder, exist_ok=True)
+    recipe = os.path.join(out, f"{name}.json")
+    if holds_checkpoints(folder):  # stopped before its end: on from its latest checkpoint
+        settings = ["--resume"]
+    else:
+        with open(recipe, "w") as f:
+            f.write(config.to_json())
+        settings = [f"--config={recipe}"]
+    command = [
+        sys.executable,
+        "-m",
+        "azjax.commands.train",
+        *settings,
+        f"--workdir={folder}",
+        "--no_progress",
+    ]
+    log(f"{name}: training on cores {sorted(cores) or 'all'}: {' '.join(command[1:])}")
+    with open(os.path.join(out, f"{name}.log"), "a" if settings == ["--resume"] else "w") as f:
+        return subprocess.Popen(
+            pinned(command, cores),
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def _stop(running: dict, log, wait: float = STOP_WAIT) -> None:
+    """Asks each run in training to stop (SIGINT: it finishes its iteration and saves a
+    checkpoint), waits for them up to `wait` seconds in all, then kills what is left."""
+    if not running:
+        return
+    log(f"stopping the runs in training ({', '.join(running)}): each saves a checkpoint")
+    for process, _ in running.values():
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + wait
+    for name, (process, _) in running.items():
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            log(f"{name}: killed after {wait:.0f} s (its last checkpoint stands)")
 
 
 def recipe_of(run: str) -> str:
@@ -590,6 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     args, configs = parse(argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
+    remove_earlier_results(args.out)
     t_start = time.time()
     summaries = train_all(
         {} if args.rate_only else configs, args.out, args.at_once, log, env=user_env

@@ -43,7 +43,14 @@ from azjax import (
 )
 from azjax.config import game_defaults
 from azjax.eval.specs import parse_agent
-from experiments.common import checkpoint_steps, parse_floats, restore_variables
+from experiments.common import (
+    add_resume_flag,
+    check_resume,
+    checkpoint_steps,
+    parse_floats,
+    remove_earlier_results,
+    restore_variables,
+)
 from experiments.perfect_play import make_perfect_agent
 
 
@@ -169,6 +176,7 @@ def parse(argv):
         action="store_true",
         help="skip training; evaluate the latest checkpoint in --workdir",
     )
+    add_resume_flag(parser)
     parser.add_argument("--games", type=int, default=400, help="games with each colour")
     parser.add_argument("--no_progress", action="store_true")
     figs = parser.add_argument_group("seed 001's Figures 5.1b and 5.4 (--figures)")
@@ -195,6 +203,10 @@ def parse(argv):
         ):
             if value < 1:
                 raise ValueError(f"{flag} must be at least 1, got {value}")
+        if args.eval_only and args.resume:
+            raise ValueError("--resume trains on and --eval_only skips training: give one of them")
+        if not args.eval_only:
+            check_resume(args.workdir, args.resume, "--eval_only evaluates it")
     except ValueError as e:
         parser.error(str(e))
     return args, overrides
@@ -227,11 +239,15 @@ def print_figures(results: dict) -> None:
 
 def main(argv=None) -> int:
     args, overrides = parse(sys.argv[1:] if argv is None else argv)
+    # an earlier invocation's reports, never taken for this one's should it stop
+    remove_earlier_results(args.workdir, "vs_perfect.json", "figures.json", "figures.png")
     t0 = time.time()
     summary = None
     if not args.eval_only:
         config = load_config("tictactoe", overrides)
-        summary = train_and_evaluate(config, args.workdir, progress=not args.no_progress)
+        summary = train_and_evaluate(
+            config, args.workdir, resume=args.resume, progress=not args.no_progress
+        )
     t_train = time.time() - t0
     config, variables, step = restore_variables(args.workdir)
     if config.game != "tictactoe":

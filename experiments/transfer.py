@@ -52,6 +52,7 @@ from experiments.common import (
     exact_errors,
     parse_ints,
     refuse_trained,
+    remove_earlier_results,
     write_results,
 )
 from experiments.experiment2 import pooled_scores
@@ -217,6 +218,7 @@ def main(argv=None) -> int:
     args = parse(argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
+    remove_earlier_results(args.out)
     t_start = time.time()
     try:
         if args.source:

@@ -136,6 +136,58 @@ def test_experiment1_eval_only_needs_a_run_and_makes_no_folder_first(tmp_path, c
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("module", ["experiment1", "tictactoe", "connect_four"])
+def test_an_experiments_stopped_training_goes_on_with_resume(module, tmp_path, capsys, monkeypatch):
+    """A second invocation on a workdir with checkpoints was refused by train.py with 'pass
+    --resume', which these experiments did not take, and a stop said 'continue with --resume'."""
+    import importlib
+
+    experiment = importlib.import_module(f"experiments.{module}")
+    workdir = str(tmp_path / "run")
+    os.makedirs(os.path.join(workdir, "checkpoints", "2"))
+    argv = [f"--workdir={workdir}", "--no_progress"] + (["--game=hex"] * (module == "experiment1"))
+    with pytest.raises(SystemExit) as exit_info:
+        experiment.parse(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "holds a trained run already: --resume" in err, err
+    given = {}
+
+    def train_and_evaluate(config, workdir, **kwargs):
+        given.update(kwargs, workdir=workdir)
+        raise KeyboardInterrupt  # enough: what it was asked is the point
+
+    monkeypatch.setattr(experiment, "train_and_evaluate", train_and_evaluate)
+    with pytest.raises(KeyboardInterrupt):
+        experiment.main(
+            [*argv, "--resume"] + [f"--out={tmp_path / 'out'}"] * (module != "tictactoe")
+        )
+    assert given["resume"] is True and given["workdir"] == workdir
+
+
+def test_an_experiment_stopped_in_an_out_given_again_leaves_no_earlier_results(
+    tiny_run, tmp_path, monkeypatch
+):
+    """Its results are written at its end: a stop before then left the earlier invocation's
+    results.json and plots there, as if this one's. log.txt and everything else stay."""
+    from experiments import experiment2
+
+    out = tmp_path / "e2"
+    out.mkdir()
+    for name in ("results.json", "win_ratio_lambda0.75.png", "rollout_probability.png", "mine.png"):
+        (out / name).write_text("{}")
+    (out / "log.txt").write_text("an earlier run\n")
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiment2, "round_robin", stopped)
+    argv = [f"--workdir={tiny_run}", f"--out={out}", "--probs=0,1", "--games=2", "--sims=2"]
+    with pytest.raises(KeyboardInterrupt):
+        experiment2.main(argv)
+    assert sorted(os.listdir(out)) == ["log.txt", "mine.png"]
+    assert (out / "log.txt").read_text().startswith("an earlier run")
+
+
 def test_experiment1_toy_run(tmp_path):
     from experiments import experiment1
 

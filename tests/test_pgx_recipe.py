@@ -1,6 +1,8 @@
 """experiments/pgx_recipe.py: pgx's AlphaZero example trained, then judged on solved positions."""
 
 import json
+import os
+import signal
 
 import jax
 import jax.numpy as jnp
@@ -9,6 +11,7 @@ import pytest
 
 import games
 from azjax import solved as sv
+from azjax.interrupt import Interrupted
 from benchmarks.selfplay import RecipeOutput
 from experiments import pgx_recipe
 
@@ -45,6 +48,28 @@ def test_train_then_errors_on_tictactoes_solved_positions(tmp_path, capsys):
     assert pgx_recipe.main(["match", out, "random", "--sims=4", "--openings=random:3:2"]) == 0
     line = capsys.readouterr().out.strip()
     assert "against random:" in line and "of 6, score" in line
+
+
+def test_a_stopped_training_keeps_what_it_trained_not_an_earlier_runs(tmp_path, monkeypatch):
+    """A stop ended the loop without writing anything, and an --out given again kept the
+    earlier run's network and run.json, as if this run's."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"seed": 99}))
+    counted = pgx_recipe.samples_of
+
+    def stopped_in_the_first_iteration(data):
+        os.kill(os.getpid(), signal.SIGINT)
+        return counted(data)
+
+    monkeypatch.setattr(pgx_recipe, "samples_of", stopped_in_the_first_iteration)
+    small = ["--batch=8", "--sims=4", "--steps=10", "--train_batch=16", "--blocks=1"]
+    argv = ["train", "--game=tictactoe", "--minutes=10", f"--out={out}", *small, "--filters=8"]
+    with pytest.raises(Interrupted, match="keeps the 1 iterations trained"):
+        pgx_recipe.main(argv)
+    record = json.loads((out / "run.json").read_text())
+    assert record["stopped"] is True and record["iterations"] == 1 and record["seed"] == 0
+    assert (out / "variables.pkl").stat().st_size > 0
 
 
 def test_pgx_hex_at_five_plays_azjax_hex_rules_observations_and_frame():

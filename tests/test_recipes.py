@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -76,7 +77,7 @@ def test_two_recipes_train_side_by_side_and_are_rated_on_one_scale(tmp_path, cap
     assert set(again) == {"base-s0", "aug-s0"} and said == []
     # nor is one that the recipe now gives other settings reported under them
     other = [a.replace("aug:augment=true", "aug:augment=true,num_simulations=3") for a in argv]
-    with pytest.raises(ValueError, match="finished run aug-s0 trained with other settings"):
+    with pytest.raises(ValueError, match="run aug-s0 trained with other settings"):
         recipes.train_all(recipes.parse(other)[1], out, 1, said.append)
 
 
@@ -98,7 +99,7 @@ def test_the_runs_train_with_the_users_environment_and_the_driver_leaves_the_dev
         def poll(self):
             return 0
 
-    def popen(command, stdout, stderr, env):
+    def popen(command, stdout, stderr, env, **kwargs):
         given.append(env)
         return Finished()
 
@@ -106,6 +107,56 @@ def test_the_runs_train_with_the_users_environment_and_the_driver_leaves_the_dev
     configs = recipes.parse(["--game=tictactoe", "--seeds=0,1", f"--out={tmp_path}"])[1]
     recipes.train_all(configs, str(tmp_path), 2, lambda text: None, env=user)
     assert len(given) == 4 and all(env is user for env in given)  # base and augment, 2 seeds
+
+
+def test_a_run_stopped_before_its_end_goes_on_and_a_stop_stops_the_runs_in_training(
+    tmp_path, monkeypatch
+):
+    """A run whose summary.json says a signal stopped it was rated as finished; it goes on from
+    its checkpoints (train.py --resume). And a stopped recipes command left its train.py
+    processes training on, orphaned: it now asks each to stop (it saves a checkpoint)."""
+    from azjax.interrupt import Interrupted
+
+    out = str(tmp_path)
+    configs = recipes.parse(["--game=tictactoe", "--seeds=0", f"--out={out}"])[1]
+    stopped, done = sorted(configs)  # augment-s0, base-s0
+    for name, by in ((stopped, "SIGINT"), (done, "time_budget")):
+        os.makedirs(os.path.join(out, name, "checkpoints", "4"))
+        with open(os.path.join(out, name, "config.json"), "w") as f:
+            f.write(configs[name].to_json())
+        with open(os.path.join(out, name, "summary.json"), "w") as f:
+            json.dump({"stopped_by": by}, f)
+    started, signalled = [], []
+
+    class Training:
+        returncode = None
+
+        def poll(self):
+            return None
+
+        def send_signal(self, signum):
+            signalled.append(signum)
+
+        def wait(self, timeout):
+            self.returncode = 130
+
+    def popen(command, stdout, stderr, env, start_new_session):
+        started.append(command)
+        assert start_new_session  # a Ctrl-C reaches it from the driver alone, once
+        return Training()
+
+    def interrupted(seconds):
+        raise Interrupted(15, at_once=True)
+
+    monkeypatch.setattr(recipes.subprocess, "Popen", popen)
+    monkeypatch.setattr(recipes.time, "sleep", interrupted)
+    said = []
+    with pytest.raises(Interrupted, match=f"the runs in training \\({stopped}\\) saved"):
+        recipes.train_all(configs, out, 2, said.append)
+    assert len(started) == 1 and "--resume" in started[0]  # the finished run is not started
+    assert f"--workdir={os.path.join(out, stopped)}" in started[0]
+    assert not any(a.startswith("--config") for a in started[0])  # its own saved settings
+    assert signalled == [signal.SIGINT] and "stopping the runs in training" in said[-1]
 
 
 def test_one_run_at_a_time_on_an_accelerator_one_per_two_cores_on_a_cpu(monkeypatch):
