@@ -16,6 +16,7 @@ from azjax import cli, flags
 from azjax.checkpoint import initial_variables, read_config  # noqa: F401  (re-exported)
 from azjax.checkpoint import load_checkpoint as restore_variables  # noqa: F401
 from azjax.checkpoint import steps as checkpoint_steps
+from azjax.interrupt import Interrupted
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -194,7 +195,17 @@ def train_runs(configs: dict, out: str, log, *, progress: bool) -> dict:
     summaries = {}
     for name, config in configs.items():
         log(f"training the {name} run: {json.dumps(json.loads(config.to_json()))}")
-        s = summaries[name] = train_and_evaluate(config, os.path.join(out, name), progress=progress)
+        try:
+            s = train_and_evaluate(config, os.path.join(out, name), progress=progress)
+        except Interrupted as e:  # its line would say --resume, which these do not take
+            if e.at_once:
+                raise
+            raise Interrupted(
+                e.signum,
+                f"{name} stopped ({e.message.split(';')[0]}); run again with another "
+                "--out (the experiment trains its runs afresh)",
+            ) from None
+        summaries[name] = s
         log(f"{name}: {s['iterations']} iterations, {s['games']} games, {s['wall_seconds']} s")
     return summaries
 

@@ -188,6 +188,26 @@ def test_an_experiment_stopped_in_an_out_given_again_leaves_no_earlier_results(
     assert (out / "log.txt").read_text().startswith("an earlier run")
 
 
+def test_a_stop_while_an_experiment_trains_its_runs_names_what_to_do(tmp_path, monkeypatch):
+    """gating, shared, transfer: the loop's stop line said 'continue with --resume', which these
+    experiments do not take."""
+    import azjax
+    from azjax.interrupt import Interrupted
+    from experiments import common
+
+    def stopped(config, workdir, progress):
+        raise Interrupted(2, "checkpoint 4 saved; continue with --resume")
+
+    monkeypatch.setattr(azjax, "train_and_evaluate", stopped)
+    configs = {"single": azjax.load_config("tictactoe", {})}
+    with pytest.raises(Interrupted) as info:
+        common.train_runs(configs, str(tmp_path), lambda text: None, progress=False)
+    assert info.value.message == (
+        "single stopped (checkpoint 4 saved); run again with another --out (the experiment "
+        "trains its runs afresh)"
+    )
+
+
 def test_experiment1_toy_run(tmp_path):
     from experiments import experiment1
 
