@@ -885,6 +885,11 @@ def read_config(workdir: str, step: int | None = None) -> Config:
     if not os.path.isdir(os.path.join(workdir, "checkpoints")):
         parent, name = os.path.split(os.path.normpath(workdir))
         hint = f"; give the run folder, {parent!r}" if name == "checkpoints" else ""
+        if parent == pretrained.PREFIX and name in pretrained.names():
+            hint = (
+                f"; this local folder is read before the package's network {name}: move it away "
+                "to play the package's"
+            )
         raise CheckpointError(f"{workdir!r} holds no checkpoints (no checkpoints/ folder){hint}")
     manager = _manager(workdir, create=False)
     try:

@@ -147,6 +147,9 @@ def test_a_local_pretrained_folder_wins_and_unknown_names_list_the_shipped(
         load_checkpoint("pretrained/nothing")
     with pytest.raises(CheckpointError, match="exported from step 3 only, not @4"):
         load_checkpoint(f"pretrained/{name}", 4)
+    os.makedirs("pretrained/hex6")  # an empty local folder hides the shipped network: say so
+    with pytest.raises(CheckpointError, match="read before the package's network hex6: move"):
+        load_checkpoint("pretrained/hex6")
 
 
 def test_a_damaged_export_is_one_error(run, tmp_path):
