@@ -133,13 +133,13 @@ def run(
                 return run_interruptibly(lambda: body(argv))
             return body(argv)
     except KeyboardInterrupt as e:
-        signum = e.signum if isinstance(e, Interrupted) else 2
-        name = e.name if isinstance(e, Interrupted) else "SIGINT"
-        message = (e.message if isinstance(e, Interrupted) else "") or (
-            stopped() if callable(stopped) else stopped
-        )
         with _signals_ignored():  # a second signal here (`timeout` signals the process and
             # its group: two at once) ended in a traceback and an abort, the tidying undone
+            signum = e.signum if isinstance(e, Interrupted) else 2
+            name = e.name if isinstance(e, Interrupted) else "SIGINT"
+            message = (e.message if isinstance(e, Interrupted) else "") or (
+                stopped() if callable(stopped) else stopped
+            )
             print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
             # the worker, or this thread where the signal's handler raised (`at_once`), may be
             # inside XLA: leave without waiting for it, and without the interpreter's shutdown,

@@ -13,7 +13,12 @@ import time
 
 import games
 from azjax import cli, flags
-from azjax.checkpoint import initial_variables, read_config  # noqa: F401  (re-exported)
+from azjax.checkpoint import (
+    check_resumable,
+    initial_variables,  # noqa: F401  (re-exported)
+    read_config,
+    steps_on_disk,
+)
 from azjax.checkpoint import load_checkpoint as restore_variables  # noqa: F401
 from azjax.checkpoint import steps as checkpoint_steps
 from azjax.interrupt import Interrupted
@@ -184,36 +189,46 @@ def write_results(args, results: dict, log) -> None:
     log(f"wall time {total:.0f} s; results in {args.out}")
 
 
+AGAIN = "--eval_only evaluates them again, or choose another --out"  # an --out holding the runs
+
+
 def train_runs(configs: dict, out: str, log, *, progress: bool) -> dict:
     """Trains each of `configs` ({run name: Config}) into <out>/<name>, one after the other,
     logging its settings and how far it got; returns {name: summary}. A ValueError before any
     training where <out> holds one of the runs already (`--eval_only` evaluates them)."""
-    from azjax import train_and_evaluate
-
-    again = "--eval_only evaluates them again, or choose another --out"
-    refuse_trained(out, configs, "--out", again)
+    refuse_trained(out, configs, "--out", AGAIN)
     summaries = {}
     for name, config in configs.items():
         log(f"training the {name} run: {json.dumps(json.loads(config.to_json()))}")
-        try:
-            s = train_and_evaluate(config, os.path.join(out, name), progress=progress)
-        except Interrupted as e:  # its line would say --resume, which these do not take
-            if e.at_once:
-                raise
-            raise Interrupted(
-                e.signum,
-                f"{name} stopped ({e.message.split(';')[0]}); run again with another "
-                "--out (the experiment trains its runs afresh)",
-            ) from None
-        summaries[name] = s
+        s = summaries[name] = trained_afresh(
+            config, os.path.join(out, name), name, "--out", progress
+        )
         log(f"{name}: {s['iterations']} iterations, {s['games']} games, {s['wall_seconds']} s")
     return summaries
 
 
+def trained_afresh(config, workdir: str, name: str, flag: str, progress: bool) -> dict:
+    """`train_and_evaluate`'s summary of a run an experiment trains from its start (and never
+    resumes); a stop's line says to run the experiment again with another `flag`, not the
+    loop's --resume, which these experiments do not take."""
+    from azjax import train_and_evaluate
+
+    try:
+        return train_and_evaluate(config, workdir, progress=progress)
+    except Interrupted as e:
+        if e.at_once:
+            raise
+        raise Interrupted(
+            e.signum,
+            f"{name} stopped ({e.message.split(';')[0]}); run again with another {flag} (the "
+            "experiment trains its runs afresh)",
+        ) from None
+
+
 def holds_checkpoints(workdir: str) -> bool:
-    """Whether `workdir` holds a run's checkpoints (an earlier invocation's training)."""
-    folder = os.path.join(workdir, "checkpoints")
-    return os.path.isdir(folder) and bool(os.listdir(folder))
+    """Whether `workdir` holds a run's finished checkpoints (an earlier invocation's training;
+    orbax's temporary folder of a save that never finished is none)."""
+    return bool(steps_on_disk(workdir))
 
 
 def add_resume_flag(parser) -> None:
@@ -226,15 +241,19 @@ def add_resume_flag(parser) -> None:
     )
 
 
-def check_resume(workdir: str, resume: bool, others: str) -> None:
-    """A ValueError, before any training, where --workdir holds a run and --resume was not
-    given (train_and_evaluate's own error would come after the experiment's first log lines),
-    naming what else to do (`others`)."""
-    if not resume and holds_checkpoints(workdir):
+def check_resume(workdir: str, resume: bool, others: str, config) -> None:
+    """A ValueError, before any training or any earlier result is removed, where --workdir holds
+    a run and --resume was not given, naming what else to do (`others`), or where --resume would
+    continue it with another network (`config`: the settings it would train on with);
+    train_and_evaluate's own errors would come after the experiment's first steps."""
+    if not holds_checkpoints(workdir):
+        return
+    if not resume:
         raise ValueError(
             f"--workdir {workdir!r} holds a trained run already: --resume continues its "
             f"training, {others}, or choose another --workdir"
         )
+    check_resumable(read_config(workdir), config)
 
 
 def refuse_trained(out: str, names, flag: str, advice: str) -> None:

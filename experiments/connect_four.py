@@ -120,7 +120,8 @@ def parse(argv):
             if game not in (None, "connect_four"):  # None: a recipe, or a file naming no game
                 raise ValueError(f"--config={args.config} is a {game} config, not Connect 4")
             args.game = "connect_four"
-            check_resume(args.workdir, args.resume, f"--run={args.workdir} plays it")
+            config = training_config(args, overrides)
+            check_resume(args.workdir, args.resume, f"--run={args.workdir} plays it", config)
         elif args.resume:
             raise ValueError("--resume trains on and --run plays a run without training: give one")
         # before the training, not after it

@@ -290,7 +290,7 @@ def parse(argv):
             )
         try:  # before any folder is made
             args.config = make_config(args.game, args.full, args.minutes, overrides)
-            check_resume(args.workdir, args.resume, "--eval_only evaluates it")
+            check_resume(args.workdir, args.resume, "--eval_only evaluates it", args.config)
         except ValueError as e:
             parser.error(str(e))
     for folder, flag in ((args.workdir, "--workdir"), (args.out, "--out")):

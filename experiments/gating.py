@@ -38,6 +38,7 @@ from azjax.loop_eval import evaluation_matches, match_args
 from azjax.metrics import read_rows
 from configs.cpu import cpu_recipe
 from experiments.common import (
+    AGAIN,
     Log,
     add_errors_flag,
     checkpoint_steps,
@@ -45,6 +46,7 @@ from experiments.common import (
     finished_runs,
     phase_seconds,
     read_config,
+    refuse_trained,
     remove_earlier_results,
     train_runs,
     wilson,
@@ -170,12 +172,14 @@ def main(argv=None) -> int:
     args, configs = parse(argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
-    remove_earlier_results(args.out)
     t_start = time.time()
     if args.eval_only:  # the runs as they were trained, whatever the flags say now
         configs, summaries = finished_runs(RUNS, args.out)
+        remove_earlier_results(args.out)
     else:
         runs = {name: configs[name] for name in RUNS}
+        refuse_trained(args.out, runs, "--out", AGAIN)  # before the earlier results go
+        remove_earlier_results(args.out)
         summaries = train_runs(runs, args.out, log, progress=not args.no_progress)
     t_train = time.time() - t_start
     curves = {

@@ -663,6 +663,8 @@ def main(argv: list[str] | None = None) -> int:
     args, configs = parse(argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
+    if not args.rate_only:
+        check_finished(configs, args.out)  # a refusal keeps the earlier results
     remove_earlier_results(args.out)
     t_start = time.time()
     summaries = train_all(

@@ -42,6 +42,7 @@ from azjax.eval.match import play_games
 from azjax.shared import game_configs, parse_games
 from configs.cpu import cpu_recipe
 from experiments.common import (
+    AGAIN,
     Log,
     add_errors_flag,
     checkpoint_steps,
@@ -49,6 +50,7 @@ from experiments.common import (
     finished_runs,
     phase_seconds,
     read_config,
+    refuse_trained,
     remove_earlier_results,
     train_runs,
     write_results,
@@ -148,12 +150,14 @@ def main(argv=None) -> int:
     args, configs = parse(argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
-    remove_earlier_results(args.out)
     t_start = time.time()
     progress = not args.no_progress
     if args.eval_only:  # the runs as they were trained, whatever the flags say now
         configs, summaries = finished_runs(configs, args.out)
+        remove_earlier_results(args.out)
     else:
+        refuse_trained(args.out, configs, "--out", AGAIN)  # before the earlier results go
+        remove_earlier_results(args.out)
         summaries = train_runs(configs, args.out, log, progress=progress)
     t_train = time.time() - t_start
     tables = {name: table(args.out, name, args, log) for name in configs if name != SHARED}

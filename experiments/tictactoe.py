@@ -206,7 +206,8 @@ def parse(argv):
         if args.eval_only and args.resume:
             raise ValueError("--resume trains on and --eval_only skips training: give one of them")
         if not args.eval_only:
-            check_resume(args.workdir, args.resume, "--eval_only evaluates it")
+            args.config = load_config("tictactoe", overrides)
+            check_resume(args.workdir, args.resume, "--eval_only evaluates it", args.config)
     except ValueError as e:
         parser.error(str(e))
     return args, overrides
@@ -244,9 +245,8 @@ def main(argv=None) -> int:
     t0 = time.time()
     summary = None
     if not args.eval_only:
-        config = load_config("tictactoe", overrides)
         summary = train_and_evaluate(
-            config, args.workdir, resume=args.resume, progress=not args.no_progress
+            args.config, args.workdir, resume=args.resume, progress=not args.no_progress
         )
     t_train = time.time() - t0
     config, variables, step = restore_variables(args.workdir)

@@ -41,7 +41,7 @@ import time
 
 import jax
 
-from azjax import cli, flags, load_config, train_and_evaluate, transfer
+from azjax import cli, flags, load_config, transfer
 from azjax.checkpoint import parse_location
 from azjax.config import Config
 from azjax.eval import format_tournament, parse_agent, round_robin
@@ -53,6 +53,7 @@ from experiments.common import (
     parse_ints,
     refuse_trained,
     remove_earlier_results,
+    trained_afresh,
     write_results,
 )
 from experiments.experiment2 import pooled_scores
@@ -156,7 +157,7 @@ def train_source(args, config: Config, log) -> tuple[str, dict | None]:
         return args.source, None
     workdir = os.path.join(args.workdir, "source")
     log(f"source: {transfer.describe(config)} in {workdir}")
-    summary = train_and_evaluate(config, workdir, progress=not args.no_progress)
+    summary = trained_afresh(config, workdir, "source", "--workdir", not args.no_progress)
     log(f"source: {summary['iterations']} iterations, {summary['games']} games")
     return workdir, summary
 
@@ -170,7 +171,7 @@ def train_targets(args, base: Config, source: str, log) -> dict[str, dict]:
             config = dataclasses.replace(base, init_from=source, freeze_trunk=FROZEN[name])
         workdir = os.path.join(args.workdir, name)
         t0 = time.time()
-        summary = train_and_evaluate(config, workdir, progress=not args.no_progress)
+        summary = trained_afresh(config, workdir, name, "--workdir", not args.no_progress)
         with open(os.path.join(workdir, "config.json")) as f:
             saved = json.load(f)
         runs[name] = dict(workdir=workdir, init_from=saved["init_from"], summary=summary)
@@ -218,7 +219,6 @@ def main(argv=None) -> int:
     args = parse(argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "log.txt"))
-    remove_earlier_results(args.out)
     t_start = time.time()
     try:
         if args.source:
@@ -226,6 +226,7 @@ def main(argv=None) -> int:
         trained_here = [*RUNS, *([] if args.source else ["source"])]
         refuse_trained(args.workdir, trained_here, "--workdir", "choose another --workdir")
         source_config, target_config = plan(args, log)
+        remove_earlier_results(args.out)  # once nothing refuses the run
         source, source_summary = train_source(args, source_config, log)
         t_source = time.time() - t_start
         runs = train_targets(args, target_config, source, log)

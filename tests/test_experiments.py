@@ -142,6 +142,8 @@ def test_an_experiments_stopped_training_goes_on_with_resume(module, tmp_path, c
     --resume', which these experiments did not take, and a stop said 'continue with --resume'."""
     import importlib
 
+    from experiments import common
+
     experiment = importlib.import_module(f"experiments.{module}")
     workdir = str(tmp_path / "run")
     os.makedirs(os.path.join(workdir, "checkpoints", "2"))
@@ -157,11 +159,38 @@ def test_an_experiments_stopped_training_goes_on_with_resume(module, tmp_path, c
         raise KeyboardInterrupt  # enough: what it was asked is the point
 
     monkeypatch.setattr(experiment, "train_and_evaluate", train_and_evaluate)
+    monkeypatch.setattr(common, "read_config", lambda workdir: None)  # no real run here
+    monkeypatch.setattr(common, "check_resumable", lambda saved, config: None)
     with pytest.raises(KeyboardInterrupt):
         experiment.main(
             [*argv, "--resume"] + [f"--out={tmp_path / 'out'}"] * (module != "tictactoe")
         )
     assert given["resume"] is True and given["workdir"] == workdir
+
+
+def test_a_refused_rerun_keeps_the_earlier_results(tiny_run, tmp_path, capsys):
+    """The earlier results go once nothing refuses the run: a gating rerun into an --out that
+    holds its runs, or an experiment's --resume with another network, removed them first."""
+    from experiments import common, gating, tictactoe
+
+    out = tmp_path / "g"
+    os.makedirs(out / "ungated" / "checkpoints" / "1")
+    (out / "results.json").write_text("{}")
+    with pytest.raises(ValueError, match="holds this experiment's runs already"):
+        gating.main([f"--out={out}", "--game=tictactoe"])
+    assert (out / "results.json").exists()
+    report = os.path.join(tiny_run, "vs_perfect.json")
+    with open(report, "w") as f:
+        f.write("{}")
+    try:
+        with pytest.raises(SystemExit):  # tiny_run has 4 filters
+            tictactoe.main([f"--workdir={tiny_run}", "--resume", "--num_filters=8"])
+        assert "cannot resume" in capsys.readouterr().err and os.path.exists(report)
+    finally:
+        os.remove(report)
+    # a save that never finished (orbax's temporary folder) is no run to resume
+    os.makedirs(tmp_path / "r" / "checkpoints" / "3.orbax-checkpoint-tmp-1")
+    assert not common.holds_checkpoints(str(tmp_path / "r"))
 
 
 def test_an_experiment_stopped_in_an_out_given_again_leaves_no_earlier_results(

@@ -133,7 +133,8 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "--out",
         type=flags.path,
         default=None,
-        help="output folder (default: a new runs/eval/<command>-<time>)",
+        help="output folder (default: a new runs/eval/<command>-<time>; not for ladder, which "
+        "writes its --table)",
     )
     game = common.add_argument_group("game (default: from the first ckpt agent)")
     game.add_argument("--game", default=None, help=f"one of {', '.join(games.names())}")

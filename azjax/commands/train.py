@@ -420,10 +420,15 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
             f"policy {last['loss/policy']:.3f})"
         )
         if "heldout/value" in last and "heldout/seen_value" in last:  # README, Held-out losses
+
+            def terms(kind: str) -> str:  # a policy term of fast searches' positions only is
+                value = f"value {last[f'heldout/{kind}value']:.3f}"  # left out of the row
+                policy = last.get(f"heldout/{kind}policy")
+                return value + ("" if policy is None else f", policy {policy:.3f}")
+
             lines[-1] += (
-                f"; on positions it never trained on value {last['heldout/value']:.3f}, policy "
-                f"{last['heldout/policy']:.3f}, on those it could value "
-                f"{last['heldout/seen_value']:.3f}, policy {last['heldout/seen_policy']:.3f}"
+                f"; on positions it never trained on {terms('')}, on those it could "
+                f"{terms('seen_')}"
             )
     shared = bool(summary.get("shared_games"))
     trends = summary.get("trends", {})  # a shared run's per game: {game: {metric: ...}}
