@@ -72,7 +72,13 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint", required=True, help="a run folder or pretrained/NAME")
     parser.add_argument("--step", type=int, default=None, help="the run's checkpoint (latest)")
     parser.add_argument("--rungs", default="8:13", help="LO:HI, the rungs 2^LO..2^HI")
-    parser.add_argument("--eval_games", type=int, default=64, help="the run's eval_games")
+    parser.add_argument(
+        "--eval_games",
+        type=int,
+        default=64,
+        help="the in-loop evaluation's games, as a run's eval_games (default 64; not read from "
+        "the checkpoint)",
+    )
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args(argv)
     try:

@@ -120,8 +120,10 @@ def main(argv=None) -> int:
     parser.add_argument("--sims", type=int, default=1000, help="simulations per search")
     parser.add_argument("--repeats", type=int, default=5, help="timed searches per line")
     defaults = {"size": 6} if known.game == "hex" else {}
-    option_flags = flags.add_game_flags(
-        parser.add_argument_group(f"{known.game} options"), known.game, defaults=defaults
+    option_flags = flags.add_game_flags(  # help: what runs, configs/<game>.py's size elsewhere
+        parser.add_argument_group(f"{known.game} options"),
+        known.game,
+        defaults={**cfg.game_defaults(known.game), **defaults},
     )
     args = parser.parse_args(argv)
     if args.sims < 1 or args.repeats < 1:

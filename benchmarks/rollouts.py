@@ -185,8 +185,10 @@ def main(argv=None) -> int:
         help="the config's ResNet, or a stand-in that only reads the observation",
     )
     defaults = {"size": 11} if known.game == "hex" else {}
-    option_flags = flags.add_game_flags(
-        parser.add_argument_group(f"{known.game} options"), known.game, defaults=defaults
+    option_flags = flags.add_game_flags(  # help: what runs, configs/<game>.py's size elsewhere
+        parser.add_argument_group(f"{known.game} options"),
+        known.game,
+        defaults={**cfg.game_defaults(known.game), **defaults},
     )
     args = parser.parse_args(argv)
     try:

@@ -612,8 +612,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--puct-values",
         choices=PUCT_VALUES,
-        help="PUCT's value term (the config field puct_values; default: the game config's, "
-        "minmax): raw builds shallower trees (python -m benchmarks.tree_depth)",
+        help="PUCT's value term (the config field puct_values; default: the game config's, raw "
+        "for Hex and Othello): raw builds shallower trees (python -m benchmarks.tree_depth)",
     )
     p.add_argument("--seed", type=flags.seed, default=0)
     args = p.parse_args(argv)

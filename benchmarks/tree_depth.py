@@ -144,7 +144,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="How deep the Gumbel and PUCT self-play searches' walks go in a batch.",
     )
     p.add_argument("--game", default=None, help=f"one of {', '.join(games.names())} (hex)")
-    p.add_argument("--size", type=int, help="board size (default 11 for Hex, else the game's)")
+    p.add_argument(
+        "--size", type=int, help="board size (default 11 for Hex, else its config's: Othello 6)"
+    )
     p.add_argument("--batch", type=int, default=1024, help="positions searched at once")
     p.add_argument("--simulations", type=int, default=32)
     p.add_argument(

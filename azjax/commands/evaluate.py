@@ -47,8 +47,9 @@ in half of the games: the first agent in the first half.
   saturate short of perfect play.
 - ladder: rates the rungs of the Elo ladder, pure MCTS (UCT, random rollouts) at 2^k simulations
   (--rungs=LO:HI), by a round robin of the pairs at most --span rungs apart; ML Elo with the
-  16-simulation rung at 0; writes the table (default: the package's, azjax/ladders/). With
-  --extend it keeps the table's games and plays only the pairs of the rungs it adds.
+  16-simulation rung at 0; writes the table (default: azjax/ladders/ in a source checkout, else
+  ./ladders/). With --extend it keeps the table's games and plays only the pairs of the rungs it
+  adds.
 - place: an agent's Elo on the game's ladder: rounds of --games games against the two rungs
   bracketing its current estimate; --rounds=auto (the default) plays 4, then more while a next
   round would meet a rung it has not played (from the anchor a strong agent climbs about a rung
@@ -136,7 +137,7 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         help="output folder (default: a new runs/eval/<command>-<time>; not for ladder, which "
         "writes its --table)",
     )
-    game = common.add_argument_group("game (default: from the first ckpt agent)")
+    game = common.add_argument_group("game (default: from the first ckpt agent; curve: the run's)")
     game.add_argument("--game", default=None, help=f"one of {', '.join(games.names())}")
     option_flags = flags.add_game_flags(game, None)
 
@@ -216,7 +217,8 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "--table",
         type=flags.path,
         default=None,
-        help="with --measures=ladder: the ladder table (default: the package's)",
+        help="with --measures=ladder: the ladder table (default: ./ladders/'s where it holds the "
+        "game's, else the package's)",
     )
     curve.add_argument(
         "--epsilon",
@@ -246,7 +248,7 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "--table",
         type=flags.path,
         default=None,
-        help="the table's path (default: the package's, azjax/ladders/)",
+        help="the table's path (default: azjax/ladders/ in a source checkout, else ./ladders/)",
     )
     ladder.add_argument(
         "--extend",
@@ -268,7 +270,11 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         "--games", type=int, default=16, help="games per rung and round (default 16)"
     )
     place.add_argument(
-        "--table", type=flags.path, default=None, help="the ladder table (default: the package's)"
+        "--table",
+        type=flags.path,
+        default=None,
+        help="the ladder table (default: ./ladders/'s where it holds the game's, else the "
+        "package's)",
     )
     export = commands.add_parser(
         "export", help="a run's network as a small folder (azjax/pretrained), e.g. to ship"

@@ -41,6 +41,14 @@ from azjax.commands import describe, spell, split_cpu
 from azjax.commands import prog as prog_name
 
 
+def _defaults_of(config_name: str | None, game: str) -> str:
+    """Where the run settings' defaults come from, for --help: configs/NAME.py, or a .json file
+    over the game's."""
+    if config_name and config_name.endswith(".json"):
+        return f"configs/{game}.py, then {config_name}"
+    return f"configs/{config_name or game}.py"
+
+
 def build_parser(
     game: str, config_name: str | None = None, *, prog: str | None = None
 ) -> tuple[argparse.ArgumentParser, list[str], list[str]]:
@@ -122,7 +130,7 @@ def build_parser(
     multi.add_argument("--num_processes", type=int, default=None, help="number of processes")
     multi.add_argument("--process_id", type=int, default=None, help="this process, 0-based")
     config_flags = flags.add_config_flags(
-        parser.add_argument_group(f"run settings (defaults of configs/{config_name or game}.py)"),
+        parser.add_argument_group(f"run settings (defaults of {_defaults_of(config_name, game)})"),
         defaults={"game": game, **defaults},
     )
     option_flags = flags.add_game_flags(
