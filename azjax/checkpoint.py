@@ -612,7 +612,9 @@ def parse_location(text: str, game: str | None = None) -> tuple[str, int | None]
     None: latest). `@best` is read from the run: the step `best_checkpoint` names, by the run's
     `best_by` or by MEASURE (auto, opponent, elo, error_rate); in a shared run by game `game`'s
     evaluations (a ckpt: spec's game=NAME)."""
-    path, at, step_text = text.rpartition("@") if "@" in text else (text, "", "")
+    whole = os.path.isdir(os.path.join(text, "checkpoints")) or pretrained.is_exported(text)
+    at_in_name = "@" in text and not whole  # a run folder named with an @ is that folder
+    path, at, step_text = text.rpartition("@") if at_in_name else (text, "", "")
     path = path.strip()
     if not path:
         raise ValueError("give a run folder: PATH[@STEP|@latest|@best[:MEASURE]]")
@@ -641,7 +643,7 @@ class Best(NamedTuple):
     latest of those level with the highest score: `best_checkpoint`)."""
 
     step: int
-    metric: str  # one of BEST_BY
+    metric: str  # the in-loop metric of one of BEST_MEASURES
     value: float  # the measure at `step`
     top_step: int = -1  # the step of the highest score (the lowest error rate), as logged
     top_value: float = math.nan
@@ -756,7 +758,9 @@ def best_checkpoint(path: str, by: str | None = None, game: str | None = None) -
         if game is None:
             raise CheckpointError(
                 f"{path}@best: the run trained one network over {', '.join(trained)}, each "
-                f"evaluated on its own: give game=NAME (ckpt:{path}@best,game={trained[0]})"
+                f"evaluated on its own: name the game in a ckpt: agent "
+                f"(ckpt:{path}@best,game={trained[0]}), or a step (export and --init_from take a "
+                "run of one game)"
             )
         if game not in trained:
             raise CheckpointError(
@@ -792,14 +796,12 @@ def best_checkpoint(path: str, by: str | None = None, game: str | None = None) -
         if evaluated
         else "it has not been evaluated yet: train past its --eval_interval (or with --eval_final)"
     )
-    if (
-        not evaluated
-        and game is not None
-        and any(k.startswith(f"eval/{game}/") for r in rows for k in r)
-    ):
-        advice = (  # evaluated, by matches alone: no ladder table, no solved positions
-            f"its evaluations of {game} log none of these (the Elo needs --eval_ladder and a "
-            "ladder table of the game, the error rate its solved positions)"
+    prefix = "eval/" if game is None else f"eval/{game}/"
+    if not evaluated and any(k.startswith(prefix) for r in rows for k in r):
+        advice = (  # evaluated, but not by these measures (matches alone, say)
+            f"its evaluations{'' if game is None else f' of {game}'} log none of these (the "
+            "Elo needs --eval_ladder and a ladder table of the game, the error rate its solved "
+            "positions, the opponent score --eval_opponent)"
         )
     raise CheckpointError(
         f"{path}@best: none of its saved checkpoints {sorted(saved)} has an in-loop evaluation "

@@ -506,7 +506,7 @@ def test_best_of_a_shared_run_ranks_the_game_named(config, tmp_path):
     assert best_checkpoint(run, game="tictactoe")[:3] == (1, "eval/tictactoe/elo", 500.0)
     assert best_checkpoint(run, "elo", "connect_four")[:3] == (2, "eval/connect_four/elo", 300.0)
     assert parse_location(f"{run}@best:elo", "tictactoe") == (run, 1)
-    with pytest.raises(CheckpointError, match=r"give game=NAME \(ckpt:.*@best,game=tictactoe\)"):
+    with pytest.raises(CheckpointError, match=r"in a ckpt: agent \(ckpt:.*@best,game=tictactoe\)"):
         parse_location(f"{run}@best")
     with pytest.raises(CheckpointError, match="did not train hex; it has tictactoe, connect_four"):
         best_checkpoint(run, game="hex")
@@ -565,7 +565,7 @@ def test_a_shared_checkpoints_best_plays_with_game(shared_run, tmp_path):
     spec = f"ckpt:{run}@best,game=connect_four,sims=2"
     assert checkpoint_config(spec).game == "connect_four"
     assert parse_agent(spec, games.make("connect_four", rows=4, cols=5)).name
-    with pytest.raises(ValueError, match="give game=NAME"):
+    with pytest.raises(ValueError, match="name the game in a ckpt: agent"):
         checkpoint_config(f"ckpt:{run}@best")
 
 

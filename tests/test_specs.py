@@ -214,6 +214,13 @@ def test_best_ranks_by_the_measure_asked_for(tiny_run, tmp_path):
     assert parse_location(f"{run}@best:elo") == (run, 1)
     with pytest.raises(CheckpointError, match=r"none of its saved .* \(eval/opponent_score in"):
         parse_location(f"{run}@best:opponent")
+    with pytest.raises(CheckpointError, match="its evaluations log none of these .* --eval_opp"):
+        parse_location(f"{run}@best:opponent")  # evaluated: not 'train past --eval_interval'
+    # a run folder whose name holds an @ is that folder, not a step of another
+    named = str(tmp_path / "exp@v2")
+    shutil.copytree(run, named)
+    assert parse_location(named) == (named, None)
+    assert parse_location(f"{named}@best:elo") == (named, 1)
     with pytest.raises(CheckpointError, match="@best:wins: the measure must be one of auto, opp"):
         parse_location(f"{run}@best:wins")
     # the run's own --best_by, from its config.json
