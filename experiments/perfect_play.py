@@ -114,12 +114,18 @@ def make_perfect_agent():
     return act
 
 
-if __name__ == "__main__":  # a library: nothing to run (python -m experiments.tictactoe uses it)
+
+def main(argv) -> int:
+    """`python -m experiments.perfect_play`: nothing to run (one line, exit code 2)."""
+    raise ValueError(
+        "a library (the Tic-Tac-Toe solver and perfect player python -m experiments.tictactoe "
+        "plays against), not a command"
+    )
+
+
+if __name__ == "__main__":
     import sys
 
-    print(
-        "python -m experiments.perfect_play: error: a library (the Tic-Tac-Toe solver and "
-        "perfect player python -m experiments.tictactoe plays against), not a command",
-        file=sys.stderr,
-    )
-    sys.exit(2)
+    from azjax import cli
+
+    sys.exit(cli.script("experiments.perfect_play", main))
