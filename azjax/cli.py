@@ -18,7 +18,9 @@ its compiled programs in the persistent compilation cache (`azjax.compile_cache`
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import select
 import signal
 import sys
 import threading
@@ -81,6 +83,28 @@ def tidied_on_stop(fn: Callable[[], None]):
         _ON_STOP.remove(fn)
 
 
+def _usable_streams() -> None:
+    """Standard streams a command can always use: a closed one (`<&-`, `>&-`: None in Python)
+    reads as an empty file or writes to nothing, and text the locale cannot encode (an ASCII
+    locale and a '±') is escaped rather than an error after the work is done."""
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, mode))
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (poll reports an error on it)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & (select.POLLERR | select.POLLHUP) for _, event in poll.poll(0))
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return False
+
+
 @contextlib.contextmanager
 def _signals_ignored():
     """SIGINT and SIGTERM ignored within the block (in the main thread; elsewhere no handler can
@@ -121,6 +145,7 @@ def run(
     default). `setup=False` leaves the compilation cache and XLA's flags as the environment has
     them (`script`); `debug` (or `--debug` in `argv`) lets a user error's traceback through."""
     debug = debug or "--debug" in argv
+    _usable_streams()
     if setup:
         from azjax import compile_cache, xla_flags
 
@@ -152,6 +177,13 @@ def run(
                 sys.stdout.flush()
                 os._exit(128 + signum)
         return 128 + signum
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # a pipe of the command's own (a GTP engine's): an error as any other
+        # the reader of the output stopped early (`| head`): end quietly, as Unix tools do, with
+        # standard output pointed at nothing so that the flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except Exception as e:
         message = user_message(e, memory_hint, folder)
         if message is None or debug:

@@ -28,9 +28,22 @@ MIN_COMPILE_SECONDS = 0.5  # programs that compile faster than this are not wort
 
 
 def default_folder(environ: Mapping[str, str] = os.environ) -> str:
-    """`$XDG_CACHE_HOME/azjax/xla`, else `~/.cache/azjax/xla`."""
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    """`$XDG_CACHE_HOME/azjax/xla`, else `~/.cache/azjax/xla` (a relative XDG_CACHE_HOME is
+    ignored, as the XDG spec says: it would put a cache in every folder a command runs from)."""
+    base = environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "azjax", "xla")
+
+
+def _usable(folder: str) -> None:
+    """OSError unless `folder` exists, or can be made, and takes files: an existing read-only
+    one would have JAX warn at every compile."""
+    import tempfile
+
+    os.makedirs(folder, exist_ok=True)
+    with tempfile.TemporaryFile(dir=folder):
+        pass
 
 
 def enable(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -51,11 +64,11 @@ def enable(environ: Mapping[str, str] = os.environ) -> str | None:
         if not folder:
             return None
         try:
-            os.makedirs(folder, exist_ok=True)
+            _usable(folder)
         except OSError as e:  # else JAX warns at every compile, in lines about its own code
             print(
-                f"azjax: {ENV}={folder!r} cannot be made ({e.strerror or e}): compiling without "
-                "the cache",
+                f"azjax: {ENV}={folder!r} cannot be made or written ({e.strerror or e}): "
+                "compiling without the cache",
                 file=sys.stderr,
                 flush=True,
             )
@@ -66,7 +79,7 @@ def enable(environ: Mapping[str, str] = os.environ) -> str | None:
             return None
         folder = default_folder(environ)
         try:
-            os.makedirs(folder, exist_ok=True)
+            _usable(folder)
         except OSError:
             return None
         jax.config.update("jax_compilation_cache_dir", folder)

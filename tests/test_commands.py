@@ -89,6 +89,9 @@ def test_help_and_suggestions_are_spelled_for_the_command_that_ran():
     assert "  azjax-play --agent=ckpt:runs/t" in installed and "python " not in installed
     checkout = train.closing_message(summary, "runs/t", prog="train.py")
     assert "  python evaluate.py curve runs/t" in checkout
+    spaced = train.closing_message(summary, "runs/my run", prog="train.py")  # pasted as shown
+    assert "python play.py --agent='ckpt:runs/my run'" in spaced
+    assert "tensorboard --logdir 'runs/my run'" in spaced
     assert "--resume --iterations=N" in checkout and "min in all" not in checkout
     assert "2 iterations: 10 self-play games, 50 positions (0.1 min this session;" in checkout
     exit_run = train.closing_message(dict(summary, algorithm="exit"), "runs/t")

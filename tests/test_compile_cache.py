@@ -64,6 +64,29 @@ def test_a_named_folder_that_cannot_be_made_is_one_line_and_off(tmp_path, jax_se
     assert len(err) == 1 and "cannot be made" in err[0] and "without the cache" in err[0]
 
 
+def test_a_folder_that_takes_no_files_is_off_and_a_relative_xdg_home_ignored(
+    tmp_path, jax_settings, capsys, monkeypatch
+):
+    """An existing read-only folder passed the makedirs check, and JAX then warned at every
+    compile; a relative XDG_CACHE_HOME put a cache under every folder a command ran from."""
+    import tempfile
+
+    assert compile_cache.default_folder({"XDG_CACHE_HOME": "relcache"}) == (
+        compile_cache.default_folder({})
+    )
+    named = tmp_path / "ro"
+    named.mkdir()
+
+    def read_only(dir):
+        raise PermissionError(13, "Permission denied", dir)
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", read_only)  # root writes whatever chmod says
+    assert compile_cache.enable({"XDG_CACHE_HOME": str(tmp_path)}) is None
+    assert compile_cache.enable({compile_cache.ENV: str(named)}) is None
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot be made or written (Permission denied)" in err[0]
+
+
 def _toy_run(workdir, env):
     done = subprocess.run(
         [

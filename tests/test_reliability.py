@@ -1039,6 +1039,27 @@ def test_every_experiment_and_benchmark_ends_through_cli_script(module):
     assert f'sys.exit(cli.script("{module}", main))' in guard
 
 
+def test_ordinary_environments_end_the_commands_quietly(tmp_path):
+    """Output piped into `head` ended as 'error: Broken pipe', exit 2; play.py with standard
+    input closed died in a traceback; an ASCII-only locale failed on a '±' after the games."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    evaluate = f"{sys.executable} {ROOT}/evaluate.py"
+    match = "match random minimax:depth=1 --game=tictactoe --games=2"
+    script = (
+        f"{evaluate} tournament random random minimax:depth=1 --game=tictactoe --games=8 "
+        f"--out={tmp_path}/t | head -c 1 >/dev/null; echo piped ${{PIPESTATUS[0]}}\n"
+        f"{sys.executable} {ROOT}/play.py --game=tictactoe --agent=random <&- >/dev/null; "
+        "echo closed $?\n"
+        f"LC_ALL=C PYTHONUTF8=0 PYTHONCOERCECLOCALE=0 {evaluate} {match} --out={tmp_path}/m "
+        ">/dev/null; echo ascii $?\n"
+    )
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.stdout.split() == ["piped", "141", "closed", "0", "ascii", "0"], done
+    assert "Traceback" not in done.stderr and "error" not in done.stderr, done.stderr
+
+
 def test_cli_script_is_one_line_and_exit_2_for_a_user_error(monkeypatch, capsys):
     from azjax import cli
 

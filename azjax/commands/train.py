@@ -32,6 +32,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sys
 
 import games
@@ -468,6 +469,7 @@ def closing_message(summary: dict, workdir: str, prog: str | None = None) -> str
     play, evaluate, train = (
         spell(script, prog) for script in ("play.py", "evaluate.py", "train.py")
     )
+    agent, workdir = shlex.quote(agent), shlex.quote(workdir)  # to paste: a folder with spaces
     placed = trends.get("eval/elo", {}).get("evaluations", 0)
     # the budget put ladder placements off, and no exact error rate (which it never puts off)
     # shows the progress: every checkpoint placed after the run
