@@ -114,7 +114,6 @@ def make_perfect_agent():
     return act
 
 
-
 def main(argv) -> int:
     """`python -m experiments.perfect_play`: nothing to run (one line, exit code 2)."""
     raise ValueError(
