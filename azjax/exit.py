@@ -408,9 +408,10 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
             else:
                 summed = jax.tree_util.tree_map(jnp.add, total, stats)
                 total = summed._replace(ready=stats.ready)
-            if rounds > 1:
-                played.append(parallel.fetch((summary.ply, summary.hashes)))
+            if rounds > 1:  # fetched after the rounds: an accelerator queues them meanwhile
+                played.append((summary.ply, summary.hashes))
         if played:  # a position drawn in two rounds is one position: count over all of them
+            played = parallel.fetch(played)
             ply, hashes = (np.concatenate([p[i].reshape(-1) for p in played]) for i in (0, 1))
             distinct = [len(np.unique(hashes[ply == k])) for k in VARIETY_PLIES]
             total = total._replace(distinct=jnp.asarray(distinct, jnp.int32))
