@@ -177,14 +177,13 @@ def run(
                 sys.stdout.flush()
                 os._exit(128 + signum)
         return 128 + signum
-    except BrokenPipeError:
-        if not _stdout_closed():
-            raise  # a pipe of the command's own (a GTP engine's): an error as any other
-        # the reader of the output stopped early (`| head`): end quietly, as Unix tools do, with
-        # standard output pointed at nothing so that the flush at exit does not fail again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + signal.SIGPIPE
     except Exception as e:
+        if isinstance(e, BrokenPipeError) and _stdout_closed():
+            # the reader of the output stopped early (`| head`): end quietly, as Unix tools do,
+            # standard output pointed at nothing so that the flush at exit does not fail again
+            # (a pipe of the command's own, a GTP engine's, is an error as any other)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + signal.SIGPIPE
         message = user_message(e, memory_hint, folder)
         if message is None or debug:
             raise

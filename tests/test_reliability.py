@@ -1060,6 +1060,18 @@ def test_ordinary_environments_end_the_commands_quietly(tmp_path):
     assert "Traceback" not in done.stderr and "error" not in done.stderr, done.stderr
 
 
+def test_a_broken_pipe_of_the_commands_own_is_an_error_line(capsys):
+    """Only a closed standard output ends quietly: another pipe (a GTP engine's) gone is an
+    error, one line and exit 2, as before."""
+    from azjax import cli
+
+    def engine_gone(argv):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert cli.run("x", engine_gone, [], setup=False) == 2
+    assert capsys.readouterr().err == "x: error: Broken pipe\n"
+
+
 def test_cli_script_is_one_line_and_exit_2_for_a_user_error(monkeypatch, capsys):
     from azjax import cli
 
