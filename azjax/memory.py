@@ -33,6 +33,7 @@ def memory_estimate(config: Config, fns: Iteration, devices: int) -> dict[str, t
     the other: its trajectories, search trees and training activations are the largest game's,
     whatever the order of the list."""
     buffers = jax.eval_shape(fns.init_buffer)
+    run = jax.eval_shape(fns.init_run)
     if config.games:
         from azjax import shared  # it imports azjax.loop, which imports this module
 
@@ -43,8 +44,8 @@ def memory_estimate(config: Config, fns: Iteration, devices: int) -> dict[str, t
         played = _game_parts(config, _nbytes(buffers), devices)
     return {
         "replay buffer": (_nbytes(buffers) // devices, "--replay_games"),
-        "network and optimizer": (
-            3 * _nbytes(jax.eval_shape(fns.init_run)),
+        "network and optimizer": (  # the run (optimizer state included), the previous
+            _nbytes(run) + 2 * _nbytes(run.train.variables),  # network, the gradients
             "--num_blocks, --num_filters, --value_hidden",
         ),
         "self-play trajectories": (
@@ -77,7 +78,10 @@ def _game_parts(config: Config, buffer: int, devices: int) -> dict[str, int]:
     f = config.num_filters
     return {
         "self-play trajectories": int(steps * games * position),
-        "search trees": games * nodes * (6 * 4 * game.num_actions + state + 4 * f * cells),
+        # a node: its game state and six arrays over the actions (mctx.Tree); the network's
+        # activations are one batch of leaves' at a time, not one per node
+        "search trees": games * nodes * (6 * 4 * game.num_actions + state)
+        + games * 4 * f * cells * (2 * config.num_blocks + 2),
         "training activations": batch * cells * f * 4 * (2 * config.num_blocks + 2) * 3,
     }
 

@@ -679,6 +679,25 @@ def test_sizes_beyond_memory_are_refused_before_work(tmp_path, capsys, monkeypat
     assert not os.path.exists(tmp_path / "checkpoints")
 
 
+def test_a_run_that_fits_is_not_refused_for_its_trees():
+    """The trees' estimate counted the network's activations once per node: 8x8 Othello at 256
+    games, 400 simulations and 128 filters read 1.9 GiB of trees where the compiled self-play
+    needs 121 MiB, and a run at 512 filters was refused on 24 GiB; the network part counted the
+    optimizer's moments three times over."""
+    from azjax import loop, memory, parallel
+
+    config = cfg.load(
+        "othello",
+        dict(size=8, batch_games=256, num_simulations=400, num_filters=128, num_blocks=1),
+    )
+    fns = loop.make_iteration(config, parallel.make_mesh())
+    parts = {k: b for k, (b, _) in memory.memory_estimate(config, fns, 1).items()}
+    assert 100 * 2**20 < parts["search trees"] < 200 * 2**20  # 256 x 401 nodes, one leaf batch
+    run = jax.eval_shape(fns.init_run)
+    weights = memory._nbytes(run.train.variables)
+    assert parts["network and optimizer"] == memory._nbytes(run) + 2 * weights
+
+
 def test_bad_values_are_one_line(tmp_path, capsys):
     _fails(
         capsys,
