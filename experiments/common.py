@@ -4,8 +4,6 @@ list flags and confidence intervals."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import glob
 import json
 import math
 import os
@@ -21,6 +19,7 @@ from azjax.checkpoint import (
 )
 from azjax.checkpoint import load_checkpoint as restore_variables  # noqa: F401
 from azjax.checkpoint import steps as checkpoint_steps
+from azjax.eval.records import remove_earlier
 from azjax.interrupt import Interrupted
 
 
@@ -173,10 +172,7 @@ def remove_earlier_results(out: str, *more: str) -> None:
     """Removes what an earlier invocation wrote at its end into `out` (results.json and the
     `more` names, glob patterns), before this one starts: a stop before its own results are
     written must not leave those looking like this run's. log.txt goes on, runs stay."""
-    for pattern in ("results.json", *more):
-        for path in glob.glob(os.path.join(glob.escape(out), pattern)):
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                os.remove(path)
+    remove_earlier(out, "results.json", *more)
 
 
 def write_results(args, results: dict, log) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
 import json
 import os
 import re
@@ -167,13 +168,15 @@ def write_json(folder: str, name: str, data: dict) -> str:
     return path
 
 
-def remove_earlier(folder: str, *names: str) -> None:
-    """Removes the files `names` an earlier command left in `folder` (an --out given again),
-    once this command's agents have parsed: a stop before it writes its own must not leave the
-    earlier results looking like this command's."""
-    for name in names:
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-            os.remove(os.path.join(folder, name))
+def remove_earlier(folder: str, *patterns: str) -> None:
+    """Removes the files an earlier command left in `folder` (an --out given again) whose names
+    match `patterns` (glob patterns; plain names), once this command's arguments are checked: a
+    stop before it writes its own must not leave the earlier results looking like this
+    command's."""
+    for pattern in patterns:
+        for path in glob.glob(os.path.join(glob.escape(folder), pattern)):
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                os.remove(path)
 
 
 def _one_line_lists(text: str) -> str:
