@@ -132,18 +132,18 @@ def run(
     argv: list[str],
     *,
     threaded: bool = False,
-    stopped: str | Callable[[], str] = "stopped",
+    stopped: str = "stopped",
     setup: bool = True,
     memory_hint: str = MEMORY_HINT,
     folder: str = "--workdir",
     debug: bool = False,
 ) -> int:
     """body(argv)'s exit code, with errors and signals handled as the module doc says;
-    `stopped` is what a signal's line says was kept (or a function that says it, asked then),
-    `memory_hint` what to lower when memory runs out (training's flags by default), `folder`
-    what to choose another of when a folder cannot be written (training's --workdir by
-    default). `setup=False` leaves the compilation cache and XLA's flags as the environment has
-    them (`script`); `debug` (or `--debug` in `argv`) lets a user error's traceback through."""
+    `stopped` is what a signal's line says was kept, `memory_hint` what to lower when memory
+    runs out (training's flags by default), `folder` what to choose another of when a folder
+    cannot be written (training's --workdir by default). `setup=False` leaves the compilation
+    cache and XLA's flags as the environment has them (`script`); `debug` (or `--debug` in
+    `argv`) lets a user error's traceback through."""
     debug = debug or "--debug" in argv
     _usable_streams()
     if setup:
@@ -162,9 +162,7 @@ def run(
             # its group: two at once) ended in a traceback and an abort, the tidying undone
             signum = e.signum if isinstance(e, Interrupted) else 2
             name = e.name if isinstance(e, Interrupted) else "SIGINT"
-            message = (e.message if isinstance(e, Interrupted) else "") or (
-                stopped() if callable(stopped) else stopped
-            )
+            message = (e.message if isinstance(e, Interrupted) else "") or stopped
             print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
             # the worker, or this thread where the signal's handler raised (`at_once`), may be
             # inside XLA: leave without waiting for it, and without the interpreter's shutdown,

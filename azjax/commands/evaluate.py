@@ -713,12 +713,13 @@ def main(argv: list[str] | None = None) -> int:
     """`azjax-evaluate` and `python evaluate.py`: the exit code (0; 2 for bad input, 1 for a
     failing GTP engine; 130 or 143 when stopped by a signal)."""
     argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)  # the subcommand's, first
     return cli.run(
         prog_name("evaluate.py"),
         _main,
         argv,
         threaded=True,
-        stopped=lambda: STOPPED.get(_command, "stopped"),
+        stopped=STOPPED.get(command, "stopped"),
         memory_hint="lower --games (a match plays its games side by side) or the agents' sims=",
         folder="folder (--out; export: --to)",
     )
@@ -735,14 +736,11 @@ STOPPED = {
     "ladder": "stopped (the table is written at the end: unchanged)",
     "export": "stopped (the network's folder is written whole: none written)",
 }
-_command: str | None = None  # the command running, for its line in STOPPED
 
 
 def _main(argv: list[str]) -> int:
-    global _command
     parser, option_flags = build_parser()
     args = parser.parse_args(argv)
-    _command = args.command
     cpu_devices = getattr(args, "cpu_devices", None)  # export plays nothing: no such flag
     if cpu_devices is not None:  # before anything starts JAX
         split_cpu(cpu_devices)
