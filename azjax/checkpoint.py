@@ -71,6 +71,10 @@ STRUCTURAL = (
     "optimizer",
     "freeze_trunk",
     "games",
+    # the run's keys are drawn from it once and kept in the checkpoint, and its first network
+    # (the in-loop evaluation's first "previous") is rebuilt from it: a resume with another seed
+    # announced the change and ran on with the old keys
+    "seed",
 )
 # Weights whose being above 0 gives the network a head of its own (`make_network`): a resume may
 # change them, not turn them on or off.

@@ -528,6 +528,9 @@ def test_resume_with_another_network_is_refused(run, capsys):
     argv = [f"--workdir={run}", "--resume", "--soft_policy_weight=2", "--no_progress"]
     assert train.main(argv) == 2
     assert "soft_policy_weight: saved 0.0 vs now 2.0" in capsys.readouterr().err
+    # nor with another seed: its keys are the checkpoint's
+    assert train.main([f"--workdir={run}", "--resume", "--seed=5", "--no_progress"]) == 2
+    assert "seed: saved 0 vs now 5" in capsys.readouterr().err
 
 
 def test_corrupt_checkpoint_is_named(run, tmp_path, capsys):
