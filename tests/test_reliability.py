@@ -656,7 +656,8 @@ def test_unwritable_workdirs_are_one_line(tmp_path, capsys):
 @pytest.mark.parametrize(
     "flag, part",
     [
-        ("--batch_games=100000000", "search trees"),
+        ("--batch_games=100000000", "self-play trajectories"),  # its trees searched in chunks
+        ("--batch_games=100000 --num_simulations=10000 --tree_reuse --search=puct", "search trees"),
         ("--replay_games=100000000", "replay buffer"),
         ("--train_batch_size=100000000", "training activations"),
         ("--selfplay_steps=100000000", "self-play trajectories"),
@@ -667,16 +668,105 @@ def test_sizes_beyond_memory_are_refused_before_work(tmp_path, capsys, monkeypat
     from azjax import memory
 
     monkeypatch.setattr(memory, "memory_limit", lambda: (2**30, "host memory"))
-    _fails(
-        capsys,
-        train.main,
-        TOY + [f"--workdir={tmp_path}", flag, "--num_blocks=8"]
-        if "filters" in flag
-        else TOY + [f"--workdir={tmp_path}", flag],
-        part,
-        "GiB",
-    )
+    flags = flag.split() + (["--num_blocks=8"] if "filters" in flag else [])
+    _fails(capsys, train.main, TOY + [f"--workdir={tmp_path}"] + flags, part, "GiB")
     assert not os.path.exists(tmp_path / "checkpoints")
+
+
+def test_a_refusal_s_suggested_value_fits(monkeypatch):
+    """The refusal gave no value that would fit; where the largest part grows in proportion to
+    its first flag it names the largest that does, and a run with it is not refused."""
+    from azjax import loop, memory, parallel
+
+    monkeypatch.setattr(memory, "memory_limit", lambda: (2**30, "host memory"))
+    mesh = parallel.make_mesh()
+
+    def check(**sizes):
+        config = cfg.load("tictactoe", dict(num_filters=4, num_blocks=1, **sizes))
+        memory.check_memory(config, loop.make_iteration(config, mesh), 1)
+
+    for flag, big in (("replay_games", 20_000_000), ("train_batch_size", 50_000_000)):
+        with pytest.raises(ValueError) as refused:
+            check(**{flag: big})
+        value = int(re.search(rf"about --{flag}=(\d+) would fit", str(refused.value)).group(1))
+        check(**{flag: value})  # not refused
+        with pytest.raises(ValueError):  # and about the largest that does
+            check(**{flag: int(value * 1.05) + 2})
+
+
+def test_the_memory_estimate_s_parts_are_what_each_algorithm_holds():
+    """Session 116's reviewer: Expert Iteration was sized by AlphaZero's formulas (and its
+    refusal named --replay_games), the in-loop evaluation was not sized, self-play's trajectories
+    were counted with the buffer's uint8 observations, and every part was summed though self-play,
+    learning and evaluation never hold theirs at once."""
+    from azjax import exit as expert_iteration
+    from azjax import loop, memory, parallel
+    from azjax.search import bytes_per_tree
+
+    mesh = parallel.make_mesh()
+    sizes = dict(num_filters=4, num_blocks=1, batch_games=64, num_simulations=16)
+    config = cfg.load("tictactoe", dict(sizes, eval_interval=0))
+    parts = memory.memory_estimate(config, loop.make_iteration(config, mesh), 1)
+    assert "evaluation matches" not in parts
+    game = config.make_game()
+    float_obs = 4 * int(np.prod(game.observation_shape))
+    assert parts["self-play trajectories"].nbytes >= game.max_game_length * 64 * float_obs
+    by_phase = [
+        parts["self-play trajectories"].nbytes + parts["search trees"].nbytes,
+        parts["training activations"].nbytes,
+    ]
+    held = parts["replay buffer"].nbytes + parts["network and optimizer"].nbytes
+    assert memory.needed(parts) == held + max(by_phase)
+
+    evaluated = cfg.load("tictactoe", dict(sizes, eval_interval=5, eval_games=32))
+    parts = memory.memory_estimate(evaluated, loop.make_iteration(evaluated, mesh), 1)
+    # pure MCTS at twice the simulations, each agent searching the 16 games where it moves
+    assert parts["evaluation matches"].nbytes >= 16 * bytes_per_tree(game, 32)
+
+    exit_config = cfg.load(
+        "tictactoe", dict(sizes, algorithm="exit", positions_per_game=4, dataset_size=5000)
+    )
+    fns = expert_iteration.make_iteration(exit_config, mesh)
+    parts = memory.memory_estimate(exit_config, fns, 1)
+    assert parts["replay buffer"].flags == "--dataset_size"
+    assert "--positions_per_game" in parts["search trees"].flags
+    # the expert searches the round's 64 x 4 positions at once
+    assert parts["search trees"].nbytes >= 256 * bytes_per_tree(game, 16)
+    assert parts["self-play trajectories"].flags == "--batch_games"
+
+
+@pytest.mark.parametrize(
+    "files, limit",
+    [
+        (
+            {"proc/self/cgroup": "0::/job\n", "sys/fs/cgroup/job/memory.max": "8589934592\n"},
+            8 << 30,
+        ),
+        ({"proc/self/cgroup": "0::/\n", "sys/fs/cgroup/memory.max": "max\n"}, None),
+        (
+            {
+                "proc/self/cgroup": "4:memory:/job\n1:cpu:/\n",
+                "sys/fs/cgroup/memory/job/memory.limit_in_bytes": "4294967296",
+                "sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712",
+            },
+            4 << 30,
+        ),
+        ({}, None),
+    ],
+)
+def test_a_cgroup_s_memory_limit_is_read(tmp_path, monkeypatch, files, limit):
+    """The host limit was the physical memory alone: a container given less was sized by the
+    machine's."""
+    from azjax import memory
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert memory._cgroup_limit(str(tmp_path)) == limit
+    if limit:
+        monkeypatch.setattr(memory, "_cgroup_limit", lambda: limit)
+        devices = jax.local_device_count()
+        assert memory.memory_limit() == (limit // devices, "the cgroup's memory limit")
 
 
 def test_a_run_that_fits_is_not_refused_for_its_trees():
@@ -691,7 +781,7 @@ def test_a_run_that_fits_is_not_refused_for_its_trees():
         dict(size=8, batch_games=256, num_simulations=400, num_filters=128, num_blocks=1),
     )
     fns = loop.make_iteration(config, parallel.make_mesh())
-    parts = {k: b for k, (b, _) in memory.memory_estimate(config, fns, 1).items()}
+    parts = {k: b for k, (b, *_) in memory.memory_estimate(config, fns, 1).items()}
     assert 100 * 2**20 < parts["search trees"] < 200 * 2**20  # 256 x 401 nodes, one leaf batch
     run = jax.eval_shape(fns.init_run)
     weights = memory._nbytes(run.train.variables)
