@@ -10,7 +10,11 @@ network's frame (the observation and the replay buffer's policy, both canonical:
 transposed for white so that the player to move always joins top and bottom):
 - Hex: the identity and the 180-degree rotation, which keeps each player's pair of edges; the swap
   action stays where it is;
-- Othello and Tic-Tac-Toe: the 8 symmetries of the square (Othello's pass stays where it is);
+- Othello and Tic-Tac-Toe: the 8 symmetries of the square (Othello's pass stays where it is).
+  Othello's rules are symmetric under all 8, its opening is not: the 90-degree rotations and the
+  two axis flips turn the initial position into the one with its colours swapped, so half of the
+  augmented views are of positions no game from the standard start reaches (their targets are
+  still exact: each is a position of the same rules, with the same value and mapped moves);
 - Connect Four: the identity and the left-right mirror (its actions are columns).
 Applied by gathering: the new board's cell p holds what cell `cells[s, p]` held, and its policy's
 action a the probability of action `actions[s, a]`, so a legal move maps to a legal move of the
