@@ -92,7 +92,7 @@ def memory_estimate(config: Config, fns: Iteration, devices: int) -> dict[str, P
             "--batch_games, --positions_per_game, --num_simulations"
             if exit_
             else "--batch_games, --num_simulations",
-            linear=exit_ or config.tree_reuse,  # else searched in chunks of a fixed size
+            linear=config.tree_reuse,  # else searched in chunks of a fixed size
         ),
         "training activations": Part(
             played["training activations"],
@@ -190,7 +190,7 @@ def _game_parts(config: Config, devices: int) -> dict[str, int]:
 def _exit_parts(config: Config, devices: int) -> dict[str, int]:
     """Expert Iteration's parts on each device (azjax/exit.py): the apprentice's games (every
     ply's state) and the labelled positions as "self-play trajectories", the expert's trees over
-    all of a round's positions at once (its search is not chunked) as "search trees"."""
+    a round's positions (in chunks where they exceed `search.tree_bytes()`) as "search trees"."""
     game = config.make_game()
     games = -(-config.batch_games // devices)
     positions = games * config.positions_per_game
@@ -205,7 +205,6 @@ def _exit_parts(config: Config, devices: int) -> dict[str, int]:
             config.num_simulations,
             positions,
             leaf if config.evaluator == "network" else 0,
-            chunked=False,
         ),
         "training activations": -(-config.train_batch_size // devices) * leaf * 3,
         "evaluation matches": _eval_parts(config, game, devices) if config.eval_interval else 0,

@@ -14,6 +14,7 @@ import games
 from azjax import exit as ex
 from azjax import parallel, replay
 from azjax.network import init_variables, make_apply, make_network
+from azjax.selfplay import init_states
 
 TINY = dict(
     algorithm="exit",
@@ -99,6 +100,27 @@ def test_round_labels_are_consistent_and_the_expert_finds_a_win():
     states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (4, *x.shape)), state)
     act = jax.jit(ex.make_expert_agent(game, ex.ExpertSpec.vanilla(60), None))
     np.testing.assert_array_equal(act(None, jax.random.PRNGKey(2), states), [2] * 4)
+
+
+def test_the_expert_searches_in_chunks_where_its_trees_outgrow_the_budget(monkeypatch):
+    """A round's B x K positions were one search whatever their trees took (tens of GiB at
+    hundreds of simulations); now in chunks as make_search's, chunks of one giving each position
+    the search it would get alone with its key."""
+    from azjax import search as search_module
+
+    game = games.make("tictactoe")
+    spec = ex.ExpertSpec.vanilla(24)
+    states = init_states(game, 3)
+    states = jax.vmap(game.step)(states, jnp.array([0, 4, 8], jnp.int32))
+    key = jax.random.PRNGKey(5)
+    monkeypatch.setattr(search_module, "TREE_BYTES", 1)  # one position a chunk
+    chunked = jax.jit(ex.make_expert(game, spec, None))(None, key, states)
+    monkeypatch.setattr(search_module, "TREE_BYTES", None)
+    alone = jax.jit(ex.make_expert(game, spec, None))
+    for i, k in enumerate(jax.random.split(key, 3)):
+        one = alone(None, k, jax.tree_util.tree_map(lambda x, i=i: x[i : i + 1], states))
+        np.testing.assert_allclose(chunked.action_weights[i], one.action_weights[0], atol=1e-6)
+        assert chunked.action[i] == one.action[0]
 
 
 @pytest.mark.parametrize(
