@@ -281,6 +281,7 @@ def test_ladder_and_place_commands(ttt_table, tmp_path, capsys):
     argv = ["place", "random", "mcts:sims=8", "--game=tictactoe", "--rounds=1", "--games=4"]
     assert evaluate.main([*argv, f"--table={table}", f"--out={out}2"]) == 0
     both = json.load(open(f"{out}2/place.json"))
+    assert both["complete"] is True
     assert [r["agent"] for r in both["placements"]] == ["random", "mcts:sims=8"]
     assert both["placements"][1] == record
     ranking = both["ranking"]
@@ -422,9 +423,38 @@ def test_a_stopped_place_or_errors_leaves_no_earlier_result_in_its_out(
         argv = [command, "random", "--game=tictactoe", f"--out={tmp_path}", *table]
         assert evaluate.main(argv) == 130
         assert not (tmp_path / name).exists()
-        assert f"SIGINT: stopped ({name} is written at the end: none written)" in (
-            capsys.readouterr().err
-        )
+        said = capsys.readouterr().err
+        if command == "place":
+            assert "SIGINT: stopped (place.json keeps the placements finished so far" in said
+        else:
+            assert "SIGINT: stopped (errors.json is written at the end: none written)" in said
+
+
+def test_a_stopped_place_of_several_agents_keeps_those_placed(
+    ttt_table, tmp_path, monkeypatch, capsys
+):
+    """place.json was written once every agent was placed: a stop lost the placements done."""
+    from azjax import cli
+    from azjax.commands import evaluate
+    from azjax.eval import ladder
+
+    real, calls = ladder.place_agent, []
+
+    def second_stopped(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ladder, "place_agent", second_stopped)
+    monkeypatch.setattr(cli.os, "_exit", lambda code: None)
+    argv = ["place", "random", "random", "random", "--game=tictactoe", "--rounds=1", "--games=2"]
+    assert evaluate.main([*argv, f"--table={ttt_table}", f"--out={tmp_path}"]) == 130
+    record = json.load(open(tmp_path / "place.json"))
+    assert record["complete"] is False
+    assert [r["agent"] for r in record["placements"]] == ["random"]
+    assert [r["agent"] for r in record["ranking"]] == ["random"]
+    assert "best first" not in capsys.readouterr().out  # said once, at the end
 
 
 def _rung_games(monkeypatch):

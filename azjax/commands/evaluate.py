@@ -521,7 +521,8 @@ def run_ladder(args, game) -> None:
 
 def run_place(args, game, folder: str) -> None:
     """Each agent placed on the ladder in turn (every spec parsed before any game); with
-    several, the placements best first, each against the best."""
+    several, the placements best first, each against the best, place.json rewritten after each
+    (`"complete": false` until the last), so that a stop keeps those finished."""
     from azjax.eval import parse_agent
     from azjax.eval.ladder import require_ladder
     from azjax.eval.records import remove_earlier, write_json
@@ -538,14 +539,15 @@ def run_place(args, game, folder: str) -> None:
         remove_earlier(folder, "place.json")
         for name, agent in zip(unique_names(args.agents), agents):  # a repeat: `NAME #2`
             records.append(_place_one(args, game, ladder, name, agent, rounds))
+            if len(agents) > 1:
+                complete = len(records) == len(agents)
+                record = dict(placements=records, ranking=_ranking(records, say=complete))
+                write_json(folder, "place.json", dict(record, complete=complete))
     finally:
         for agent in agents:
             agent.close()
     if len(records) == 1:
         write_json(folder, "place.json", records[0])
-    else:
-        ranking = _ranking(records)
-        write_json(folder, "place.json", dict(placements=records, ranking=ranking))
     print(f"wrote {folder}/place.json")
 
 
@@ -620,16 +622,18 @@ def _place_one(args, game, ladder, spec: str, agent, rounds) -> dict:
     )
 
 
-def _ranking(records: list[dict]) -> list[dict]:
+def _ranking(records: list[dict], *, say: bool = True) -> list[dict]:
     """The placements best first, each with its Elo below the best and that difference's 95%
-    interval (the two placements' games independent, the rungs' ratings taken as exact), printed.
+    interval (the two placements' games independent, the rungs' ratings taken as exact), printed
+    where `say`.
     Where one of the two is off the ladder the gap is a lower bound (`gap`: "at least", from the
     end rung's rating, with the other's interval alone, 0 at least), where
     both are off it at the same end, unknown."""
     best, *_ = ordered = sorted(records, key=lambda r: -r["elo"])
     width = max(len(r["agent"]) for r in records)
     ends = {1: " (a lower bound: above the ladder)", -1: " (an upper bound: below it)"}
-    print("best first:")
+    if say:
+        print("best first:")
     out = []
     for r in ordered:
         below = best["elo"] - r["elo"]
@@ -651,7 +655,8 @@ def _ranking(records: list[dict]) -> list[dict]:
             if r["off_scale"]
             else f"Elo {r['elo']:+6.0f} ± {r['ci95']:.0f}"
         )
-        print(f"  {r['agent']:<{width}}  {rating}{said}{ends.get(r['off_scale'], '')}")
+        if say:
+            print(f"  {r['agent']:<{width}}  {rating}{said}{ends.get(r['off_scale'], '')}")
         out.append(
             dict(agent=r["agent"], elo=r["elo"], below_best=below, below_best_ci95=half, gap=kind)
         )
@@ -732,7 +737,8 @@ STOPPED = {
     '"complete": false)',
     "curve": 'stopped (curve.json keeps the checkpoints finished so far, marked "complete": false)',
     "errors": "stopped (errors.json is written at the end: none written)",
-    "place": "stopped (place.json is written at the end: none written)",
+    "place": "stopped (place.json keeps the placements finished so far of several agents, marked "
+    '"complete": false; of one, none is written)',
     "ladder": "stopped (the table is written at the end: unchanged)",
     "export": "stopped (the network's folder is written whole: none written)",
 }
