@@ -257,9 +257,8 @@ def refuse_trained(out: str, names, flag: str, advice: str) -> None:
     checkpoints already (an earlier invocation's), saying what to do (`advice`), before any
     training: train.py's own error would tell the user to pass --resume, which the experiments
     do not take."""
-    for name in names:
-        folder = os.path.join(out, name, "checkpoints")
-        if os.path.isdir(folder) and os.listdir(folder):
+    for name in names:  # as train.py: an unfinished save alone is no run (orbax removes it)
+        if holds_checkpoints(os.path.join(out, name)):
             raise ValueError(
                 f"{flag} {out!r} holds this experiment's runs already "
                 f"({os.path.join(out, name)}): {advice}"

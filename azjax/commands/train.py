@@ -264,8 +264,9 @@ def default_workdir(game: str, *, resume: bool) -> str:
 
 
 def _holds_run(workdir: str) -> bool:
-    folder = os.path.join(workdir, "checkpoints")
-    return os.path.isdir(folder) and any(n.isdigit() for n in os.listdir(folder))
+    from azjax.checkpoint import steps_on_disk
+
+    return bool(steps_on_disk(workdir))
 
 
 def _saved_config(workdir: str | None) -> cfg.Config | None:
