@@ -650,6 +650,11 @@ def load(game: str, overrides: Mapping[str, Any] | None = None) -> Config:
     Keys of `overrides` are Config fields or the game's options (e.g. `size`); anything else is a
     ValueError listing what is accepted.
     """
+    if (overrides or {}).get("game", game) != game:  # it was dropped for `game`
+        raise ValueError(
+            f"overrides name game={overrides['game']!r}, the config is {game!r}'s: give the game "
+            "as load's first argument"
+        )
     values = {**game_defaults(game), **dict(overrides or {}), "game": game}
     options = set(games.option_names(game))
     game_options = {k: values.pop(k) for k in list(values) if k in options}

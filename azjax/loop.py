@@ -91,7 +91,7 @@ from azjax.checkpoint import (
     read_config,
     steps_on_disk,
 )
-from azjax.config import Config
+from azjax.config import Config, validate
 from azjax.health import Health, divergence, reference_loss
 from azjax.interrupt import Interrupted, StopSignals, exiting_at_once, run_interruptibly
 from azjax.loop_eval import Evaluations, last_matches, last_ratings, make_evaluation
@@ -766,6 +766,14 @@ def train_and_evaluate(
     before any work starts.
     """
     t_start = time.time()
+    if not isinstance(config, Config):
+        raise TypeError(
+            f"config must be an azjax.config.Config (azjax.config.load(game, overrides)), got "
+            f"{type(config).__name__}"
+        )
+    # a Config made by dataclasses.replace or by hand was never checked: a bad value crashed
+    # deep in the run (num_simulations=-1 a ZeroDivisionError) or trained on (learning_rate=nan)
+    config = validate(config)
     if config.eval_opponent and extra_evaluation is None:
         raise ValueError(
             f"eval_opponent={config.eval_opponent!r} is played by train.py: pass "

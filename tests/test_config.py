@@ -72,6 +72,7 @@ def test_a_config_is_frozen():
         ({"learning_rate": float("nan")}, "learning_rate must be finite"),
         ({"batch_games": 2.5}, "batch_games must be an int"),
         ({"swap": True, "rows": 3}, "unknown setting(s) rows"),
+        ({"game": "othello"}, "overrides name game='othello', the config is 'hex''s"),  # dropped
         ({"opening_plies": 65}, "opening_plies must be <= 64"),
         ({"size": 1}, "size must be an integer in 2..19"),
         ({"value_target_mix": 1.5}, "value_target_mix must be <= 1.0"),
@@ -309,3 +310,21 @@ def test_literal_choices_are_the_implementations(field, module, constant):
 
     meta = {f.name: f.metadata for f in dataclasses.fields(cfg.Config)}
     assert tuple(meta[field]["choices"]) == getattr(importlib.import_module(module), constant)
+
+
+def test_train_and_evaluate_checks_a_config_made_without_load(tmp_path):
+    """A Config from dataclasses.replace (or built by hand) went in unchecked: num_simulations=-1
+    ended in a ZeroDivisionError deep in the memory check, learning_rate=nan trained an
+    iteration and was reported as divergence, a game name an AttributeError."""
+    from azjax import train_and_evaluate
+
+    toy = cfg.load("tictactoe")
+    for bad, said in (
+        (dict(num_simulations=-1), "num_simulations must be >= 1"),
+        (dict(learning_rate=float("nan")), "learning_rate must be finite"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            train_and_evaluate(dataclasses.replace(toy, **bad), str(tmp_path / "run"))
+    with pytest.raises(TypeError, match="config must be an azjax.config.Config"):
+        train_and_evaluate("tictactoe", str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()
