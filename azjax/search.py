@@ -56,6 +56,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import mctx
+import numpy as np
 
 from azjax import symmetry, tree_reuse, tree_search
 from azjax.network import prepare_variables
@@ -92,6 +93,41 @@ class SearchSpec:
     net_symmetries: int = 1  # the network averaged over this many board symmetries (`averaged`)
     score_utility: float = 0.0  # w: utility (1 - w) value + w score (module doc; `scored`)
     decisive_moves: bool = False  # a node whose mover can win at once is won (`decisive_wins`)
+
+    def __post_init__(self):
+        """A ValueError naming a setting out of its range (a spec built by hand went in
+        unchecked: 0 simulations of UCT played an illegal move, a NaN weight gave NaN values)."""
+        for name, choices in (
+            ("search", ("puct", "gumbel", "uct")),
+            ("puct_values", ("minmax", "raw")),
+            ("evaluator", ("network", "uniform")),
+            ("rollout_policy", ("none", "random", "policy")),
+        ):
+            if getattr(self, name) not in choices:
+                raise ValueError(
+                    f"SearchSpec: {name} must be one of {', '.join(choices)}, got "
+                    f"{getattr(self, name)!r}"
+                )
+        for name in ("num_simulations", "max_considered_actions", "net_symmetries"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"SearchSpec: {name} must be an int >= 1, got {value!r}")
+        for name, low, high in (
+            ("c_puct", 0.0, math.inf),
+            ("fpu_reduction", 0.0, math.inf),
+            ("forced_playouts", 0.0, math.inf),
+            ("c_uct", 0.0, math.inf),
+            ("dirichlet_alpha", 1e-6, math.inf),
+            ("dirichlet_fraction", 0.0, 1.0),
+            ("gumbel_scale", 0.0, math.inf),
+            ("rollout_prob", 0.0, 1.0),
+            ("rollout_weight", 0.0, 1.0),
+            ("score_utility", 0.0, 1.0),
+        ):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float, np.number)) and low <= value <= high):
+                said = f"in [{low:g}, {high:g}]" if high < math.inf else f">= {low:g}"
+                raise ValueError(f"SearchSpec: {name} must be a number {said}, got {value!r}")
 
     @staticmethod
     def from_config(config, **overrides) -> SearchSpec:

@@ -2,6 +2,7 @@
 against the plain mctx one it replaced."""
 
 import dataclasses
+import re
 
 import chex
 import jax
@@ -861,3 +862,24 @@ def test_the_improved_policy_moves_the_clean_prior_by_the_completed_q_values():
     worst = np.where(seen, q, np.inf).argmin(-1)[rows]
     assert np.all(got[rows, best] > prior[rows, best])
     assert np.all(got[rows, worst] < prior[rows, worst])
+
+
+@pytest.mark.parametrize(
+    "settings, said",
+    [
+        (dict(num_simulations=0), "num_simulations must be an int >= 1, got 0"),
+        (dict(num_simulations=2.5), "num_simulations must be an int >= 1"),
+        (dict(search="mcts"), "search must be one of puct, gumbel, uct"),
+        (dict(c_puct=float("nan")), "c_puct must be a number >= 0"),
+        (dict(rollout_prob=2.0), "rollout_prob must be a number in [0, 1]"),
+        (dict(rollout_weight=float("nan")), "rollout_weight must be a number in [0, 1]"),
+        (dict(max_considered_actions=0), "max_considered_actions must be an int >= 1"),
+        (dict(score_utility=-1.0), "score_utility must be a number in [0, 1]"),
+    ],
+)
+def test_a_search_spec_out_of_range_is_refused(settings, said):
+    """SearchSpec took any value: 0 simulations of UCT played an illegal move, a NaN rollout
+    weight gave NaN root values, with no error."""
+    with pytest.raises(ValueError, match=re.escape(f"SearchSpec: {said}")):
+        SearchSpec(**settings)
+    SearchSpec.pure_mcts(1, search="uct")  # the smallest search is one simulation
