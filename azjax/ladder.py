@@ -150,16 +150,25 @@ def load_game_file(game, path: str, what: str, parse: Callable[[Any], Any]) -> A
     `what` and the path for a file of another game or options, or one that cannot be read."""
     if not os.path.exists(path):
         return None
+
+    def check(name, options):
+        if name != game.name or options != dict(game.rules):
+            raise ValueError(
+                f"{what} {path!r} is for {name} {options}, not {game.name} {dict(game.rules)}"
+            )
+
     try:
         with open(path) as f:
-            table = parse(json.load(f))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
         raise ValueError(f"{what} {path!r} cannot be read: {e}") from None
-    if table.game != game.name or table.game_options != dict(game.rules):
-        raise ValueError(
-            f"{what} {path!r} is for {table.game} {table.game_options}, "
-            f"not {game.name} {dict(game.rules)}"
-        )
+    if isinstance(data, dict) and "game" in data:  # before its moves are read as the game's
+        check(data["game"], data.get("game_options", {}))  # (another game's: "not a move")
+    try:
+        table = parse(data)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"{what} {path!r} cannot be read: {e}") from None
+    check(table.game, table.game_options)
     return table
 
 

@@ -257,6 +257,10 @@ def test_a_timed_agent_is_calibrated_once_for_its_whole_placement(ttt_table, mon
     assert p.games == 16  # four matches, one calibration: 16 (2 games at once) in one line
     assert timed == [16, 64]  # the probes; the line through them gives 16 (1.6 ms for 2 games)
     assert said[0] == "mcts:seconds=0.0008: 16 simulations a move (calibrated to 0.0008 s)"
+    # another game's ladder placed the agent on its ratings, silently
+    hex5 = load_ladder(games.make("hex", size=5))
+    with pytest.raises(ValueError, match="the ladder is for hex .*, not tictactoe"):
+        place_agent(game, agent, hex5, rounds=1, games_per_rung=2, key=jax.random.PRNGKey(0))
 
 
 def test_ladder_and_place_commands(ttt_table, tmp_path, capsys):

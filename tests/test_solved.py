@@ -95,6 +95,9 @@ def test_a_set_round_trips_and_bad_sets_are_refused(tmp_path, shipped):
     assert sv.load_set(OTHELLO6, path + ".missing") is None
     with pytest.raises(ValueError, match="is for othello {'size': 6}, not othello {'size': 8}"):
         sv.load_set(games.make("othello", size=8), path)
+    # another game's set: named as such before its moves are read as this game's ("not a move")
+    with pytest.raises(ValueError, match="is for othello {'size': 6}, not tictactoe {}"):
+        sv.load_set(games.make("tictactoe"), path)
     data = json.loads(open(path).read())
     data["positions"][0]["moves"] = "e4 zz"
     (tmp_path / "bad.json").write_text(json.dumps(data))

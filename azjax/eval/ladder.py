@@ -201,7 +201,16 @@ def place_agent(
 ) -> Placement:
     """`agent` placed on `ladder` by `azjax.ladder.place` with real games (the rungs up to
     `shared_capacity` in one compiled match); `settle` as there. The rungs' searches are cached
-    by their settings (`azjax.eval.agent`), so later placements reuse what earlier ones compiled."""
+    by their settings (`azjax.eval.agent`), so later placements reuse what earlier ones compiled.
+    A ladder of another game or options is a ValueError (its ratings would be taken as this
+    game's rungs')."""
+    if ladder is None:
+        raise ValueError(f"no ladder to place on (load_ladder found no table for {game.name})")
+    if ladder.game != game.name or ladder.game_options != dict(game.rules):
+        raise ValueError(
+            f"the ladder is for {ladder.game} {ladder.game_options}, not {game.name} "
+            f"{dict(game.rules)}"
+        )
     rungs: dict[int, Agent] = {}
     calls = [0]
     capacity = shared_capacity(game, ladder.sims, games_per_rung)
