@@ -111,3 +111,24 @@ def test_gtp_agent_plays_our_own_engine():
     finally:
         engine.close()
     assert out.result.games == 2 and out.result.losses == 0
+
+
+def test_the_api_s_counts_are_checked(tmp_path):
+    """From Python: play_games with no games said "give 0 openings of one length", run_match
+    given one spec or a string a TypeError or "unknown agent 'r'", round_robin given fewer names
+    than agents an UnboundLocalError."""
+    from azjax.eval.tournament import round_robin, run_tournament
+
+    ttt = games.make("tictactoe")
+    rnd = parse_agent("random", ttt)
+    key = jax.random.PRNGKey(0)
+    with pytest.raises(ValueError, match="play_games: num_games must be an int >= 1, got 0"):
+        play_games(ttt, rnd, rnd, 0, key)
+    for specs in (["random"], "random", ["random"] * 3):
+        with pytest.raises(ValueError, match="match: give two agents' specs"):
+            run_match(ttt, specs, str(tmp_path), games=2)
+    with pytest.raises(ValueError, match="tournament: give at least two agents' specs"):
+        run_tournament(ttt, "random", str(tmp_path), games=2)
+    with pytest.raises(ValueError, match="round_robin: give two or more agents and a name each"):
+        round_robin(ttt, ["a"], [rnd, rnd], 2, key)
+    assert not os.listdir(tmp_path)

@@ -108,6 +108,8 @@ def play_games(
     finished games if the match is stopped: in a Python-loop match after each ply in which some
     ended; in a jitted match (all games in one call) once, at the end.
     """
+    if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
+        raise ValueError(f"play_games: num_games must be an int >= 1, got {num_games!r}")
     t0 = time.perf_counter()
     k_cal, k_play = jax.random.split(key)
     lockstep = not (a.stateful or b.stateful)
@@ -369,6 +371,8 @@ def run_match(
     """
     from azjax.eval import openings as op
 
+    if isinstance(specs, str) or len(specs) != 2:
+        raise ValueError(f"match: give two agents' specs, got {specs!r}")
     k_open, k_play = jax.random.split(jax.random.PRNGKey(seed))
     moves = op.openings(game, openings, k_open)
     games = op.games_played(openings, moves, games)

@@ -50,8 +50,8 @@ def run_tournament(
     starts = op.both_colours(moves) if openings != "none" else None
     games = op.games_played(openings, moves, games)
     check_games(games)
-    if len(specs) < 2:
-        raise ValueError("tournament: give at least two agents")
+    if isinstance(specs, str) or len(specs) < 2:
+        raise ValueError(f"tournament: give at least two agents' specs, got {specs!r}")
     agents = [parse_agent(s, game, seed=seed) for s in specs]
 
     names = unique_names(specs)
@@ -100,6 +100,11 @@ def round_robin(
     `evaluate.py tournament` writes: the matches, the win-ratio matrix and Elo ratings.
     `on_match(record)`, if given, is told the record of the matches played so far after each
     one (pairs not yet played have no win ratio)."""
+    if len(names) != len(agents) or len(agents) < 2:
+        raise ValueError(
+            f"round_robin: give two or more agents and a name each, got {len(agents)} agents "
+            f"and {len(names)} names"
+        )
     log = log or (lambda text: print(text, flush=True))
     keys = [jax.random.fold_in(key, i) for i in range(len(agents))]
     lockstep = [calibrate(a, game, (num_games + 1) // 2, k) for a, k in zip(agents, keys)]
