@@ -546,6 +546,8 @@ def chunk_games(game: Game, num_simulations: int, batch: int) -> int:
     trees would take more than `tree_bytes()` (a tree: num_simulations + 1 nodes, each with six
     [A] arrays of 4-byte numbers and a game state), then the fewest chunks whose trees fit, as
     even as they go (at least one game a chunk)."""
+    if batch < 1:  # (a ZeroDivisionError below)
+        raise ValueError(f"no games to search: a batch of {batch} states")
     fit = max(1, tree_bytes() // bytes_per_tree(game, num_simulations))
     count = -(-batch // fit)  # chunks
     return -(-batch // count)  # as even as they go: 100 games that fit 63 at a time run as 50 + 50

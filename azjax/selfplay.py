@@ -52,6 +52,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import mctx
+import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
@@ -70,6 +71,10 @@ REUSE_KEEP = 3
 
 def init_states(game: Game, batch_games: int):
     """B start positions (a batch of states, leading axis B)."""
+    if isinstance(batch_games, bool) or not isinstance(batch_games, (int, np.integer)):
+        raise ValueError(f"batch_games must be an int, got {batch_games!r}")
+    if batch_games < 1:
+        raise ValueError(f"batch_games must be >= 1, got {batch_games}")
     return jax.vmap(lambda _: game.init())(jnp.arange(batch_games))
 
 
@@ -207,6 +212,13 @@ def make_selfplay(
         )
     if not 0.0 <= branch_prob <= 1.0:
         raise ValueError(f"branch_prob must be in [0, 1], got {branch_prob}")
+    if not 0.0 <= full_search_prob <= 1.0:  # (NaN too)
+        raise ValueError(f"full_search_prob must be in [0, 1], got {full_search_prob}")
+    for name, value, low in (("num_steps", num_steps, 1), ("sample_moves", sample_moves, 0)):
+        if value < low:
+            raise ValueError(f"{name} must be >= {low}, got {value}")
+    if opening_plies < 0:
+        raise ValueError(f"opening_plies must be >= 0, got {opening_plies}")
     if not 0.0 <= resign_threshold < 1.0:
         raise ValueError(f"resign_threshold must be in [0, 1) (0: never), got {resign_threshold}")
     if not 0.0 <= resign_playout <= 1.0:

@@ -1,5 +1,7 @@
 """Self-play: lock-step games, restarts, random openings, the trajectory it records."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -158,6 +160,35 @@ def test_selfplay_branches_restarted_games_from_the_batch(chunk):
         assert (traj.ply[t][live] == traj.ply[t - 1][live] + 1).all()
     with pytest.raises(ValueError, match="branch_prob must be in"):
         make_selfplay(TTT, SearchSpec.pure_mcts(8), None, 5, 2, branch_prob=1.5)
+
+
+@pytest.mark.parametrize(
+    "args, settings, said",
+    [
+        ((5, 2), dict(full_search_prob=float("nan")), "full_search_prob must be in [0, 1], got"),
+        ((5, 2), dict(full_search_prob=-1.0), "full_search_prob must be in [0, 1]"),
+        ((-1, 2), {}, "num_steps must be >= 1, got -1"),
+        ((5, -1), {}, "sample_moves must be >= 0, got -1"),
+        ((5, 2), dict(opening_plies=-3), "opening_plies must be >= 0, got -3"),
+    ],
+)
+def test_make_selfplay_names_a_bad_argument(args, settings, said):
+    """Accepted silently (a NaN or negative full search share, negative sample_moves or
+    opening plies), or an MLIR error for a negative num_steps."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        make_selfplay(TTT, SearchSpec.pure_mcts(8), None, *args, **settings)
+
+
+def test_no_states_is_named():
+    """init_states(game, -1) gave an empty batch and 2.5 three states; searching no states
+    ended in a ZeroDivisionError."""
+    for bad, said in ((-1, "batch_games must be >= 1, got -1"), (2.5, "must be an int")):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            init_states(TTT, bad)
+    empty = jax.tree_util.tree_map(lambda x: x[:0], init_states(TTT, 2))
+    search = make_search(TTT, SearchSpec.pure_mcts(4))
+    with pytest.raises(ValueError, match="no games to search: a batch of 0 states"):
+        search(None, jax.random.PRNGKey(0), empty)
 
 
 def test_count_distinct_counts_masked_positions():

@@ -90,6 +90,13 @@ def test_bad_specs_say_what_is_accepted(text, message):
     assert message in str(e.value)
 
 
+def test_a_game_name_for_a_game_is_named():
+    """parse_agent("mcts", "tictactoe") was accepted and others failed with an AttributeError."""
+    for spec in ("mcts", "minimax", "random"):
+        with pytest.raises(TypeError, match="parse_agent: game must be a Game"):
+            parse_agent(spec, "tictactoe")
+
+
 def test_a_spec_that_names_no_agent_is_reported_before_a_missing_game():
     from azjax.eval.specs import game_for
 

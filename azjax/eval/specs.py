@@ -151,6 +151,8 @@ def parse_agent(text: str, game: Game, *, seed: int = 0) -> Agent:
     """The agent a spec names, for `game`; ValueError naming the kinds or options on bad specs.
     `seed`: the seed of minimax, perfect and spiel agents whose spec has no seed= (the command's
     --seed, so that another seed plays other games; folded into the spec's range)."""
+    if not isinstance(game, Game):  # a name: some kinds failed later, `mcts` was accepted
+        raise TypeError(f"parse_agent: game must be a Game (games.make(...)), got {game!r}")
     kind, _, rest = _kind(text)
     builders = {
         "ckpt": _ckpt,
