@@ -727,6 +727,30 @@ EXIT_ONLY = (
 )
 
 
+# Settings that change nothing unless another says so: (field, the setting it depends on, whether
+# it acts with that setting's value, what it needs). Given on a command line where they do not
+# act, they are refused (`ignored`).
+CONDITIONAL = (
+    ("fast_simulations", "full_search_prob", lambda v: v < 1, "full_search_prob < 1"),
+    ("resign_playout", "resign_threshold", lambda v: v > 0, "resign_threshold > 0"),
+    ("gating_games", "gating", lambda v: v > 0, "gating > 0"),
+    ("max_considered_actions", "search", lambda v: v == "gumbel", "search=gumbel"),
+    ("gumbel_scale", "search", lambda v: v == "gumbel", "search=gumbel"),
+    ("dirichlet_alpha", "search", lambda v: v == "puct", "search=puct"),
+    ("dirichlet_fraction", "search", lambda v: v == "puct", "search=puct"),
+)
+
+
+def ignored(config: Config, given) -> list[str]:
+    """'--FIELD changes nothing with OTHER=VALUE (it needs WHAT)' for each setting of `given` (the
+    names a user set) that changes nothing in `config` (CONDITIONAL)."""
+    return [
+        f"--{name} changes nothing with {other}={getattr(config, other)} (it needs {needs})"
+        for name, other, acts, needs in CONDITIONAL
+        if name in given and not acts(getattr(config, other))
+    ]
+
+
 def validate(config: Config) -> Config:
     """Check every field against its metadata, and the game options by building the game."""
     for name, f in FIELDS.items():

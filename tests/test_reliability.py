@@ -788,6 +788,26 @@ def test_a_run_that_fits_is_not_refused_for_its_trees():
     assert parts["network and optimizer"] == memory._nbytes(run) + 2 * weights
 
 
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (
+            ["--search=puct", "--gumbel_scale=0.5"],
+            "--gumbel_scale changes nothing with search=puct",
+        ),
+        (["--search=gumbel", "--dirichlet_alpha=0.1"], "--dirichlet_alpha changes nothing with"),
+        (["--fast_simulations=2"], "--fast_simulations changes nothing with full_search_prob=1.0"),
+        (["--gating_games=10"], "--gating_games changes nothing with gating=0.0 (it needs gating"),
+        (["--resign_playout=0.2"], "--resign_playout changes nothing with resign_threshold=0.0"),
+    ],
+)
+def test_a_flag_that_would_change_nothing_is_refused(tmp_path, capsys, flags, said):
+    """Session 115's list: a setting given where another turns it off was accepted and ignored
+    (the user believed the run used it)."""
+    _fails(capsys, train.main, TOY + [f"--workdir={tmp_path}/run", *flags], said, "leave it out")
+    assert not (tmp_path / "run").exists()
+
+
 def test_bad_values_are_one_line(tmp_path, capsys):
     _fails(
         capsys,

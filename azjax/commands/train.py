@@ -237,13 +237,18 @@ def parse(argv: list[str]) -> tuple[cfg.Config, argparse.Namespace]:
             )
         overrides = cfg.options_into_the_list(overrides, None if saved else known.config)
     try:
-        return cfg.load(game, overrides), args
+        config = cfg.load(game, overrides)
     except ValueError as e:  # "<field> must ...": name the file that gave the field
         field = str(e).split(" ", 1)[0]
         from_file = saved is None and known.config is not None and cfg.is_file(known.config)
         if from_file and field in base and field not in given:
             raise ValueError(f"--config={known.config}: {e}") from None
         raise
+    unused = cfg.ignored(config, given)  # a flag the user gave that would change nothing
+    if unused:
+        them, need = ("them", "they need") if len(unused) > 1 else ("it", "it needs")
+        raise ValueError(f"{'; '.join(unused)}: leave {them} out, or give what {need}")
+    return config, args
 
 
 def default_workdir(game: str, *, resume: bool) -> str:
