@@ -9,7 +9,10 @@
 metrics.jsonl agrees with the checkpoints: a row is written only once the checkpoint of its
 iteration (or a later one) is on disk, so a crash never leaves rows the run will play again. A new
 run (`resume_from=None`) starts a new file; a resumed one cuts the file back to the iteration it
-resumes (dropping a torn last line), and TensorBoard hides the events after it (`purge_step`).
+resumes (dropping a torn last line), and tb/ is written afresh from the rows kept, so that every
+reader of TensorBoard's events sees what metrics.jsonl holds (TensorBoard's `purge_step` hid a
+resumed run's later events from its Python loader only, not from its Rust data server or
+`summary_iterator`, and rows filled in from the checkpoint were logged twice).
 
 Progress bar fields: games/s and pos/s of self-play; `v` and `p` the value and policy losses;
 `vs_mcts` and `vs_prev` the scores of the last evaluation against pure MCTS and the previous
@@ -83,10 +86,8 @@ class Metrics:
     ):
         self.path = os.path.join(workdir, FILE)
         tb_dir = os.path.join(workdir, "tb")
-        filled: list[dict] = []  # rows only the checkpoint held: TensorBoard lacks them too
         if resume_from is None:
             self.rows = []
-            shutil.rmtree(tb_dir, ignore_errors=True)
         else:
             self.rows = [r for r in read_rows(self.path) if r["iteration"] <= resume_from]
             have = {r["iteration"] for r in self.rows}
@@ -102,13 +103,14 @@ class Metrics:
         os.replace(tmp, self.path)
         self.file = open(self.path, "a", encoding="utf-8")
         self.pending: list[tuple[int, dict[str, Any]]] = []
+        shutil.rmtree(tb_dir, ignore_errors=True)  # a new run's, or the rows kept (module doc)
         try:
-            self.tb = _synchronous_writer(tb_dir, None if resume_from is None else resume_from + 1)
+            self.tb = _synchronous_writer(tb_dir)
         except ImportError:  # pragma: no cover - tensorboardX is a dependency
             self.tb = None
-        for row in filled:
+        for row in self.rows:
             self._scalars(row["iteration"], row)
-        if self.tb is not None and filled:
+        if self.tb is not None and self.rows:
             self.tb.flush()
 
     def text(self, name: str, text: str) -> None:
@@ -128,8 +130,7 @@ class Metrics:
         self.pending = [(i, v) for i, v in self.pending if i > upto]
         if not rows:
             return
-        # TensorBoard's first, on disk: a row metrics.jsonl holds is not re-logged on resume
-        for iteration, values in rows:
+        for iteration, values in rows:  # TensorBoard's first (a resume writes tb/ afresh)
             self._scalars(iteration, values)
         if self.tb is not None:
             self.tb.flush()
@@ -162,22 +163,16 @@ class Metrics:
             self.tb.close()
 
 
-def _synchronous_writer(tb_dir: str, purge_step: int | None):
+def _synchronous_writer(tb_dir: str):
     """A tensorboardX SummaryWriter whose events are written when added, so that its `flush`
     puts every one on disk: tensorboardX queues them for a thread, and its flush writes only what
-    that thread has taken (a kill could lose the rest of a row metrics.jsonl then holds, never
-    logged again on resume). `purge_step` (TensorBoard's: a resumed run's later steps hidden)
-    is written the way tensorboardX writes it, through the same synchronous path."""
+    that thread has taken (a kill could lose the rest of a row metrics.jsonl then holds)."""
     from tensorboardX import SummaryWriter
-    from tensorboardX.proto.event_pb2 import Event, SessionLog
 
     writer = SummaryWriter(tb_dir)
     files = writer._get_file_writer()
     events = files.event_writer  # EventFileWriter: its queue, and the EventsWriter under it
     events.add_event = events._ev_writer.write_event  # under a lock; the thread gets nothing
-    if purge_step is not None:
-        files.add_event(Event(step=purge_step, file_version="brain.Event:2"))
-        files.add_event(Event(step=purge_step, session_log=SessionLog(status=SessionLog.START)))
     return writer
 
 

@@ -571,10 +571,10 @@ def test_rows_only_a_checkpoint_held_reach_tensorboard_on_resume(tmp_path, monke
     path.write_text("".join(json.dumps({"iteration": i, "games": 10}) + "\n" for i in (1, 2)))
     metrics = Metrics(str(tmp_path), resume_from=3, saved_rows=[{"iteration": 3, "games": 7}])
     assert [r["iteration"] for r in metrics.rows] == [1, 2, 3]
-    assert logged == [("games", 7, 3), ("flushed", 3)]  # rows 1 and 2 are on TensorBoard already
+    # tb/ written afresh from the rows kept, the one filled in from the checkpoint too
+    assert logged == [("games", 10, 1), ("games", 10, 2), ("games", 7, 3), ("flushed", 3)]
     # a row reaches metrics.jsonl only once TensorBoard has it on disk: a SIGKILL lost the
-    # scalars tensorboardX still queued (it writes every 120 s), and a resume re-logs only the
-    # rows metrics.jsonl lacks
+    # scalars tensorboardX still queued (it writes every 120 s)
     logged.clear()
     metrics.add(4, {"games": 5})
     metrics.commit(upto=4)
@@ -583,14 +583,14 @@ def test_rows_only_a_checkpoint_held_reach_tensorboard_on_resume(tmp_path, monke
     metrics.close()
 
 
-def _tensorboard_scalars(folder) -> dict[tuple[str, int], float]:
-    """{(tag, step): value} of the scalars in `folder`'s event files (TFRecords of Events),
-    read as TensorBoard would, without TensorBoard."""
+def _tensorboard_events(folder) -> list[tuple[str, int, float]]:
+    """(tag, step, value) of every scalar event in `folder`'s event files (TFRecords of Events),
+    in order, as a reader that ignores TensorBoard's purge events sees them."""
     import struct
 
     from tensorboardX.proto.event_pb2 import Event
 
-    found = {}
+    found = []
     for name in sorted(os.listdir(folder)):
         data = open(os.path.join(folder, name), "rb").read()
         at = 0
@@ -598,9 +598,32 @@ def _tensorboard_scalars(folder) -> dict[tuple[str, int], float]:
             (length,) = struct.unpack("<Q", data[at : at + 8])
             event = Event.FromString(data[at + 12 : at + 12 + length])
             at += 12 + length + 4
-            for v in event.summary.value:
-                found[(v.tag, event.step)] = v.simple_value
+            found += [(v.tag, event.step, v.simple_value) for v in event.summary.value]
     return found
+
+
+def _tensorboard_scalars(folder) -> dict[tuple[str, int], float]:
+    """{(tag, step): value} of the scalars in `folder`'s event files, the last of each."""
+    return {(tag, step): value for tag, step, value in _tensorboard_events(folder)}
+
+
+def test_tensorboard_holds_what_metrics_jsonl_keeps_after_a_resume(tmp_path):
+    """A resume to an earlier checkpoint only wrote a purge event: TensorBoard's Rust data server
+    and summary_iterator, which ignore it, showed the set-aside iterations' points beside the
+    resumed run's, and a row filled in from the checkpoint was logged twice."""
+    metrics = Metrics(str(tmp_path))
+    for i in range(1, 6):
+        metrics.add(i, {"a": float(i), "b": float(i)})
+    metrics.commit(upto=5)
+    metrics.close()
+    resumed = Metrics(str(tmp_path), resume_from=2)  # 3..5 set aside
+    resumed.add(3, {"a": 30.0})
+    resumed.commit(upto=3)
+    resumed.close()
+    rows = read_rows(str(tmp_path / "metrics.jsonl"))
+    kept = sorted((k, r["iteration"], v) for r in rows for k, v in r.items() if k != "iteration")
+    assert kept == [("a", 1, 1.0), ("a", 2, 2.0), ("a", 3, 30.0), ("b", 1, 1.0), ("b", 2, 2.0)]
+    assert sorted(_tensorboard_events(tmp_path / "tb")) == kept
 
 
 def test_a_committed_row_is_on_tensorboards_disk_whole(tmp_path):
