@@ -266,6 +266,15 @@ class Game:
     def action_to_str(self, action: int) -> str:
         raise NotImplementedError
 
+    def checked_action(self, action) -> int:
+        """`action` as an int, a ValueError where it is not one of the game's actions (an
+        `action_to_str` names it only then: -1 was "c0" in Tic-Tac-Toe, 100 "b34")."""
+        if not 0 <= int(action) < self.num_actions:
+            raise ValueError(
+                f"{self.name}: action {int(action)} is not in 0..{self.num_actions - 1}"
+            )
+        return int(action)
+
     def _parse_move(self, text: str) -> int | None:
         """The action a move name denotes, or None when the text is not a move name."""
         raise NotImplementedError

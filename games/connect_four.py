@@ -164,7 +164,7 @@ class ConnectFour(Game):
         ).astype(jnp.float32)
 
     def action_to_str(self, action: int) -> str:
-        return str(int(action) + 1)
+        return str(self.checked_action(action) + 1)
 
     def _parse_move(self, text: str):
         if text.isascii() and text.isdigit() and 1 <= int(text) <= self.cols:

@@ -253,7 +253,7 @@ class Hex(Game):
 
     # ---- human / protocol side ----------------------------------------------------------------
     def action_to_str(self, action: int) -> str:
-        action = int(action)
+        action = self.checked_action(action)
         if action == self.num_cells:
             return "swap"
         row, col = divmod(action, self.size)

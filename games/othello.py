@@ -266,7 +266,7 @@ class Othello(Game):
 
     # ---- human side ---------------------------------------------------------------------------
     def action_to_str(self, action: int) -> str:
-        action = int(action)
+        action = self.checked_action(action)
         if action == self.pass_action:
             return "pass"
         return f"{column_letters(self.size)[action % self.size]}{action // self.size + 1}"

@@ -99,7 +99,8 @@ class TicTacToe(Game):
         return stone_planes(own.reshape(3, 3), opp.reshape(3, 3), state.player)
 
     def action_to_str(self, action: int) -> str:
-        return f"{column_letters(3)[int(action) % 3]}{int(action) // 3 + 1}"
+        action = self.checked_action(action)
+        return f"{column_letters(3)[action % 3]}{action // 3 + 1}"
 
     def _parse_move(self, text: str):
         if len(text) == 2 and text[0] in column_letters(3) and text[1] in "123":

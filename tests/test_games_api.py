@@ -67,6 +67,16 @@ def test_move_names_round_trip(played):
     check.check_move_names(played[0])
 
 
+def test_an_action_out_of_range_has_no_name(played):
+    """action_to_str named any integer: -1 was "c0" in Tic-Tac-Toe, 100 "b34"."""
+    game = played[0]
+    for action in (-1, game.num_actions, game.num_actions + 91):
+        with pytest.raises(
+            ValueError, match=f"action {action} is not in 0..{game.num_actions - 1}"
+        ):
+            game.action_to_str(action)
+
+
 def test_illegal_move_is_rejected_with_the_legal_list(played):
     if not check.check_illegal_move(played[0]):
         pytest.skip("every action is legal at the start")
