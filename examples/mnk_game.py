@@ -120,7 +120,7 @@ class MNKGame(Game):
 
     # ---- human / protocol side ----------------------------------------------------------------
     def action_to_str(self, action: int) -> str:
-        row, col = divmod(int(action), self.m)
+        row, col = divmod(self.checked_action(action), self.m)  # (a ValueError out of range)
         return f"{column_letters(self.m)[col]}{row + 1}"
 
     def _parse_move(self, text: str):
