@@ -103,11 +103,13 @@ class Metrics:
         os.replace(tmp, self.path)
         self.file = open(self.path, "a", encoding="utf-8")
         self.pending: list[tuple[int, dict[str, Any]]] = []
-        shutil.rmtree(tb_dir, ignore_errors=True)  # a new run's, or the rows kept (module doc)
         try:
-            self.tb = _synchronous_writer(tb_dir)
-        except ImportError:  # pragma: no cover - tensorboardX is a dependency
+            import tensorboardX  # noqa: F401 (a dependency; without it tb/ is left as it is)
+        except ImportError:  # pragma: no cover
             self.tb = None
+        else:
+            shutil.rmtree(tb_dir, ignore_errors=True)  # a new run's, or the rows kept (module doc)
+            self.tb = _synchronous_writer(tb_dir)
         for row in self.rows:
             self._scalars(row["iteration"], row)
         if self.tb is not None and self.rows:

@@ -642,6 +642,20 @@ def test_a_committed_row_is_on_tensorboards_disk_whole(tmp_path):
     resumed.close()
 
 
+def test_without_tensorboardx_a_resume_leaves_tb_as_it_is(tmp_path, monkeypatch):
+    """The rebuild removed tb/ before it knew it could write it again."""
+    (tmp_path / "tb").mkdir()
+    (tmp_path / "tb" / "events.out.tfevents.1").write_bytes(b"kept")
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"iteration": 1, "games": 3}) + "\n")
+    monkeypatch.setitem(sys.modules, "tensorboardX", None)  # import fails
+    metrics = Metrics(str(tmp_path), resume_from=1)
+    metrics.add(2, {"games": 4})
+    metrics.commit(upto=2)
+    metrics.close()
+    assert (tmp_path / "tb" / "events.out.tfevents.1").read_bytes() == b"kept"
+    assert [r["iteration"] for r in read_rows(str(tmp_path / "metrics.jsonl"))] == [1, 2]
+
+
 def test_old_metrics_files_count_each_iteration_once(tmp_path):
     rows = [1, 2, 3, 2, 3, 4]  # a crash after 3, a resume from 1
     (tmp_path / "metrics.jsonl").write_text(
