@@ -1,4 +1,4 @@
-"""What a run needs in memory, checked before it starts (`check_memory`): a lower bound per part
+"""What a run needs in memory, checked before it starts (`check_memory`): an estimate per part
 (replay buffer, network and optimizer, self-play trajectories, search trees, training
 activations, evaluation matches) from shapes alone, against the device's limit or the host's
 memory (a cgroup's limit included); a run that cannot fit is refused with the largest part, the
@@ -51,8 +51,10 @@ def _nbytes(tree) -> int:
 
 
 def memory_estimate(config: Config, fns: Iteration, devices: int) -> dict[str, Part]:
-    """{part: Part(bytes on each device, the flags that size it, ...)}: a lower bound on what the
-    run allocates (XLA's temporaries come on top), from shapes alone (nothing is allocated).
+    """{part: Part(bytes on each device, the flags that size it, ...)}: what the run allocates
+    for each, from shapes alone (nothing is allocated): the trajectories as compiled, the trees
+    within a few per cent of the compiled self-play's temporaries (a reviewer's memory analysis
+    of Connect Four and 6x6 Othello), XLA's other temporaries on top.
 
     A shared run (`--games`, azjax/shared.py) holds every game's replay buffer at once (their
     sum), but plays one game's self-play after the other and trains on one game's replay after
