@@ -345,6 +345,7 @@ class Checkpointer:
         if step not in self.steps():
             raise CheckpointError(
                 f"no checkpoint {step} in {self.manager.directory}; have {self.steps()}"
+                f"{set_aside_hint(self.workdir, step)}"
             )
         try:
             return self._restore(template, step), step
@@ -857,6 +858,40 @@ def _exported_step(path: str, folder: str, step: int | None) -> int:
     return have
 
 
+def set_aside_hint(workdir: str, step: int) -> str:
+    """' (it was set aside in FOLDER by a --resume_step: ...)' where a `set_aside` folder of
+    `workdir` holds checkpoint `step`, else ''."""
+    names = os.listdir(workdir) if os.path.isdir(workdir) else []
+    for name in sorted(names, reverse=True):  # the newest first
+        if name.startswith("set_aside-") and os.path.isdir(os.path.join(workdir, name, str(step))):
+            return (
+                f" (it was set aside in {os.path.join(workdir, name)} by a --resume_step: move "
+                f"it back into {os.path.join(workdir, 'checkpoints')} to read it)"
+            )
+    return ""
+
+
+def run_rows(workdir: str) -> list[dict]:
+    """The metrics rows of run folder `workdir`: metrics.jsonl's, then the rows its latest
+    checkpoint holds that the file does not yet (a running run writes a row once the next
+    checkpoint is on disk, a killed one never did; the checkpoint keeps them for --resume)."""
+    rows = read_rows(os.path.join(workdir, METRICS_FILE))
+    last = rows[-1]["iteration"] if rows else 0
+    on_disk = steps_on_disk(workdir)
+    if not on_disk or on_disk[-1] <= last:
+        return rows
+    try:
+        checkpointer = Checkpointer(workdir)
+    except CheckpointError:
+        return rows
+    try:
+        saved = checkpointer.saved_rows(on_disk[-1])  # [] where it has gone meanwhile
+    finally:
+        checkpointer.close()
+    later = {r["iteration"]: r for r in saved if last < r["iteration"] <= on_disk[-1]}
+    return rows + [later[i] for i in sorted(later)]
+
+
 def steps_on_disk(workdir: str) -> list[int]:
     """The finished checkpoints of run folder `workdir`, ascending, from the folder's names
     (orbax's temporary folders left out; no manager opened)."""
@@ -904,7 +939,9 @@ def read_config(workdir: str, step: int | None = None) -> Config:
             raise CheckpointError(f"{workdir!r} holds no checkpoints yet (checkpoints/ is empty)")
         step = manager.latest_step() if step is None else step
         if step not in have:
-            raise CheckpointError(f"no checkpoint {step} in {workdir!r}; have {have}")
+            raise CheckpointError(
+                f"no checkpoint {step} in {workdir!r}; have {have}{set_aside_hint(workdir, step)}"
+            )
         just_config = ocp.args.Composite(config=ocp.args.JsonRestore())
         try:
             data = manager.restore(step, args=just_config)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import threading
 
@@ -187,6 +188,58 @@ def test_curve_plots_every_checkpoint(tiny_run, tmp_path):
     assert all(row["training_games"] > 0 for row in record["curve"])
     assert record["curve"][0]["vs_mcts"]["overall"]["games"] == 2
     assert os.path.getsize(os.path.join(out, "curve.png")) > 1000
+
+
+def test_curve_reads_the_rows_a_checkpoint_holds_beyond_metrics_jsonl(tiny_run, tmp_path):
+    """A run still training (or killed) writes a row once the next checkpoint is on disk: its
+    newest checkpoint had no self-play count, and the curve's plots switched to iterations."""
+    from azjax.checkpoint import run_rows
+    from azjax.eval.curve import run_progress, training_games
+
+    full = training_games(tiny_run)
+    run = str(tmp_path / "run")
+    shutil.copytree(tiny_run, run)
+    path = os.path.join(run, "metrics.jsonl")
+    lines = open(path).read().splitlines(keepends=True)
+    open(path, "w").writelines(lines[:-1])  # iteration 2's row not written yet
+    assert [r["iteration"] for r in run_rows(run)] == [1, 2]
+    assert training_games(run) == full
+    assert run_progress(run)(2) == run_progress(tiny_run)(2)
+
+
+def test_curve_skips_a_checkpoint_the_run_removed_meanwhile(tiny_run, tmp_path, monkeypatch):
+    """A run training with --keep_checkpoints removes old checkpoints while a curve reads them:
+    the curve failed with "no checkpoint 42 ...; have [46, 47, 48]" after the first."""
+    from azjax import checkpoint
+    from azjax.eval import curve
+
+    run = str(tmp_path / "run")
+    shutil.copytree(tiny_run, run)
+    real = curve.load_checkpoint
+
+    def removing(path, step=None, **kwargs):  # the run removes checkpoint 1 as it is asked for
+        if step == 1:
+            shutil.rmtree(os.path.join(run, "checkpoints", "1"))
+        return real(path, step, **kwargs)
+
+    monkeypatch.setattr(curve, "load_checkpoint", removing)
+    out = str(tmp_path / "c")
+    argv = ["curve", run, "--errors_only", f"--out={out}"]
+    assert evaluate.main(argv) == 0
+    record = _json(out, "curve.json")
+    assert [row["step"] for row in record["curve"]] == [2] and record["removed"] == [1]
+    assert checkpoint.steps_on_disk(run) == [2]
+
+
+def test_a_set_aside_checkpoint_is_said_where_it_went(tiny_run, tmp_path, capsys):
+    run = str(tmp_path / "run")
+    shutil.copytree(tiny_run, run)
+    aside = os.path.join(run, "set_aside-20261206-120000")
+    os.makedirs(aside)
+    shutil.move(os.path.join(run, "checkpoints", "2"), os.path.join(aside, "2"))
+    argv = ["match", f"ckpt:{run}@2", "random", "--games=2", f"--out={tmp_path / 'm'}"]
+    assert evaluate.main(argv) == 2
+    assert f"(it was set aside in {aside} by a --resume_step" in capsys.readouterr().err
 
 
 def test_curve_errors_only_measures_each_checkpoint_without_matches(

@@ -29,7 +29,15 @@ from typing import Any
 import jax
 
 from azjax import flags
-from azjax.checkpoint import initial_variables, load_checkpoint, read_config, steps
+from azjax.checkpoint import (
+    CheckpointError,
+    initial_variables,
+    load_checkpoint,
+    read_config,
+    run_rows,
+    steps,
+    steps_on_disk,
+)
 from azjax.eval.agent import SearchSetup, network_apply, search_agent
 from azjax.eval.errors import choose_moves, rate_record
 from azjax.eval.ladder import place_agent, require_ladder
@@ -43,7 +51,7 @@ from azjax.eval.records import (
     write_json,
 )
 from azjax.ladder import AUTO_ROUNDS, Rounds, moving, off_scale
-from azjax.metrics import read_rows, run_seconds
+from azjax.metrics import run_seconds
 from azjax.parallel import local_devices_used
 from azjax.search import SearchSpec
 from azjax.solved import error_rate, load_set, shipped, start_states
@@ -204,7 +212,15 @@ def run_curve(
     write_json(folder, "curve.json", record)
     saved = steps(run_dir)
     for step in saved[::-1][::every][::-1]:  # every `every`-th, counted back from the last
-        _, variables, _ = load_checkpoint(run_dir, step)
+        try:
+            _, variables, _ = load_checkpoint(run_dir, step)
+        except CheckpointError:
+            if step in steps_on_disk(run_dir):
+                raise
+            # a run still training with --keep_checkpoints removed it since the curve began
+            log(f"checkpoint {step}: removed by the run since the curve began; skipped")
+            record.setdefault("removed", []).append(step)
+            continue
         row = dict(step=step, training_games=trained.get(step))
         matches = ""
         if "matches" in wanted:
@@ -305,12 +321,14 @@ def check_curve_options(
 
 
 def training_games(run_dir: str) -> dict[int, int]:
-    """Cumulative self-play games by iteration, from metrics.jsonl ({} if it is missing).
+    """Cumulative self-play games by iteration, from metrics.jsonl and the rows the latest
+    checkpoint holds beyond it (`azjax.checkpoint.run_rows`: a run still training, or killed;
+    {} without any).
 
-    `azjax.metrics.read_rows` reads it: a torn last line is dropped, and where an older version
-    wrote an iteration twice (a crash, then a resume) the later row counts, once."""
+    `azjax.metrics.read_rows` reads the file: a torn last line is dropped, and where an older
+    version wrote an iteration twice (a crash, then a resume) the later row counts, once."""
     total, out = 0, {}
-    for row in read_rows(os.path.join(run_dir, "metrics.jsonl")):
+    for row in run_rows(run_dir):
         total += row.get("games", 0)
         out[row["iteration"]] = total
     return out
@@ -350,8 +368,8 @@ def run_progress(run_dir: str):
 
 
 def _progress_rows(run_dir: str):
-    """(row, {"positions", "hours"} up to it) for each row of the run's metrics.jsonl."""
-    rows = read_rows(os.path.join(run_dir, "metrics.jsonl"))
+    """(row, {"positions", "hours"} up to it) for each row of the run (`run_rows`)."""
+    rows = run_rows(run_dir)
     positions = 0
     for row, seconds in zip(rows, run_seconds(rows)):
         positions += row.get("positions", 0)
