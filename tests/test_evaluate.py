@@ -297,7 +297,14 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
         (["curve", "pretrained/tictactoe"], "(an exported network, one checkpoint): give a run"),
         (["curve", "{run}", "--game=hex"], "is a tictactoe {} run, not hex"),
         (["curve", "{run}", "--size=5"], "--size is not an option of tictactoe"),  # no --game
-        (["curve", "{run}", "--table={tmp}/t.json"], "--table is the ladder's table"),  # default
+        (["curve", "{run}", "--table={tmp}/t.json"], "--table is for ladder: give it with"),
+        # options the curve's measures would not use: accepted and ignored before
+        (
+            ["curve", "{run}", "--errors_only", "--epsilon=0.3", "--games=8"],
+            "--games, --epsilon are for matches: give them with --measures=...,matches (this "
+            "curve measures errors)",
+        ),
+        (["curve", "{run}", "--ladder_games=4"], "--ladder_games is for ladder"),  # the default
         (["curve", "{run}", "--errors_only"], "--errors_only: no solved positions for tictactoe"),
         (["curve", "{run}", "--measures=errors"], "--measures=errors: no solved positions"),
         (
@@ -306,7 +313,10 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
         ),
         (["curve", "{run}", "--errors_only", "--measures=ladder"], "not both"),
         (["curve", "{run}", "--ladder_games=0"], "--ladder_games must be at least 1"),
-        (["curve", "{run}", "--rounds=0"], "--rounds must be auto or a whole number"),
+        (
+            ["curve", "{run}", "--measures=ladder", "--rounds=0"],
+            "--rounds must be auto or a whole number",
+        ),
         (["curve", "{run}", "--ladder_max_sims=-2"], "--ladder_max_sims must be -1"),
         (["curve", "{run}", "--every=0"], "--every must be at least 1"),
         (

@@ -97,6 +97,13 @@ from azjax.commands import describe, split_cpu
 from azjax.commands import prog as prog_name
 
 GAMES = {"match": 100, "tournament": 20}  # --games without --openings (with them: twice theirs)
+# curve's options whose default is set after checking that its measures use them (`check_args`)
+CURVE_DEFAULTS = {"games": 64, "ladder_games": 16, "rounds": "auto"}
+# curve's options by the measure that uses them: given without it, they would change nothing
+CURVE_OPTIONS = {
+    "matches": ("games", "mcts_sims", "epsilon"),
+    "ladder": ("ladder_games", "rounds", "ladder_max_sims", "table"),
+}
 
 
 def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, list[str]]:
@@ -165,7 +172,12 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     )
     curve = commands.add_parser("curve", parents=[common], help="a run's checkpoints")
     curve.add_argument("run", metavar="RUN_DIR")
-    curve.add_argument("--games", type=int, default=64, help="games per match (default 64)")
+    curve.add_argument(
+        "--games",
+        type=int,
+        default=None,
+        help=f"games per match (default {CURVE_DEFAULTS['games']})",
+    )
     curve.add_argument(
         "--sims", type=int, default=None, help="the network's simulations (default: the run's)"
     )
@@ -198,12 +210,12 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
     curve.add_argument(
         "--ladder_games",
         type=int,
-        default=16,
+        default=None,
         help="with --measures=ladder: games per rung and round (default 16, as place's --games)",
     )
     curve.add_argument(
         "--rounds",
-        default="auto",
+        default=None,
         help="with --measures=ladder: each placement's rounds, as place's (default auto)",
     )
     curve.add_argument(
@@ -388,8 +400,18 @@ def check_args(args, folder: str) -> None:
             every=args.every,
         )
         measures = parse_measures(args.measures, errors_only=args.errors_only)
-        if args.table is not None and "ladder" not in (measures or ()):  # None: no ladder
-            raise ValueError("--table is the ladder's table: give it with --measures=...,ladder")
+        measured = ("matches", "errors") if measures is None else measures  # None: the default
+        for measure, names in CURVE_OPTIONS.items():
+            given = [f"--{n}" for n in names if getattr(args, n) is not None]
+            if given and measure not in measured:
+                raise ValueError(
+                    f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for {measure}: give "
+                    f"{'it' if len(given) == 1 else 'them'} with --measures=...,{measure} (this "
+                    f"curve measures {','.join(measured)})"
+                )
+        for name, value in CURVE_DEFAULTS.items():
+            if getattr(args, name) is None:
+                setattr(args, name, value)
         parse_rounds(args.rounds)
     if args.command == "ladder" and args.out is not None:  # the table is all it writes
         raise ValueError(
