@@ -802,6 +802,12 @@ def best_checkpoint(path: str, by: str | None = None, game: str | None = None) -
         else "it has not been evaluated yet: train past its --eval_interval (or with --eval_final)"
     )
     prefix = "eval/" if game is None else f"eval/{game}/"
+    never = not any(k.startswith("eval/") for r in every_row for k in r)
+    if never and config is not None and not config.eval_interval:
+        advice = (  # "train past its --eval_interval" of 0 meant nothing
+            "it was trained with --eval_interval=0 (no in-loop evaluation): continue it with "
+            "--resume --eval_interval=N, or measure its checkpoints with evaluate.py curve"
+        )
     if not evaluated and any(k.startswith(prefix) for r in rows for k in r):
         advice = (  # evaluated, but not by these measures (matches alone, say)
             f"its evaluations{'' if game is None else f' of {game}'} log none of these (the "

@@ -150,6 +150,11 @@ def test_best_names_the_checkpoint_its_evaluations_scored_highest(tiny_run, tmp_
     def log(*evals):
         _log_evaluations(path, rows + [{"iteration": 3}], evals)
 
+    # trained with --eval_interval=0: "train past its --eval_interval" meant nothing
+    with pytest.raises(CheckpointError, match=r"\[1, 2\] has an in.*--eval_interval=0 \(no in-"):
+        parse_location(f"{run}@best")
+    config = json.load(open(os.path.join(run, "config.json")))
+    json.dump(dict(config, eval_interval=2), open(os.path.join(run, "config.json"), "w"))
     with pytest.raises(CheckpointError, match=r"\[1, 2\] has an in.*not been evaluated yet"):
         parse_location(f"{run}@best")
     log({}, {}, {"eval/elo": 900.0})  # evaluated at 3 alone, which is not saved
