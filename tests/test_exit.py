@@ -367,3 +367,21 @@ def test_experiment_datasets_and_expert_toy(tmp_path):
         matches = json.load(f)["matches"]
     assert [m["b"] for m in matches] == ["mcts4", "mcts8"]
     assert all(sum(m["wdl"]) == 18 for m in matches)
+
+
+def test_network_evaluations_are_counted_exactly():
+    """A float32 count: a round of 4096 x 4 positions at 1,600 simulations and 1 apprentice move
+    would log 26230784 for 26230785 (float32 is exact to 2^24 only)."""
+    expert = 1601 * 4 * 4096
+    stats = ex.ExItStats(
+        games=jnp.int32(4096),
+        ready=jnp.int32(0),
+        distinct=jnp.zeros(3, jnp.int32),
+        reached=jnp.zeros(3, jnp.int32),
+        positions=jnp.int32(4 * 4096),
+        apprentice_moves=jnp.int32(1),
+        rounds=jnp.int32(1),
+        expert_evaluations=expert,
+    )
+    assert stats.metrics()["exit/network_evaluations"] == expert + 1 == 26230785
+    assert float(np.float32(expert + 1)) != expert + 1
