@@ -406,8 +406,8 @@ def _checks(tmp: str) -> dict:
         np.asarray(parallel.fetch(xbuf.policy))[:2], np.concatenate([r.policy for r in rows], 1)
     )
     out["exit_stats"] = [int(xstats.games), int(xstats.positions), int(xstats.ready)]
-    out["exit_evaluations"] = float(xstats.evaluations) - sum(
-        float(x.apprentice_moves) for x in alone
+    out["exit_evaluations"] = xstats.metrics()["exit/network_evaluations"] - sum(
+        int(x.apprentice_moves) for x in alone
     )  # what the expert searched: (sims + 1) per position
 
     sharded = make_match(game, searcher, searcher, n_games, mesh=mesh)
