@@ -231,6 +231,31 @@ def test_curve_skips_a_checkpoint_the_run_removed_meanwhile(tiny_run, tmp_path, 
     assert checkpoint.steps_on_disk(run) == [2]
 
 
+def test_curve_lists_the_checkpoints_before_it_reads_the_rows(tiny_run, tmp_path, monkeypatch):
+    """On a run still training, the rows were read before the checkpoints were listed: every
+    checkpoint saved in between (seconds, while the first network is built) had no games."""
+    from azjax.eval import curve
+
+    run = str(tmp_path / "run")
+    shutil.copytree(tiny_run, run)
+    path = os.path.join(run, "metrics.jsonl")
+    lines = open(path).read().splitlines(keepends=True)
+    open(path, "w").writelines(lines[:-1])
+    later = str(tmp_path / "2")
+    shutil.move(os.path.join(run, "checkpoints", "2"), later)  # not saved yet
+    real = curve.start_network
+
+    def saving(*args, **kwargs):  # the run saves checkpoint 2 meanwhile
+        shutil.move(later, os.path.join(run, "checkpoints", "2"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(curve, "start_network", saving)
+    out = str(tmp_path / "c")
+    assert evaluate.main(["curve", run, "--errors_only", f"--out={out}"]) == 0
+    rows = _json(out, "curve.json")["curve"]
+    assert rows and all(row["training_games"] is not None for row in rows)
+
+
 def test_a_set_aside_checkpoint_is_said_where_it_went(tiny_run, tmp_path, capsys):
     run = str(tmp_path / "run")
     shutil.copytree(tiny_run, run)

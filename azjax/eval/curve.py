@@ -175,6 +175,9 @@ def run_curve(
         if os.path.exists(os.path.join(folder, name)):
             os.remove(os.path.join(folder, name))
     rating = 0.0  # where the next placement starts: the checkpoint before's rating
+    # the checkpoints listed before the rows are read: a run still training saves newer ones,
+    # whose rows would be missing from rows read first
+    saved = steps(run_dir)
     progress = run_progress(run_dir)
     solved_states = start_states(game, solved) if solved is not None else None
     trained = training_games(run_dir)
@@ -210,7 +213,6 @@ def run_curve(
     )
     # an earlier curve's record in `folder` would pass for this one's until its first checkpoint
     write_json(folder, "curve.json", record)
-    saved = steps(run_dir)
     for step in saved[::-1][::every][::-1]:  # every `every`-th, counted back from the last
         try:
             _, variables, _ = load_checkpoint(run_dir, step)
