@@ -806,8 +806,9 @@ def best_checkpoint(path: str, by: str | None = None, game: str | None = None) -
     if never and config is not None and not config.eval_interval:
         advice = (  # "train past its --eval_interval" of 0 meant nothing
             "it was trained with --eval_interval=0 (no in-loop evaluation): continue it with "
-            "--resume --eval_interval=N, or measure its checkpoints with evaluate.py curve"
-        )
+            "--resume --eval_interval=N"
+            + ("" if config.games else ", or measure its checkpoints with evaluate.py curve")
+        )  # (curve does not draw a shared run)
     if not evaluated and any(k.startswith(prefix) for r in rows for k in r):
         advice = (  # evaluated, but not by these measures (matches alone, say)
             f"its evaluations{'' if game is None else f' of {game}'} log none of these (the "

@@ -39,6 +39,7 @@ from azjax.checkpoint import (
     parse_location,
     read_config,
     resolve_run,
+    set_aside_hint,
     steps,
 )
 from azjax.config import Config
@@ -82,7 +83,9 @@ def locate(config: Config) -> tuple[str, Config]:
     if step is None:
         step = have[-1]
     elif step not in have:
-        raise _error(config, f"no checkpoint {step} in {path!r}; have {have}")
+        raise _error(
+            config, f"no checkpoint {step} in {path!r}; have {have}{set_aside_hint(path, step)}"
+        )
     try:
         source = read_config(path, step)
     except CheckpointError as e:

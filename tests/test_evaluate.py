@@ -265,6 +265,14 @@ def test_a_set_aside_checkpoint_is_said_where_it_went(tiny_run, tmp_path, capsys
     argv = ["match", f"ckpt:{run}@2", "random", "--games=2", f"--out={tmp_path / 'm'}"]
     assert evaluate.main(argv) == 2
     assert f"(it was set aside in {aside} by a --resume_step" in capsys.readouterr().err
+    from azjax.commands import train  # and where train.py is asked for it
+
+    for argv in (
+        [f"--workdir={run}", "--resume", "--resume_step=2"],
+        ["--game=tictactoe", f"--init_from={run}@2", f"--workdir={tmp_path / 'new'}"],
+    ):
+        assert train.main([*argv, "--no_progress"]) == 2
+        assert f"(it was set aside in {aside} by a --resume_step" in capsys.readouterr().err
 
 
 def test_curve_errors_only_measures_each_checkpoint_without_matches(

@@ -510,6 +510,11 @@ def test_best_of_a_shared_run_ranks_the_game_named(config, tmp_path):
         best_checkpoint(run, game="hex")
     with pytest.raises(CheckpointError, match="error_rate.*evaluations of tictactoe log none"):
         best_checkpoint(run, "error_rate", "tictactoe")  # it has an Elo, no error rate
+    # never evaluated (eval_interval=0): the advice leaves out curve, which refuses shared runs
+    never = _evaluated_run(config, tmp_path / "never", {})
+    with pytest.raises(CheckpointError, match=r"--resume --eval_interval=N, or name a step") as e:
+        best_checkpoint(never, game="tictactoe")
+    assert "evaluate.py curve" not in str(e.value)
 
 
 def test_a_shared_runs_summary_keeps_trends_and_best_per_game(config, tmp_path):
