@@ -151,9 +151,12 @@ def build_configs(args) -> dict[str, cfg.Config]:
         for name in args.recipes:
             values = {**base, **RUN, **typed[name], "seed": seed, "time_budget": args.minutes}
             try:
-                configs[f"{name}-s{seed}"] = cfg.load(args.game, values)
+                configs[f"{name}-s{seed}"] = config = cfg.load(args.game, values)
             except ValueError as e:
                 raise ValueError(f"recipe {name}: {e}") from None
+            unused = cfg.ignored(config, typed[name])  # a recipe that would change nothing
+            if unused:
+                raise ValueError(f"recipe {name}: {'; '.join(unused)}")
     # the runs meet in matches and on one ladder: one game for all, found before any trains
     played = {recipe_of(run): config.make_game() for run, config in configs.items()}
     first, game = next(iter(played.items()))

@@ -204,6 +204,8 @@ def test_a_pinned_command_runs_on_its_cores_only():
         (["--ladder_games=-1"], "--ladder_games must be >= 0"),
         (["--game=hex", "--size=3", "--ladder_games=2"], "--ladder_games: no ladder table for hex"),
         (["--game=hex", "--recipe=a:size=3", "--recipe=b:size=4"], "--recipe b plays hex"),
+        # a recipe whose setting the rest turns off would have measured nothing
+        (["--recipe=a:dirichlet_alpha=0.1"], "recipe a: --dirichlet_alpha changes nothing with"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):
