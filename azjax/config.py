@@ -727,17 +727,43 @@ EXIT_ONLY = (
 )
 
 
-# Settings that change nothing unless another says so: (field, the setting it depends on, whether
-# it acts with that setting's value, what it needs). Given on a command line where they do not
-# act, they are refused (`ignored`).
+# Settings that change nothing unless others say so: (field, the settings it depends on, whether
+# it acts in a config, what it needs). Given on a command line where they do not act, they are
+# refused (`ignored`). Self-play's root noise acts in AlphaZero's self-play alone (Expert
+# Iteration's apprentice does not search, and evaluations search without noise).
 CONDITIONAL = (
-    ("fast_simulations", "full_search_prob", lambda v: v < 1, "full_search_prob < 1"),
-    ("resign_playout", "resign_threshold", lambda v: v > 0, "resign_threshold > 0"),
-    ("gating_games", "gating", lambda v: v > 0, "gating > 0"),
-    ("max_considered_actions", "search", lambda v: v == "gumbel", "search=gumbel"),
-    ("gumbel_scale", "search", lambda v: v == "gumbel", "search=gumbel"),
-    ("dirichlet_alpha", "search", lambda v: v == "puct", "search=puct"),
-    ("dirichlet_fraction", "search", lambda v: v == "puct", "search=puct"),
+    (
+        "fast_simulations",
+        ("full_search_prob",),
+        lambda c: c.full_search_prob < 1,
+        "full_search_prob < 1",
+    ),
+    (
+        "resign_playout",
+        ("resign_threshold",),
+        lambda c: c.resign_threshold > 0,
+        "resign_threshold > 0",
+    ),
+    ("gating_games", ("gating",), lambda c: c.gating > 0, "gating > 0"),
+    ("max_considered_actions", ("search",), lambda c: c.search == "gumbel", "search=gumbel"),
+    (
+        "gumbel_scale",
+        ("search", "algorithm"),
+        lambda c: c.search == "gumbel" and c.algorithm == "alphazero",
+        "search=gumbel and algorithm=alphazero: self-play's noise",
+    ),
+    (
+        "dirichlet_alpha",
+        ("search", "algorithm"),
+        lambda c: c.search == "puct" and c.algorithm == "alphazero",
+        "search=puct and algorithm=alphazero: self-play's root noise",
+    ),
+    (
+        "dirichlet_fraction",
+        ("search", "algorithm"),
+        lambda c: c.search == "puct" and c.algorithm == "alphazero",
+        "search=puct and algorithm=alphazero: self-play's root noise",
+    ),
 )
 
 
@@ -745,9 +771,10 @@ def ignored(config: Config, given) -> list[str]:
     """'--FIELD changes nothing with OTHER=VALUE (it needs WHAT)' for each setting of `given` (the
     names a user set) that changes nothing in `config` (CONDITIONAL)."""
     return [
-        f"--{name} changes nothing with {other}={getattr(config, other)} (it needs {needs})"
-        for name, other, acts, needs in CONDITIONAL
-        if name in given and not acts(getattr(config, other))
+        f"--{name} changes nothing with "
+        f"{', '.join(f'{o}={getattr(config, o)}' for o in others)} (it needs {needs})"
+        for name, others, acts, needs in CONDITIONAL
+        if name in given and not acts(config)
     ]
 
 

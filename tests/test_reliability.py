@@ -836,6 +836,10 @@ def test_a_run_that_fits_is_not_refused_for_its_trees():
         (["--fast_simulations=2"], "--fast_simulations changes nothing with full_search_prob=1.0"),
         (["--gating_games=10"], "--gating_games changes nothing with gating=0.0 (it needs gating"),
         (["--resign_playout=0.2"], "--resign_playout changes nothing with resign_threshold=0.0"),
+        (  # Expert Iteration's apprentice does not search: no root noise
+            ["--algorithm=exit", "--search=puct", "--dirichlet_fraction=0.1"],
+            "--dirichlet_fraction changes nothing with search=puct, algorithm=exit",
+        ),
     ],
 )
 def test_a_flag_that_would_change_nothing_is_refused(tmp_path, capsys, flags, said):
