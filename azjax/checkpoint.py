@@ -205,12 +205,17 @@ class Checkpointer:
     def __init__(self, workdir: str, keep: int = 0):
         self.workdir = workdir
         self.failed = False
-        try:
-            self.manager = _manager(workdir, keep)
-        except OSError as e:
-            raise CheckpointError(
-                f"cannot open the checkpoints of {workdir!r}: {describe_os_error(e)}"
-            ) from None
+        for attempt in range(3):  # a step removed while orbax lists them (a run still training)
+            try:
+                self.manager = _manager(workdir, keep)
+                break
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise removed_error(workdir, None) from None
+            except OSError as e:
+                raise CheckpointError(
+                    f"cannot open the checkpoints of {workdir!r}: {describe_os_error(e)}"
+                ) from None
         self._saving: int | None = None  # the step of a save not known to be committed
         self.last_saved: int | None = None  # the step of the last save started without error
         self._on_disk: int | None = None  # the step of this session's last save committed
@@ -351,6 +356,8 @@ class Checkpointer:
             return self._restore(template, step), step
         except Exception as e:  # orbax raises many types for bad or mismatched data
             reason = _first_line(e)
+        if removed(self.workdir, step):  # not corrupt: gone
+            raise removed_error(self.workdir, step)
         older = self._readable(template, below=step)
         hint = (
             f"checkpoint {older} can be read: continue from it with --resume_step={older}"
@@ -865,17 +872,53 @@ def _exported_step(path: str, folder: str, step: int | None) -> int:
     return have
 
 
+def removed(workdir: str, step: int, wait: float = 0.5) -> bool:
+    """Whether checkpoint `step` of `workdir` has gone (or goes within `wait` seconds: orbax
+    removes a folder a file at a time), as a run still training removes its oldest beyond
+    --keep_checkpoints while another command reads it."""
+    deadline = time.monotonic() + wait
+    while step in steps_on_disk(workdir):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def removed_error(workdir: str, step: int | None) -> CheckpointError:
+    """The error for checkpoint `step` (None: one of them, as they were listed) removed by the
+    run writing it while this process read it."""
+    which = f"checkpoint {step}" if step is not None else "a checkpoint"
+    return CheckpointError(
+        f"{which} of {workdir!r} was removed while it was read: the run writing it keeps only "
+        "its newest (--keep_checkpoints); read it again, or name a newer step"
+    )
+
+
 def set_aside_hint(workdir: str, step: int) -> str:
     """' (it was set aside in FOLDER by a --resume_step: ...)' where a `set_aside` folder of
-    `workdir` holds checkpoint `step`, else ''."""
+    `workdir` holds checkpoint `step`; ' (older than its oldest ...)' where the run keeps only
+    newer ones; else ''."""
+    have = steps_on_disk(workdir)
+    if have and step < have[0] and not _set_aside_folder(workdir, step):
+        return (
+            f" (older than its oldest, {have[0]}: the run keeps only its newest checkpoints, "
+            "--keep_checkpoints)"
+        )
+    folder = _set_aside_folder(workdir, step)
+    if folder:
+        return (
+            f" (it was set aside in {folder} by a --resume_step: move "
+            f"it back into {os.path.join(workdir, 'checkpoints')} to read it)"
+        )
+    return ""
+
+
+def _set_aside_folder(workdir: str, step: int) -> str | None:
     names = os.listdir(workdir) if os.path.isdir(workdir) else []
     for name in sorted(names, reverse=True):  # the newest first
         if name.startswith("set_aside-") and os.path.isdir(os.path.join(workdir, name, str(step))):
-            return (
-                f" (it was set aside in {os.path.join(workdir, name)} by a --resume_step: move "
-                f"it back into {os.path.join(workdir, 'checkpoints')} to read it)"
-            )
-    return ""
+            return os.path.join(workdir, name)
+    return None
 
 
 def run_rows(workdir: str) -> list[dict]:
@@ -953,6 +996,8 @@ def read_config(workdir: str, step: int | None = None) -> Config:
         try:
             data = manager.restore(step, args=just_config)
         except Exception as e:
+            if removed(workdir, step):  # not unreadable: gone
+                raise removed_error(workdir, step) from None
             reason = _first_line(e)
             older = None
             for earlier in reversed([s for s in have if s < step]):
@@ -1001,12 +1046,21 @@ def load_checkpoint(
             raise CheckpointError(str(e)) from None
         return config, variables, step
     path = folder
-    config = read_config(path, step)
-    checkpointer = Checkpointer(path)
-    try:
-        run, step = checkpointer.restore(run_template(config), step)
-    finally:
-        checkpointer.close()
+    for attempt in range(3):  # @latest of a run still training: its newest may go meanwhile
+        on_disk = steps_on_disk(path)
+        asked = step if step is not None or not on_disk else on_disk[-1]
+        try:
+            config = read_config(path, asked)
+            checkpointer = Checkpointer(path)
+            try:
+                run, asked = checkpointer.restore(run_template(config), asked)
+            finally:
+                checkpointer.close()
+            break
+        except CheckpointError:
+            if step is not None or asked is None or attempt == 2 or not removed(path, asked, 0):
+                raise
+    step = asked
     if network == "best":
         if run.gate is None:
             raise CheckpointError(

@@ -256,6 +256,47 @@ def test_curve_lists_the_checkpoints_before_it_reads_the_rows(tiny_run, tmp_path
     assert rows and all(row["training_games"] is not None for row in rows)
 
 
+def test_a_checkpoint_removed_while_read_is_said_so(tiny_run, tmp_path):
+    """A run still training with --keep_checkpoints removes its oldest while other commands read
+    them: a checkpoint gone mid-read was called corrupt, and @latest failed when its newest
+    went; an older step than the run keeps is named as such."""
+    from azjax import checkpoint
+
+    run = str(tmp_path / "run")
+    shutil.copytree(tiny_run, run)
+    real = checkpoint.Checkpointer._restore
+    gone = []
+
+    def removing(self, template, step):  # the run removes the step being read, once
+        if not gone:
+            gone.append(step)
+            shutil.rmtree(os.path.join(run, "checkpoints", str(step)))
+        return real(self, template, step)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(checkpoint.Checkpointer, "_restore", removing)
+        with pytest.raises(
+            checkpoint.CheckpointError, match="checkpoint 2 of .* was removed while"
+        ):
+            checkpoint.load_checkpoint(run, 2)
+    shutil.copytree(
+        os.path.join(tiny_run, "checkpoints", "2"), os.path.join(run, "checkpoints", "2")
+    )
+    gone.clear()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(checkpoint.Checkpointer, "_restore", removing)
+        assert checkpoint.load_checkpoint(run)[2] == 1  # @latest: the newest left
+    assert gone == [2]
+    with pytest.raises(
+        checkpoint.CheckpointError, match=r"older than its oldest, 2: the run keeps"
+    ):
+        shutil.copytree(
+            os.path.join(tiny_run, "checkpoints", "2"), os.path.join(run, "checkpoints", "2")
+        )
+        shutil.rmtree(os.path.join(run, "checkpoints", "1"))
+        checkpoint.load_checkpoint(run, 1)
+
+
 def test_a_set_aside_checkpoint_is_said_where_it_went(tiny_run, tmp_path, capsys):
     run = str(tmp_path / "run")
     shutil.copytree(tiny_run, run)
