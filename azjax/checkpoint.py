@@ -536,15 +536,27 @@ class WorkdirLock:
             ...
     """
 
-    def __init__(self, workdir: str):
-        self.path = os.path.join(workdir, "lock")
+    def __init__(
+        self,
+        workdir: str,
+        *,
+        name: str = "lock",
+        holder: str = "another training run",
+        flag: str = "--workdir",
+        remove: bool = False,
+    ):
+        self.path = os.path.join(workdir, name)
+        self.holder, self.flag = holder, flag  # who else holds such a lock, what to choose
+        self.remove = remove  # the file too, on release (an output folder's: left clean)
         self.fd: int | None = None
 
     def __enter__(self) -> WorkdirLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
-            raise CheckpointError(f"cannot lock the workdir: {describe_os_error(e)}") from None
+            raise CheckpointError(
+                f"cannot lock {os.path.dirname(self.path)!r}: {describe_os_error(e)}"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -553,8 +565,8 @@ class WorkdirLock:
             if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise CheckpointError(f"cannot lock {self.path}: {describe_os_error(e)}") from None
             raise CheckpointError(
-                f"{os.path.dirname(self.path)!r} is in use by process {holder} (another "
-                "training run); wait for it to end, stop it, or choose another --workdir"
+                f"{os.path.dirname(self.path)!r} is in use by process {holder} ({self.holder}); "
+                f"wait for it to end, stop it, or choose another {self.flag}"
             ) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
@@ -563,7 +575,10 @@ class WorkdirLock:
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:
-            os.close(self.fd)  # releases the flock; the file stays, harmless
+            if self.remove:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+            os.close(self.fd)  # releases the flock; a workdir's file stays, harmless
             self.fd = None
 
 

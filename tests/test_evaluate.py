@@ -434,3 +434,21 @@ def test_usage_errors_exit_with_code_2():
     with pytest.raises(SystemExit) as e:
         evaluate.main(["match", "random"])
     assert e.value.code == 2
+
+
+def test_one_command_at_a_time_writes_an_out_folder(tmp_path, capsys):
+    """Two matches given one --out at once interleaved their game files, and one failed on the
+    other's temporary file (a reviewer: 3 of 15 pairs)."""
+    from azjax.checkpoint import WorkdirLock
+    from azjax.commands.evaluate import OUT_LOCK
+
+    out = tmp_path / "out"
+    argv = ["match", "random", "random", "--game=tictactoe", "--games=2", f"--out={out}"]
+    out.mkdir()
+    with WorkdirLock(str(out), name=OUT_LOCK, holder="another evaluate.py", flag="--out"):
+        assert evaluate.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "is in use by process" in err and "(another evaluate.py)" in err
+    assert "choose another --out" in err and not (out / "match.json").exists()
+    assert evaluate.main(argv) == 0
+    assert (out / "match.json").exists() and not (out / OUT_LOCK).exists()  # left clean

@@ -96,6 +96,7 @@ from azjax import cli, flags, solved
 from azjax.commands import describe, split_cpu
 from azjax.commands import prog as prog_name
 
+OUT_LOCK = ".lock"  # held in --out while a command writes there (checkpoint.WorkdirLock)
 GAMES = {"match": 100, "tournament": 20}  # --games without --openings (with them: twice theirs)
 # curve's options whose default is set after checking that its measures use them (`check_args`)
 CURVE_DEFAULTS = {"games": 64, "ladder_games": 16, "rounds": "auto"}
@@ -443,18 +444,35 @@ def run(args, option_flags: list[str]) -> None:
     made = [p for p in parents if not os.path.isdir(p)]  # runs/eval, runs: made by reserve
     folder = args.out or reserve(name)
 
+    new = []  # the folders making --out's (for its lock) would make: a refusal leaves none
+    at = os.path.abspath(folder)
+    while not os.path.isdir(at):
+        new.append(at)
+        at = os.path.dirname(at)
+
     def tidy() -> None:
-        """Removes a reserved folder nothing was written into (the ladder writes its table) and
-        the parents this call made for it: what a refusal or a signal leaves."""
-        if not args.out and os.path.isdir(folder) and not os.listdir(folder):
+        """Removes a reserved folder, or an --out this call made, that nothing was written into
+        but its lock (the ladder writes its table) and the parents this call made for it: what a
+        refusal or a signal leaves."""
+        mine = not args.out or os.path.abspath(folder) in new
+        if mine and os.path.isdir(folder) and set(os.listdir(folder)) <= {OUT_LOCK}:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(folder, OUT_LOCK))
             os.rmdir(folder)
-            for parent in made:
+            for parent in [*new[1:], *made]:
                 with contextlib.suppress(OSError):
                     os.rmdir(parent)
 
+    from azjax.checkpoint import WorkdirLock
+
     try:
         with cli.tidied_on_stop(tidy):
-            evaluate(args, game, folder)
+            os.makedirs(folder, exist_ok=True)
+            # one command an --out at a time: two interleaved their game files and temporaries
+            with WorkdirLock(
+                folder, name=OUT_LOCK, holder="another evaluate.py", flag="--out", remove=True
+            ):
+                evaluate(args, game, folder)
     finally:
         tidy()
 
