@@ -57,7 +57,17 @@ def resolve(config: Config) -> Config:
     trunk does not fit `config`'s (`check_compatible`)."""
     location, source = locate(config)
     check_compatible(source, config)  # before any work, not after the compiles
+    path, step = parse_location(location)
+    try:  # read now: a source still training may remove the step before the run loads it
+        _LOADED[location] = load_checkpoint(path, step)
+    except CheckpointError as e:
+        raise _error(config, str(e)) from None
     return dataclasses.replace(config, init_from=location)
+
+
+# resolve's source networks, {'ABSOLUTE_PATH@STEP': load_checkpoint's answer}, taken once by
+# transferred_variables
+_LOADED: dict[str, tuple] = {}
 
 
 def locate(config: Config) -> tuple[str, Config]:
@@ -232,9 +242,10 @@ def transferred_variables(config: Config, fresh: Any) -> tuple[Any, str]:
     the source's network; every leaf placed like `fresh`'s."""
     path, step = parse_location(config.init_from)
     try:
-        source, source_vars, step = load_checkpoint(path, step)
+        loaded = _LOADED.pop(config.init_from, None) or load_checkpoint(path, step)
     except CheckpointError as e:
         raise _error(config, str(e)) from None
+    source, source_vars, step = loaded
     check_compatible(source, config)
     where = f"{path}@{step}"
     try:

@@ -140,6 +140,19 @@ def test_the_same_game_and_network_load_everything(tiny_run, source, monkeypatch
     assert equal(back, source)
 
 
+def test_the_source_is_read_when_resolved(tiny_run, tmp_path):
+    """--init_from=RUN@latest of a run still training with --keep_checkpoints: the step resolved
+    at the start was gone by the time the run loaded it (a reviewer's 9 of 9 tries)."""
+    run = str(tmp_path / "source")
+    shutil.copytree(tiny_run, run)
+    config = resolve(load_config("tictactoe", {**TOY, "init_from": run}))
+    assert config.init_from.endswith("@2")
+    shutil.rmtree(os.path.join(run, "checkpoints", "2"))  # the source run removes it meanwhile
+    variables, note = transferred_variables(config, load_checkpoint(tiny_run, 1)[1])
+    assert "init_from " + config.init_from in note
+    assert equal(variables, load_checkpoint(tiny_run, 2)[1])
+
+
 def test_curves_first_checkpoint_plays_the_network_the_run_started_from(tiny_run, source, tmp_path):
     from azjax.eval.curve import start_network
 
