@@ -115,6 +115,12 @@ def _activations(config: Config, cells: int) -> int:
     return itemsize * config.num_filters * cells * (2 * config.num_blocks + 2)
 
 
+def _training_activations(config: Config, devices: int, leaf: int) -> int:
+    """Bytes of one device's share of a training batch's activations (forward, backward and
+    the gradient's), `leaf` bytes a position's forward pass."""
+    return -(-config.train_batch_size // devices) * leaf * 3
+
+
 def _trees(game, sims: int, games: int, leaf: int, *, chunked: bool = True) -> int:
     """Bytes of the trees of `games` searches of `sims` simulations held at once (`make_search`
     searches a batch whose trees exceed `search.tree_bytes()` in chunks), and the network's
@@ -169,7 +175,6 @@ def _game_parts(config: Config, devices: int) -> dict[str, int]:
     game = config.make_game()
     steps = config.selfplay_steps or game.max_game_length
     games = -(-config.batch_games // devices)
-    batch = -(-config.train_batch_size // devices)
     cells = math.prod(game.board_shape)
     leaf = _activations(config, cells)
     if config.tree_reuse:  # the kept subtrees and the new nodes, every game at once
@@ -184,7 +189,7 @@ def _game_parts(config: Config, devices: int) -> dict[str, int]:
     return {
         "self-play trajectories": steps * games * _selfplay_position(config, game),
         "search trees": trees,
-        "training activations": batch * leaf * 3,
+        "training activations": _training_activations(config, devices, leaf),
         "evaluation matches": _eval_parts(config, game, devices) if config.eval_interval else 0,
     }
 
@@ -208,7 +213,7 @@ def _exit_parts(config: Config, devices: int) -> dict[str, int]:
             positions,
             leaf if config.evaluator == "network" else 0,
         ),
-        "training activations": -(-config.train_batch_size // devices) * leaf * 3,
+        "training activations": _training_activations(config, devices, leaf),
         "evaluation matches": _eval_parts(config, game, devices) if config.eval_interval else 0,
     }
 
@@ -266,12 +271,18 @@ def memory_limit() -> tuple[int | None, str]:
     return host // jax.local_device_count(), what
 
 
+def _sum(parts: dict[str, Part], names) -> int:
+    return sum(parts[p].nbytes for p in names if p in parts)
+
+
+def largest_phase(parts: dict[str, Part]) -> tuple[str, ...]:
+    """The parts of the phase that needs the most."""
+    return max(PHASES.values(), key=lambda names: _sum(parts, names))
+
+
 def needed(parts: dict[str, Part]) -> int:
     """What the run needs on each device: the held parts and the largest phase."""
-    held = sum(parts[p].nbytes for p in HELD if p in parts)
-    return held + max(
-        sum(parts[p].nbytes for p in names if p in parts) for names in PHASES.values()
-    )
+    return _sum(parts, HELD) + _sum(parts, largest_phase(parts))
 
 
 def fitting_value(config: Config, parts: dict[str, Part], name: str, limit: int, devices: int):
@@ -293,7 +304,7 @@ def fitting_value(config: Config, parts: dict[str, Part], name: str, limit: int,
         room = limit - needed(rest)
     else:  # within its phase, beside the held parts
         phase = next(names for names in PHASES.values() if name in names)
-        room = limit - sum(rest[p].nbytes for p in HELD + phase if p in rest)
+        room = limit - _sum(rest, HELD + phase)
     value = int(current * room * FIT_MARGIN) // part.nbytes  # (sizes round up to whole rows)
     if field in ("batch_games", "train_batch_size"):  # split evenly over the devices
         value -= value % devices
@@ -310,10 +321,7 @@ def check_memory(config: Config, fns: Iteration, devices: int) -> None:
     need = needed(parts)
     if need <= limit:
         return
-    phase = max(
-        PHASES.values(), key=lambda names: sum(parts[p].nbytes for p in names if p in parts)
-    )
-    counted = {p: parts[p] for p in HELD + phase if p in parts}
+    counted = {p: parts[p] for p in HELD + largest_phase(parts) if p in parts}
     name, largest = max(counted.items(), key=lambda kv: kv[1].nbytes)
     fit = fitting_value(config, parts, name, limit, devices)
     hint = f" (about {fit[0]}={fit[1]} would fit, the rest as it is)" if fit else ""
