@@ -350,7 +350,7 @@ class Checkpointer:
         if step not in self.steps():
             raise CheckpointError(
                 f"no checkpoint {step} in {self.manager.directory}; have {self.steps()}"
-                f"{set_aside_hint(self.workdir, step)}"
+                f"{missing_step_hint(self.workdir, step)}"
             )
         try:
             return self._restore(template, step), step
@@ -909,7 +909,7 @@ def removed_error(workdir: str, step: int | None) -> CheckpointError:
     )
 
 
-def set_aside_hint(workdir: str, step: int) -> str:
+def missing_step_hint(workdir: str, step: int) -> str:
     """' (it was set aside in FOLDER by a --resume_step: ...)' where a `set_aside` folder of
     `workdir` holds checkpoint `step`; ' (older than its oldest ...)' where the run keeps only
     newer ones; else ''."""
@@ -1004,9 +1004,8 @@ def read_config(workdir: str, step: int | None = None) -> Config:
             raise CheckpointError(f"{workdir!r} holds no checkpoints yet (checkpoints/ is empty)")
         step = manager.latest_step() if step is None else step
         if step not in have:
-            raise CheckpointError(
-                f"no checkpoint {step} in {workdir!r}; have {have}{set_aside_hint(workdir, step)}"
-            )
+            hint = missing_step_hint(workdir, step)
+            raise CheckpointError(f"no checkpoint {step} in {workdir!r}; have {have}{hint}")
         just_config = ocp.args.Composite(config=ocp.args.JsonRestore())
         try:
             data = manager.restore(step, args=just_config)

@@ -88,8 +88,8 @@ from azjax.checkpoint import (
     check_workdir,
     init_run,
     measure_trends,
+    missing_step_hint,
     read_config,
-    set_aside_hint,
     steps_on_disk,
 )
 from azjax.config import Config, validate
@@ -442,7 +442,7 @@ def _open_run(
         if resume_step is not None and resume_step not in checkpointer.steps():
             raise CheckpointError(
                 f"--resume_step={resume_step}: no such checkpoint in "
-                f"{workdir!r}; have {checkpointer.steps()}{set_aside_hint(workdir, resume_step)}"
+                f"{workdir!r}; have {checkpointer.steps()}{missing_step_hint(workdir, resume_step)}"
             )
         saved = read_config(workdir, resume_step)
         check_resumable(saved, config)

@@ -36,10 +36,10 @@ import jax
 from azjax.checkpoint import (
     CheckpointError,
     load_checkpoint,
+    missing_step_hint,
     parse_location,
     read_config,
     resolve_run,
-    set_aside_hint,
     steps,
 )
 from azjax.config import Config
@@ -94,7 +94,7 @@ def locate(config: Config) -> tuple[str, Config]:
         step = have[-1]
     elif step not in have:
         raise _error(
-            config, f"no checkpoint {step} in {path!r}; have {have}{set_aside_hint(path, step)}"
+            config, f"no checkpoint {step} in {path!r}; have {have}{missing_step_hint(path, step)}"
         )
     try:
         source = read_config(path, step)
