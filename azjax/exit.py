@@ -55,7 +55,7 @@ from azjax.config import Config
 from azjax.loop import Iteration, make_sampler
 from azjax.network import init_variables, make_apply, make_network
 from azjax.play_stats import VARIETY_PLIES, observation_hashes, variety
-from azjax.search import _batch_size, chunk_games, in_chunks, make_evaluator, make_model
+from azjax.search import make_evaluator, make_model, within_budget
 from azjax.selection import uct_policy
 from azjax.selfplay import init_states
 from games.base import Game
@@ -115,16 +115,10 @@ def make_expert(game: Game, spec: ExpertSpec, apply: Callable | None) -> Callabl
     Follows search.py's conventions: values from the player to move, discount -1 between plies
     and 0 after the end (an illegal move, which the tree policy never picks, ends as a loss).
     N positions whose trees would take more than `search.tree_bytes()` are searched in chunks,
-    as `make_search` does (`search.chunk_games`, `search.in_chunks`): a round's B x K positions
+    as `make_search` does (`search.within_budget`): a round's B x K positions
     at hundreds of simulations were one search of tens of GiB.
     """
     model = make_model(game, spec, apply)
-
-    def chunked(variables, key, states):
-        size = chunk_games(game, spec.num_simulations, _batch_size(states))
-        if size >= _batch_size(states):
-            return expert(variables, key, states)
-        return in_chunks(game, expert, size)(variables, key, states)
 
     def expert(variables, key, states):
         k_root, k_search = jax.random.split(key)
@@ -141,7 +135,7 @@ def make_expert(game: Game, spec: ExpertSpec, apply: Callable | None) -> Callabl
             temperature=spec.temperature,
         )
 
-    return chunked
+    return within_budget(game, expert, spec.num_simulations)
 
 
 def make_expert_agent(game: Game, spec: ExpertSpec, apply: Callable | None) -> Callable:

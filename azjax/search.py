@@ -495,20 +495,30 @@ def make_search(
             )
         raise ValueError(f"unknown search {spec.search!r}; use puct, gumbel or uct")
 
+    budgeted = within_budget(game, search, spec.num_simulations, chunk)
+
     def chunked(variables, key, states, start=None):  # the chunk is chosen at the batch size
         variables = prepare_variables(network, variables)  # once, outside the loops
         if keep_nodes:
             return search(variables, key, states, start)
-        size = (
-            chunk
-            if chunk is not None
-            else chunk_games(game, spec.num_simulations, _batch_size(states))
-        )
-        if size >= _batch_size(states):
+        return budgeted(variables, key, states)
+
+    return chunked
+
+
+def within_budget(game: Game, search: Callable, num_simulations: int, chunk: int | None = None):
+    """search(variables, key, states[B]) over the B games at once, or in chunks (`in_chunks`)
+    of `chunk` games, or where None of as many as `tree_bytes()` holds (`chunk_games`), chosen
+    at the batch size."""
+
+    def run(variables, key, states):
+        batch = _batch_size(states)
+        size = chunk if chunk is not None else chunk_games(game, num_simulations, batch)
+        if size >= batch:
             return search(variables, key, states)
         return in_chunks(game, search, size)(variables, key, states)
 
-    return chunked
+    return run
 
 
 # A search's B trees take memory in proportion to B x simulations x actions, all of it at once;
