@@ -178,9 +178,10 @@ def run_curve(
     # the checkpoints listed before the rows are read: a run still training saves newer ones,
     # whose rows would be missing from rows read first
     saved = steps(run_dir)
-    progress = run_progress(run_dir)
+    run_so_far = run_rows(run_dir)  # once: each read opens the checkpoints for their rows
+    progress = run_progress(run_dir, run_so_far)
     solved_states = start_states(game, solved) if solved is not None else None
-    trained = training_games(run_dir)
+    trained = training_games(run_dir, run_so_far)
     previous, first_previous = start_network(config, log)
     key = jax.random.PRNGKey(seed)
     rows: list[dict] = []
@@ -322,15 +323,16 @@ def check_curve_options(
         raise ValueError(f"--epsilon is a probability, in [0, 1]; got {epsilon}")
 
 
-def training_games(run_dir: str) -> dict[int, int]:
+def training_games(run_dir: str, rows: list[dict] | None = None) -> dict[int, int]:
     """Cumulative self-play games by iteration, from metrics.jsonl and the rows the latest
     checkpoint holds beyond it (`azjax.checkpoint.run_rows`: a run still training, or killed;
     {} without any).
 
     `azjax.metrics.read_rows` reads the file: a torn last line is dropped, and where an older
-    version wrote an iteration twice (a crash, then a resume) the later row counts, once."""
+    version wrote an iteration twice (a crash, then a resume) the later row counts, once.
+    `rows`: those rows, read already."""
     total, out = 0, {}
-    for row in run_rows(run_dir):
+    for row in run_rows(run_dir) if rows is None else rows:
         total += row.get("games", 0)
         out[row["iteration"]] = total
     return out
@@ -356,11 +358,11 @@ def elo_rows(run_dir: str) -> list[dict]:
     return out
 
 
-def run_progress(run_dir: str):
+def run_progress(run_dir: str, rows: list[dict] | None = None):
     """progress(iteration) -> {"positions", "hours"}: the run's cumulative self-play positions
     and hours of training up to that iteration, from metrics.jsonl (by its latest row at or before
     the iteration where it does not log that one; zeros before any, as for a run without one)."""
-    done = sorted((row["iteration"], d) for row, d in _progress_rows(run_dir))
+    done = sorted((row["iteration"], d) for row, d in _progress_rows(run_dir, rows))
 
     def progress(iteration: int) -> dict:
         before = [d for i, d in done if i <= iteration]
@@ -369,9 +371,10 @@ def run_progress(run_dir: str):
     return progress
 
 
-def _progress_rows(run_dir: str):
-    """(row, {"positions", "hours"} up to it) for each row of the run (`run_rows`)."""
-    rows = run_rows(run_dir)
+def _progress_rows(run_dir: str, rows: list[dict] | None = None):
+    """(row, {"positions", "hours"} up to it) for each row of the run (`run_rows`, or `rows`
+    where read already)."""
+    rows = run_rows(run_dir) if rows is None else rows
     positions = 0
     for row, seconds in zip(rows, run_seconds(rows)):
         positions += row.get("positions", 0)
