@@ -1036,6 +1036,18 @@ def read_config(workdir: str, step: int | None = None) -> Config:
         raise CheckpointError(f"the config of checkpoint {step} in {workdir!r}: {e}") from None
 
 
+def read_run_state(workdir: str, step: int | None = None) -> tuple[Config, RunState, int]:
+    """(config, the whole run state, step) of checkpoint `step` (None: the latest) of run folder
+    `workdir`: its networks, optimizer and gate."""
+    config = read_config(workdir, step)
+    checkpointer = Checkpointer(workdir)
+    try:
+        run, step = checkpointer.restore(run_template(config), step)
+    finally:
+        checkpointer.close()
+    return config, run, step
+
+
 NETWORKS = ("learner", "best")  # load_checkpoint's `network`: a gated run holds both
 
 
@@ -1064,12 +1076,7 @@ def load_checkpoint(
         on_disk = steps_on_disk(path)
         asked = step if step is not None or not on_disk else on_disk[-1]
         try:
-            config = read_config(path, asked)
-            checkpointer = Checkpointer(path)
-            try:
-                run, asked = checkpointer.restore(run_template(config), asked)
-            finally:
-                checkpointer.close()
+            config, run, asked = read_run_state(path, asked)
             break
         except CheckpointError:
             if step is not None or asked is None or attempt == 2 or not removed(path, asked, 0):

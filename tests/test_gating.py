@@ -21,7 +21,7 @@ from azjax.checkpoint import (
     RunState,
     load_checkpoint,
     read_config,
-    run_template,
+    read_run_state,
 )
 from azjax.commands import train
 from azjax.eval import parse_agent
@@ -110,13 +110,7 @@ def _rows(workdir):
 
 
 def _gate_of(workdir, step):
-    config = read_config(workdir, step)
-    checkpointer = Checkpointer(workdir)
-    try:
-        run, _ = checkpointer.restore(run_template(config), step)
-    finally:
-        checkpointer.close()
-    return run
+    return read_run_state(workdir, step)[1]
 
 
 @pytest.fixture(scope="module")
