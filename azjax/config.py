@@ -764,7 +764,44 @@ CONDITIONAL = (
         lambda c: c.search == "puct" and c.algorithm == "alphazero",
         "search=puct and algorithm=alphazero: self-play's root noise",
     ),
+    ("c_puct", ("search",), lambda c: c.search == "puct", "search=puct"),
+    ("puct_values", ("search",), lambda c: c.search == "puct", "search=puct"),
+    (
+        "rollout_weight",
+        ("rollout_policy",),
+        lambda c: c.rollout_policy != "none",
+        "rollouts: rollout_policy=random or policy, rollout_prob > 0",
+    ),
+    (
+        "rollout_sample",
+        ("rollout_policy",),
+        lambda c: c.rollout_policy == "policy",
+        "rollout_policy=policy: the network's playouts",
+    ),
+    (
+        "soft_policy_temperature",
+        ("soft_policy_weight",),
+        lambda c: c.soft_policy_weight > 0,
+        "soft_policy_weight > 0",
+    ),
+    ("momentum", ("optimizer",), lambda c: c.optimizer == "sgd", "optimizer=sgd"),
+    ("gating_interval", ("gating",), lambda c: c.gating > 0, "gating > 0"),
+    *(
+        (name, ("eval_opponent",), lambda c: bool(c.eval_opponent), "an eval_opponent")
+        for name in ("eval_opponent_games", "eval_opponent_sims", "eval_opponent_decisive")
+    ),
+    (
+        "exit_prior_temperature",
+        ("exit_prior_weight",),
+        lambda c: c.exit_prior_weight > 0,
+        "exit_prior_weight > 0: the apprentice's prior in the expert's tree",
+    ),
 )
+
+
+def _shown(value) -> str:
+    """A setting's value as a flag gives it ('' for the empty string)."""
+    return repr(value) if value == "" else str(value)
 
 
 def ignored(config: Config, given) -> list[str]:
@@ -772,7 +809,7 @@ def ignored(config: Config, given) -> list[str]:
     names a user set) that changes nothing in `config` (CONDITIONAL)."""
     return [
         f"--{name} changes nothing with "
-        f"{', '.join(f'{o}={getattr(config, o)}' for o in others)} (it needs {needs})"
+        f"{', '.join(f'{o}={_shown(getattr(config, o))}' for o in others)} (it needs {needs})"
         for name, others, acts, needs in CONDITIONAL
         if name in given and not acts(config)
     ]

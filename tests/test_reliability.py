@@ -840,6 +840,22 @@ def test_a_run_that_fits_is_not_refused_for_its_trees():
             ["--algorithm=exit", "--search=puct", "--dirichlet_fraction=0.1"],
             "--dirichlet_fraction changes nothing with search=puct, algorithm=exit",
         ),
+        # session 117's list: more of them
+        (["--search=gumbel", "--c_puct=2"], "--c_puct changes nothing with search=gumbel"),
+        (["--search=gumbel", "--puct_values=raw"], "--puct_values changes nothing with search="),
+        (["--rollout_weight=0.3"], "--rollout_weight changes nothing with rollout_policy=none"),
+        (
+            ["--rollout_policy=random", "--rollout_prob=0.5", "--rollout_sample"],
+            "--rollout_sample changes nothing with rollout_policy=random",
+        ),
+        (["--soft_policy_temperature=2"], "changes nothing with soft_policy_weight=0.0"),
+        (["--optimizer=adam", "--momentum=0.5"], "--momentum changes nothing with optimizer=adam"),
+        (["--gating_interval=2"], "--gating_interval changes nothing with gating=0.0"),
+        (["--eval_opponent_sims=8"], "--eval_opponent_sims changes nothing with eval_opponent=''"),
+        (
+            ["--algorithm=exit", "--exit_prior_weight=0", "--exit_prior_temperature=0.5"],
+            "--exit_prior_temperature changes nothing with exit_prior_weight=0.0",
+        ),
     ],
 )
 def test_a_flag_that_would_change_nothing_is_refused(tmp_path, capsys, flags, said):
@@ -847,6 +863,30 @@ def test_a_flag_that_would_change_nothing_is_refused(tmp_path, capsys, flags, sa
     (the user believed the run used it)."""
     _fails(capsys, train.main, TOY + [f"--workdir={tmp_path}/run", *flags], said, "leave it out")
     assert not (tmp_path / "run").exists()
+
+
+def test_every_conditional_flag_is_taken_with_what_it_needs():
+    """The refusal above is for a flag given where it acts on nothing: with the settings it
+    needs, each flag of `CONDITIONAL` is taken."""
+    needs = dict(
+        full_search_prob=0.5,
+        fast_simulations=2,
+        resign_threshold=0.9,
+        gating=0.55,
+        search="puct",
+        rollout_policy="policy",
+        rollout_prob=0.5,
+        soft_policy_weight=1.0,
+        optimizer="sgd",
+        eval_opponent="minimax",
+    )
+    configs = [
+        cfg.load("tictactoe", needs),
+        cfg.load("tictactoe", {**needs, "search": "gumbel"}),
+        cfg.load("tictactoe", dict(algorithm="exit", exit_prior_weight=10.0)),
+    ]
+    for name, *_ in cfg.CONDITIONAL:
+        assert any(not cfg.ignored(config, [name]) for config in configs), name
 
 
 def test_bad_values_are_one_line(tmp_path, capsys):
