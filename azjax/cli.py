@@ -57,6 +57,8 @@ def user_message(
             f"this needs {package}, which is not installed (pip install {package}, or the test "
             "extras: pip install -e '.[test]')"
         )
+    if isinstance(e, OSError) and e.filename == STDOUT:
+        return f"{STDOUT}: {e.strerror or e} (the output could not be written where it was sent)"
     if isinstance(e, OSError):
         return describe_os_error(e, folder)
     text = str(e)
@@ -93,6 +95,50 @@ def _usable_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):
             stream.reconfigure(errors="backslashreplace")
+
+
+STDOUT = "standard output"  # the file name its write errors carry (`_Named`)
+
+
+class _Named:
+    """Standard output whose write errors name it: an OSError without a file name read as the
+    output folder's (`train.py > /dev/full` said the disk was full and to choose another
+    --workdir, the run saved)."""
+
+    def __init__(self, stream, name: str):
+        self._stream, self._name = stream, name
+
+    def _named(self, method: str, *args):
+        try:
+            return getattr(self._stream, method)(*args)
+        except OSError as e:
+            if not e.filename:
+                e.filename = self._name
+            raise
+
+    def write(self, text):
+        return self._named("write", text)
+
+    def flush(self):
+        return self._named("flush")
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _named_stdout():
+    """Within the block, sys.stdout's write errors name it (`_Named`)."""
+    outer = sys.stdout
+    if isinstance(outer, _Named):
+        yield
+        return
+    sys.stdout = _Named(outer, STDOUT)
+    try:
+        yield
+    finally:
+        if isinstance(sys.stdout, _Named):
+            sys.stdout = outer
 
 
 def _stdout_closed() -> bool:
@@ -151,42 +197,44 @@ def run(
 
         compile_cache.enable()  # before anything compiles: later runs load what this one compiles
         xla_flags.enable()  # before the backend starts: a GPU runs while loops as CUDA graphs
-    try:
-        # SIGTERM ends like Ctrl-C, with a line and 143, not silently; a stop at once by os._exit
-        with raise_on_signals(), exits_at_once():
-            if threaded:
-                return run_interruptibly(lambda: body(argv))
-            return body(argv)
-    except KeyboardInterrupt as e:
-        with _signals_ignored():  # a second signal here (`timeout` signals the process and
-            # its group: two at once) ended in a traceback and an abort, the tidying undone
-            signum = e.signum if isinstance(e, Interrupted) else 2
-            name = e.name if isinstance(e, Interrupted) else "SIGINT"
-            message = (e.message if isinstance(e, Interrupted) else "") or stopped
-            print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
-            # the worker, or this thread where the signal's handler raised (`at_once`), may be
-            # inside XLA: leave without waiting for it, and without the interpreter's shutdown,
-            # which can crash there (a second Ctrl-C during a compile ended in a segmentation
-            # fault)
-            if threaded or getattr(e, "at_once", False):
-                for tidy in list(_ON_STOP):
-                    with contextlib.suppress(Exception):
-                        tidy()
-                sys.stdout.flush()
-                os._exit(128 + signum)
-        return 128 + signum
-    except Exception as e:
-        if isinstance(e, BrokenPipeError) and _stdout_closed():
-            # the reader of the output stopped early (`| head`): end quietly, as Unix tools do,
-            # standard output pointed at nothing so that the flush at exit does not fail again
-            # (a pipe of the command's own, a GTP engine's, is an error as any other)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 128 + signal.SIGPIPE
-        message = user_message(e, memory_hint, folder)
-        if message is None or debug:
-            raise
-        _leave_if_stuck(prog, fail(prog, message))
-        return 2
+    with _named_stdout():
+        try:
+            # SIGTERM ends like Ctrl-C, with a line and 143, not silently; a stop at once by
+            # os._exit
+            with raise_on_signals(), exits_at_once():
+                if threaded:
+                    return run_interruptibly(lambda: body(argv))
+                return body(argv)
+        except KeyboardInterrupt as e:
+            with _signals_ignored():  # a second signal here (`timeout` signals the process and
+                # its group: two at once) ended in a traceback and an abort, the tidying undone
+                signum = e.signum if isinstance(e, Interrupted) else 2
+                name = e.name if isinstance(e, Interrupted) else "SIGINT"
+                message = (e.message if isinstance(e, Interrupted) else "") or stopped
+                print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
+                # the worker, or this thread where the signal's handler raised (`at_once`), may be
+                # inside XLA: leave without waiting for it, and without the interpreter's shutdown,
+                # which can crash there (a second Ctrl-C during a compile ended in a segmentation
+                # fault)
+                if threaded or getattr(e, "at_once", False):
+                    for tidy in list(_ON_STOP):
+                        with contextlib.suppress(Exception):
+                            tidy()
+                    sys.stdout.flush()
+                    os._exit(128 + signum)
+            return 128 + signum
+        except Exception as e:
+            if isinstance(e, BrokenPipeError) and _stdout_closed():
+                # the reader of the output stopped early (`| head`): end quietly, as Unix tools do,
+                # standard output pointed at nothing so that the flush at exit does not fail again
+                # (a pipe of the command's own, a GTP engine's, is an error as any other)
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return 128 + signal.SIGPIPE
+            message = user_message(e, memory_hint, folder)
+            if message is None or debug:
+                raise
+            _leave_if_stuck(prog, fail(prog, message))
+            return 2
 
 
 def script(module: str, main: Callable[[list[str]], object]) -> int:

@@ -492,6 +492,30 @@ def test_a_failed_save_is_one_line_and_does_not_hang(tmp_path, monkeypatch):
     assert "disk is full" in cli.user_message(full)
 
 
+def test_a_full_standard_output_is_named_not_the_workdir(monkeypatch, capsys):
+    """Session 116's list: `train.py > /dev/full` ended in "No space left on device (the disk is
+    full: free space, or choose another --workdir)", the run saved: the write error had no file
+    name to tell it from the workdir's."""
+    import io
+
+    from azjax import cli
+
+    class Full(io.StringIO):
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    assert cli.run("train.py", lambda argv: print("summary") or 0, []) == 2
+    said = capsys.readouterr().err
+    assert "train.py: error: standard output: No space left on device" in said
+    assert "--workdir" not in said
+    assert isinstance(sys.stdout, Full)  # put back after the command
+    ok = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", ok)
+    assert cli.run("train.py", lambda argv: print("summary") or 0, []) == 0
+    assert ok.getvalue() == "summary\n"
+
+
 def test_a_save_that_fails_in_the_background_keeps_its_rows_out(tmp_path, monkeypatch):
     """A save that failed while being written (a full disk, tensorstore's error) had its rows
     written to metrics.jsonl when the loop, stopping, waited once more: orbax reports an error
