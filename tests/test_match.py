@@ -91,6 +91,16 @@ def test_match_json_holds_the_games_and_a_record_file_each(tmp_path):
             assert read_record(TTT, f.read()) == [TTT.parse_action(m) for m in g["moves"]]
 
 
+def test_two_alike_seeded_agents_do_not_replay_each_others_games(tmp_path):
+    """The command's --seed went to both agents: `perfect` against `perfect` drew one stream on
+    each side, so the match's second half (the colours swapped) replayed its first move for
+    move. Agent i now takes --seed + i."""
+    record = run_match(TTT, ["perfect", "perfect"], str(tmp_path), games=16, seed=0)
+    moves = [tuple(g["moves"]) for g in record["game_records"]]
+    assert sum(moves[i] == moves[i + 8] for i in range(8)) < 4
+    assert len(set(moves)) > 8
+
+
 def test_minimax_never_loses_to_random():
     minimax = parse_agent("minimax", TTT)  # the whole game: perfect play
     out = play_games(TTT, minimax, parse_agent("random", TTT), 16, jax.random.PRNGKey(0))

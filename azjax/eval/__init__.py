@@ -58,6 +58,7 @@ from azjax.eval.specs import (
     game_for,
     make_player,
     parse_agent,
+    parse_agents,
     parse_options,
 )
 from azjax.eval.tournament import round_robin, run_tournament, tournament_summary
@@ -90,6 +91,7 @@ __all__ = [
     "network_apply",
     "outcome_record",
     "parse_agent",
+    "parse_agents",
     "parse_options",
     "place_agent",
     "play_games",

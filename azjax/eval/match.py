@@ -37,7 +37,7 @@ from azjax.eval.records import (
     result_record,
     write_json,
 )
-from azjax.eval.specs import parse_agent
+from azjax.eval.specs import parse_agents
 from games.base import Game
 
 
@@ -380,7 +380,7 @@ def run_match(
     head = dict(
         game=game.name, game_options=game.options, games=games, seed=seed, openings=openings
     )
-    agents = [parse_agent(s, game, seed=seed) for s in specs]
+    agents = parse_agents(specs, game, seed=seed)
     head["checkpoints"] = checkpoints_record(specs, agents)
     clear_records(os.path.join(folder, "games"))  # games/ holds this match's games alone
     with contextlib.suppress(FileNotFoundError):  # nor an earlier match's, until a game ends

@@ -55,7 +55,10 @@ Specs (options are comma-separated `name=value`):
 simulations (`azjax.eval.calibration`: matches time it for the games they play at once, play.py
 and the GTP engine for one game, as they start). The agents that draw their own random numbers
 (minimax, perfect, spiel) take the command's seed (`--seed`, `parse_agent(..., seed=S)`) where
-their spec gives no seed=, so a match with another --seed plays other games against them.
+their spec gives no seed=, so a match with another --seed plays other games against them; a
+command's i-th agent takes --seed + i (`parse_agents`, as play.py's players), so two such agents
+alike do not draw one stream (a match of `perfect` against `perfect` played each game twice, the
+colours swapped).
 """
 
 from __future__ import annotations
@@ -145,6 +148,13 @@ def split_specs(text: str) -> list[str]:
         else:
             specs.append(piece)
     return specs
+
+
+def parse_agents(specs, game: Game, *, seed: int = 0) -> list[Agent]:
+    """The agents of a command's specs, the i-th (those that draw their own random numbers) with
+    `seed` + i where its spec gives no seed=: alike agents seeded alike drew the same numbers,
+    so that the second half of a match (the colours swapped) replayed the first."""
+    return [parse_agent(text, game, seed=seed + i) for i, text in enumerate(specs)]
 
 
 def parse_agent(text: str, game: Game, *, seed: int = 0) -> Agent:

@@ -21,7 +21,7 @@ from azjax.eval.records import (
     remove_earlier,
     write_json,
 )
-from azjax.eval.specs import parse_agent
+from azjax.eval.specs import parse_agents
 from azjax.eval.stats import Z95, elo, is_connected
 from games.base import Game
 
@@ -52,7 +52,7 @@ def run_tournament(
     check_games(games)
     if isinstance(specs, str) or len(specs) < 2:
         raise ValueError(f"tournament: give at least two agents' specs, got {specs!r}")
-    agents = [parse_agent(s, game, seed=seed) for s in specs]
+    agents = parse_agents(specs, game, seed=seed)
 
     names = unique_names(specs)
     played = dict(seed=seed, openings=openings, checkpoints=checkpoints_record(names, agents))
