@@ -30,7 +30,10 @@ from azjax.search import SearchSpec
 from azjax.selfplay import random_moves
 from azjax.solved import make_error_evaluation
 
-EXTRA_EVALUATION_STREAM = 1  # the caller's evaluation key: fold_in(the evaluation key, this)
+# the caller's evaluation key: fold_in(the evaluation key, this). Not 0 - 3: JAX's split(key, n)
+# is fold_in(key, 0 .. n - 1), the matches' and the ladder's keys, and 3 the error rate's (at 1,
+# --eval_opponent's match drew the keys of the match against pure MCTS)
+EXTRA_EVALUATION_STREAM = 4
 
 
 def evaluation_matches(

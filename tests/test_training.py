@@ -428,6 +428,10 @@ def test_the_sessions_evaluations_fall_due_run_or_wait_and_count_their_seconds()
     values, full = evaluations.run("v", "p", key, session_seconds=100.0)
     assert full and values["eval/mcts_score"] == 0.5 and values["eval/opponent_score"] == 1.0
     assert not np.array_equal(keys[0], key)  # the caller's stream, not the loop's key
+    # nor a key the loop's evaluation draws from (split(key, 3) is fold_in(key, 0 .. 2) in JAX;
+    # at stream 1 the --eval_opponent match drew the keys of the match against pure MCTS)
+    for taken in [*jax.random.split(key, 3), jax.random.fold_in(key, 3)]:
+        assert not np.array_equal(keys[0], taken)
     assert evaluations.seconds == values["eval_seconds"] and "eval_postponed" not in values
     assert evaluations.next == pytest.approx(
         values["eval_seconds"] - values["eval_compile_seconds"]
