@@ -197,9 +197,16 @@ def init_run(config: Config) -> RunState:
     )
 
 
+# the run key's stream of the games' keys: an iteration (int32) is never this. Game i's key was
+# fold_in(run key, i), the base of the run's own iteration i, so that game 1's iteration-2 keys
+# were the shared in-loop evaluation's keys after iteration 1 (JAX's split is fold_in)
+GAMES_STREAM = 2**32 - 1
+
+
 def view_run(run: RunState, name: str, index: int) -> RunState:
     """Game `name`'s single-game RunState: its view of the network (and of the gate's best),
-    its optimizer state, and a key of its own (folded with its `index` in the list)."""
+    its optimizer state, and a key of its own (folded with its `index` in the list, from the
+    run key's `GAMES_STREAM`)."""
     gate = run.gate
     if gate is not None:
         gate = GateState(view(gate.best, name), gate.best_iteration, gate.accepted, gate.gates)
@@ -207,7 +214,7 @@ def view_run(run: RunState, name: str, index: int) -> RunState:
     return RunState(
         train=TrainState(view(train.variables, name), train.opt_state[name], train.step),
         iteration=run.iteration,
-        key=jax.random.fold_in(run.key, index),
+        key=jax.random.fold_in(jax.random.fold_in(run.key, GAMES_STREAM), index),
         gate=gate,
     )
 

@@ -196,6 +196,17 @@ def test_each_game_sees_a_single_game_network_around_one_trunk(config, run0):
     assert not equal(ttt, c4)
 
 
+def test_each_game_s_keys_are_apart_from_the_run_s_iterations(run0):
+    """A game's key was fold_in(run key, its index), the base of the run's iteration of that
+    number: connect_four's (index 1) iteration-2 keys were the shared in-loop evaluation's keys
+    after iteration 1."""
+    bases = {tuple(np.asarray(jax.random.fold_in(run0.key, it))) for it in range(64)}
+    for index, name in enumerate(("tictactoe", "connect_four")):
+        key = shared.view_run(run0, name, index).key
+        assert tuple(np.asarray(key)) not in bases
+        assert not equal(key, shared.view_run(run0, name, 1 - index).key)
+
+
 def test_one_step_on_one_game_moves_the_trunk_and_that_game_only(config, run0):
     """A step from Connect Four's batch changes what Tic-Tac-Toe's apply computes (the trunk is
     shared) and leaves Tic-Tac-Toe's input block, heads, batch statistics and optimizer state
