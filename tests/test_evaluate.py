@@ -328,11 +328,25 @@ def test_curve_errors_only_measures_each_checkpoint_without_matches(
     values[1, 4] = solved.ILLEGAL
     monkeypatch.setattr(solved, "SETS", str(tmp_path / "sets"))
     solved.save_set(solved.SolvedSet("tictactoe", {}, ((), (4,)), values), solved.set_path(GAME))
+    import jax
+
+    from azjax.eval import curve
+
+    keys = []
+    choose = curve.choose_moves
+    monkeypatch.setattr(curve, "choose_moves", lambda *a: keys.append(a[-1]) or choose(*a))
     out = str(tmp_path / "c")
     os.makedirs(out)
     with open(os.path.join(out, "curve.png"), "w") as f:  # an earlier curve's plot in --out
         f.write("old")
     assert evaluate.main(["curve", tiny_run, "--errors_only", "--sims=2", f"--out={out}"]) == 0
+    # one key for every checkpoint's error rate, none of their matches' (the curve's key, whose
+    # split is fold_in(key, 0 or 1): checkpoint 1's matches' base)
+    base = jax.random.PRNGKey(0)
+    assert len(keys) == 2 and np.array_equal(keys[0], keys[1])
+    assert not np.array_equal(keys[0], base)
+    for step in (1, 2):
+        assert not np.array_equal(keys[0], jax.random.fold_in(base, step))
     assert capsys.readouterr().out.strip().endswith("curve.json, curve_errors.png")
     record = _json(out, "curve.json")
     assert [row["step"] for row in record["curve"]] == [1, 2]

@@ -93,6 +93,7 @@ def start_network(config, log=print) -> tuple[Any, str]:
 
 
 PLOTS = ("curve.png", "curve_elo.png", "curve_errors.png")  # what `run_curve` may draw
+ERRORS_STREAM = 2**32 - 1  # fold_in(the curve's key, this): a checkpoint's step is never this
 
 
 def run_curve(
@@ -184,6 +185,10 @@ def run_curve(
     trained = training_games(run_dir, run_so_far)
     previous, first_previous = start_network(config, log)
     key = jax.random.PRNGKey(seed)
+    # the error rate's key, the same at every checkpoint (their rates differ by the networks, not
+    # the draws) and apart from the checkpoints' match keys: it was `key` itself, whose split is
+    # fold_in(key, 0 or 1), checkpoint 1's matches' base
+    k_errors = jax.random.fold_in(key, ERRORS_STREAM)
     rows: list[dict] = []
     record = dict(
         run=os.path.abspath(run_dir),
@@ -246,7 +251,11 @@ def run_curve(
         errors = ""
         if solved is not None:
             moves = choose_moves(
-                game, dataclasses.replace(net, variables=variables), solved, solved_states, key
+                game,
+                dataclasses.replace(net, variables=variables),
+                solved,
+                solved_states,
+                k_errors,
             )
             row["errors"] = r = rate_record(error_rate(solved, moves))
             sep = ", " if matches else ": "
