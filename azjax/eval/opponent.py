@@ -13,8 +13,8 @@ minimax:, ckpt:, ...), half with each colour (`play_games`); with `eval_opening_
 loop's own matches, each game pair starts from a position after n uniformly random plies, once with
 each colour (positions may repeat between pairs). The agents that draw their own random numbers
 (spiel:, minimax:, perfect:) take the run's `--seed` where the spec gives no seed=, as `evaluate.py
---seed` (`parse_agent`), and go on drawing from one stream across the run's evaluations. The values,
-from the network's side:
+--seed` (`parse_agent`), and go on drawing from one stream across a session's evaluations (a
+resumed session starts it again from the seed). The values, from the network's side:
 
     eval/opponent_score     (wins + draws / 2) / games
     eval/opponent_ci95      the half-width of its 95% interval (`stats.score_ci`)
