@@ -718,6 +718,31 @@ def test_value_weight_scales_the_value_term_and_its_gradient():
     assert float(jnp.max(jnp.abs(moved[1.0][value_out]["kernel"]))) > 0.0
 
 
+def test_weight_decay_adds_its_l2_term_and_shrinks_the_weights():
+    """The L2 term is weight decay's only form (the optimizer has none of its own): a mutation
+    that left it out of the total passed every test, each of which set weight_decay=0."""
+    plain_sgd = {"optimizer": "sgd", "momentum": 0.0, "learning_rate": 0.1}
+    net, variables, opt, state = _tictactoe_learner(plain_sgd)
+    obs = (jax.random.uniform(jax.random.PRNGKey(1), (4, 3, 3, 3)) < 0.3).astype(jnp.float32)
+    batch = Batch(obs, jax.nn.one_hot(jnp.array([0, 4, 2, 8]), 9), jnp.array([1.0, -1, 1, 0]))
+    params = variables["params"]
+    after, losses = {}, {}
+    for w in (0.0, 0.01):
+        step = jax.jit(training.make_train_step(net, opt, w))
+        trained, losses[w] = step(state, batch)
+        after[w] = trained.variables["params"]
+    squares = sum(float(jnp.sum(p**2)) for p in jax.tree_util.tree_leaves(params))
+    np.testing.assert_allclose(float(losses[0.01].l2), 0.01 * squares, rtol=1e-5)
+    np.testing.assert_allclose(
+        float(losses[0.01].total), float(losses[0.0].total) + 0.01 * squares, rtol=1e-5
+    )
+    # plain SGD at rate 0.1: the decayed step is the other's less 0.1 x 2 x 0.01 x the weights
+    for decayed, plain, p in zip(
+        *map(jax.tree_util.tree_leaves, (after[0.01], after[0.0], params))
+    ):
+        np.testing.assert_allclose(decayed - plain, -0.002 * p, rtol=1e-3, atol=1e-7)
+
+
 @pytest.fixture(scope="module")
 def learner_setup():
     """A tiny Tic-Tac-Toe network, its optimizer state, train step and replay sampler."""
