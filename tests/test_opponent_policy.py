@@ -83,6 +83,23 @@ def test_each_position_gets_its_opponents_next_policy_in_its_own_frame(drawn):
     assert with_reply == [1, 2, 3, 11, 12, 13, 23, 31, 32, 41, 42]
 
 
+def test_the_reply_is_found_across_the_ring_s_wrap():
+    """A position in the buffer's last row has its reply in row 0: without the wrap the row
+    after it was clamped to itself (the same mover), and its target silently dropped; the test
+    above never wrapped the ring (6 moves in 8 rows)."""
+    traj = _trajectory()
+    buffer = replay.init(8, 3, (3, 3, 3), A, opponent=True)
+    buffer = replay.add(replay.add(buffer, traj), traj)  # the second copy: rows 6, 7, 0, ..., 3
+    batch = jax.jit(functools.partial(replay.sample, batch_size=400, opponent_frames=FRAMES))(
+        buffer, jax.random.PRNGKey(3)
+    )
+    expected = _expected(traj)
+    ids = np.asarray(batch.obs[:, 0, 0, 0]).astype(int)
+    assert {11, 12, 13} <= set(ids)  # the second copy's t = 1, in row 7
+    for i, got in zip(ids, np.asarray(batch.opponent_policy)):
+        np.testing.assert_array_equal(got, expected[i], err_msg=f"position {i}")
+
+
 def test_the_target_is_none_without_the_frames_and_refused_from_a_plain_buffer(drawn):
     _, buffer, _ = drawn
     assert replay.sample(buffer, jax.random.PRNGKey(1), 4).opponent_policy is None
