@@ -227,6 +227,26 @@ def test_chosen_action_targets_are_the_moves_played():
         make_selfplay(TTT, spec, None, 5, 2, policy_target="best")
 
 
+def test_the_first_sample_moves_plies_are_sampled_and_the_rest_greedy():
+    """Self-play's cut-off itself (`select_action` is tested with a given mask): a mutation that
+    sampled one ply too many was caught only by a statistical threshold of another test."""
+    spec = SearchSpec.pure_mcts(8, explore=True)  # PUCT: its best move is the most visited
+    play = jax.jit(make_selfplay(TTT, spec, None, 9, 2))
+    _, traj = jax.device_get(play(None, jax.random.PRNGKey(5), init_states(TTT, 32)))
+    steps, batch = traj.done.shape
+    before = traj.obs[:-1, ..., 0].reshape(steps - 1, batch, 9)
+    after = traj.obs[1:, ..., 1].reshape(steps - 1, batch, 9)
+    played = (after - before).argmax(-1)  # the mover's new stone (see the test above)
+    best = traj.policy[:-1].argmax(-1)  # the visits' most visited move, first of ties
+    live, ply = ~traj.done[:-1], traj.ply[:-1]
+    greedy = live & (ply >= 2)
+    assert greedy.sum() > 50
+    np.testing.assert_array_equal(played[greedy], best[greedy])
+    for sampled in (0, 1):  # each of the first two plies sampled, not the best alone
+        at = live & (ply == sampled)
+        assert np.mean(played[at] != best[at]) > 0.1
+
+
 def test_improved_policy_targets_are_recorded_while_the_visits_choose_the_moves():
     from test_search import linear_net
 
