@@ -1442,10 +1442,12 @@ def test_a_kill_loses_one_checkpoint_interval_at_most(tmp_path, monkeypatch, int
     from azjax.checkpoint import Checkpointer
 
     writing = []  # the saves the loop has not waited for: on disk, but not known to be
+    saves = []  # every save the loop made
     save, wait = Checkpointer.save, Checkpointer.wait
 
     def slow_save(self, iteration, *args, **kwargs):
         save(self, iteration, *args, **kwargs)
+        saves.append(iteration)
         writing.append(iteration)
 
     def waited(self):
@@ -1458,13 +1460,14 @@ def test_a_kill_loses_one_checkpoint_interval_at_most(tmp_path, monkeypatch, int
     behind = []
 
     def done(it, values):  # what a kill now would lose: the iterations since the last save
-        saved = [s for s in range(interval, it, interval) if s not in writing]
+        saved = [s for s in saves if s not in writing]  # the saves made, not those due
         behind.append(it - max(saved, default=0))
 
     argv = [a for a in TOY if not a.startswith("--checkpoint")] + ["--iterations=7"]
     config, _ = train.parse(argv + [f"--checkpoint_interval={interval}"])
     loop.train_and_evaluate(config, str(tmp_path / "run"), progress=False, on_iteration=done)
     assert behind and max(behind) <= interval
+    assert saves == [*range(interval, 7, interval), 7]  # every interval, and the last
 
 
 def test_a_checkpoint_without_its_config_names_an_older_one(stopped_run, tmp_path, capsys):
