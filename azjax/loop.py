@@ -892,7 +892,14 @@ def _train(
         # whether the time budget is spent, as the last iteration judged it where it chose to
         # evaluate as the session's last or not (None before the session's first iteration)
         spent: bool | None = None
-        with StopSignals(lambda: f"finishing iteration {it}, then saving a checkpoint") as stop:
+        evaluating = False  # an in-loop evaluation under way: a first signal waits for it too
+        with StopSignals(
+            lambda: (
+                f"finishing iteration {it}"
+                + (" and its evaluation, under way" if evaluating else "")
+                + ", then saving a checkpoint"
+            )
+        ) as stop:
             while it < limit:
                 stop.check()  # a second signal whose handler's stop was lost (`check`)
                 stop_reason = _should_stop(config, t_run, stop, spent=spent)
@@ -961,6 +968,7 @@ def _train(
                 spent = _budget_spent(config, t_run)
                 ends = functools.partial(_session_ends, config, it, spent)
                 if evaluations.due(it, ends):
+                    evaluating = True
                     evaluated, full = evaluations.run(
                         run.train.variables,
                         previous,
@@ -968,6 +976,7 @@ def _train(
                         time.time() - t_loop,
                         final=ends(),
                     )
+                    evaluating = False
                     values.update(evaluated)
                     if full:
                         previous = fns.copy(run.train.variables)

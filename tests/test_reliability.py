@@ -295,6 +295,32 @@ def test_a_stopping_run_compiles_no_evaluation_it_will_not_play(tmp_path, monkey
     assert json.load(open(tmp_path / "run" / "summary.json"))["stopped_by"] == "SIGTERM"
 
 
+def test_a_signal_during_an_evaluation_says_it_finishes_the_evaluation(
+    tmp_path, monkeypatch, capsys
+):
+    """A first signal waits for an evaluation under way (its programs compiling, on a first
+    one: a reviewer's 25 s on 2 cores); the line said only 'finishing iteration 2'."""
+    from azjax import loop, loop_eval
+    from azjax.interrupt import Interrupted
+
+    run = loop_eval.Evaluations.run
+
+    def signalled(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(loop_eval.Evaluations, "run", signalled)
+    toy = dict(num_blocks=1, num_filters=4, value_hidden=4, train_steps=2, train_batch_size=16)
+    config = cfg.load(
+        "tictactoe",
+        dict(toy, batch_games=8, num_simulations=2, eval_interval=2, eval_games=2, iterations=4),
+    )
+    with pytest.raises(Interrupted, match="checkpoint 2 saved"):
+        loop.train_and_evaluate(config, str(tmp_path / "run"), progress=False)
+    said = capsys.readouterr().err
+    assert "SIGTERM: finishing iteration 2 and its evaluation, under way, then saving" in said
+
+
 def test_a_python_caller_stopped_at_once_still_waits_for_a_compilation(tmp_path, monkeypatch):
     """From Python (no azjax.cli, no os._exit), two signals: the loop must still end the
     evaluation's compile threads, or the interpreter's shutdown meets one inside XLA (a review's
