@@ -198,6 +198,15 @@ def test_two_engine_subprocesses_play_a_game_over_gtp():
     assert 4 <= len(moves) <= 10 and sorted(np.asarray(game.returns(state)).tolist()) == [-1, 1]
 
 
+def test_the_engine_runs_in_a_session_of_its_own(tmp_path):
+    """A terminal's Ctrl-C reaches the whole foreground process group: the engine died with the
+    trainer's first Ctrl-C, whose evaluation then reported the opponent failed and dropped."""
+    silent = tmp_path / "silent.py"
+    silent.write_text("import sys\nsys.stdin.readline()\n")
+    with GTPClient(f"{sys.executable} {silent}") as engine:
+        assert os.getsid(engine.process.pid) == engine.process.pid != os.getsid(0)
+
+
 def test_client_reports_dead_and_silent_engines(tmp_path):
     silent = tmp_path / "silent.py"
     silent.write_text("import sys, time\nsys.stdin.readline()\ntime.sleep(30)\n")

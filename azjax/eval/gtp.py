@@ -385,6 +385,11 @@ class GTPClient:
             bufsize=1,
             cwd=cwd,
             env=xla_flags.without_added() if env is None else env,
+            # a session of its own: a terminal's Ctrl-C (or a SIGTERM to the job's process group)
+            # is the command's to handle, which ends the engine itself; in the group, the engine
+            # died with it, and train.py's evaluation reported its opponent failed and dropped,
+            # "training goes on", as the run stopped
+            start_new_session=True,
         )
         threading.Thread(
             target=self._pump, args=(self.process.stdout, self._lines.put), daemon=True
