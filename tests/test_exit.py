@@ -89,6 +89,7 @@ def test_round_labels_are_consistent_and_the_expert_finds_a_win():
     np.testing.assert_allclose(data.tpt.sum(-1), 1.0, rtol=1e-6)
     assert bool(jnp.all(jnp.where(data.legal, True, data.tpt == 0)))  # no visits off the board
     np.testing.assert_array_equal(jnp.argmax(data.cat, -1), jnp.argmax(data.tpt, -1))
+    assert int(jnp.max(jnp.sum(data.tpt > 0, -1))) > 1  # the visits, not a one-hot: cat's
     np.testing.assert_allclose(data.cat.sum(-1), 1.0)
     assert set(np.asarray(data.outcome).tolist()) <= {-1.0, 0.0, 1.0}
     assert 4 * 5 <= int(data.apprentice_moves) <= 4 * 9  # tictactoe lasts 5..9 plies
@@ -100,6 +101,23 @@ def test_round_labels_are_consistent_and_the_expert_finds_a_win():
     states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (4, *x.shape)), state)
     act = jax.jit(ex.make_expert_agent(game, ex.ExpertSpec.vanilla(60), None))
     np.testing.assert_array_equal(act(None, jax.random.PRNGKey(2), states), [2] * 4)
+
+
+def test_the_search_value_target_is_the_movers():
+    """value_target=search learns the expert's root value: for the position's mover (a mutation
+    that negated it passed). Where the mover has a winning move, vanilla MCTS's root value is
+    well above 0 (0.6 - 1 in a reviewer's five rounds of 64 positions)."""
+    game = games.make("tictactoe")
+    net = make_network(tiny(), game)
+    variables = init_variables(net, game, jax.random.PRNGKey(0))
+    label = jax.jit(ex.make_round(game, ex.ExpertSpec.vanilla(24), make_apply(net), 16, 4))
+    data = jax.device_get(label(variables, jax.random.PRNGKey(1)))
+    mine, theirs = (data.obs[..., plane].reshape(-1, 9) for plane in (0, 1))  # the mover's first
+    rows = np.arange(9).reshape(3, 3)
+    lines = np.array([*rows, *rows.T, rows.diagonal(), rows[:, ::-1].diagonal()])  # [8, 3]
+    wins = ((mine[:, lines].sum(-1) == 2) & (theirs[:, lines].sum(-1) == 0)).any(-1)  # [N]
+    assert wins.sum() >= 5
+    assert np.all(data.search_value[wins] > 0.3)
 
 
 def test_the_expert_searches_in_chunks_where_its_trees_outgrow_the_budget(monkeypatch):
@@ -145,6 +163,18 @@ def test_dataset_sizes_over_iterations(dataset, expected):
         run = run.replace(iteration=fns.advance(run.iteration))
     assert sizes == expected
     assert rounds == ([1, 1, 2] if dataset == "online_grow" else [1, 1, 1])
+
+
+def test_an_iteration_plays_no_more_rounds_than_the_dataset_holds():
+    """online_grow's rounds (dataset_growth x the positions ready, a round at a time) stop where
+    the iteration's own positions would overwrite each other: the cap was never exercised."""
+    config = tiny(dataset="online_grow", dataset_size=64, dataset_growth=10.0, positions_per_game=2)
+    per_round = config.batch_games * config.positions_per_game
+    fit = ex.buffer_rows(config) // config.positions_per_game
+    assert ex.rounds_for(config, per_round) == min(fit, 10)
+    assert ex.rounds_for(config, 10 * per_round) == fit < 100
+    assert ex.rounds_for(config, 0) == 1
+    assert ex.rounds_for(tiny(dataset="online_buffer"), 10_000) == 1
 
 
 def test_an_iterations_opening_variety_counts_a_position_drawn_in_two_rounds_once():
