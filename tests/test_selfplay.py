@@ -342,6 +342,12 @@ def test_wrong_resignations_are_counted_in_the_played_out_games():
     np.testing.assert_array_equal(checked, [1, 1, 0, 0])
     np.testing.assert_array_equal(wrong, [1, 0, 0, 0])
     np.testing.assert_array_equal(low, [[0, 0], [0, 0], [0, 0], [0, 1]])  # ended games start over
+    # into the chunk's summary, each count in its own slot (a mutation swapping them passed)
+    ply = jnp.zeros((3, 4), jnp.int32)
+    summary = jax.device_get(play_stats.summarise(traj._replace(ply=ply), checked, wrong))
+    np.testing.assert_array_equal(summary.resign_checked, [1, 1, 0, 0])
+    np.testing.assert_array_equal(summary.resign_wrong, [1, 0, 0, 0])
+    np.testing.assert_array_equal(summary.outcomes, [[1, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
     # a quarter of 8 games, however split over devices: device 0's block holds both slots
     assert np.flatnonzero(playout_slots(8, 0.25)).tolist() == [0, 1]
     assert np.flatnonzero(playout_slots(4, 0.25, first=0, total=8)).tolist() == [0, 1]
