@@ -102,6 +102,10 @@ def test_reroot_keeps_nothing_over_the_limit_or_below_an_unvisited_move(searched
     out, action, kept, *_ = searched
     small = tree_reuse.reroot(out.search_tree, action, limit=int(kept.nodes.min()) - 1)
     assert (np.asarray(small.nodes)[kept.nodes == kept.nodes.min()] == 0).all()
+    exact = tree_reuse.reroot(out.search_tree, action, limit=int(kept.nodes.min()))  # fits
+    np.testing.assert_array_equal(
+        np.asarray(exact.nodes)[kept.nodes == kept.nodes.min()], int(kept.nodes.min())
+    )
     unvisited = jnp.argmax(out.search_tree.children_index[:, 0] == -1, axis=-1)
     has = (out.search_tree.children_index[:, 0] == -1).any(-1)
     none = tree_reuse.reroot(out.search_tree, unvisited.astype(jnp.int32), limit=KEEP)
