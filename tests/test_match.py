@@ -43,6 +43,9 @@ def test_match_results_add_up_and_colours_alternate():
     out = play_games(TTT, rand, rand, 10, jax.random.PRNGKey(1), openings=[(4,)] * 10)
     assert all(m[0] == 4 for m in out.moves)  # the opening is part of each game's moves
     _assert_moves_replay(out)
+    out = play_games(TTT, rand, rand, 7, jax.random.PRNGKey(2))  # jitted: the odd game A's
+    assert out.a_first.tolist() == [True] * 4 + [False] * 3 and sum(out.result.first) == 4
+    _assert_moves_replay(out)
     out = play_games(TTT, first_mover, rand, 7, jax.random.PRNGKey(2))  # Python loop
     r = out.result
     assert r.games == 7 and sum(r.first) == 4 and sum(r.second) == 3
