@@ -197,44 +197,42 @@ def run(
 
         compile_cache.enable()  # before anything compiles: later runs load what this one compiles
         xla_flags.enable()  # before the backend starts: a GPU runs while loops as CUDA graphs
-    with _named_stdout():
-        try:
-            # SIGTERM ends like Ctrl-C, with a line and 143, not silently; a stop at once by
-            # os._exit
-            with raise_on_signals(), exits_at_once():
-                if threaded:
-                    return run_interruptibly(lambda: body(argv))
-                return body(argv)
-        except KeyboardInterrupt as e:
-            with _signals_ignored():  # a second signal here (`timeout` signals the process and
-                # its group: two at once) ended in a traceback and an abort, the tidying undone
-                signum = e.signum if isinstance(e, Interrupted) else 2
-                name = e.name if isinstance(e, Interrupted) else "SIGINT"
-                message = (e.message if isinstance(e, Interrupted) else "") or stopped
-                print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
-                # the worker, or this thread where the signal's handler raised (`at_once`), may be
-                # inside XLA: leave without waiting for it, and without the interpreter's shutdown,
-                # which can crash there (a second Ctrl-C during a compile ended in a segmentation
-                # fault)
-                if threaded or getattr(e, "at_once", False):
-                    for tidy in list(_ON_STOP):
-                        with contextlib.suppress(Exception):
-                            tidy()
-                    sys.stdout.flush()
-                    os._exit(128 + signum)
-            return 128 + signum
-        except Exception as e:
-            if isinstance(e, BrokenPipeError) and _stdout_closed():
-                # the reader of the output stopped early (`| head`): end quietly, as Unix tools do,
-                # standard output pointed at nothing so that the flush at exit does not fail again
-                # (a pipe of the command's own, a GTP engine's, is an error as any other)
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-                return 128 + signal.SIGPIPE
-            message = user_message(e, memory_hint, folder)
-            if message is None or debug:
-                raise
-            _leave_if_stuck(prog, fail(prog, message))
-            return 2
+    try:
+        # SIGTERM ends like Ctrl-C, with a line and 143, not silently; a stop at once by os._exit
+        with raise_on_signals(), exits_at_once(), _named_stdout():
+            if threaded:
+                return run_interruptibly(lambda: body(argv))
+            return body(argv)
+    except KeyboardInterrupt as e:
+        with _signals_ignored():  # a second signal here (`timeout` signals the process and
+            # its group: two at once) ended in a traceback and an abort, the tidying undone
+            signum = e.signum if isinstance(e, Interrupted) else 2
+            name = e.name if isinstance(e, Interrupted) else "SIGINT"
+            message = (e.message if isinstance(e, Interrupted) else "") or stopped
+            print(f"{prog}: {name}: {message}", file=sys.stderr, flush=True)
+            # the worker, or this thread where the signal's handler raised (`at_once`), may be
+            # inside XLA: leave without waiting for it, and without the interpreter's shutdown,
+            # which can crash there (a second Ctrl-C during a compile ended in a segmentation
+            # fault)
+            if threaded or getattr(e, "at_once", False):
+                for tidy in list(_ON_STOP):
+                    with contextlib.suppress(Exception):
+                        tidy()
+                sys.stdout.flush()
+                os._exit(128 + signum)
+        return 128 + signum
+    except Exception as e:
+        if isinstance(e, BrokenPipeError) and _stdout_closed():
+            # the reader of the output stopped early (`| head`): end quietly, as Unix tools do,
+            # standard output pointed at nothing so that the flush at exit does not fail again
+            # (a pipe of the command's own, a GTP engine's, is an error as any other)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + signal.SIGPIPE
+        message = user_message(e, memory_hint, folder)
+        if message is None or debug:
+            raise
+        _leave_if_stuck(prog, fail(prog, message))
+        return 2
 
 
 def script(module: str, main: Callable[[list[str]], object]) -> int:
