@@ -1,9 +1,11 @@
 """Minimax (azjax/eval/minimax.py) and seed 001's Connect-N heuristic on hand-worked positions."""
 
 import jax
+import numpy as np
 import pytest
 
 import games
+from azjax.eval import minimax
 from azjax.eval.match import play_games
 from azjax.eval.minimax import Minimax, count_windows, lines_heuristic
 from azjax.eval.specs import parse_agent
@@ -97,3 +99,52 @@ def test_minimax_lines2_beats_random_at_connect_four():
     agent = parse_agent("minimax:depth=2,heuristic=lines2", C4)
     outcome = play_games(C4, agent, parse_agent("random", C4), 6, jax.random.PRNGKey(0))
     assert outcome.result.wins == 6, outcome.result
+
+
+def _moves_and_values(mm: Minimax, state, depth: int) -> dict[int, float]:
+    """{legal move: its value at `depth` plies} by plain negamax, no alpha-beta and no table (the
+    reference for the agent's search, from the same expanded nodes)."""
+    node = mm._node(minimax._state_key(state), state)
+    values = {}
+    for a in node.moves:
+        if node.terminal[a]:
+            values[a] = float(node.reward[a])
+        elif depth <= 1:
+            values[a] = float(node.leaf[a])
+        else:
+            below = _moves_and_values(mm, node.child(a), depth - 1).values()
+            values[a] = -minimax._GAMMA * max(below)
+    return values
+
+
+def test_the_search_and_its_table_agree_with_plain_negamax():
+    """Alpha-beta's bounds stored in the table and read back at other positions (the agent keeps
+    it for its lifetime): a mutation that read an upper bound as a lower one passed every test,
+    offering a worse move as tied best in one of 12 Connect Four positions at depth 4."""
+    mm = Minimax(C4, depth=4, heuristic="lines2")
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(12):
+        state = C4.init()
+        for _ in range(int(rng.integers(2, 12))):
+            state = C4.step(state, int(rng.choice(np.flatnonzero(C4.legal_mask(state)))))
+            if bool(state.terminal):
+                break
+        if bool(state.terminal):
+            continue
+        values = _moves_and_values(mm, state, 4)
+        best = max(values.values())
+        assert set(mm.best_moves(state)) == {a for a, v in values.items() if v > best - 1e-9}
+        assert mm.value(state) == pytest.approx(best, abs=1e-6)
+        checked += 1
+    assert checked >= 8
+
+
+def test_a_quicker_win_is_worth_more():
+    """Wins are discounted a ply at a time, so that the search prefers the quicker one: X wins
+    at once with c1, or three plies later after other moves."""
+    state = board_state(TTT, "a1 b2 b1 c3")  # X to move: c1 wins now
+    mm = Minimax(TTT, depth=9)
+    assert mm.best_moves(state) == [TTT.parse_action("c1", state)]
+    values = sorted(_moves_and_values(mm, state, 9).values())
+    assert values[-1] == 1.0 and 0.99 < values[-2] < 1.0  # a slower win: worth less than 1
