@@ -23,6 +23,10 @@ def test_boolean_flags_work_bare_or_with_a_value():
     assert flags.game_options(args, "hex", option_flags) == {"swap": False, "size": 5}
     assert flags.config_overrides(args, config_flags) == {"rollout_sample": False}
     assert flags.config_overrides(parser.parse_args([]), config_flags) == {}  # nothing given
+    for no, yes in (("0", "1"), ("off", "on"), ("False", "YES")):  # each spelling, any case
+        args = parser.parse_args([f"--swap={no}", f"--rollout_sample={yes}"])
+        assert flags.game_options(args, "hex", option_flags) == {"swap": False}
+        assert flags.config_overrides(args, config_flags) == {"rollout_sample": True}
 
 
 def test_help_names_the_accepted_values_and_defaults():

@@ -22,6 +22,7 @@ HEX = games.make("hex", size=3, swap=True)
 OTHELLO = games.make("othello", size=4)
 C4 = games.make("connect_four")
 C4_WIDE = games.make("connect_four", rows=4, cols=10, connect=3)
+C4_NINE = games.make("connect_four", rows=4, cols=9, connect=3)  # the widest written unspaced
 TTT = games.make("tictactoe")
 
 # game, actions of a whole game, its record text, the winner
@@ -41,6 +42,7 @@ CASES = [
     ),
     (C4, [3, 4, 3, 4, 3, 4, 3], "4545454", "black"),  # four up column 4
     (C4_WIDE, [9, 0, 9, 0, 9], "10 1 10 1 10", "black"),  # more than 9 columns: spaced
+    (C4_NINE, [8, 0, 8, 0, 8], "91919", "black"),
     (TTT, [0, 3, 1, 4, 2], "a1 a2 b1 b2 c1", "black"),  # X across the top row
 ]
 
@@ -48,7 +50,14 @@ CASES = [
 @pytest.mark.parametrize(
     "game, actions, text, result",
     CASES,
-    ids=["hex3-swap", "othello4-passes", "connect_four", "connect_four-10-columns", "tictactoe"],
+    ids=[
+        "hex3-swap",
+        "othello4-passes",
+        "connect_four",
+        "connect_four-10-columns",
+        "connect_four-9-columns",
+        "tictactoe",
+    ],
 )
 def test_records_are_written_read_and_replay_to_the_same_end(game, actions, text, result):
     final, played = replay(game, actions)
