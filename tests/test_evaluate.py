@@ -88,7 +88,7 @@ def test_equal_time_match_reports_simulations_per_move(tmp_path, capsys, monkeyp
 
 def test_tournament_writes_matrix_heatmap_and_elo(tmp_path, capsys):
     out = str(tmp_path / "r")
-    specs = ["random", "minimax:depth=1", "minimax:depth=9"]
+    specs = ["random", "perfect", "minimax:depth=9"]  # the last two draw every game
     assert (
         evaluate.main(["tournament", *specs, "--game=tictactoe", "--games=4", f"--out={out}"]) == 0
     )
@@ -101,6 +101,7 @@ def test_tournament_writes_matrix_heatmap_and_elo(tmp_path, capsys):
     games = [g for m in record["matches"] for g in m["game_records"]]  # every game's moves
     assert len(games) == 12 and all(5 <= len(g["moves"]) <= 9 for g in games)
     assert ratio[2, 0] >= 0.5  # perfect play does not lose to random play
+    assert ratio[1, 2] == ratio[2, 1] == 0.5  # a draw is half a point to each side
     elo = [record["elo"][s]["elo"] for s in specs]
     assert sum(elo) == pytest.approx(0.0, abs=1e-6)
     assert os.path.getsize(os.path.join(out, "win_ratio.png")) > 1000
