@@ -178,12 +178,32 @@ def test_a_tournament_from_openings_plays_each_with_both_colours(tmp_path):
     assert evaluate.main([*argv[:-1], "--openings=sometimes", f"--out={out}2"]) == 2
 
 
-def test_curve_plots_every_checkpoint(tiny_run, tmp_path):
+def test_curve_plots_every_checkpoint(tiny_run, tmp_path, monkeypatch):
+    import jax
+
+    from azjax import checkpoint
+    from azjax.eval import curve
+
+    opponents = []  # the network each checkpoint's vs_previous match plays against
+    play = curve.play_games
+
+    def recorded(game, a, b, *args, **kwargs):
+        if b.search is not None and b.search.epsilon:  # the epsilon-greedy match: vs previous
+            opponents.append(b.variables)
+        return play(game, a, b, *args, **kwargs)
+
+    monkeypatch.setattr(curve, "play_games", recorded)
     out = str(tmp_path / "c")
     assert (
         evaluate.main(["curve", tiny_run, "--games=2", "--sims=2", "--mcts_sims=2", f"--out={out}"])
         == 0
     )
+    # checkpoint 2 against checkpoint 1 (a mutation that kept the first network passed)
+    _, first, _ = checkpoint.load_checkpoint(tiny_run, 1)
+    same = jax.tree_util.tree_map(np.array_equal, opponents[1], first)
+    assert len(opponents) == 2 and all(jax.tree_util.tree_leaves(same))
+    differs = jax.tree_util.tree_map(np.array_equal, opponents[0], first)
+    assert not all(jax.tree_util.tree_leaves(differs))  # checkpoint 1's: the network it began from
     record = _json(out, "curve.json")
     assert [row["step"] for row in record["curve"]] == [1, 2]
     assert all(row["training_games"] > 0 for row in record["curve"])
