@@ -956,3 +956,35 @@ def test_a_resumed_run_plays_the_previous_evaluations_network(run, tmp_path, mon
     assert train.main(argv + ["--iterations=2", "--resume", "--eval_budget=0"]) == 0
     first = checkpoint.initial_variables(checkpoint.read_config(fresh))
     assert len(seen) == 3 and same(seen[2], first)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(augment=True, value_target_mix=0.3), dict(value_lambda=0.8)],
+)
+def test_the_run_s_options_reach_the_replay_and_the_sampler(monkeypatch, options):
+    """From the config to where each acts (a reviewer's mutations that dropped --augment, the
+    value target's mix or lambda on the way passed: their own tests call replay and the sampler
+    directly, and the runs that set them check no more than that they train)."""
+    from azjax import loop, parallel, replay
+
+    seen = {}
+    add, make_sampler = replay.add, loop.make_sampler
+
+    def adding(*args, **kwargs):
+        seen["add"] = kwargs
+        return add(*args, **kwargs)
+
+    def sampler(*args, **kwargs):
+        seen["sampler"] = kwargs
+        return make_sampler(*args, **kwargs)
+
+    monkeypatch.setattr(replay, "add", adding)
+    monkeypatch.setattr(loop, "make_sampler", sampler)
+    toy = dict(num_blocks=1, num_filters=4, value_hidden=4, batch_games=4, num_simulations=2)
+    config = cfg.load("tictactoe", {**toy, "train_batch_size": 8, **options})
+    fns = loop.make_iteration(config, parallel.make_mesh())
+    jax.eval_shape(fns.play, fns.init_run(), fns.init_states(), fns.init_buffer())  # traced
+    assert seen["add"]["value_mix"] == config.value_target_mix
+    assert seen["add"]["value_lambda"] == config.value_lambda
+    assert (seen["sampler"]["augment"] is not None) == config.augment
