@@ -2,6 +2,7 @@
 the learner."""
 
 import dataclasses
+import glob
 import json
 import math
 import os
@@ -988,3 +989,25 @@ def test_the_run_s_options_reach_the_replay_and_the_sampler(monkeypatch, options
     assert seen["add"]["value_mix"] == config.value_target_mix
     assert seen["add"]["value_lambda"] == config.value_lambda
     assert (seen["sampler"]["augment"] is not None) == config.augment
+
+
+def test_resume_step_continues_from_that_checkpoint(tmp_path, capsys):
+    """--resume_step=1 with checkpoint 2 on disk restores checkpoint 1's state, sets 2 aside and
+    plays iteration 2 again (a reviewer's mutation that restored the latest checkpoint, whatever
+    the step, passed: each test resumed from the latest)."""
+    workdir = str(tmp_path / "run")
+    toy = [a for a in TOY if not a.startswith(("--checkpoint", "--eval_interval"))]
+    argv = toy + [f"--workdir={workdir}", "--checkpoint_interval=1", "--eval_interval=0"]
+    assert train.main(argv + ["--iterations=2"]) == 0
+    _, before, _ = checkpoint.load_checkpoint(workdir, 2)
+    capsys.readouterr()
+    assert train.main(argv + ["--iterations=2", "--resume", "--resume_step=1"]) == 0
+    assert "resuming from checkpoint 1: the later checkpoints were moved to" in (
+        capsys.readouterr().err
+    )
+    assert len(glob.glob(os.path.join(workdir, "set_aside-*", "2"))) == 1
+    assert checkpoint.steps(workdir) == [1, 2]
+    assert [r["iteration"] for r in _metrics(workdir)] == [1, 2]
+    _, after, _ = checkpoint.load_checkpoint(workdir, 2)  # played again: another network
+    same = jax.tree_util.tree_map(np.array_equal, before, after)
+    assert not all(jax.tree_util.tree_leaves(same))
