@@ -395,17 +395,17 @@ def test_score_utility_needs_the_networks_ownership_head(net):
         )
 
 
-@pytest.mark.parametrize("kind", ["gumbel", "puct"])
-def test_net_symmetries_search_with_the_network_averaged_over_them(kind):
+@pytest.mark.parametrize("kind, count", [("gumbel", 8), ("puct", 2)])  # 2: the fewest averaged
+def test_net_symmetries_search_with_the_network_averaged_over_them(kind, count):
     game = games.make("othello", size=4)
     apply, variables = linear_net(game, seed=3)
     states = spread(game, 8, 5, seed=4)
     spec = SearchSpec(search=kind, num_simulations=12, max_considered_actions=4)
     key = jax.random.PRNGKey(5)
-    averaged = symmetry.averaged(apply, symmetry.symmetries(game), 8)
+    averaged = symmetry.averaged(apply, symmetry.symmetries(game), count)
     want = jax.jit(make_search(game, spec, averaged))(variables, key, states)
-    spec8 = dataclasses.replace(spec, net_symmetries=8)
-    got = jax.jit(make_search(game, spec8, apply))(variables, key, states)
+    spec_n = dataclasses.replace(spec, net_symmetries=count)
+    got = jax.jit(make_search(game, spec_n, apply))(variables, key, states)
     chex.assert_trees_all_close(tree_summary(got), tree_summary(want), rtol=1e-5, atol=1e-6)
     plain = jax.jit(make_search(game, spec, apply))(variables, key, states)
     assert not np.allclose(plain.action_weights, got.action_weights, atol=1e-3)
