@@ -135,3 +135,12 @@ def test_a_run_trains_resumes_and_plays_with_global_pooling(tmp_path, capsys):
     # resuming without the pooling is refused in one line
     assert train.main([f"--workdir={workdir}", "--resume", "--global_pool=false"]) == 2
     assert "global_pool: saved True vs now False" in capsys.readouterr().err
+
+
+def test_global_pool_is_each_channel_s_mean_then_its_maximum():
+    """The pooled features by hand (a reviewer's mutation that put a second mean where the
+    maximum goes passed: the tests above see that the board reaches every cell, not how)."""
+    x = np.random.default_rng(0).normal(size=(2, 3, 4, 5)).astype(np.float32)
+    flat = x.reshape(2, 12, 5)
+    want = np.concatenate([flat.mean(axis=1), flat.max(axis=1)], axis=-1)
+    np.testing.assert_allclose(np.asarray(network.global_pool(jnp.asarray(x))), want, rtol=1e-6)
