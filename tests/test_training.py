@@ -1007,7 +1007,12 @@ def test_resume_step_continues_from_that_checkpoint(tmp_path, capsys):
     )
     assert len(glob.glob(os.path.join(workdir, "set_aside-*", "2"))) == 1
     assert checkpoint.steps(workdir) == [1, 2]
-    assert [r["iteration"] for r in _metrics(workdir)] == [1, 2]
+    rows = _metrics(workdir)
+    assert [r["iteration"] for r in rows] == [1, 2]
+    summary = json.load(open(os.path.join(workdir, "summary.json")))  # both sessions', and its
+    for what in ("games", "positions"):
+        assert summary[f"session_{what}"] == rows[1][what]
+        assert summary[what] == rows[0][what] + rows[1][what] > summary[f"session_{what}"]
     _, after, _ = checkpoint.load_checkpoint(workdir, 2)  # played again: another network
     same = jax.tree_util.tree_map(np.array_equal, before, after)
     assert not all(jax.tree_util.tree_leaves(same))
