@@ -989,6 +989,7 @@ def test_the_run_s_options_reach_the_replay_and_the_sampler(monkeypatch, options
     assert seen["add"]["value_mix"] == config.value_target_mix
     assert seen["add"]["value_lambda"] == config.value_lambda
     assert (seen["sampler"]["augment"] is not None) == config.augment
+    assert fns.min_replay == 8  # min_replay=0: one training batch ready before the learner runs
 
 
 def test_resume_step_continues_from_that_checkpoint(tmp_path, capsys):
