@@ -203,6 +203,20 @@ def test_expert_iteration_s_settings_are_refused_where_they_change_nothing():
 
     with pytest.raises(ValueError, match="retrain_from_scratch, exit_prior_weight: Expert "):
         cfg.load("tictactoe", dict(retrain_from_scratch=True, exit_prior_weight=3.0))
+    exit_only = dict(
+        value_target="search",
+        positions_per_game=2,
+        dataset="batch",
+        dataset_size=2,
+        dataset_growth=0.5,
+        retrain_from_scratch=True,
+        exit_c_uct=0.5,
+        exit_prior_weight=0.5,
+        exit_prior_temperature=0.5,
+    )
+    for name, value in exit_only.items():  # each on its own, in an AlphaZero run
+        with pytest.raises(ValueError, match=f"^{name}: Expert Iteration's setting, it needs"):
+            cfg.load("tictactoe", {name: value})
     with pytest.raises(ValueError, match="dataset_size is online_buffer's and online_grow's"):
         cfg.load("tictactoe", dict(algorithm="exit", dataset="batch", dataset_size=50))
     with pytest.raises(ValueError, match="dataset_growth needs dataset=online_grow"):

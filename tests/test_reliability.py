@@ -891,6 +891,7 @@ def test_a_run_that_fits_is_not_refused_for_its_trees():
             "--dirichlet_fraction changes nothing with search=puct, algorithm=exit",
         ),
         # session 117's list: more of them
+        (["--search=puct", "--max_considered_actions=4"], "changes nothing with search=puct"),
         (["--search=gumbel", "--c_puct=2"], "--c_puct changes nothing with search=gumbel"),
         (["--search=gumbel", "--puct_values=raw"], "--puct_values changes nothing with search="),
         (["--rollout_weight=0.3"], "--rollout_weight changes nothing with rollout_policy=none"),
@@ -902,6 +903,8 @@ def test_a_run_that_fits_is_not_refused_for_its_trees():
         (["--optimizer=adam", "--momentum=0.5"], "--momentum changes nothing with optimizer=adam"),
         (["--gating_interval=2"], "--gating_interval changes nothing with gating=0.0"),
         (["--eval_opponent_sims=8"], "--eval_opponent_sims changes nothing with eval_opponent=''"),
+        (["--eval_opponent_games=8"], "--eval_opponent_games changes nothing with eval_opponent="),
+        (["--eval_opponent_decisive=false"], "--eval_opponent_decisive changes nothing with"),
         (
             ["--algorithm=exit", "--exit_prior_weight=0", "--exit_prior_temperature=0.5"],
             "--exit_prior_temperature changes nothing with exit_prior_weight=0.0",

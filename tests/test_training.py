@@ -536,6 +536,9 @@ def test_resume_with_another_network_is_refused(run, capsys):
     # nor with another seed: its keys are the checkpoint's
     assert train.main([f"--workdir={run}", "--resume", "--seed=5", "--no_progress"]) == 2
     assert "seed: saved 0 vs now 5" in capsys.readouterr().err
+    # nor another optimizer, whose state the checkpoint's is not
+    assert train.main([f"--workdir={run}", "--resume", "--optimizer=sgd", "--no_progress"]) == 2
+    assert "optimizer: saved 'adam' vs now 'sgd'" in capsys.readouterr().err
 
 
 def test_corrupt_checkpoint_is_named(run, tmp_path, capsys):
