@@ -258,6 +258,31 @@ def test_a_second_signal_lost_in_a_callback_stops_at_the_next_check(capsys):
     assert "ignored" not in capsys.readouterr().err
 
 
+def test_a_second_signal_during_a_save_waits_for_it_and_a_third_stops_at_once(capsys):
+    """`shield` (the loop's checkpoint saves): a second signal within it is held until the save
+    is done, then stops; a third stops at once (a reviewer's mutation that turned the shield off
+    passed every test)."""
+    from azjax.interrupt import Interrupted, StopSignals
+
+    with StopSignals("finishing") as stop:
+        os.kill(os.getpid(), signal.SIGINT)  # the first: finish, then stop
+        saved = []
+        with pytest.raises(Interrupted) as stopped:
+            with stop.shield():
+                os.kill(os.getpid(), signal.SIGINT)  # the second: held
+                saved.append(True)  # the save goes on to its end
+        assert saved == [True] and stopped.value.at_once
+        assert "finishing the checkpoint being written" in capsys.readouterr().err
+    with StopSignals("finishing") as stop:
+        os.kill(os.getpid(), signal.SIGINT)
+        with pytest.raises(Interrupted) as stopped:
+            with stop.shield():
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGINT)  # the third: at once, inside the block
+                saved.append(False)
+        assert saved == [True]
+
+
 def test_a_stopping_run_compiles_no_evaluation_it_will_not_play(tmp_path, monkeypatch):
     """A SIGTERM in the first iteration: the loop went on to compile the next evaluation's
     programs in the background and waited for them before it exited (11 s against 0.6 s in a
