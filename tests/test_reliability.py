@@ -1533,3 +1533,21 @@ def test_a_checkpoint_without_its_config_names_an_older_one(stopped_run, tmp_pat
     shutil.rmtree(os.path.join(workdir, "checkpoints", str(last), "config"))
     hint = f"checkpoint {before}'s can: --resume_step={before} continues from it"
     _fails(capsys, train.main, [f"--workdir={workdir}", "--resume"], hint, f"{workdir}@{before}")
+
+
+def test_keep_checkpoints_keeps_the_newest_and_steps_sort_as_numbers(tmp_path):
+    """--keep_checkpoints=2 keeps the newest two (no test saved with it: pruning was untested),
+    and the steps are numbers, 2 before 10 (every fixture had steps 1 and 2, which sort alike as
+    text); a missing step between two kept ones is not 'older than its oldest'."""
+    from azjax.checkpoint import Checkpointer
+
+    workdir = str(tmp_path / "run")
+    saver = Checkpointer(workdir, keep=2)
+    config = cfg.load("tictactoe")
+    for step in (2, 4, 10):
+        saver.save(step, {"x": np.zeros(2)}, config)
+        saver.wait()
+    saver.close()
+    assert checkpoint.steps_on_disk(workdir) == [4, 10]
+    assert checkpoint.missing_step_hint(workdir, 2).startswith(" (older than its oldest, 4")
+    assert checkpoint.missing_step_hint(workdir, 7) == ""
