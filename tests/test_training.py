@@ -869,6 +869,8 @@ def test_training_waits_for_min_replay(tmp_path):
 def test_a_new_run_without_a_workdir_never_lands_on_an_old_one(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert train.default_workdir("hex", resume=False) == os.path.join("runs", "hex")
+    os.makedirs(tmp_path / "runs" / "hex" / "tb")  # a run stopped before its first checkpoint
+    assert train.default_workdir("hex", resume=False) == os.path.join("runs", "hex")  # reused
     for name in ("hex", "hex-2"):
         os.makedirs(tmp_path / "runs" / name / "checkpoints" / "10")
     assert train.default_workdir("hex", resume=False) == os.path.join("runs", "hex-3")
