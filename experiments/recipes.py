@@ -437,7 +437,7 @@ def format_ladder(table: list[dict], ratings: dict) -> str:
     ladder's top (a lower bound)."""
     lines = ["| recipe | ladder Elo (mean) | ± 95% | each seed |", "|---|--:|--:|---|"]
     for row in table:
-        runs = sorted(r for r in ratings if recipe_of(r) == row["recipe"])
+        runs = row["names"]  # --seeds' order, as `format_table`'s (sorted names put s10 first)
         each = ", ".join(
             f"{'>' if ratings[r]['off_scale'] > 0 else ''}{ratings[r]['elo']:+.0f}" for r in runs
         )

@@ -244,6 +244,16 @@ def test_the_ladder_table_marks_a_seed_above_the_top():
     table = recipes.recipe_table(["a"], list(ratings), ratings)
     assert "| a | +800 | " in recipes.format_ladder(table, ratings)
     assert "| >+900, +700 |" in recipes.format_ladder(table, ratings)
+    # each seed in --seeds' order, as the Elo table's (sorted names listed s10 before s2), and
+    # the interval the ratings' errors give: one run, 1.96 x its standard error
+    ratings = {
+        "a-s2": dict(elo=100.0, stderr=10.0, off_scale=0),
+        "a-s10": dict(elo=-100.0, stderr=10.0, off_scale=0),
+    }
+    table = recipes.recipe_table(["a"], ["a-s2", "a-s10"], ratings)
+    assert "| +100, -100 |" in recipes.format_ladder(table, ratings)
+    one = recipes.recipe_table(["a"], ["a-s2"], ratings)
+    assert f"| a | +100 | {1.96 * 10:.0f} | +100 |" in recipes.format_ladder(one, ratings)
 
 
 def test_the_error_table_pools_each_recipes_runs_and_compares_position_by_position():
