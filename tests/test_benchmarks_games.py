@@ -29,6 +29,8 @@ def test_benchmark_prints_a_table_with_the_ratio(capsys):
         assert float(ratio) > 0
     assert [(r.game, r.batch) for r in rows] == [("tictactoe", 1), ("tictactoe", 4)]
     assert all(r.ours > 0 and r.pgx > 0 for r in rows)
+    for row, (_, _, _, ratio) in zip(rows, printed):  # ours over pgx's (an inverted one passed)
+        assert row.ratio == row.ours / row.pgx and abs(float(ratio) - row.ratio) < 0.01
 
 
 def test_bad_sizes_are_refused_before_measuring(capsys, tmp_path):
