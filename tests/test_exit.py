@@ -429,3 +429,16 @@ def test_network_evaluations_are_counted_exactly():
     )
     assert stats.metrics()["exit/network_evaluations"] == expert + 1 == 26230785
     assert float(np.float32(expert + 1)) != expert + 1
+
+
+def test_the_experiments_elo_difference_is_the_scorers():
+    """400 log10(s / (1 - s)) for the side that scored s, clipped (a reviewer's flipped sign
+    passed: the experiments' tests check their records' counts, not this figure)."""
+    import math
+
+    from experiments.exit_common import elo_difference
+
+    assert elo_difference(0.75) == pytest.approx(400 * math.log10(3))  # +191
+    assert elo_difference(0.25) == pytest.approx(-400 * math.log10(3))
+    assert elo_difference(0.5) == 0.0
+    assert elo_difference(1.0) == pytest.approx(400 * math.log10(999))  # clipped at 0.999
