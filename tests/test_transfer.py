@@ -424,3 +424,14 @@ def test_the_experiment_into_its_own_workdir_again_says_what_to_do(experiment, t
     err = capsys.readouterr().err
     assert "holds this experiment's runs already" in err and "choose another --workdir" in err
     assert "--resume" not in err
+
+
+def test_the_experiment_s_points_count_a_draw_as_half():
+    """Wins + draws / 2 over every round (a reviewer's full point a draw passed: the end-to-end
+    test's total of games holds whatever a draw is worth)."""
+    from experiments import transfer
+
+    first = [dict(agent="scratch", wins=2, draws=2), dict(agent="frozen", wins=0, draws=1)]
+    second = [dict(agent="scratch", wins=1, draws=0), dict(agent="transfer", wins=3, draws=1)]
+    rounds = [{"pooled": first}, {"pooled": second}]
+    assert transfer.points(rounds) == {"scratch": 4.0, "transfer": 3.5, "frozen": 0.5}
