@@ -261,6 +261,13 @@ def test_a_timed_agent_is_calibrated_once_for_its_whole_placement(ttt_table, mon
     hex5 = load_ladder(games.make("hex", size=5))
     with pytest.raises(ValueError, match="the ladder is for hex .*, not tictactoe"):
         place_agent(game, agent, hex5, rounds=1, games_per_rung=2, key=jax.random.PRNGKey(0))
+    # nor the same game's of other options (a reviewer's mutation that checked the name alone
+    # passed): 5x5 Hex's ratings for a 6x6 agent
+    hex6 = games.make("hex", size=6)
+    with pytest.raises(
+        ValueError, match="the ladder is for hex .*'size': 5.*, not hex .*'size': 6"
+    ):
+        place_agent(hex6, parse_agent("random", hex6), hex5, rounds=1, games_per_rung=2, key=None)
 
 
 def test_ladder_and_place_commands(ttt_table, tmp_path, capsys):
@@ -463,7 +470,8 @@ def test_a_stopped_place_of_several_agents_keeps_those_placed(
 
 def _rung_games(monkeypatch):
     """play_games replaced for the ladder by the Elo formula's expected points over games of
-    rungs rated 200 x log2(sims) (no search, no compile); the pairs it was asked, in order."""
+    rungs rated 200 x log2(sims), one game of each pair drawn (no search, no compile); the pairs
+    it was asked, in order."""
     from azjax.eval import ladder as eval_ladder
 
     asked = []
@@ -471,10 +479,9 @@ def _rung_games(monkeypatch):
     def play(game, a, b, n, key):
         sa, sb = (int(x.name.split(":")[1]) for x in (a, b))
         asked.append((sa, sb))
-        wins = round(n * expected(200 * math.log2(sa), 200 * math.log2(sb)))
-        return SimpleNamespace(
-            result=SimpleNamespace(wins=wins, draws=0, losses=n - wins, games=n), wall_seconds=0
-        )
+        wins = round((n - 1) * expected(200 * math.log2(sa), 200 * math.log2(sb)))
+        result = SimpleNamespace(wins=wins, draws=1, losses=n - 1 - wins, games=n)  # one drawn
+        return SimpleNamespace(result=result, wall_seconds=0)
 
     monkeypatch.setattr(eval_ladder, "play_games", play)
     return asked
@@ -504,6 +511,7 @@ def test_extend_keeps_the_tables_games_and_plays_only_the_new_pairs(
     assert [r["sims"] for r in after["rungs"]] == [4, 8, 16, 32]
     points, played = np.array(after["info"]["points"]), np.array(after["info"]["played"])
     assert points[1:3, 1:3].tolist() == before["info"]["points"]  # the kept games, as they were
+    np.testing.assert_array_equal(points + points.T, played)  # a draw half a point each side
     assert played[1:3, 1:3].tolist() == before["info"]["played"]
     assert played.sum() == 2 * 4 * 5 and after["rungs"][2]["elo"] == 0.0
     assert after["info"]["extended"]["sims"] == [8, 16]
