@@ -54,6 +54,10 @@ def test_mask_and_observation_mid_game(ttt):
     obs = np.asarray(game.observe(s))  # X to move: plane 0 = X, plane 1 = O
     assert obs[1, 1, 0] == 1 and obs[0, 0, 1] == 1 and obs[..., 2].all()
     assert game.render(s).splitlines()[1] == "1 O . ."
+    s = play(ttt, ["b2", "a1", "c3"])  # O to move: plane 0 = O (the mover's), plane 1 = X
+    obs = np.asarray(game.observe(s))
+    assert obs[0, 0, 0] == 1 and obs[1, 1, 1] == obs[2, 2, 1] == 1 and not obs[..., 2].any()
+    assert obs[..., 0].sum() == 1 and obs[..., 1].sum() == 2
 
 
 def test_occupied_cell_is_rejected(ttt):
