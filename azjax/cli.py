@@ -73,6 +73,14 @@ def user_message(
 _ON_STOP: list[Callable[[], None]] = []  # tidy-ups the work asks for should a signal end it
 
 
+def tidy_on_stop(fn: Callable[[], None]) -> Callable[[], None]:
+    """As `tidied_on_stop`, for what outlives a block (a GTP engine's process, which runs in a
+    session of its own, so that a terminal's Ctrl-C no longer ends it): fn() is called should a
+    signal end a threaded command; returns the call that takes it back."""
+    _ON_STOP.append(fn)
+    return lambda: _ON_STOP.remove(fn) if fn in _ON_STOP else None
+
+
 @contextlib.contextmanager
 def tidied_on_stop(fn: Callable[[], None]):
     """Within the block, a signal that ends a threaded command calls fn() before the process

@@ -205,6 +205,17 @@ def test_the_engine_runs_in_a_session_of_its_own(tmp_path):
     silent.write_text("import sys\nsys.stdin.readline()\n")
     with GTPClient(f"{sys.executable} {silent}") as engine:
         assert os.getsid(engine.process.pid) == engine.process.pid != os.getsid(0)
+    # out of the terminal's reach, the engine is ended by the tidy-ups of a threaded command that
+    # a signal ends at once (evaluate.py, play.py: no `close` runs then), and only while it runs
+    from azjax import cli
+
+    assert engine._end_at_once not in cli._ON_STOP
+    engine = GTPClient(f"{sys.executable} {silent}")
+    for tidy in list(cli._ON_STOP):
+        tidy()
+    assert engine.process.wait(timeout=10) != 0
+    engine.close()
+    assert engine._end_at_once not in cli._ON_STOP
 
 
 def test_client_reports_dead_and_silent_engines(tmp_path):

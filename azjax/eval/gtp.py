@@ -58,7 +58,7 @@ import jax
 import numpy as np
 
 import games
-from azjax import xla_flags
+from azjax import cli, xla_flags
 from azjax.eval.agent import COLOURS, RESIGN, Agent
 from games.base import Game, GameState
 
@@ -391,6 +391,9 @@ class GTPClient:
             # "training goes on", as the run stopped
             start_new_session=True,
         )
+        # a threaded command (evaluate.py, play.py) that a signal ends leaves at once, its
+        # `close` never called: the engine, out of the terminal's reach, is ended then
+        self._forget = cli.tidy_on_stop(self._end_at_once)
         threading.Thread(
             target=self._pump, args=(self.process.stdout, self._lines.put), daemon=True
         ).start()
@@ -515,8 +518,13 @@ class GTPClient:
                 self.timeout = timeout
         self.close()
 
+    def _end_at_once(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+
     def close(self) -> None:
         """Close the pipes and end the engine: at once if it is still running."""
+        self._forget()
         if self.process.poll() is None:
             try:
                 self.process.stdin.close()
