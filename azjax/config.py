@@ -730,7 +730,11 @@ EXIT_ONLY = (
 # Settings that change nothing unless others say so: (field, the settings it depends on, whether
 # it acts in a config, what it needs). Given on a command line where they do not act, they are
 # refused (`ignored`). Self-play's root noise acts in AlphaZero's self-play alone (Expert
-# Iteration's apprentice does not search, and evaluations search without noise).
+# Iteration's apprentice does not search, and evaluations search without noise). Not the search's
+# own settings (c_puct, puct_values, max_considered_actions, the rollouts'), nor ExIt's expert's:
+# a `ckpt:` agent takes them from a run's config where its spec overrides the search
+# (`ckpt:RUN,search=puct` plays a Gumbel run with its c_puct), as `experiments.exit_expert
+# --prior_weight` does exit_prior_temperature.
 CONDITIONAL = (
     (
         "fast_simulations",
@@ -745,7 +749,6 @@ CONDITIONAL = (
         "resign_threshold > 0",
     ),
     ("gating_games", ("gating",), lambda c: c.gating > 0, "gating > 0"),
-    ("max_considered_actions", ("search",), lambda c: c.search == "gumbel", "search=gumbel"),
     (
         "gumbel_scale",
         ("search", "algorithm"),
@@ -764,20 +767,6 @@ CONDITIONAL = (
         lambda c: c.search == "puct" and c.algorithm == "alphazero",
         "search=puct and algorithm=alphazero: self-play's root noise",
     ),
-    ("c_puct", ("search",), lambda c: c.search == "puct", "search=puct"),
-    ("puct_values", ("search",), lambda c: c.search == "puct", "search=puct"),
-    (
-        "rollout_weight",
-        ("rollout_policy",),
-        lambda c: c.rollout_policy != "none",
-        "rollouts: rollout_policy=random or policy, rollout_prob > 0",
-    ),
-    (
-        "rollout_sample",
-        ("rollout_policy",),
-        lambda c: c.rollout_policy == "policy",
-        "rollout_policy=policy: the network's playouts",
-    ),
     (
         "soft_policy_temperature",
         ("soft_policy_weight",),
@@ -789,12 +778,6 @@ CONDITIONAL = (
     *(
         (name, ("eval_opponent",), lambda c: bool(c.eval_opponent), "an eval_opponent")
         for name in ("eval_opponent_games", "eval_opponent_sims", "eval_opponent_decisive")
-    ),
-    (
-        "exit_prior_temperature",
-        ("exit_prior_weight",),
-        lambda c: c.exit_prior_weight > 0,
-        "exit_prior_weight > 0: the apprentice's prior in the expert's tree",
     ),
 )
 
