@@ -836,3 +836,16 @@ def test_place_ranks_bounds_as_bounds(capsys):
         "best",
         "estimate",
     ]
+
+
+def test_each_placement_plays_with_the_seed_its_record_names(tmp_path):
+    """Placements never meet, so each agent takes --seed, as place.json records it: with --seed
+    + i (as a match's agents) the second of two alike agents was placed elsewhere, by a seed
+    its record did not name."""
+    from azjax.commands import evaluate
+
+    out = str(tmp_path / "p")
+    argv = ["place", "minimax:depth=1", "minimax:depth=1", "--game=tictactoe", "--games=4"]
+    assert evaluate.main([*argv, f"--out={out}"]) == 0
+    placed = json.load(open(os.path.join(out, "place.json")))["placements"]
+    assert [p["seed"] for p in placed] == [0, 0] and placed[0]["elo"] == placed[1]["elo"]

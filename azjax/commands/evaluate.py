@@ -123,7 +123,8 @@ def build_parser(*, prog: str | None = None) -> tuple[argparse.ArgumentParser, l
         type=flags.seed,
         default=0,
         help="random seed (default 0): the openings, the searches' keys and the minimax, "
-        "perfect and spiel agents whose spec has no seed= (the i-th agent given takes seed + i)",
+        "perfect and spiel agents whose spec has no seed= (a match's or tournament's i-th agent "
+        "takes seed + i)",
     )
     common.add_argument(
         "--debug", action="store_true", help="show tracebacks of errors instead of one line"
@@ -563,7 +564,7 @@ def run_place(args, game, folder: str) -> None:
     """Each agent placed on the ladder in turn (every spec parsed before any game); with
     several, the placements best first, each against the best, place.json rewritten after each
     (`"complete": false` until the last), so that a stop keeps those finished."""
-    from azjax.eval import parse_agents
+    from azjax.eval import parse_agent
     from azjax.eval.ladder import require_ladder
     from azjax.eval.records import remove_earlier, write_json
     from azjax.eval.tournament import unique_names
@@ -572,7 +573,8 @@ def run_place(args, game, folder: str) -> None:
     rounds = parse_rounds(args.rounds)
     if args.games < 1:
         raise ValueError(f"--games must be >= 1, got {args.games}")
-    agents = parse_agents(args.agents, game, seed=args.seed)  # another
+    # each with --seed, as its record says (placements never meet: no shared stream to part)
+    agents = [parse_agent(spec, game, seed=args.seed) for spec in args.agents]  # another
     records = []  # game's ckpt: named before the table (which that game may not have)
     try:
         ladder = require_ladder(game, args.table)

@@ -24,7 +24,7 @@ from azjax.eval.agent import Agent
 from azjax.eval.calibration import calibrate
 from azjax.eval.match import tell_moves
 from azjax.eval.records import checkpoints_record, remove_earlier, write_json
-from azjax.eval.specs import parse_agents
+from azjax.eval.specs import parse_agent
 from games.base import Game
 
 
@@ -106,7 +106,8 @@ def run_errors(
     """Each agent's error rate on the game's solved positions (`path`: another set), the later
     agents compared with the first; writes errors.json into `folder` and returns its record."""
     solved = require_set(game, path)
-    agents = parse_agents(specs, game, seed=seed)  # minimax, perfect, spiel: --seed + i
+    # minimax, perfect, spiel: --seed each (they never meet: a spec errs alike wherever it stands)
+    agents = [parse_agent(s, game, seed=seed) for s in specs]
     remove_earlier(folder, "errors.json")
     states = sv.start_states(game, solved)
     key = jax.random.PRNGKey(seed)

@@ -56,9 +56,9 @@ simulations (`azjax.eval.calibration`: matches time it for the games they play a
 and the GTP engine for one game, as they start). The agents that draw their own random numbers
 (minimax, perfect, spiel) take the command's seed (`--seed`, `parse_agent(..., seed=S)`) where
 their spec gives no seed=, so a match with another --seed plays other games against them; a
-command's i-th agent takes --seed + i (`parse_agents`, as play.py's players), so two such agents
-alike do not draw one stream (a match of `perfect` against `perfect` played each game twice, the
-colours swapped).
+match's or tournament's i-th agent takes --seed + i (`parse_agents`, as play.py's players), so two
+such agents alike do not draw one stream (a match of `perfect` against `perfect` played each game
+twice, the colours swapped).
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def split_specs(text: str) -> list[str]:
 
 
 def parse_agents(specs, game: Game, *, seed: int = 0) -> list[Agent]:
-    """The agents of a command's specs, the i-th (those that draw their own random numbers) with
+    """The agents of a match's specs, the i-th (those that draw their own random numbers) with
     `seed` + i where its spec gives no seed=: alike agents seeded alike drew the same numbers,
     so that the second half of a match (the colours swapped) replayed the first."""
     return [parse_agent(text, game, seed=seed + i) for i, text in enumerate(specs)]
