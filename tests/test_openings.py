@@ -33,6 +33,7 @@ def test_random_openings_are_distinct_positions_of_the_given_length():
     assert len(moves) == 20 and len(set(moves)) == 20
     assert all(len(m) == 3 and len(set(m)) == 3 for m in moves)  # three different cells
     assert op.openings(TTT, "random:20:3", jax.random.PRNGKey(0)) == moves  # seeded
+    assert op.parse("random:5") == ("random", 5, 2)  # two plies where none is given, as said
     # two orders of the same moves are one position: X a1 c1 with O b2 either way round
     many = op.openings(TTT, "random:100:3", jax.random.PRNGKey(0))
     boards = {(frozenset(m[0::2]), frozenset(m[1::2])) for m in many}

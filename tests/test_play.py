@@ -13,6 +13,7 @@ def test_command_line_options_and_errors(capsys):
     game, args = play.parse(["--game=othello", "--size=6", "--human_color=white"])
     assert game == games.make("othello", size=6) and args.human == 1
     assert args.agent == play.DEFAULT_AGENT
+    assert play.parse(["--game=tictactoe"])[1].human == 0  # the person moves first by default
     game, args = play.parse(["--game=hex", "--size=5", "--swap=true", "--gtp", "--agent=random"])
     assert game == games.make("hex", size=5, swap=True) and args.gtp
     game, _ = play.parse(["--game=hex", "--swap", "--agent=random"])  # a bare boolean flag
