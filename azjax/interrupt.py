@@ -157,17 +157,34 @@ def raise_on_signals():
     thread it does nothing."""
 
     def handle(signum, frame):
+        _RAISED.append(signum)  # until it reaches `run_interruptibly`'s wait (`_raise_lost`)
         raise Interrupted(signum, at_once=True)
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {signum: signal.signal(signum, handle) for signum in SIGNALS}
+    _RAISED.clear()
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        _RAISED.clear()
+
+
+# the signals `raise_on_signals`' handler raised that have not reached the waiting thread: a
+# handler that runs inside a callback from native code (XLA's garbage-collection callback, while
+# the main thread waits) raises into code that only reports it ("Exception ignored in"), and the
+# command went on until its work ended (a CI run's test of a stopped tournament waited 30 s)
+_RAISED: list[int] = []
+
+
+def _raise_lost() -> None:
+    if _RAISED:
+        signum = _RAISED[-1]
+        _RAISED.clear()
+        raise Interrupted(signum, at_once=True)
 
 
 def run_interruptibly(fn: Callable[[], Any], *, finish: bool = False) -> Any:
@@ -189,7 +206,9 @@ def run_interruptibly(fn: Callable[[], Any], *, finish: bool = False) -> Any:
     try:
         while thread.is_alive():
             thread.join(0.05)
+            _raise_lost()
     except BaseException:
+        _RAISED.clear()  # raised here: not lost
         if finish:  # no thread left inside XLA for the interpreter's shutdown to meet
             thread.join()
         raise

@@ -258,6 +258,33 @@ def test_a_second_signal_lost_in_a_callback_stops_at_the_next_check(capsys):
     assert "ignored" not in capsys.readouterr().err
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the callback's
+def test_a_signal_lost_in_a_callback_still_stops_a_threaded_command(capsys):
+    """evaluate.py and play.py wait for their worker in `run_interruptibly`: a Ctrl-C whose
+    handler ran inside a callback from native code (XLA's garbage-collection callback, seen in a
+    CI run) raised into code that only reported it, and the command went on until its work ended
+    (30 s in that run's stopped-tournament test). The wait raises it."""
+    import time
+
+    from azjax.interrupt import Interrupted, raise_on_signals, run_interruptibly
+
+    class Callback:
+        def __del__(self):  # Python reports what a __del__ raises and goes on, as XLA's does
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs between bytecodes, here
+                pass
+
+    t0 = time.monotonic()
+    with raise_on_signals():
+        Callback()
+        with pytest.raises(Interrupted) as stopped:
+            run_interruptibly(lambda: time.sleep(5))
+    assert stopped.value.at_once and stopped.value.signum == signal.SIGINT
+    assert time.monotonic() - t0 < 2
+    with raise_on_signals():  # and nothing is left for the next wait
+        assert run_interruptibly(lambda: 7) == 7
+
+
 def test_a_second_signal_during_a_save_waits_for_it_and_a_third_stops_at_once(capsys):
     """`shield` (the loop's checkpoint saves): a second signal within it is held until the save
     is done, then stops; a third stops at once (a reviewer's mutation that turned the shield off
