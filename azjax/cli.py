@@ -86,11 +86,11 @@ def tidied_on_stop(fn: Callable[[], None]):
     """Within the block, a signal that ends a threaded command calls fn() before the process
     leaves (its `finally` clauses never run: the worker is left inside XLA); fn's errors are
     ignored."""
-    _ON_STOP.append(fn)
+    forget = tidy_on_stop(fn)
     try:
         yield
     finally:
-        _ON_STOP.remove(fn)
+        forget()
 
 
 def _usable_streams() -> None:
