@@ -42,10 +42,12 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import orbax.checkpoint as ocp
 from etils import epath
 from flax import struct
@@ -159,9 +161,9 @@ def run_template(config: Config) -> RunState:
 
 
 # ---- saving and restoring ------------------------------------------------------------------------
-def _manager(workdir: str, keep: int = 0, create: bool = True) -> ocp.CheckpointManager:
+def _manager(workdir: str, create: bool = True) -> ocp.CheckpointManager:
     directory = os.path.join(os.path.abspath(workdir), "checkpoints")
-    options = ocp.CheckpointManagerOptions(max_to_keep=keep or None, create=create)
+    options = ocp.CheckpointManagerOptions(create=create)  # keeps all: Checkpointer prunes
     try:
         return ocp.CheckpointManager(
             directory, options=options, item_names=("state", "config", "metrics", REPLAY)
@@ -198,16 +200,23 @@ class Checkpointer:
     Saves are asynchronous: `committed()` tells whether the last one is on disk. A save that
     fails (a full disk) raises a CheckpointError at the next `save`, `committed` or `wait`, and
     `close` then gives up on orbax's threads after `CLOSE_TIMEOUT` seconds instead of hanging.
+    `keep` > 0: once a save is on disk, the checkpoints older than the newest `keep` are removed,
+    except the steps `protect()` names (the run's `@best`, which --keep_checkpoints keeps however
+    old).
     """
 
     CLOSE_TIMEOUT = 60.0
 
-    def __init__(self, workdir: str, keep: int = 0):
+    def __init__(
+        self, workdir: str, keep: int = 0, protect: Callable[[], Iterable[int]] | None = None
+    ):
         self.workdir = workdir
+        self.keep = keep
+        self.protect = protect
         self.failed = False
         for attempt in range(3):  # a step removed while orbax lists them (a run still training)
             try:
-                self.manager = _manager(workdir, keep)
+                self.manager = _manager(workdir)
                 break
             except FileNotFoundError:
                 if attempt == 2:
@@ -277,10 +286,31 @@ class Checkpointer:
             self.manager.check_for_errors()
         except Exception as e:
             raise self._failed(e) from e
-        if self._saving is not None and not self.failed:  # orbax reports a failure only once
+        on_disk = self._saving is not None and not self.failed  # orbax reports a failure once
+        if on_disk:
             self._on_disk = self._saving
             self.drop_older_replays(self._saving)
         self._saving = None
+        if on_disk:
+            self._prune()
+
+    def _prune(self) -> None:
+        """Remove the checkpoints older than the newest `keep`, but those `protect` names.
+        Process 0 decides; every process deletes the same steps (orbax's delete is collective)."""
+        steps = self.steps()
+        if not self.keep or len(steps) <= self.keep:
+            return
+        kept = set(steps[-self.keep :])
+        if self.protect is not None and jax.process_index() == 0:
+            kept |= set(self.protect())
+        drop = np.array([step not in kept for step in steps])
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            drop = np.asarray(multihost_utils.broadcast_one_to_all(drop))
+        for step, gone in zip(steps, drop):
+            if gone:
+                self.manager.delete(step)
 
     def replay_path(self, step: int) -> str:
         return os.path.join(str(self.manager.directory), str(step), REPLAY)
@@ -905,7 +935,7 @@ def removed_error(workdir: str, step: int | None) -> CheckpointError:
     which = f"checkpoint {step}" if step is not None else "a checkpoint"
     return CheckpointError(
         f"{which} of {workdir!r} was removed while it was read: the run writing it keeps only "
-        "its newest (--keep_checkpoints); read it again, or name a newer step"
+        "its newest and its @best (--keep_checkpoints); read it again, or name a newer step"
     )
 
 
@@ -916,8 +946,8 @@ def missing_step_hint(workdir: str, step: int) -> str:
     have = steps_on_disk(workdir)
     if have and step < have[0] and not _set_aside_folder(workdir, step):
         return (
-            f" (older than its oldest, {have[0]}: the run keeps only its newest checkpoints, "
-            "--keep_checkpoints)"
+            f" (older than its oldest, {have[0]}: the run keeps only its newest checkpoints and "
+            "its @best, --keep_checkpoints)"
         )
     folder = _set_aside_folder(workdir, step)
     if folder:

@@ -383,7 +383,9 @@ class Config:
         choices=("auto", "opponent", "elo", "error_rate"),
     )
     checkpoint_interval: int = _field(10, "iterations between checkpoints", low=1)
-    keep_checkpoints: int = _field(0, "checkpoints kept on disk (0: all)", low=0)
+    keep_checkpoints: int = _field(
+        0, "the newest checkpoints kept on disk, and the one @best names (0: all)", low=0
+    )
     iterations: int = _field(
         100,
         "stop after this many iterations (0: no limit, time_budget ends the run; train.py's "

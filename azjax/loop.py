@@ -838,7 +838,9 @@ def _train(
         fns = make_iteration(config, mesh, on_move=moves)
     check_memory(config, fns, devices)
 
-    checkpointer = Checkpointer(workdir, config.keep_checkpoints)
+    checkpointer = Checkpointer(
+        workdir, config.keep_checkpoints, protect=functools.partial(_best_steps, workdir, config)
+    )
     metrics = bar = None
     it = 0
     evaluations = None
@@ -1069,6 +1071,13 @@ def _best(workdir: str, config: Config) -> dict | None:
 
         return {name: _best_of(workdir, name) for name in shared.game_configs(config)}
     return _best_of(workdir)
+
+
+def _best_steps(workdir: str, config: Config) -> set[int]:
+    """The steps `@best` names now (a shared run's, one a game): --keep_checkpoints keeps them
+    however old."""
+    best = _best(workdir, config)
+    return {b["step"] for b in (best.values() if config.games else [best]) if b is not None}
 
 
 def _best_of(workdir: str, game: str | None = None) -> dict | None:

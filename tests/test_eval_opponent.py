@@ -77,6 +77,20 @@ def test_a_resumed_run_keeps_its_opponent(random_run, tmp_path):
     assert config["eval_opponent"] == "random" and config["eval_opponent_games"] == 4
 
 
+def test_keep_checkpoints_keeps_the_step_best_names(random_run, tmp_path, monkeypatch):
+    """The loop gives its Checkpointer the run's @best to keep (`loop._best_steps`, asked once
+    each save is on disk; here step 1, whatever the toy scores were)."""
+    from azjax import checkpoint, loop
+
+    workdir = str(tmp_path / "copy")
+    shutil.copytree(random_run, workdir)
+    asked = []
+    monkeypatch.setattr(loop, "_best_steps", lambda *a: asked.append(a[0]) or {1})
+    argv = [f"--workdir={workdir}", "--resume", "--iterations=3", "--no_progress"]
+    assert train.main(argv + ["--keep_checkpoints=1"]) == 0
+    assert checkpoint.steps_on_disk(workdir) == [1, 3] and asked == [workdir, workdir]
+
+
 def _one_iteration_against(spec, workdir):
     argv = TOY + [f"--workdir={workdir}", "--iterations=1", f"--eval_opponent={spec}"]
     assert train.main(argv) == 0

@@ -5,6 +5,7 @@ Training runs in subprocesses (signals need a process of their own) at Tic-Tac-T
 sharing one persistent compilation cache so that only the first one compiles.
 """
 
+import dataclasses
 import errno
 import json
 import os
@@ -1572,3 +1573,32 @@ def test_keep_checkpoints_keeps_the_newest_and_steps_sort_as_numbers(tmp_path):
     assert checkpoint.steps_on_disk(workdir) == [4, 10]
     assert checkpoint.missing_step_hint(workdir, 2).startswith(" (older than its oldest, 4")
     assert checkpoint.missing_step_hint(workdir, 7) == ""
+
+
+def test_keep_checkpoints_keeps_the_best_however_old(tmp_path):
+    """--keep_checkpoints=2 keeps the newest two and the step `@best` names: a run whose best
+    network came early, its later ones worse, kept it (before session 119 it was removed like
+    any other, and @best named the best of the newest)."""
+    from azjax import loop
+    from azjax.checkpoint import Checkpointer, best_checkpoint
+
+    workdir = str(tmp_path / "run")
+    config = dataclasses.replace(cfg.load("tictactoe"), eval_interval=2, keep_checkpoints=2)
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        f.write(config.to_json())
+    saver = Checkpointer(workdir, keep=2, protect=lambda: loop._best_steps(workdir, config))
+    errors = {2: 0.3, 4: 0.1, 6: 0.25, 8: 0.3, 10: 0.35}
+    for step, error in errors.items():
+        saver.save(step, {"x": np.zeros(2)}, config)
+        saver.wait()  # the loop writes a step's row once its checkpoint is on disk
+        with open(os.path.join(workdir, "metrics.jsonl"), "a") as f:
+            f.write(json.dumps({"iteration": step, "eval/error_rate": error}) + "\n")
+    saver.close()
+    assert checkpoint.steps_on_disk(workdir) == [4, 8, 10]
+    assert best_checkpoint(workdir).step == 4
+    kept = Checkpointer(workdir, keep=1, protect=lambda: {8})  # a later session keeps fewer
+    kept.save(12, {"x": np.zeros(2)}, config)
+    kept.wait()
+    kept.close()
+    assert checkpoint.steps_on_disk(workdir) == [8, 12]
