@@ -77,7 +77,7 @@ class StopSignals:
         self._shielded = False
         self._deferred: int | None = None
         self._at_once: int | None = None  # a second signal's, for `check`
-        self._unraisable = None
+        self._quiet = contextlib.ExitStack()
 
     @property
     def requested(self) -> bool:
@@ -114,11 +114,6 @@ class StopSignals:
         if self._at_once is not None:
             raise Interrupted(self._at_once, at_once=True)
 
-    def _unraisable_hook(self, unraisable) -> None:
-        if isinstance(unraisable.exc_value, Interrupted):  # acted on by `check`: no traceback
-            return
-        self._unraisable(unraisable)
-
     @contextlib.contextmanager
     def shield(self):
         """Within it (a checkpoint being written), a second signal waits until the end of the
@@ -141,13 +136,32 @@ class StopSignals:
         if threading.current_thread() is threading.main_thread():
             for signum in SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
-            self._unraisable, sys.unraisablehook = sys.unraisablehook, self._unraisable_hook
+            # a lost second signal is acted on by `check`
+            self._quiet.enter_context(_unreported(lambda e: isinstance(e, Interrupted)))
         return self
 
     def __exit__(self, *exc) -> None:
         self._restore()
-        if self._unraisable is not None:
-            sys.unraisablehook, self._unraisable = self._unraisable, None
+        self._quiet.close()
+
+
+@contextlib.contextmanager
+def _unreported(lost: Callable[[BaseException], bool]):
+    """Within it, Python leaves out its report ("Exception ignored in" and a traceback) of an
+    exception raised into code that only reports it where `lost(exception)`: a signal handler's
+    `Interrupted` raised inside a callback from native code (XLA's), which the code that acts on
+    it instead (`StopSignals.check`, `run_interruptibly`'s wait) stops on with its own line."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if not lost(unraisable.exc_value):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 @contextlib.contextmanager
@@ -165,8 +179,9 @@ def raise_on_signals():
         return
     previous = {signum: signal.signal(signum, handle) for signum in SIGNALS}
     _RAISED.clear()
-    try:
-        yield
+    try:  # a lost signal, still in _RAISED, is raised by the next wait (`_raise_lost`)
+        with _unreported(lambda e: isinstance(e, Interrupted) and bool(_RAISED)):
+            yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
