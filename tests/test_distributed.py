@@ -17,6 +17,9 @@ import sys
 import pytest
 from xla_flags import with_host_devices
 
+from azjax import checkpoint
+from azjax.checkpoint import best_checkpoint
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY = [
     "--game=tictactoe",
@@ -134,6 +137,12 @@ def test_two_processes_resume_and_go_back_to_a_checkpoint(two_process_run):
     assert sorted(os.listdir(os.path.join(workdir, "checkpoints"))) == ["1", "2"]
     with open(os.path.join(workdir, "metrics.jsonl")) as f:
         assert [json.loads(line)["iteration"] for line in f] == [1, 2]
+    # --keep_checkpoints: process 0 names the steps to remove (the newest and @best kept), both
+    # remove them (orbax's delete waits for every process)
+    # (the error rate's @best among 1 - 3 as 4 was saved: 4's row was not yet written)
+    _train(workdir, "--resume", "--iterations=4", "--keep_checkpoints=1")
+    kept = checkpoint.steps_on_disk(workdir)
+    assert len(kept) == 2 and kept[1] == 4 and best_checkpoint(workdir).step in kept
 
 
 def test_processes_started_differently_both_stop_with_one_line(tmp_path):
