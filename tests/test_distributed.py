@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 
+import jax
 import pytest
 from xla_flags import with_host_devices
 
@@ -41,6 +42,15 @@ TOY = [
     "--no_progress",
 ]
 TIMEOUT = 300  # seconds; two compiles on a shared 2-core machine
+# Training over two CPU processes hangs in its first self-play program with jax 0.12.1 (what
+# Python 3.12+ installs): 4 of 4 runs on the 2-core VM, against 3 of 3 finished in 32 - 45 s with
+# jax 0.10.2 (docs/scaling.md). Not run there: each would wait out TIMEOUT.
+_RELEASE = tuple(
+    int("".join(c for c in p if c.isdigit()) or 0) for p in jax.__version__.split(".")[:2]
+)
+HANGS = pytest.mark.xfail(
+    _RELEASE >= (0, 12), reason="gloo training hangs with jax >= 0.12 (docs/scaling.md)", run=False
+)
 
 
 def _free_port() -> int:
@@ -106,6 +116,7 @@ def two_process_run(tmp_path_factory):
     return workdir, _train(workdir)
 
 
+@HANGS
 def test_two_processes_on_localhost_complete_a_training_iteration(two_process_run):
     workdir, outputs = two_process_run
 
@@ -121,6 +132,7 @@ def test_two_processes_on_localhost_complete_a_training_iteration(two_process_ru
     assert os.path.exists(os.path.join(workdir, "summary.json"))
 
 
+@HANGS
 def test_two_processes_resume_and_go_back_to_a_checkpoint(two_process_run):
     # Only process 0 read the metrics saved with the checkpoint, and orbax's restore waits for
     # every process: the resume hung. Going back, only process 0 set the later checkpoints
