@@ -20,6 +20,7 @@ from xla_flags import with_host_devices
 
 from azjax import checkpoint
 from azjax.checkpoint import best_checkpoint
+from azjax.xla_flags import _release  # (major, minor) of a version string
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOY = [
@@ -45,11 +46,10 @@ TIMEOUT = 300  # seconds; two compiles on a shared 2-core machine
 # Training over two CPU processes hangs in its first self-play program with jax 0.12.1 (what
 # Python 3.12+ installs): 4 of 4 runs on the 2-core VM, against 3 of 3 finished in 32 - 45 s with
 # jax 0.10.2 (docs/scaling.md). Not run there: each would wait out TIMEOUT.
-_RELEASE = tuple(
-    int("".join(c for c in p if c.isdigit()) or 0) for p in jax.__version__.split(".")[:2]
-)
 HANGS = pytest.mark.xfail(
-    _RELEASE >= (0, 12), reason="gloo training hangs with jax >= 0.12 (docs/scaling.md)", run=False
+    _release(jax.__version__) >= (0, 12),
+    reason="gloo training hangs with jax >= 0.12 (docs/scaling.md)",
+    run=False,
 )
 
 
