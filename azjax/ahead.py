@@ -108,7 +108,7 @@ def compile_clock() -> Iterator[Callable[[], float]]:
     counts once; a span begun before the block counts from its start). A timed call's wall time
     less this is what it takes with its program in jit's cache. The events come from every thread:
     for code that runs while nothing compiles beside it but what it waits for (the loop's
-    evaluation, which waits for `Ahead`'s compiling). 0 with a JAX that records no time spans."""
+    evaluation, which waits for `Ahead`'s compiling)."""
     spans: list[tuple[float, float]] = []
     opened = time.time()  # JAX stamps its spans with time.time()
 
@@ -124,11 +124,7 @@ def compile_clock() -> Iterator[Callable[[], float]]:
                 reach = end
         return total
 
-    register = getattr(monitoring, "register_event_time_span_listener", None)
-    if register is None:
-        yield seconds
-        return
-    register(listen)
+    monitoring.register_event_time_span_listener(listen)  # both since jax 0.8.1 (pyproject)
     try:
         yield seconds
     finally:
