@@ -14,6 +14,7 @@ JAX's file lock (`filelock`) between processes that share it. The environment de
 `JAX_COMPILATION_CACHE_DIR=PATH` puts it at PATH (JAX's own variable, read as JAX documents) and
 `JAX_COMPILATION_CACHE_DIR=` (empty) turns it off. Library code (`azjax.loop`, notebooks) is
 left alone: a program calling `train_and_evaluate` sets JAX's cache itself, if it wants one.
+A multi-process run on the CPU compiles without it (`azjax.parallel.initialize` says why).
 """
 
 from __future__ import annotations

@@ -202,7 +202,10 @@ def initialize(
 
     Arguments left as None come from the environment: JAX detects Cloud TPU pod slices, SLURM,
     Open MPI and Kubernetes itself, and reads JAX_COORDINATOR_ADDRESS. On CPU the processes talk
-    through gloo (`jax_cpu_collectives_implementation`, set here explicitly).
+    through gloo (`jax_cpu_collectives_implementation`, set here explicitly), and compile without
+    the persistent compilation cache: with jax 0.12 a program with collectives that one run
+    compiled hangs in the next run that loads it from the cache, in every process (a `psum` of
+    two processes is enough; jax 0.10 runs it). Nothing has compiled yet, so the switch holds.
     """
     global _distributed
     if coordinator is not None:
@@ -220,6 +223,8 @@ def initialize(
             f"--distributed: {first} (give --coordinator=HOST:PORT, --num_processes and "
             "--process_id, or run where JAX finds them: a TPU pod slice, SLURM, Open MPI)"
         ) from None
+    if jax.default_backend() == "cpu":
+        jax.config.update("jax_enable_compilation_cache", False)
     _distributed = True
 
 
