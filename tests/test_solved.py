@@ -277,6 +277,13 @@ def test_building_a_set_with_the_perfect_player_keeps_decisions(tmp_path, game, 
         assert len(err.splitlines()) == 1 and says in err, err
 
 
+# a game of 6x6 Othello to its end, each move the lowest legal one
+FINISHED = (8, 7, 6, 0, 13, 9, 1, 2, 3, 4, 10, 12, 22, 11, 5, 16, 17, 25, 19, 24, 18, 26, 30)
+FINISHED += (23, 27, 28, 29, 31, 32, 33, 34, 35)
+
+
+# ~bool(finished) (an int's inversion, right only by its bits) warns from Python 3.12 on
+@pytest.mark.filterwarnings("error:Bitwise inversion:DeprecationWarning")
 def test_evaluate_errors_refuses_positions_it_cannot_score(tmp_path, shipped, capsys):
     from azjax.commands import evaluate
 
@@ -285,6 +292,7 @@ def test_evaluate_errors_refuses_positions_it_cannot_score(tmp_path, shipped, ca
         "empty": ((), np.zeros((0, row.shape[0]), np.int8), "holds no positions"),
         "illegal": ((shipped.moves[0] + shipped.moves[0][-1:],), row[None], "is not legal"),
         "unvalued": ((shipped.moves[0],), np.where(row == 1, sv.ILLEGAL, row)[None], "exactly"),
+        "finished": ((FINISHED,), np.full_like(row, sv.ILLEGAL)[None], "is finished"),
     }
     for name, (moves, values, message) in bad.items():
         path = str(tmp_path / f"{name}.json")

@@ -59,7 +59,7 @@ def check_positions(game: Game, solved: sv.SolvedSet, where: str) -> None:
             state, _ = replay(game, list(moves))
         except ValueError as e:
             raise ValueError(f"{where}: position {i + 1}: {e}") from None
-        legal = np.asarray(game.legal_mask(state)) & ~bool(game.is_terminal(state))
+        legal = np.asarray(game.legal_mask(state)) & (not bool(game.is_terminal(state)))
         if not legal.any() or ((values != sv.ILLEGAL) != legal).any():
             raise ValueError(
                 f"{where}: position {i + 1} is finished, or not valued at exactly its legal moves"
