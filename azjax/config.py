@@ -781,6 +781,22 @@ CONDITIONAL = (
         (name, ("eval_opponent",), lambda c: bool(c.eval_opponent), "an eval_opponent")
         for name in ("eval_opponent_games", "eval_opponent_sims", "eval_opponent_decisive")
     ),
+    # the in-loop evaluation's own settings (eval_epsilon and eval_ladder_max_sims are also
+    # `evaluate.py curve`'s defaults for the run, so they count without it); a switch turned off
+    # changes nothing either way
+    *(
+        (name, ("eval_interval",), lambda c: c.eval_interval > 0, "eval_interval > 0")
+        for name in ("eval_games", "eval_budget", "eval_compile_ahead", "eval_opening_plies")
+    ),
+    *(
+        (
+            name,
+            ("eval_interval",),
+            lambda c, name=name: c.eval_interval > 0 or not getattr(c, name),
+            "eval_interval > 0",
+        )
+        for name in ("eval_final", "eval_ladder", "eval_errors")
+    ),
 )
 
 

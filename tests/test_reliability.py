@@ -961,6 +961,9 @@ def test_a_run_that_fits_is_not_refused_for_its_trees():
         (["--eval_opponent_sims=8"], "--eval_opponent_sims changes nothing with eval_opponent=''"),
         (["--eval_opponent_games=8"], "--eval_opponent_games changes nothing with eval_opponent="),
         (["--eval_opponent_decisive=false"], "--eval_opponent_decisive changes nothing with"),
+        # no in-loop evaluation (TOY's eval_interval=0): its settings, a final one (session 120)
+        (["--eval_final"], "--eval_final changes nothing with eval_interval=0"),
+        (["--eval_games=8"], "--eval_games changes nothing with eval_interval"),
     ],
 )
 def test_a_flag_that_would_change_nothing_is_refused(tmp_path, capsys, flags, said):
@@ -998,6 +1001,11 @@ def test_every_conditional_flag_is_taken_with_what_it_needs():
     kept = ["c_puct", "puct_values", "max_considered_actions", "rollout_weight", "rollout_sample"]
     assert cfg.ignored(cfg.load("tictactoe", dict(search="puct")), kept) == []
     assert cfg.ignored(gumbel, kept + ["exit_prior_temperature"]) == []
+    # without in-loop evaluations a switch turned off is taken, and what `evaluate.py curve`
+    # reads of the run's config (its epsilon, its ladder's cap)
+    off = dict(eval_interval=0, eval_final=False, eval_ladder=False, eval_errors=False)
+    curve = ["eval_epsilon", "eval_ladder_max_sims"]
+    assert cfg.ignored(cfg.load("tictactoe", off), [*off, *curve]) == []
 
 
 def test_bad_values_are_one_line(tmp_path, capsys):

@@ -832,7 +832,7 @@ def test_training_waits_for_min_replay(tmp_path):
     utility refuses, runs in test_resume_continues_from_the_latest_checkpoint's TD(lambda)
     target)."""
     workdir = str(tmp_path / "wait")
-    flags = [f for f in TOY if not f.startswith("--eval_interval")]
+    flags = [f for f in TOY if not f.startswith(("--eval_interval", "--eval_games"))]
     # 16 games x 9 plies = 144 positions a chunk at most: 200 needs two iterations
     assert (
         train.main(
@@ -1002,7 +1002,7 @@ def test_resume_step_continues_from_that_checkpoint(tmp_path, capsys):
     plays iteration 2 again (a reviewer's mutation that restored the latest checkpoint, whatever
     the step, passed: each test resumed from the latest)."""
     workdir = str(tmp_path / "run")
-    toy = [a for a in TOY if not a.startswith(("--checkpoint", "--eval_interval"))]
+    toy = [a for a in TOY if not a.startswith(("--checkpoint", "--eval_interval", "--eval_games"))]
     argv = toy + [f"--workdir={workdir}", "--checkpoint_interval=1", "--eval_interval=0"]
     assert train.main(argv + ["--iterations=2"]) == 0
     _, before, _ = checkpoint.load_checkpoint(workdir, 2)
