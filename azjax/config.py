@@ -453,6 +453,24 @@ class Config:
     retrain_from_scratch: bool = _field(
         False, "ExIt: train a freshly initialised apprentice every iteration instead of continuing"
     )
+    early_stopping: int = _field(
+        0,
+        "ExIt: train the apprentice in epochs over the dataset (instead of train_steps steps) "
+        "and stop at the first epoch after which the validation loss rose this many times in "
+        "a row, keeping the epoch with the lowest (seed 002: 3); 0: off",
+        low=0,
+        high=100,
+    )
+    validation_fraction: float = _field(
+        0.1,
+        "ExIt with early_stopping: the share of the dataset's game slots (batch_games columns, "
+        "every position of their games) held out of training to measure the validation loss",
+        low=0.01,
+        high=0.5,
+    )
+    max_epochs: int = _field(
+        100, "ExIt with early_stopping: the most epochs an iteration trains", low=1, high=100_000
+    )
     exit_c_uct: float = _field(
         0.05,
         "ExIt expert: UCT exploration constant c_b (values in "
@@ -723,6 +741,9 @@ EXIT_ONLY = (
     "dataset_size",
     "dataset_growth",
     "retrain_from_scratch",
+    "early_stopping",
+    "validation_fraction",
+    "max_epochs",
     "exit_c_uct",
     "exit_prior_weight",
     "exit_prior_temperature",
@@ -776,6 +797,16 @@ CONDITIONAL = (
         "soft_policy_weight > 0",
     ),
     ("momentum", ("optimizer",), lambda c: c.optimizer == "sgd", "optimizer=sgd"),
+    *(
+        (name, ("early_stopping",), lambda c: c.early_stopping > 0, "early_stopping > 0")
+        for name in ("validation_fraction", "max_epochs")
+    ),
+    (
+        "train_steps",
+        ("early_stopping",),
+        lambda c: c.early_stopping == 0,
+        "early_stopping=0: early stopping trains in epochs",
+    ),
     ("gating_interval", ("gating",), lambda c: c.gating > 0, "gating > 0"),
     *(
         (name, ("eval_opponent",), lambda c: bool(c.eval_opponent), "an eval_opponent")
@@ -901,6 +932,11 @@ def validate(config: Config) -> Config:
         raise ValueError(
             f"positions_per_game must be in 1..{longest} for {config.game} (its longest game, "
             f"in plies), got {config.positions_per_game}"
+        )
+    if config.early_stopping and config.batch_games < 2:
+        raise ValueError(
+            f"early_stopping holds out some of batch_games' game slots for its validation loss "
+            f"and trains on the others: it needs batch_games >= 2, got {config.batch_games}"
         )
     if config.eval_opponent and not config.eval_interval:
         raise ValueError("eval_opponent is played at each evaluation: it needs eval_interval > 0")

@@ -49,7 +49,7 @@ import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from azjax import parallel, replay, symmetry, training
+from azjax import early_stopping, parallel, replay, symmetry, training
 from azjax.checkpoint import RunState, init_run
 from azjax.config import Config
 from azjax.loop import Iteration, make_sampler
@@ -299,6 +299,25 @@ class RoundSummary(NamedTuple):
     apprentice_moves: jax.Array  # int32[D], moves the apprentice played on each device
 
 
+# the validation loss of an early-stopped apprentice (`config.early_stopping`) is measured on
+# this many draws from the held-out game slots' positions, the same draws after every epoch of an
+# iteration, so that the epochs are compared on the same positions
+VALIDATION_POSITIONS = 1024
+
+
+def validation_columns(batch_games: int, fraction: float) -> np.ndarray:
+    """bool[B]: the game slots (the buffer's columns) whose positions early stopping holds out
+    for its validation loss: round(fraction * B) of them, at least one and at most B - 1,
+    spread evenly over the B (so over the devices' blocks of them). A slot holds out every
+    position written to it, all of a game's together, for the whole run."""
+    if batch_games < 2:
+        raise ValueError(f"a validation split needs batch_games >= 2, got {batch_games}")
+    n = min(batch_games - 1, max(1, round(fraction * batch_games)))
+    mask = np.zeros(batch_games, bool)
+    mask[((np.arange(n) + 0.5) * batch_games / n).astype(int)] = True
+    return mask
+
+
 def _iteration_keys(run: RunState, iteration) -> jax.Array:
     """[3] keys (play, train, eval) of `iteration`, as azjax/loop.py derives them."""
     return jax.random.split(jax.random.fold_in(run.key, iteration), 3)
@@ -422,17 +441,24 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
         return states, buffer, total
 
     play.round, play.stats = round_fn, stats_fn  # the two jitted programs of a round
-    learner = training.make_learner(
-        training.make_train_step(
-            net, optimizer, config.weight_decay, value_weight=config.value_weight
-        ),
-        make_sampler(
-            config.train_batch_size,
-            mesh,
-            augment=symmetry.symmetries(game) if config.augment else None,
-        ),
-        max(config.train_steps, 1),
+    augment = symmetry.symmetries(game) if config.augment else None
+    held_out = validation_columns(b, config.validation_fraction) if config.early_stopping else None
+    train_step = training.make_train_step(
+        net, optimizer, config.weight_decay, value_weight=config.value_weight
     )
+    if held_out is None:
+        learner = training.make_learner(
+            train_step,
+            make_sampler(config.train_batch_size, mesh, augment=augment),
+            max(config.train_steps, 1),
+        )
+    else:  # one step a call: an epoch is as many steps as its training set asks
+        learner = training.make_learner(
+            train_step,
+            make_sampler(config.train_batch_size, mesh, augment=augment, columns=~held_out),
+            1,
+            per_call=1,
+        )
     chunk = jax.jit(
         learner.chunk,
         in_shardings=(rep, buffer_sh, rep, rep),
@@ -449,17 +475,63 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
 
     start_fn = jax.jit(start_of, out_shardings=rep)
 
+    settle = functools.partial(parallel.settle, mesh=mesh)
+    copy = jax.jit(lambda tree: jax.tree_util.tree_map(jnp.copy, tree), out_shardings=rep)
+
     def learn(run, buffer, lr_scale=1.0):
         k_learn, start = start_fn(run)
         scale = parallel.put_scalar(lr_scale, mesh)
-        return training.learn(
-            learner,
-            chunk,
+        if held_out is None:
+            return training.learn(
+                learner, chunk, start, buffer, k_learn, lr_scale=scale, settle=settle
+            )
+        return early_stopped(start, buffer, k_learn, scale)
+
+    if held_out is not None:
+        validation_sample = make_sampler(VALIDATION_POSITIONS, mesh, columns=held_out)
+
+        def validation_loss(variables, buffer, key):
+            value, policy, _ = training.inference_losses(
+                net, variables, validation_sample(buffer, key)
+            )
+            return config.value_weight * value + policy
+
+        validate_fn = jax.jit(validation_loss, in_shardings=(rep, buffer_sh, rep))
+        training_ready = jax.jit(
+            lambda buffer: jnp.sum(buffer.ready & jnp.asarray(~held_out), dtype=jnp.int32),
+            in_shardings=(buffer_sh,),
+            out_shardings=rep,
+        )
+        call_keys = jax.jit(
+            lambda key, e, i: learner.split(jax.random.fold_in(jax.random.fold_in(key, e), i))
+        )
+
+    def early_stopped(start, buffer, key, scale):
+        """`early_stopping.train` over epochs of the training columns' positions, each of
+        ceil(positions / train_batch_size) steps; the validation loss on the same
+        VALIDATION_POSITIONS draws of the held-out columns after each epoch."""
+        k_val, k_train = jax.random.split(key)
+        positions = int(parallel.fetch(training_ready(buffer)))
+        steps = max(1, math.ceil(positions / config.train_batch_size))
+
+        def epoch(state, e):
+            total = None
+            for i in range(steps):
+                (keys,) = call_keys(k_train, e, i)
+                state, losses = settle(chunk(state, buffer, keys, scale))
+                total = losses if total is None else jax.tree_util.tree_map(jnp.add, total, losses)
+            return state, jax.tree_util.tree_map(lambda x: x / steps, total)
+
+        def validate(state):
+            return parallel.fetch(settle(validate_fn(state.variables, buffer, k_val)))
+
+        return early_stopping.train(
+            epoch,
+            validate,
+            copy,
             start,
-            buffer,
-            k_learn,
-            lr_scale=scale,
-            settle=functools.partial(parallel.settle, mesh=mesh),
+            patience=config.early_stopping,
+            max_epochs=config.max_epochs,
         )
 
     return Iteration(
@@ -478,6 +550,6 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
         learn=learn,
         advance=jax.jit(lambda iteration: iteration + 1, out_shardings=rep),
         eval_key=jax.jit(lambda run: _iteration_keys(run, run.iteration)[2], out_shardings=rep),
-        copy=jax.jit(lambda tree: jax.tree_util.tree_map(jnp.copy, tree), out_shardings=rep),
+        copy=copy,
         min_replay=config.min_replay or 1,
     )

@@ -188,17 +188,34 @@ def make_sampler(
     augment: symmetry.Symmetries | None = None,
     surprise_fraction: float = 0.0,
     opponent_frames=None,
+    columns: np.ndarray | None = None,
 ) -> Callable:
     """sample(buffer, key) -> a training Batch; with `mesh` the buffer is split along B over its
     devices and the batch along its N positions (see `replay.sample`, which `surprise_fraction`
     and `opponent_frames` are passed to). With `augment` each position goes through one of those
-    symmetries at random (`azjax.symmetry`)."""
-    sample = functools.partial(
-        replay.sample,
-        batch_size=batch_size,
-        surprise_fraction=surprise_fraction,
-        opponent_frames=opponent_frames,
-    )
+    symmetries at random (`azjax.symmetry`). With `columns` (bool[B], the buffer's game slots)
+    it draws from the positions of the slots marked True alone (Expert Iteration's training and
+    validation sets, `azjax.exit.validation_columns`)."""
+
+    def sample(buffer, key, axis_name=None):
+        among = None
+        if columns is not None:
+            mine = jnp.asarray(columns)
+            if axis_name is not None:  # this device's block of B / D columns
+                width = buffer.ready.shape[1]
+                start = jax.lax.axis_index(axis_name) * width
+                mine = jax.lax.dynamic_slice_in_dim(mine, start, width)
+            among = jnp.broadcast_to(mine, buffer.ready.shape)
+        return replay.sample(
+            buffer,
+            key,
+            batch_size,
+            axis_name,
+            surprise_fraction=surprise_fraction,
+            opponent_frames=opponent_frames,
+            among=among,
+        )
+
     if mesh is not None:
         sample = jax.shard_map(
             functools.partial(sample, axis_name=parallel.AXIS),
@@ -609,6 +626,8 @@ def _previous_network(
 def _losses(losses: Losses | dict[str, Losses]) -> dict[str, float]:
     """loss/total, loss/value, ...; for a shared run ({game: Losses}) their means over the
     games, and each game's as loss/<game>/total, ..."""
+    if hasattr(losses, "metrics"):  # Expert Iteration's early-stopped training's report
+        return losses.metrics()
     if not isinstance(losses, dict):
         return {f"loss/{k}": float(v) for k, v in losses._asdict().items()}
     out = {}

@@ -213,6 +213,9 @@ def test_expert_iteration_s_settings_are_refused_where_they_change_nothing():
         exit_c_uct=0.5,
         exit_prior_weight=0.5,
         exit_prior_temperature=0.5,
+        early_stopping=3,
+        validation_fraction=0.2,
+        max_epochs=5,
     )
     for name, value in exit_only.items():  # each on its own, in an AlphaZero run
         with pytest.raises(ValueError, match=f"^{name}: Expert Iteration's setting, it needs"):
@@ -295,6 +298,48 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
     assert (saved.algorithm, saved.policy_target, saved.dataset) == ("exit", "cat", "online_grow")
 
 
+def test_an_early_stopped_apprentice_keeps_its_best_epoch(tmp_path):
+    """--early_stopping (seed 002): epochs over the training slots' positions until the
+    validation loss rose `patience` times in a row, the epoch with the lowest kept; from
+    train.py, its metrics logged and documented, the split fixed by the slots."""
+    from azjax.commands import train
+
+    config = tiny(
+        dataset="online_buffer",
+        dataset_size=64,
+        batch_games=8,
+        positions_per_game=4,
+        retrain_from_scratch=True,
+        early_stopping=2,
+        max_epochs=6,
+        train_steps=100,  # the default's: early stopping counts epochs, not steps
+    )
+    fns = ex.make_iteration(config, parallel.make_mesh())
+    run, states, buffer = fns.init_run(), fns.init_states(), fns.init_buffer()
+    _, buffer, _ = fns.play(run, states, buffer)
+    train_state, report = fns.learn(run, buffer)
+    history = report.history
+    assert 1 <= report.epochs <= 6 and len(history) == report.epochs + 1
+    assert report.validation == min(history) == history[report.best_epoch]
+    assert report.epochs == 6 or all(b > a for a, b in zip(history[-3:], history[-2:]))
+    # 28 positions in 7 training slots, 8 a step: 4 steps an epoch, one optimizer step each
+    assert int(train_state.step) == 4 * report.best_epoch
+    again, again_report = fns.learn(run, buffer)  # the same keys: the same training
+    assert again_report.history == history and int(again.step) == int(train_state.step)
+
+    workdir = str(tmp_path / "run")
+    argv = [f"--{k}={v}" for k, v in TINY.items() if k != "train_steps"]
+    argv += ["--game=tictactoe", f"--workdir={workdir}", "--no_progress", "--iterations=2"]
+    argv += ["--early_stopping=2", "--max_epochs=3", "--retrain_from_scratch"]
+    assert train.main(argv) == 0
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    assert not readme_metrics.undocumented(rows)
+    for r in rows:
+        assert 1 <= r["train/epochs"] <= 3 and 0 <= r["train/best_epoch"] <= r["train/epochs"]
+        assert np.isfinite(r["loss/validation"]) and r["loss/validation"] > 0
+
+
 @pytest.mark.parametrize(
     "flag, message",
     [
@@ -310,6 +355,24 @@ def test_train_py_exit_trains_and_resumes(tmp_path):
             "--algorithm=exit --full_search_prob=0.5 --fast_simulations=2",
             "full_search_prob < 1 needs algorithm=alphazero",
         ),
+        (
+            "--algorithm=exit --early_stopping=3 --train_steps=5",
+            "--train_steps changes nothing with early_stopping=3 (it needs early_stopping=0",
+        ),
+        (
+            "--algorithm=exit --validation_fraction=0.2",
+            "--validation_fraction changes nothing with early_stopping=0",
+        ),
+        ("--algorithm=exit --max_epochs=5", "--max_epochs changes nothing with early_stopping=0"),
+        (
+            "--algorithm=exit --early_stopping=3 --batch_games=1",
+            "it needs batch_games >= 2, got 1",
+        ),
+        (
+            "--algorithm=exit --early_stopping=3 --validation_fraction=0.9",
+            "validation_fraction must be <= 0.5",
+        ),
+        ("--algorithm=exit --early_stopping=-1", "early_stopping must be >= 0"),
         (  # more than a game has plies: lax.top_k's own error, after compiling
             "--algorithm=exit --positions_per_game=10",
             "positions_per_game must be in 1..9 for tictactoe (its longest game, in plies)",
@@ -339,6 +402,9 @@ def test_exit_flags_in_help():
         "--exit_c_uct",
         "--exit_prior_weight",
         "--exit_prior_temperature",
+        "--early_stopping",
+        "--validation_fraction",
+        "--max_epochs",
     ):
         assert flag in text
 

@@ -117,6 +117,17 @@ def test_settle_does_not_wait_on_one_device(monkeypatch):
     assert waited == []
 
 
+def test_sampling_from_some_columns_is_the_one_device_sample(found):
+    """Early stopping's sets (`make_sampler(columns=...)`): the devices' blocks of columns draw
+    what one device draws, and only from the columns asked for, on two of the four devices."""
+    assert found["columns_sample"] == [True, ["1", "6"]]
+
+
+def test_an_early_stopped_apprentice_trains_on_four_devices(found):
+    history, finite = found["early_stopped"]
+    assert 2 <= history <= 3 and finite  # epoch 0, then one or two (max_epochs=2)
+
+
 def test_exit_rounds_split_their_games_over_the_devices(found):
     """Expert Iteration's round on 4 devices labels what each device's games, played and
     labelled alone with its key, give: the buffer's rows are theirs, side by side."""
@@ -279,6 +290,17 @@ def _checks(tmp: str) -> dict:
     replied = replay.add(replay.add(replied, one_traj), one_traj)
     got, want = drawn_both_ways(replied, opponent_frames=game.opponent_frames)
     out["opponent_sample_equal"] = same(got, want) and bool(np.sum(want.opponent_policy) > 0)
+    # ... and from some columns alone (an early-stopped apprentice's training or validation set)
+    held = np.zeros(B, bool)
+    held[[1, 6]] = True  # on the first and the last device
+    marked = buffer.replace(value=jnp.broadcast_to(jnp.arange(B, dtype=jnp.float32), (6, B)))
+    marked_split = jax.device_put(marked, parallel.shardings(mesh, replay.partition_specs("data")))
+    from_columns = [
+        jax.jit(loop.make_sampler(64, m, columns=held))(b, key)
+        for m, b in ((mesh, marked_split), (None, marked))
+    ]
+    drawn_columns = sorted({str(int(v)) for v in np.asarray(from_columns[0].value)})
+    out["columns_sample"] = [same(*from_columns), drawn_columns]
 
     # Training: one step on the same batch, then a whole sampled iteration, both ways.
     opt = make_optimizer(config)
@@ -394,6 +416,11 @@ def _checks(tmp: str) -> dict:
     with recorded_waits() as xlwaited:
         xfns.learn(xfns.copy(xrun), xbuf)
     out["learner_settled"] = [len(lwaited), len(xlwaited)]
+    # ... and early-stopped, its training and validation sets split over the devices
+    es_config = dataclasses.replace(exit_config, early_stopping=1, max_epochs=2)
+    es_fns = ex.make_iteration(es_config, mesh)
+    _, es_report = es_fns.learn(xrun, xbuf)
+    out["early_stopped"] = [len(es_report.history), bool(np.isfinite(es_report.validation))]
     k_round = jax.random.fold_in(ex._iteration_keys(xrun, xrun.iteration + 1)[0], 0)
     xspec = ex.ExpertSpec.from_config(exit_config)
     label = jax.jit(ex.make_round(game, xspec, make_apply(net), B // d, 2))
