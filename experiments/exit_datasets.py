@@ -53,6 +53,15 @@ METHODS = {  # name: config overrides (on top of the scale's)
     "batch": dict(
         algorithm="exit", dataset="batch", retrain_from_scratch=True, batch_games_factor=4
     ),
+    # ... and trains it as the paper does: early stopping on held-out games, no L2
+    "batch_paper": dict(
+        algorithm="exit",
+        dataset="batch",
+        retrain_from_scratch=True,
+        batch_games_factor=4,
+        early_stopping=3,
+        weight_decay=0.0,
+    ),
     "online_buffer": dict(algorithm="exit", dataset="online_buffer"),
     "online_grow": dict(algorithm="exit", dataset="online_grow"),
     "alphazero": dict(algorithm="alphazero", search="gumbel", replay_games=2000),
@@ -126,29 +135,25 @@ def config_for(method: str, seed: int, args):
         expert["exit_prior_weight"] = args.num_simulations / args.size**2
     if extra.get("dataset", "batch") != "batch":
         expert["dataset_size"] = args.dataset_size
-    return azjax.load_config(
-        "hex",
-        dict(
-            size=args.size,
-            swap=False,
-            num_blocks=args.num_blocks,
-            num_filters=args.num_filters,
-            value_hidden=args.num_filters,
-            batch_games=args.batch_games * factor,
-            num_simulations=args.num_simulations,
-            train_steps=args.train_steps,
-            train_batch_size=args.train_batch_size,
-            optimizer="adam",
-            learning_rate=1e-3,
-            weight_decay=1e-4,
-            iterations=max(1, args.iterations // factor),
-            checkpoint_interval=1,
-            eval_interval=0,
-            seed=seed,
-            **extra,
-            **expert,
-        ),
+    settings = dict(
+        size=args.size,
+        swap=False,
+        num_blocks=args.num_blocks,
+        num_filters=args.num_filters,
+        value_hidden=args.num_filters,
+        batch_games=args.batch_games * factor,
+        num_simulations=args.num_simulations,
+        train_steps=args.train_steps,
+        train_batch_size=args.train_batch_size,
+        optimizer="adam",
+        learning_rate=1e-3,
+        weight_decay=1e-4,
+        iterations=max(1, args.iterations // factor),
+        checkpoint_interval=1,
+        eval_interval=0,
+        seed=seed,
     )
+    return azjax.load_config("hex", {**settings, **extra, **expert})
 
 
 def evaluations(workdir: str, config) -> dict[int, float]:

@@ -451,7 +451,7 @@ def test_experiment_datasets_and_expert_toy(tmp_path):
                 "--size=3",
                 "--iterations=1",
                 "--seeds=1",
-                "--methods=batch,alphazero",
+                "--methods=batch,batch_paper,alphazero",
                 "--batch_games=4",
                 "--num_simulations=4",
                 "--train_steps=1",
@@ -467,8 +467,12 @@ def test_experiment_datasets_and_expert_toy(tmp_path):
     )
     with open(os.path.join(out, "results.json")) as f:
         res = json.load(f)
-    assert set(res["table"]) == {"batch", "alphazero"}
+    assert set(res["table"]) == {"batch", "batch_paper", "alphazero"}
     assert azjax.read_config(f"{out}/batch_s0").retrain_from_scratch  # as the paper's batch mode
+    paper = azjax.read_config(f"{out}/batch_paper_s0")  # ... trained as the paper trains it
+    assert (paper.early_stopping, paper.weight_decay, paper.retrain_from_scratch) == (3, 0.0, True)
+    with open(f"{out}/batch_paper_s0/metrics.jsonl") as f:
+        assert all(json.loads(line)["train/epochs"] >= 1 for line in f)
     assert res["checkpoints"]["alphazero_s0@1"]["evaluations"] == 4 * 5 * 9  # 9 plies x (4 + 1)
     assert os.path.exists(os.path.join(out, "elo.png"))
     expert_out = str(tmp_path / "expert")
