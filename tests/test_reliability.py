@@ -992,6 +992,7 @@ def test_every_conditional_flag_is_taken_with_what_it_needs():
         cfg.load("tictactoe", needs),
         cfg.load("tictactoe", {**needs, "search": "gumbel"}),
         cfg.load("tictactoe", dict(algorithm="exit", exit_prior_weight=10.0)),
+        cfg.load("tictactoe", dict(algorithm="exit", early_stopping=3)),
     ]
     for name, *_ in cfg.CONDITIONAL:
         assert any(not cfg.ignored(config, [name]) for config in configs), name
