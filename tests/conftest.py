@@ -40,6 +40,17 @@ import pytest  # noqa: E402
 
 import azjax  # noqa: E402
 
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which makes an unset --dist "load"
+def pytest_cmdline_main(config):
+    """With -n, each xdist worker takes whole files (`--dist loadfile`: a file's module-scoped
+    fixtures compile once, in one worker) unless the command line chose a --dist. Set here, not
+    in pyproject's addopts, where `-p no:xdist` (a debugger's run) failed on the unknown option."""
+    if config.pluginmanager.hasplugin("xdist") and config.option.numprocesses:
+        if config.option.dist == "no":
+            config.option.dist = "loadfile"
+
+
 INTEGRATION = {
     "test_adding_a_game.py",
     "test_api_doc.py",
