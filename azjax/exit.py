@@ -300,8 +300,9 @@ class RoundSummary(NamedTuple):
 
 
 # the validation loss of an early-stopped apprentice (`config.early_stopping`) is measured on
-# this many draws from the held-out game slots' positions, the same draws after every epoch of an
-# iteration, so that the epochs are compared on the same positions
+# this many draws (rounded up to a multiple of the devices) from the held-out game slots'
+# positions, the same draws after every epoch of an iteration, so that the epochs are compared
+# on the same positions
 VALIDATION_POSITIONS = 1024
 
 
@@ -488,7 +489,8 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
         return early_stopped(start, buffer, k_learn, scale)
 
     if held_out is not None:
-        validation_sample = make_sampler(VALIDATION_POSITIONS, mesh, columns=held_out)
+        draws = -(-VALIDATION_POSITIONS // d) * d  # a whole number on each device
+        validation_sample = make_sampler(draws, mesh, columns=held_out)
 
         def validation_loss(variables, buffer, key):
             value, policy, _ = training.inference_losses(
