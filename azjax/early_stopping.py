@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 
 class Report(NamedTuple):
@@ -42,10 +43,6 @@ class Report(NamedTuple):
         out["train/epochs"] = int(self.epochs)
         out["train/best_epoch"] = int(self.best_epoch)
         return out
-
-
-def _add(a, b):
-    return a + b
 
 
 def rises(history: Sequence[float]) -> int:
@@ -78,7 +75,7 @@ def train(
     while trained < max_epochs:
         state, losses = epoch(state, trained + 1)
         trained += 1
-        total = losses if total is None else jax.tree_util.tree_map(_add, total, losses)
+        total = losses if total is None else jax.tree_util.tree_map(jnp.add, total, losses)
         loss = float(validate(state))
         history.append(loss)
         if not math.isfinite(loss):

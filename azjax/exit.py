@@ -517,11 +517,10 @@ def make_iteration(config: Config, mesh: Mesh) -> Iteration:
         steps = max(1, math.ceil(positions / config.train_batch_size))
 
         def epoch(state, e):
-            total = None
-            for i in range(steps):
-                (keys,) = call_keys(k_train, e, i)
-                state, losses = settle(chunk(state, buffer, keys, scale))
-                total = losses if total is None else jax.tree_util.tree_map(jnp.add, total, losses)
+            slices = (call_keys(k_train, e, i)[0] for i in range(steps))
+            state, total = training.run_calls(
+                chunk, state, buffer, slices, lr_scale=scale, settle=settle
+            )
             return state, jax.tree_util.tree_map(lambda x: x / steps, total)
 
         def validate(state):

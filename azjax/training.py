@@ -35,7 +35,7 @@ statistics as it got them, bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import chex
@@ -375,9 +375,24 @@ def learn(
     losses stay on the device. Each call's results go through `settle` before the next call
     (`azjax.parallel.settle`: on several CPU devices the host waits for them, so that one
     program with collectives runs at a time)."""
+    return run_calls(chunk, state, buffer, learner.split(key), lr_scale=lr_scale, settle=settle)
+
+
+def run_calls(
+    chunk: Callable,
+    state,
+    buffer,
+    slices: Iterable,
+    *,
+    lr_scale=None,
+    settle: Callable = lambda tree: tree,
+):
+    """(state, the calls' losses summed) after one `chunk` call per key slice of `slices`, as
+    `learn` makes them; for a learner whose number of calls is not its static `train_steps`
+    (Expert Iteration's epochs, azjax/exit.py, whose length follows the dataset)."""
     total = None
     scale = () if lr_scale is None else (lr_scale,)
-    for keys in learner.split(key):
+    for keys in slices:
         state, losses = settle(chunk(state, buffer, keys, *scale))
         total = losses if total is None else jax.tree_util.tree_map(jnp.add, total, losses)
     return state, total
