@@ -145,3 +145,28 @@ def test_the_api_s_counts_are_checked(tmp_path):
     with pytest.raises(ValueError, match="round_robin: give two or more agents and a name each"):
         round_robin(ttt, ["a"], [rnd, rnd], 2, key)
     assert not os.listdir(tmp_path)
+
+
+def test_an_agent_made_for_another_game_is_refused():
+    """A 5x5 Hex agent given a 6x6 match picked moves over 5x5's actions without a word (a
+    random one played on; others failed deep in jax). Every agent now records its game: another
+    game or other rules is one ValueError naming both; other observation options play."""
+    from azjax.eval.agent import random_agent
+
+    hex5, hex6 = games.make("hex", size=5), games.make("hex", size=6)
+    key = jax.random.PRNGKey(0)
+    opponent = parse_agent("random", hex6)
+    for agent in (
+        parse_agent("random", hex5),
+        random_agent("r", hex5),
+        parse_agent("mcts:sims=2", hex5),
+        parse_agent("minimax:depth=1", hex5),
+        parse_agent("random", TTT),
+    ):
+        with pytest.raises(ValueError, match=r"was made for (hex \{'size': 5|tictactoe).* not hex"):
+            play_games(hex6, agent, opponent, 2, key)
+        with pytest.raises(ValueError, match="was made for"):
+            play_games(hex6, opponent, agent, 2, key)
+    othello = games.make("othello", size=6)
+    seen = parse_agent("random", games.make("othello", size=6, mobility=True))
+    assert play_games(othello, seen, parse_agent("random", othello), 2, key).result.games == 2

@@ -110,6 +110,8 @@ def play_games(
     """
     if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
         raise ValueError(f"play_games: num_games must be an int >= 1, got {num_games!r}")
+    for agent in (a, b):
+        agent.check_game(game)
     t0 = time.perf_counter()
     k_cal, k_play = jax.random.split(key)
     lockstep = not (a.stateful or b.stateful)

@@ -176,8 +176,10 @@ def parse_agent(text: str, game: Game, *, seed: int = 0) -> Agent:
         "gtp": _gtp,
     }
     if kind in SEEDED_KINDS:
-        return builders[kind](game, rest, text.strip(), seed=seed % SPEC_SEEDS)
-    return builders[kind](game, rest, text.strip())
+        agent = builders[kind](game, rest, text.strip(), seed=seed % SPEC_SEEDS)
+    else:
+        agent = builders[kind](game, rest, text.strip())
+    return agent if agent.game is not None else dataclasses.replace(agent, game=game)
 
 
 def _kind(text: str) -> tuple[str, str, str]:
