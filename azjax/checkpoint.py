@@ -942,19 +942,31 @@ def removed_error(workdir: str, step: int | None) -> CheckpointError:
 def missing_step_hint(workdir: str, step: int) -> str:
     """' (it was set aside in FOLDER by a --resume_step: ...)' where a `set_aside` folder of
     `workdir` holds checkpoint `step`; ' (older than its oldest ...)' where the run keeps only
-    newer ones; else ''."""
+    newer ones; ' (removed ...)' for a step between two kept ones that the run saved (a multiple
+    of its --checkpoint_interval) and --keep_checkpoints pruned (the older one its @best); else
+    ''."""
     have = steps_on_disk(workdir)
-    if have and step < have[0] and not _set_aside_folder(workdir, step):
+    folder = _set_aside_folder(workdir, step)
+    if have and step < have[0] and not folder:
         return (
             f" (older than its oldest, {have[0]}: the run keeps only its newest checkpoints and "
             "its @best, --keep_checkpoints)"
         )
-    folder = _set_aside_folder(workdir, step)
     if folder:
         return (
             f" (it was set aside in {folder} by a --resume_step: move "
             f"it back into {os.path.join(workdir, 'checkpoints')} to read it)"
         )
+    if have and have[0] < step < have[-1]:
+        try:
+            config = read_config(workdir)
+        except CheckpointError:
+            return ""
+        if config.keep_checkpoints and step % config.checkpoint_interval == 0:
+            return (
+                f" (removed: the run keeps only its newest {config.keep_checkpoints} "
+                "checkpoints and its @best, --keep_checkpoints)"
+            )
     return ""
 
 

@@ -1592,7 +1592,30 @@ def test_keep_checkpoints_keeps_the_newest_and_steps_sort_as_numbers(tmp_path):
     saver.close()
     assert checkpoint.steps_on_disk(workdir) == [4, 10]
     assert checkpoint.missing_step_hint(workdir, 2).startswith(" (older than its oldest, 4")
-    assert checkpoint.missing_step_hint(workdir, 7) == ""
+    assert checkpoint.missing_step_hint(workdir, 7) == ""  # the config's interval is 10: unsaved
+
+
+def test_a_step_pruned_between_two_kept_ones_is_named_removed(tmp_path):
+    """A step --keep_checkpoints removed between the protected @best and the newest got no hint
+    (only steps older than the oldest kept did): one saved by the run's interval now reads
+    'removed'; one off the interval, which the run never saved, still gets none."""
+    from azjax.checkpoint import Checkpointer
+
+    workdir = str(tmp_path / "run")
+    config = dataclasses.replace(cfg.load("tictactoe"), checkpoint_interval=2, keep_checkpoints=1)
+    saver = Checkpointer(workdir, keep=1, protect=lambda: [2])
+    for step in (2, 4, 6):
+        saver.save(step, {"x": np.zeros(2)}, config)
+        saver.wait()
+    saver.close()
+    assert checkpoint.steps_on_disk(workdir) == [2, 6]
+    hint = checkpoint.missing_step_hint(workdir, 4)
+    assert hint == " (removed: the run keeps only its newest 1 checkpoints and its @best, " + (
+        "--keep_checkpoints)"
+    )
+    assert checkpoint.missing_step_hint(workdir, 5) == ""
+    with pytest.raises(checkpoint.CheckpointError, match=r"no checkpoint 4 .*\(removed: the run"):
+        checkpoint.load_checkpoint(workdir, 4)
 
 
 def test_keep_checkpoints_keeps_the_best_however_old(tmp_path):
