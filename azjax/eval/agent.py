@@ -86,20 +86,13 @@ class Agent:
     stateful: bool = False  # holds one game at a time: its games are played one by one
     search: SearchSetup | None = None  # search agents (ckpt, mcts)
     checkpoint: str | None = None  # a ckpt agent's network: "RUN@STEP", the step resolved
-    game: Game | None = None  # the game it was made for (None: not recorded); see `check_game`
-
-    @property
-    def made_for(self) -> Game | None:
-        """The game the agent plays: `game`, else its search's."""
-        if self.game is not None:
-            return self.game
-        return None if self.search is None else self.search.game
+    game: Game | None = None  # the game it was made for (None: its search's, or not recorded)
 
     def check_game(self, game: Game) -> None:
         """ValueError where the agent was made for another game than `game` (a different game or
         rules: a 5x5 Hex agent would otherwise pick 5x5 moves on a 6x6 board). Observation
         options may differ (`Game.same_rules`)."""
-        made_for = self.made_for
+        made_for = self.game if self.search is None or self.game is not None else self.search.game
         if made_for is not None and not made_for.same_rules(game):
             raise ValueError(
                 f"agent {self.name!r} was made for {made_for.name} {made_for.rules}, "
@@ -117,7 +110,6 @@ def search_agent(
         variables=variables,
         search=setup,
         checkpoint=checkpoint,
-        game=setup.game,
     )
 
 
