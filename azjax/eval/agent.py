@@ -92,7 +92,9 @@ class Agent:
         """ValueError where the agent was made for another game than `game` (a different game or
         rules: a 5x5 Hex agent would otherwise pick 5x5 moves on a 6x6 board). Observation
         options may differ (`Game.same_rules`)."""
-        made_for = self.game if self.search is None or self.game is not None else self.search.game
+        made_for = self.game
+        if made_for is None and self.search is not None:
+            made_for = self.search.game
         if made_for is not None and not made_for.same_rules(game):
             raise ValueError(
                 f"agent {self.name!r} was made for {made_for.name} {made_for.rules}, "
